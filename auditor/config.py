@@ -1,0 +1,127 @@
+"""``[tool.gm-audit]`` in the nearest pyproject.toml (or ``--config FILE``)."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on older interpreters only
+    import tomli as tomllib
+
+from auditor.findings import Severity
+from auditor.registry import expand
+
+KNOWN_KEYS = {"select", "ignore", "per-file-ignores", "exclude", "fail-on", "probe"}
+PROBE_KEYS = {"command", "steps", "max-steps", "timeout", "device", "paths"}
+
+
+class ConfigError(ValueError):
+    pass
+
+
+@dataclass
+class Config:
+    root: Path  # the folder of the config file (or the current folder), for relative patterns
+    path: Optional[Path] = None
+    select: Optional[list[str]] = None
+    ignore: list[str] = field(default_factory=list)
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    exclude: list[str] = field(default_factory=list)
+    fail_on: Severity = Severity.WARNING
+    probe: dict[str, Any] = field(default_factory=dict)
+
+
+def find_pyproject(start: Path) -> Optional[Path]:
+    """The nearest pyproject.toml holding a ``[tool.gm-audit]`` table, walking upwards."""
+    start = start.resolve()
+    for folder in [start, *start.parents] if start.is_dir() else start.parents:
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            try:
+                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                continue
+            if "gm-audit" in data.get("tool", {}):
+                return candidate
+    return None
+
+
+def _str_list(value: Any, key: str, where: Path) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: `{key}` must be a list of strings")
+    return value
+
+
+def load_config(explicit: Optional[str], start: Path) -> Config:
+    path = Path(explicit) if explicit else find_pyproject(start)
+    if path is None:
+        return Config(root=Path.cwd())
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read config {path}: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    table = data.get("tool", {}).get("gm-audit")
+    if table is None:
+        # a standalone gm-audit.toml may hold the keys at top level
+        table = {} if path.name == "pyproject.toml" else data
+    return parse_table(table, path)
+
+
+def parse_table(table: dict[str, Any], path: Path) -> Config:
+    unknown = set(table) - KNOWN_KEYS
+    if unknown:
+        raise ConfigError(
+            f"{path}: unknown key(s) in [tool.gm-audit]: {', '.join(sorted(unknown))} "
+            f"(known: {', '.join(sorted(KNOWN_KEYS))})"
+        )
+    cfg = Config(root=path.parent.resolve(), path=path)
+    try:
+        if "select" in table:
+            cfg.select = _str_list(table["select"], "select", path)
+            expand(cfg.select)
+        cfg.ignore = _str_list(table.get("ignore", []), "ignore", path)
+        expand(cfg.ignore)
+        pfi = table.get("per-file-ignores", {})
+        if not isinstance(pfi, dict):
+            raise ConfigError(f"{path}: `per-file-ignores` must be a table of glob = [codes]")
+        for glob, codes in pfi.items():
+            cfg.per_file_ignores[glob] = _str_list(codes, f"per-file-ignores.{glob}", path)
+            expand(cfg.per_file_ignores[glob])
+    except ValueError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    cfg.exclude = _str_list(table.get("exclude", []), "exclude", path)
+    if "fail-on" in table:
+        try:
+            cfg.fail_on = Severity(str(table["fail-on"]).lower())
+        except ValueError:
+            raise ConfigError(
+                f"{path}: `fail-on` must be one of info, warning, error"
+            ) from None
+    probe = table.get("probe", {})
+    if not isinstance(probe, dict) or set(probe) - PROBE_KEYS:
+        raise ConfigError(
+            f"{path}: [tool.gm-audit.probe] accepts only: {', '.join(sorted(PROBE_KEYS))}"
+        )
+    cfg.probe = probe
+    return cfg
+
+
+def per_file_ignored(cfg: Config, relpath: str) -> set[str]:
+    from fnmatch import fnmatch
+
+    codes: set[str] = set()
+    for glob, selectors in cfg.per_file_ignores.items():
+        if fnmatch(relpath, glob) or fnmatch(Path(relpath).name, glob):
+            codes |= expand(selectors)
+    return codes
+

@@ -1,0 +1,97 @@
+"""Which files a check covers: recursive discovery with the usual folders left out."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+# Never real project code. dist/ and build/ are kept: projects such as DGL keep sources there.
+SKIP_DIRS = frozenset(
+    {".git", ".hg", ".svn", "__pycache__", "site-packages", "node_modules", ".tox", ".nox",
+     ".mypy_cache", ".pytest_cache", ".ruff_cache", ".gm_audit_cache", ".eggs"}
+)
+
+
+class PathMissing(FileNotFoundError):
+    pass
+
+
+@dataclass
+class Discovery:
+    files: list[Path] = field(default_factory=list)
+    notes: list[tuple[str, str]] = field(default_factory=list)  # (path, message) worth telling
+
+
+def is_excluded(path: Path, root: Path, patterns: Iterable[str]) -> bool:
+    try:
+        rel = path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        rel = path.as_posix()
+    parts = rel.split("/")
+    for pat in patterns:
+        pat = pat.rstrip("/")
+        if fnmatch.fnmatch(rel, pat) or any(fnmatch.fnmatch(p, pat) for p in parts):
+            return True
+        if rel.startswith(pat + "/"):
+            return True
+    return False
+
+
+def discover(paths: Iterable[str], root: Path, exclude: Iterable[str] = ()) -> Discovery:
+    """Files named on the command line are always kept; folders are walked for ``*.py``."""
+    exclude = list(exclude)
+    out = Discovery()
+    seen_dirs: set[str] = set()
+    seen_files: set[str] = set()
+
+    def add(p: Path) -> None:
+        key = os.path.realpath(p)
+        if key not in seen_files:
+            seen_files.add(key)
+            out.files.append(p)
+
+    def walk(d: Path) -> None:
+        real = os.path.realpath(d)
+        if real in seen_dirs:
+            out.notes.append((d.as_posix(), "skipped: symlink loop (folder already visited)"))
+            return
+        seen_dirs.add(real)
+        try:
+            entries = sorted(os.scandir(d), key=lambda e: e.name)
+        except OSError as exc:
+            out.notes.append((d.as_posix(), f"cannot read folder: {exc.strerror or exc}"))
+            return
+        for entry in entries:
+            p = Path(entry.path)
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if is_dir:
+                if entry.name in SKIP_DIRS or (p / "pyvenv.cfg").exists():
+                    continue
+                if is_excluded(p, root, exclude):
+                    continue
+                walk(p)
+            elif entry.name.endswith((".py", ".pyi")):
+                if is_excluded(p, root, exclude):
+                    continue
+                if not p.exists():
+                    out.notes.append((p.as_posix(), "skipped: broken symlink"))
+                    continue
+                add(p)
+
+    for raw in paths:
+        p = Path(raw)
+        if not p.exists() and not p.is_symlink():
+            raise PathMissing(f"path does not exist: {raw}")
+        if p.is_dir():
+            walk(p)
+        elif not p.exists():
+            out.notes.append((raw, "skipped: broken symlink"))
+        else:
+            add(p)
+    return out

@@ -1,0 +1,76 @@
+"""The finding model shared by the static pass, the probe and every report (DESIGN section 6)."""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+class Severity(str, enum.Enum):
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+    @property
+    def rank(self) -> int:
+        return ("info", "warning", "error").index(self.value)
+
+
+class Status(str, enum.Enum):
+    STATIC = "static"  # check only
+    CONFIRMED = "confirmed"  # the run showed the effect
+    REFUTED = "refuted"  # the code ran and the effect is absent
+    UNEXERCISED = "unexercised"  # the line never ran
+    RUNTIME = "runtime"  # found by the probe alone
+
+
+@dataclass
+class Finding:
+    rule: str
+    name: str
+    severity: Severity
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    message: str
+    fix: str = ""
+    status: Status = Status.STATIC
+    evidence: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["severity"] = self.severity.value
+        data["status"] = self.status.value
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Finding":
+        data = dict(data)
+        data["severity"] = Severity(data["severity"])
+        data["status"] = Status(data.get("status", "static"))
+        return cls(**data)
+
+    def sort_key(self) -> tuple:
+        return (self.path, self.line, self.column, self.rule)
+
+    def fingerprint(self, source_line: str = "") -> str:
+        """Stable across unrelated edits: rule, file and the offending line's text, not its number."""
+        text = f"{self.rule}\0{self.path}\0{source_line.strip()}\0{self.name}"
+        return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+@dataclass
+class FileError:
+    """A file that could not be read or parsed; reported, never raised."""
+
+    path: str
+    message: str
+    line: int = 0
+    column: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "message": self.message}

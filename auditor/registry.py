@@ -1,0 +1,56 @@
+"""Finds the rules: every module of the ``auditor.rules`` package holding a Rule subclass."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from functools import lru_cache
+from typing import Iterable
+
+from auditor.rule import Rule
+
+CODE_RE = re.compile(r"^GM\d{3}$")
+PARSE_ERROR = "GM000"
+
+
+class UnknownRule(ValueError):
+    pass
+
+
+@lru_cache(maxsize=1)
+def all_rules() -> dict[str, type[Rule]]:
+    from auditor import rules as package
+
+    found: dict[str, type[Rule]] = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        for value in vars(module).values():
+            if isinstance(value, type) and issubclass(value, Rule) and value is not Rule:
+                if value.__module__ == module.__name__:
+                    found[value.code] = value
+    return dict(sorted(found.items()))
+
+
+def expand(selectors: Iterable[str]) -> set[str]:
+    """Ruff-style selectors: ``ALL``, a code (``GM101``) or a prefix (``GM1``, ``GM10``)."""
+    codes = set(all_rules())
+    out: set[str] = set()
+    for sel in selectors:
+        sel = sel.strip().upper()
+        if not sel:
+            continue
+        if sel == "ALL":
+            out |= codes
+            continue
+        matched = {c for c in codes if c.startswith(sel)}
+        if not matched and sel != PARSE_ERROR:
+            raise UnknownRule(f"unknown rule code or prefix: {sel!r} (see `gm-audit rules`)")
+        out |= matched
+    return out
+
+
+def select(select: Iterable[str] | None, ignore: Iterable[str]) -> list[type[Rule]]:
+    chosen = expand(select) if select else set(all_rules())
+    chosen -= expand(ignore)
+    return [all_rules()[c] for c in sorted(chosen)]

@@ -1,0 +1,75 @@
+"""Reports: one module per output format, all rendering the same :class:`Report`."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from auditor.findings import FileError, Finding, Severity, Status
+
+FORMATS = ("text", "json", "sarif", "markdown", "github")
+
+
+@dataclass
+class Report:
+    command: str  # check | probe | diff
+    findings: list[Finding]
+    errors: list[FileError] = field(default_factory=list)
+    files: int = 0
+    seconds: float = 0.0
+    # command-specific, JSON-ready sections merged into the JSON output (probe run facts, diff)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for f in self.findings:
+            out[f.severity.value] = out.get(f.severity.value, 0) + 1
+        return out
+
+    def failing(self, fail_on: Severity) -> list[Finding]:
+        """Findings that make the exit code 1: at or above ``fail_on`` and not refuted."""
+        return [
+            f for f in self.findings
+            if f.severity.rank >= fail_on.rank and f.status != Status.REFUTED
+        ]
+
+
+def render(fmt: str, report: Report, color: Optional[bool] = None) -> str:
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
+    module = importlib.import_module(f"auditor.reports.{fmt}_report")
+    if fmt == "text":
+        return module.render(report, color=color)
+    return module.render(report)
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Readers never see a half-written report: temporary file in the same folder, then rename."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+_lines: dict[str, list[str]] = {}
+
+
+def source_line(path: str, line: int) -> str:
+    """The reported line's text (reports show it; fingerprints hash it)."""
+    if path not in _lines:
+        try:
+            _lines[path] = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            _lines[path] = []
+    lines = _lines[path]
+    return lines[line - 1] if 0 < line <= len(lines) else ""

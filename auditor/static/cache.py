@@ -1,0 +1,66 @@
+"""On-disk cache of per-file results, keyed by content, tool version and the enabled rules.
+
+Files with findings are cached too. Only per-file results are kept: the cross-file stage is
+recomputed from them on every run, so a change in one file reaches every finding that depends
+on it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable
+
+from auditor import __version__
+
+CACHE_DIR = ".gm_audit_cache"
+
+
+def content_digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+class Cache:
+    def __init__(self, root: Path, codes: Iterable[str], enabled: bool = True) -> None:
+        key = hashlib.blake2b(
+            f"{__version__}|{sys.version_info[:2]}|{','.join(sorted(codes))}".encode(),
+            digest_size=8,
+        ).hexdigest()
+        self.path = root / CACHE_DIR / f"check-{key}.pickle"
+        self.enabled = enabled
+        self.entries: dict[str, tuple[str, Any]] = {}
+        self.dirty = False
+        if enabled:
+            try:
+                with open(self.path, "rb") as fh:
+                    self.entries = pickle.load(fh)
+            except Exception:  # a missing, stale or corrupt cache is just a cold run
+                self.entries = {}
+
+    def get(self, path: str, digest: str) -> Any:
+        hit = self.entries.get(path)
+        return hit[1] if hit is not None and hit[0] == digest else None
+
+    def put(self, path: str, digest: str, result: Any) -> None:
+        if self.enabled:
+            self.entries[path] = (digest, result)
+            self.dirty = True
+
+    def save(self) -> None:
+        if not (self.enabled and self.dirty):
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            gitignore = self.path.parent / ".gitignore"
+            if not gitignore.exists():
+                gitignore.write_text("*\n")
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
+            with os.fdopen(fd, "wb") as fh:
+                pickle.dump(self.entries, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, self.path)
+        except OSError:
+            pass  # a read-only tree still gets its report; only the next run is slower

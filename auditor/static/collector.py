@@ -1,0 +1,243 @@
+"""The engine's own visitor: fills :class:`FileFacts` (imports, functions, events) in the same
+single traversal that runs the rules."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Optional, Union
+
+import libcst as cst
+from libcst import BatchableCSTVisitor
+
+from auditor.static.context import MODULE_SCOPE, FileContext, dotted
+from auditor.static.facts import ClassInfo, Event, FunctionInfo
+
+AssignLike = Union[cst.Assign, cst.AnnAssign, cst.AugAssign]
+
+
+def names_in(node: cst.CSTNode) -> list[str]:
+    """Names and dotted attribute chains read by an expression (``self.encoder``, ``x``)."""
+    found: list[str] = []
+    stack = [node]
+    while stack:
+        cur = stack.pop()
+        if isinstance(cur, (cst.Name, cst.Attribute)):
+            text = dotted(cur)
+            if text is not None:
+                found.append(text)
+                if isinstance(cur, cst.Attribute):
+                    # `a.b.c` also reads `a` (and `a.b`): keep the chain's root
+                    found.append(text.split(".")[0])
+                continue
+        if isinstance(cur, cst.Lambda):
+            continue
+        stack.extend(cur.children)
+    return list(dict.fromkeys(found))
+
+
+def target_names(node: cst.CSTNode) -> list[str]:
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return [n for el in node.elements for n in target_names(el.value)]
+    if isinstance(node, cst.StarredElement):
+        return target_names(node.value)
+    text = dotted(node)
+    if text is not None:
+        return [text]
+    if isinstance(node, cst.Subscript):
+        return target_names(node.value)
+    return []
+
+
+class FactCollector(BatchableCSTVisitor):
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.facts = ctx.facts
+        top = FunctionInfo(
+            qualname=f"{ctx.module_name}.{MODULE_SCOPE}",
+            module=ctx.module_name,
+            path=ctx.path,
+            name=MODULE_SCOPE,
+        )
+        self.facts.functions[top.qualname] = top
+        self.functions: list[FunctionInfo] = [top]
+        self.classes: list[str] = []
+        self.withs: list[list[str]] = []
+        self.loops: list[int] = []
+        self.loop_ids = itertools.count(1)  # unique per file, so cached facts are stable
+        self.branches: list[str] = []
+        self.statement: Optional[tuple[list[str], str]] = None  # (targets, text)
+
+    # -- imports -------------------------------------------------------------------------------
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            full = dotted(alias.name) or ""
+            if alias.asname is not None:
+                self.ctx.add_import(dotted(alias.asname.name) or full, full)
+            else:
+                root = full.split(".")[0]
+                self.ctx.add_import(root, root)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        mod = dotted(node.module) if node.module is not None else None
+        level = len(node.relative)
+        base = self.ctx.resolve_relative(level, mod) if level else (mod or "")
+        if isinstance(node.names, cst.ImportStar):
+            return
+        for alias in node.names:
+            name = dotted(alias.name) or ""
+            local = dotted(alias.asname.name) if alias.asname is not None else name
+            self.ctx.add_import(local or name, f"{base}.{name}" if base else name)
+
+    # -- scopes ----------------------------------------------------------------------------------
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        qual = ".".join([self.ctx.module_name, *self.classes, node.name.value])
+        bases = [self.ctx.qualify(arg.value) for arg in node.bases]
+        self.facts.classes[qual] = ClassInfo(qual, bases, [], self.ctx.span(node))
+        self.classes.append(node.name.value)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.classes.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        outer = self.functions[-1]
+        prefix = (
+            [self.ctx.module_name, *self.classes]
+            if outer.name == MODULE_SCOPE or self.classes
+            else [outer.qualname]
+        )
+        qual = ".".join([*prefix, node.name.value])
+        params = [p.name.value for p in (*node.params.posonly_params, *node.params.params)]
+        params += [p.name.value for p in node.params.kwonly_params]
+        info = FunctionInfo(
+            qualname=qual,
+            module=self.ctx.module_name,
+            path=self.ctx.path,
+            name=node.name.value,
+            class_name=".".join([self.ctx.module_name, *self.classes]) if self.classes else "",
+            params=params,
+            decorators=[self.ctx.qualify(d.decorator) for d in node.decorators],
+            span=self.ctx.span(node),
+        )
+        if self.classes:
+            cls = self.facts.classes.get(info.class_name)
+            if cls is not None:
+                cls.methods.append(qual)
+        self.facts.functions[qual] = info
+        self.functions.append(info)
+        # a nested def starts a fresh context: its body does not run inside the outer `with`
+        self.withs.append(["<def>"])
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.functions.pop()
+        self.withs.pop()
+
+    # -- control flow ----------------------------------------------------------------------------
+    def visit_With(self, node: cst.With) -> None:
+        items = [self.ctx.qualify(item.item) for item in node.items]
+        self.withs.append(items)
+        self._event("with", node, func=",".join(items), args=items)
+
+    def leave_With(self, original_node: cst.With) -> None:
+        self.withs.pop()
+
+    def _enter_loop(self) -> None:
+        self.loops.append(next(self.loop_ids))
+
+    def _leave_loop(self) -> None:
+        self.loops.pop()
+
+    def visit_For(self, node: cst.For) -> None:
+        # `for g, feat in loader:` assigns g and feat from the loader, outside the loop body
+        self._event("assign", node.target, targets=target_names(node.target), uses=names_in(node.iter))
+        self._enter_loop()
+
+    def leave_For(self, original_node: cst.For) -> None:
+        self._leave_loop()
+
+    def visit_While(self, node: cst.While) -> None:
+        self._enter_loop()
+
+    def leave_While(self, original_node: cst.While) -> None:
+        self._leave_loop()
+
+    def visit_If(self, node: cst.If) -> None:
+        self.branches.append(self.ctx.code(node.test, 80))
+
+    def leave_If(self, original_node: cst.If) -> None:
+        self.branches.pop()
+
+    # -- statements ------------------------------------------------------------------------------
+    def _enter_statement(self, node: AssignLike, targets: list[str]) -> None:
+        self.statement = (targets, self.ctx.code(node))
+        value = node.value
+        if value is not None:
+            kind = "augassign" if isinstance(node, cst.AugAssign) else "assign"
+            self._event(kind, node, targets=targets, uses=names_in(value))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self._enter_statement(node, [n for t in node.targets for n in target_names(t.target)])
+
+    def leave_Assign(self, original_node: cst.Assign) -> None:
+        self.statement = None
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._enter_statement(node, target_names(node.target))
+
+    def leave_AnnAssign(self, original_node: cst.AnnAssign) -> None:
+        self.statement = None
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._enter_statement(node, target_names(node.target))
+
+    def leave_AugAssign(self, original_node: cst.AugAssign) -> None:
+        self.statement = None
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if node.value is not None:
+            self._event("return", node, uses=names_in(node.value))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        receiver = method = ""
+        if isinstance(func, cst.Attribute):
+            receiver = dotted(func.value) or self.ctx.code(func.value, 60)
+            method = func.attr.value
+        args: list[str] = []
+        kwargs: dict[str, str] = {}
+        for arg in node.args:
+            text = dotted(arg.value) or self.ctx.code(arg.value, 80)
+            if arg.keyword is not None:
+                kwargs[arg.keyword.value] = text
+            elif arg.star:
+                args.append(arg.star + text)
+            else:
+                args.append(text)
+        self._event(
+            "call",
+            node,
+            func=self.ctx.qualify(func) or self.ctx.code(func, 60),
+            receiver=receiver,
+            method=method,
+            args=args,
+            kwargs=kwargs,
+            uses=names_in(node),
+        )
+
+    def _event(self, kind: str, node: cst.CSTNode, **data: object) -> None:
+        context = [c for items in self.withs for c in items]
+        if "<def>" in context:
+            context = context[len(context) - context[::-1].index("<def>") :]
+        targets, text = self.statement if self.statement else ([], "")
+        data.setdefault("targets", list(targets))
+        self.functions[-1].events.append(
+            Event(
+                kind=kind,
+                span=self.ctx.span(node),
+                context=context,
+                loop_ids=list(self.loops),
+                branch=self.branches[-1] if self.branches else None,
+                text=text or self.ctx.code(node),
+                **data,  # type: ignore[arg-type]
+            )
+        )

@@ -1,0 +1,281 @@
+"""Runs the static pass: read -> prefilter -> parse once -> one batched traversal per file
+(in parallel, cached) -> project graph -> cross-file rule stage -> suppressions."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+import traceback
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Optional, Sequence
+
+import libcst as cst
+from libcst import visit_batched
+
+from auditor.config import Config, per_file_ignored
+from auditor.discovery import discover
+from auditor.findings import FileError, Finding, Severity
+from auditor.registry import PARSE_ERROR, all_rules
+from auditor.rule import Rule
+from auditor.static.cache import Cache, content_digest
+from auditor.static.collector import FactCollector
+from auditor.static.context import FileContext, module_name_for
+from auditor.static.facts import FileFacts
+from auditor.static.project import Project
+from auditor.suppression import Ignores, is_suppressed, parse_ignores
+
+MAX_FILE_BYTES = 4 * 1024 * 1024
+UNUSED_IGNORE = "GM001"
+
+
+@dataclass
+class FileResult:
+    path: str
+    module: str
+    facts: Optional[FileFacts] = None  # None: skipped by the prefilter, or unreadable
+    findings: list[Finding] = field(default_factory=list)
+    error: Optional[FileError] = None
+    ignores: Ignores = field(default_factory=dict)
+
+
+@dataclass
+class CheckResult:
+    findings: list[Finding]
+    errors: list[FileError]
+    files: int
+    seconds: float
+    analysed: int = 0
+    cached: int = 0
+    project: Optional[Project] = None
+
+
+def relpath(path: Path) -> str:
+    try:
+        return Path(os.path.relpath(path)).as_posix()
+    except ValueError:  # another drive on Windows
+        return path.as_posix()
+
+
+def decode(data: bytes) -> str:
+    """Text of a Python file, honouring a PEP 263 coding cookie; ValueError with a clear reason."""
+    if b"\0" in data:
+        raise ValueError("binary file (contains NUL bytes)")
+    import io
+    import tokenize
+
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        raise ValueError(f"unknown source encoding: {exc}") from None
+    try:
+        return data.decode(encoding)
+    except (UnicodeDecodeError, LookupError) as exc:
+        where = f" at byte {exc.start}" if isinstance(exc, UnicodeDecodeError) else ""
+        raise ValueError(f"not valid {encoding}{where}; save the file as UTF-8") from None
+
+
+def parse_error_finding(path: str, exc: cst.ParserSyntaxError) -> Finding:
+    message = str(exc.message).strip().splitlines()[0] if exc.message else "syntax error"
+    return Finding(
+        rule=PARSE_ERROR, name="syntax-error", severity=Severity.ERROR, path=path,
+        line=exc.raw_line, column=exc.raw_column + 1, end_line=exc.raw_line,
+        end_column=exc.raw_column + 2, message=f"file could not be parsed: {message}",
+        fix="fix the syntax error; gm-audit checked nothing else in this file",
+    )
+
+
+def analyze_source(
+    path: str, abspath: Path, data: bytes, codes: Sequence[str], force: bool = False
+) -> FileResult:
+    """Everything the static pass learns from one file, in one traversal. Never raises."""
+    module = module_name_for(abspath)
+    result = FileResult(path=path, module=module)
+    if len(data) > MAX_FILE_BYTES:
+        result.error = FileError(
+            path, f"skipped: {len(data) / 1e6:.1f} MB is larger than the "
+            f"{MAX_FILE_BYTES // (1024 * 1024)} MiB gm-audit reads (generated code?)"
+        )
+        return result
+    try:
+        text = decode(data)
+    except ValueError as exc:
+        result.error = FileError(path, str(exc))
+        return result
+    result.ignores = parse_ignores(text)
+    rules = [all_rules()[c] for c in codes]
+    wanted = [r for r in rules if r.matches_text(text)]
+    if not wanted and not force:
+        return result
+    try:
+        tree = cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        result.findings.append(parse_error_finding(path, exc))
+        return result
+    except Exception as exc:  # libcst's own limits (e.g. recursion on absurd nesting)
+        result.error = FileError(path, f"could not be parsed: {type(exc).__name__}: {exc}")
+        return result
+    try:
+        ctx = FileContext(path, text, tree, module)
+        visitors: list[Rule] = [r(ctx) for r in wanted]
+        visit_batched(tree, [FactCollector(ctx), *visitors])
+    except RecursionError:
+        result.error = FileError(path, "skipped: nesting too deep for the analyser")
+        return result
+    except Exception as exc:  # a rule's bug must not sink the whole run
+        if os.environ.get("GM_AUDIT_DEBUG"):
+            traceback.print_exc()
+        result.error = FileError(path, f"internal error while analysing: {type(exc).__name__}: {exc}")
+        return result
+    result.facts = ctx.facts
+    result.findings = [f for v in visitors for f in v.findings]
+    return result
+
+
+def _analyze_job(job: tuple[str, str, bytes, tuple[str, ...]]) -> FileResult:
+    path, abspath, data, codes = job
+    return analyze_source(path, Path(abspath), data, codes)
+
+
+def _pool(jobs: int) -> ProcessPoolExecutor:
+    methods = multiprocessing.get_all_start_methods()
+    # fork is much cheaper to start; the static path holds no threads or GPU state to worry about
+    ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx)
+
+
+def run_check(
+    paths: Iterable[str],
+    config: Config,
+    rules: Sequence[type[Rule]],
+    jobs: int = 0,
+    use_cache: bool = True,
+    report_unused_ignores: bool = False,
+    progress: Optional[Callable[[int, int], None]] = None,
+) -> CheckResult:
+    start = time.perf_counter()
+    codes = tuple(r.code for r in rules)
+    found = discover(paths, config.root, config.exclude)
+    errors = [FileError(p, m) for p, m in found.notes]
+    cache = Cache(config.root, codes, enabled=use_cache)
+    results: dict[str, FileResult] = {}
+    todo: list[tuple[str, str, bytes, tuple[str, ...]]] = []
+    digests: dict[str, str] = {}
+    for p in found.files:
+        rel = relpath(p)
+        try:
+            data = p.read_bytes()
+        except OSError as exc:
+            errors.append(FileError(rel, f"cannot read file: {exc.strerror or exc}"))
+            continue
+        digest = digests[rel] = content_digest(data)
+        hit = cache.get(rel, digest)
+        if hit is not None:
+            results[rel] = hit
+        else:
+            todo.append((rel, str(p.resolve()), data, codes))
+    cached = len(results)
+    total = len(found.files)
+    jobs = jobs or os.cpu_count() or 1
+    done = cached
+    if progress:
+        progress(done, total)
+    if jobs > 1 and len(todo) > 4 * jobs:
+        with _pool(jobs) as pool:
+            for res in pool.map(_analyze_job, todo, chunksize=max(1, len(todo) // (jobs * 8))):
+                results[res.path] = res
+                cache.put(res.path, digests[res.path], res)
+                done += 1
+                if progress:
+                    progress(done, total)
+    else:
+        for job in todo:
+            res = _analyze_job(job)
+            results[res.path] = res
+            cache.put(res.path, digests[res.path], res)
+            done += 1
+            if progress:
+                progress(done, total)
+    cache.save()
+
+    abspaths = {job[0]: job[1] for job in todo}
+
+    def load_skipped(rel: str) -> Optional[FileFacts]:
+        # a prefiltered file that a call leads into: analyse it now, facts only
+        try:
+            data = Path(rel).read_bytes()
+        except OSError:
+            return None
+        res = analyze_source(rel, Path(abspaths.get(rel, rel)).resolve(), data, (), force=True)
+        return res.facts
+
+    analysed = [r.facts for r in results.values() if r.facts is not None]
+    skipped = {r.module: r.path for r in results.values() if r.facts is None and r.error is None}
+    project = Project(analysed, skipped=skipped, loader=load_skipped)
+    findings: list[Finding] = []
+    for res in results.values():
+        findings.extend(res.findings)
+        if res.error:
+            errors.append(res.error)
+    for rule in rules:
+        try:
+            findings.extend(rule.check_project(project))
+        except Exception as exc:
+            if os.environ.get("GM_AUDIT_DEBUG"):
+                traceback.print_exc()
+            errors.append(FileError("<project>", f"internal error in {rule.code}: {type(exc).__name__}: {exc}"))
+
+    findings = apply_suppressions(findings, results, config, report_unused_ignores)
+    findings = sorted(dedupe(findings), key=Finding.sort_key)
+    return CheckResult(
+        findings=findings,
+        errors=sorted(errors, key=lambda e: e.path),
+        files=total,
+        seconds=time.perf_counter() - start,
+        analysed=len(todo),
+        cached=cached,
+        project=project,
+    )
+
+
+def dedupe(findings: Iterable[Finding]) -> list[Finding]:
+    seen: dict[tuple, Finding] = {}
+    for f in findings:
+        seen.setdefault((f.rule, f.path, f.line, f.column), f)
+    return list(seen.values())
+
+
+def apply_suppressions(
+    findings: list[Finding], results: dict[str, FileResult], config: Config, report_unused: bool
+) -> list[Finding]:
+    kept: list[Finding] = []
+    used: set[tuple[str, int, str]] = set()
+    pfi_cache: dict[str, set[str]] = {}
+    for f in findings:
+        if f.path not in pfi_cache:
+            pfi_cache[f.path] = per_file_ignored(config, f.path)
+        if f.rule in pfi_cache[f.path]:
+            continue
+        res = results.get(f.path)
+        if res is not None and is_suppressed(res.ignores, f.line, f.rule):
+            codes = res.ignores[f.line]
+            used.add((f.path, f.line, f.rule if codes is not None else "*"))
+            continue
+        kept.append(f)
+    if report_unused:
+        for res in results.values():
+            for line, codes in res.ignores.items():
+                wanted = ["*"] if codes is None else sorted(codes)
+                unused = [c for c in wanted if (res.path, line, c) not in used]
+                if unused:
+                    label = "ignore" if codes is None else f"ignore[{', '.join(unused)}]"
+                    kept.append(Finding(
+                        rule=UNUSED_IGNORE, name="unused-suppression", severity=Severity.WARNING,
+                        path=res.path, line=line, column=1, end_line=line, end_column=1,
+                        message=f"`# gm-audit: {label}` suppresses nothing on this line",
+                        fix="remove the suppression comment (or the unused codes)",
+                    ))
+    return kept
+

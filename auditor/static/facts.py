@@ -1,0 +1,82 @@
+"""Serializable per-file facts: what the cross-file stage and the cache keep of a parsed file.
+
+Every function (and the module body, as ``<module>``) is summarised as an ordered list of events:
+calls, assignments, returns and ``with`` blocks, with the names each one reads and writes. Rules
+follow data and calls across files on these summaries, through :mod:`auditor.static.project`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+
+@dataclass
+class Span:
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+
+@dataclass
+class Event:
+    """One thing a function does, in source order.
+
+    kind: ``call`` | ``assign`` | ``return`` | ``with`` | ``augassign``.
+    For calls, ``func`` is the callee's qualified name when imports resolve it
+    (``torch.nn.functional.mse_loss``), else its dotted text (``self.encoder``, ``g.add_self_loop``);
+    ``receiver`` is the dotted text of what a method is called on and ``method`` its name.
+    ``targets`` are the names/attributes the enclosing statement assigns; ``uses`` the names it reads.
+    ``context`` lists the qualified names of the enclosing ``with`` items (``torch.no_grad``);
+    ``loop`` is the loop-nesting depth and ``loop_ids`` identify those loops (outermost first).
+    """
+
+    kind: str
+    span: Span
+    func: str = ""
+    receiver: str = ""
+    method: str = ""
+    args: list[str] = field(default_factory=list)
+    kwargs: dict[str, str] = field(default_factory=dict)
+    targets: list[str] = field(default_factory=list)
+    uses: list[str] = field(default_factory=list)
+    context: list[str] = field(default_factory=list)
+    loop_ids: list[int] = field(default_factory=list)
+    branch: Optional[str] = None  # text of the innermost enclosing `if` test, if any
+    text: str = ""  # the statement's source, shortened
+
+    @property
+    def loop(self) -> int:
+        return len(self.loop_ids)
+
+
+@dataclass
+class FunctionInfo:
+    qualname: str  # module.Class.method, module.func, module.<module>
+    module: str
+    path: str
+    name: str
+    class_name: str = ""
+    params: list[str] = field(default_factory=list)
+    decorators: list[str] = field(default_factory=list)
+    span: Optional[Span] = None
+    events: list[Event] = field(default_factory=list)
+
+
+@dataclass
+class ClassInfo:
+    qualname: str
+    bases: list[str]
+    methods: list[str]
+    span: Optional[Span] = None
+
+
+@dataclass
+class FileFacts:
+    path: str  # relative, POSIX
+    module: str  # dotted module name
+    imports: dict[str, str] = field(default_factory=dict)  # local alias -> qualified name
+    functions: dict[str, FunctionInfo] = field(default_factory=dict)
+    classes: dict[str, ClassInfo] = field(default_factory=dict)
+    rule_facts: dict[str, list[Any]] = field(default_factory=dict)  # rule code -> its own facts

@@ -1,0 +1,134 @@
+"""The project graph: every analysed file's functions, linked by calls, shared by all rules."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Iterator, Optional
+
+import networkx as nx
+
+from auditor.static.context import MODULE_SCOPE
+from auditor.static.facts import Event, FileFacts, FunctionInfo
+
+
+class Project:
+    """Functions by qualified name, classes, rule facts, and a call graph (networkx DiGraph).
+
+    Graph nodes are function qualnames; an edge ``caller -> callee`` carries the call events
+    (``events`` attribute). Files the prefilter skipped are analysed on demand through
+    ``loader`` when a call resolves into them, so cross-file facts are never silently missing.
+    """
+
+    def __init__(
+        self,
+        files: Iterable[FileFacts],
+        skipped: Optional[dict[str, str]] = None,
+        loader: Optional[Callable[[str], Optional[FileFacts]]] = None,
+    ) -> None:
+        self.files: dict[str, FileFacts] = {}
+        self.functions: dict[str, FunctionInfo] = {}
+        self.classes: dict[str, Any] = {}
+        self.modules: dict[str, FileFacts] = {}
+        self._skipped = dict(skipped or {})  # module name -> path, not yet analysed
+        self._loader = loader
+        self._by_name: dict[str, list[str]] = {}
+        self.graph: nx.DiGraph = nx.DiGraph()
+        for facts in files:
+            self._add(facts)
+        self._link_all()
+
+    # -- building --------------------------------------------------------------------------------
+    def _add(self, facts: FileFacts) -> None:
+        self.files[facts.path] = facts
+        self.modules[facts.module] = facts
+        self.functions.update(facts.functions)
+        self.classes.update(facts.classes)
+        for qual, fn in facts.functions.items():
+            self._by_name.setdefault(fn.name, []).append(qual)
+            self.graph.add_node(qual)
+
+    def _link_all(self) -> None:
+        for fn in list(self.functions.values()):
+            self._link(fn)
+
+    def _link(self, fn: FunctionInfo) -> None:
+        for event in fn.events:
+            if event.kind != "call":
+                continue
+            for callee in self.resolve_call(event, fn):
+                data = self.graph.get_edge_data(fn.qualname, callee)
+                if data is None:
+                    self.graph.add_edge(fn.qualname, callee, events=[event])
+                else:
+                    data["events"].append(event)
+
+    def _load_module_of(self, qualname: str) -> None:
+        """Analyse a skipped file on demand when a qualified name points into it."""
+        if not self._skipped or self._loader is None:
+            return
+        parts = qualname.split(".")
+        for i in range(len(parts) - 1, 0, -1):
+            module = ".".join(parts[:i])
+            path = self._skipped.pop(module, None)
+            if path is not None:
+                facts = self._loader(path)
+                if facts is not None:
+                    self._add(facts)
+                    for fn in facts.functions.values():
+                        self._link(fn)
+                return
+
+    # -- queries ---------------------------------------------------------------------------------
+    def function(self, qualname: str) -> Optional[FunctionInfo]:
+        if qualname not in self.functions:
+            self._load_module_of(qualname)
+        return self.functions.get(qualname)
+
+    def resolve_call(self, event: Event, caller: FunctionInfo) -> list[str]:
+        """Functions a call event may run: direct names, ``self.method``, constructors."""
+        func = event.func.removesuffix("()")
+        candidates: list[str] = []
+        if func.startswith("self.") and caller.class_name:
+            candidates.append(f"{caller.class_name}.{func[5:]}")
+            cls = self.classes.get(caller.class_name)
+            for base in cls.bases if cls else ():
+                candidates.append(f"{base}.{func[5:]}")
+        candidates += [func, f"{func}.__init__"]
+        if "." not in func:
+            # a name defined in the caller's module (nested scopes included)
+            candidates += [f"{caller.module}.{func}", f"{caller.qualname}.{func}"]
+        found = []
+        for cand in candidates:
+            if self.function(cand) is not None:
+                found.append(cand)
+        return list(dict.fromkeys(found))
+
+    def callees(self, qualname: str) -> list[str]:
+        return list(self.graph.successors(qualname)) if qualname in self.graph else []
+
+    def callers(self, qualname: str) -> list[str]:
+        return list(self.graph.predecessors(qualname)) if qualname in self.graph else []
+
+    def reachable_from(self, qualname: str) -> set[str]:
+        """Every function a call to ``qualname`` may run, itself included."""
+        if qualname not in self.graph:
+            return set()
+        return {qualname} | nx.descendants(self.graph, qualname)
+
+    def call_sites(self, caller: str, callee: str) -> list[Event]:
+        data = self.graph.get_edge_data(caller, callee)
+        return list(data["events"]) if data else []
+
+    def events(self, kind: Optional[str] = None) -> Iterator[tuple[FunctionInfo, Event]]:
+        for fn in list(self.functions.values()):
+            for event in fn.events:
+                if kind is None or event.kind == kind:
+                    yield fn, event
+
+    def rule_facts(self, code: str) -> Iterator[tuple[FileFacts, Any]]:
+        for facts in list(self.files.values()):
+            for value in facts.rule_facts.get(code, ()):
+                yield facts, value
+
+    def entry_points(self) -> list[str]:
+        """Module bodies: where scripts start running."""
+        return [q for q, fn in self.functions.items() if fn.name == MODULE_SCOPE]

@@ -1,0 +1,85 @@
+"""GM602 unsafe-torch-load: ``torch.load`` without ``weights_only=True``."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from auditor.findings import Severity
+from auditor.rule import Invalid, Rule, Valid
+
+LOADERS = {"torch.load", "torch.serialization.load"}
+
+
+def _is_true(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "True"
+
+
+class UnsafeTorchLoad(Rule):
+    code = "GM602"
+    name = "unsafe-torch-load"
+    severity = Severity.WARNING
+    fix_safety = "safe"
+    summary = "`torch.load` without `weights_only=True` unpickles arbitrary code"
+    prefilter = ("load",)
+    doc = """
+## What it does
+Finds calls to `torch.load` that do not pass `weights_only=True`, or that pass
+`weights_only=False`.
+
+## Why is this bad?
+Without `weights_only=True`, `torch.load` unpickles the file: a checkpoint downloaded with a
+"pretrained GraphMAE" can run any code on the machine that loads it. Before torch 2.6 this is the
+default. In a pipeline that reconstructs badly, the load is also where foreign weights enter the
+model (see GM601): loading tensors only keeps that step auditable.
+
+## Example
+```python
+state = torch.load("pretrained.pt")
+model.load_state_dict(state)
+```
+
+## Use instead
+```python
+state = torch.load("pretrained.pt", weights_only=True)
+model.load_state_dict(state)
+```
+
+## Fix safety
+Safe: adds `weights_only=True`. A checkpoint holding pickled Python objects other than tensors and
+plain containers will then fail to load, loudly, instead of executing code.
+
+## References
+- https://pytorch.org/docs/stable/generated/torch.load.html
+"""
+
+    VALID = [
+        Valid("import torch\nstate = torch.load('w.pt', weights_only=True)\n"),
+        Valid("import numpy as np\narr = np.load('x.npy')\n"),
+        Valid("from torch import load\nstate = load('w.pt', map_location='cpu', weights_only=True)\n"),
+        Valid("import pickle\nobj = pickle.load(open('x.pkl', 'rb'))\n"),
+        Valid("def load(path):\n    return path\nload('x')\n"),
+    ]
+    INVALID = [
+        Invalid("import torch\nstate = torch.load('w.pt')\n", line=2, column=9),
+        Invalid("import torch as T\nckpt = T.load(path, map_location='cpu')\n", line=2),
+        Invalid("from torch import load\nstate = load('w.pt', weights_only=False)\n", line=2),
+        Invalid(
+            {"util.py": "import torch\n\ndef restore(p):\n    return torch.load(p)\n"},
+            line=4, path="util.py",
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.ctx.qualify(node.func) not in LOADERS:
+            return
+        flag = next((a for a in node.args if a.keyword and a.keyword.value == "weights_only"), None)
+        if flag is not None and _is_true(flag.value):
+            return
+        if flag is not None and not (isinstance(flag.value, cst.Name) and flag.value.value == "False"):
+            return  # a variable: the caller decides; nothing to prove statically
+        self.report(
+            node,
+            "`torch.load` without `weights_only=True` unpickles arbitrary objects"
+            + (" (explicitly disabled)" if flag is not None else ""),
+            fix="pass `weights_only=True` so only tensors and plain containers are loaded",
+        )

@@ -31,7 +31,12 @@ def names_in(node: cst.CSTNode) -> list[str]:
                 continue
         if isinstance(cur, cst.Lambda):
             continue
-        stack.extend(cur.children)
+        if isinstance(cur, cst.Attribute):  # `f(x).detach`: read f(x), not a name `detach`
+            stack.append(cur.value)
+        elif isinstance(cur, cst.Arg):  # `reduction="sum"`: the keyword is not a name read
+            stack.append(cur.value)
+        else:
+            stack.extend(cur.children)
     return list(dict.fromkeys(found))
 
 

@@ -84,14 +84,20 @@ class Project:
         return self.functions.get(qualname)
 
     def resolve_call(self, event: Event, caller: FunctionInfo) -> list[str]:
-        """Functions a call event may run: direct names, ``self.method``, constructors."""
+        """Functions a call event may run: direct names, ``self.method``, constructors, and
+        methods of instances whose class is known (``model = GraphMAE()``; ``model(g)`` runs
+        ``GraphMAE.forward``; ``trainer.validate()`` runs ``Trainer.validate``)."""
         func = event.func.removesuffix("()")
         candidates: list[str] = []
         if func.startswith("self.") and caller.class_name:
-            candidates.append(f"{caller.class_name}.{func[5:]}")
-            cls = self.classes.get(caller.class_name)
-            for base in cls.bases if cls else ():
-                candidates.append(f"{base}.{func[5:]}")
+            candidates += self.method_candidates(caller.class_name, func[5:])
+        cls = self.instance_class(caller, func, event.span.line)
+        if cls is not None:  # calling an instance: nn.Module.__call__ runs forward
+            candidates += self.method_candidates(cls, "forward") + self.method_candidates(cls, "__call__")
+        if event.receiver and event.method:
+            cls = self.instance_class(caller, event.receiver, event.span.line)
+            if cls is not None:
+                candidates += self.method_candidates(cls, event.method)
         candidates += [func, f"{func}.__init__"]
         if "." not in func:
             # a name defined in the caller's module (nested scopes included)
@@ -101,6 +107,42 @@ class Project:
             if self.function(cand) is not None:
                 found.append(cand)
         return list(dict.fromkeys(found))
+
+    def method_candidates(self, class_qualname: str, method: str) -> list[str]:
+        """``Class.method`` and the same method on the class's known bases (nearest first)."""
+        out, todo, seen = [], [class_qualname], set()
+        while todo:
+            cls_name = todo.pop(0)
+            if cls_name in seen:
+                continue
+            seen.add(cls_name)
+            out.append(f"{cls_name}.{method}")
+            cls = self.classes.get(cls_name)
+            if cls is None:
+                self._load_module_of(cls_name + ".x")
+                cls = self.classes.get(cls_name)
+            todo += list(cls.bases) if cls else []
+        return out
+
+    def instance_class(self, fn: FunctionInfo, name: str, before_line: int) -> Optional[str]:
+        """The project class a local name (or ``self.attr``) was last built from, if known."""
+        if not name:
+            return None
+        scopes = [fn]
+        if name.startswith("self.") and fn.class_name:
+            scopes += [f for q, f in self.functions.items() if q.startswith(fn.class_name + ".")]
+        for scope in scopes:
+            for event in reversed(scope.events):
+                if scope is fn and event.span.line > before_line:
+                    continue
+                if event.kind != "call" or name not in event.targets:
+                    continue
+                cls = event.func.removesuffix("()")
+                if cls not in self.classes:
+                    self._load_module_of(cls)
+                if cls in self.classes:
+                    return cls
+        return None
 
     def callees(self, qualname: str) -> list[str]:
         return list(self.graph.successors(qualname)) if qualname in self.graph else []

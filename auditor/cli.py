@@ -43,6 +43,10 @@ def common_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--color", choices=["auto", "always", "never"], default="auto")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    p.add_argument("--baseline", metavar="FILE",
+                   help="report only findings whose fingerprint is not recorded in FILE")
+    p.add_argument("--write-baseline", action="store_true",
+                   help="record the current findings in the --baseline FILE (then none is reported)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -87,6 +91,8 @@ def _probe_options(p: argparse.ArgumentParser) -> None:
 
 
 def settings(args: argparse.Namespace) -> tuple[Config, list, Severity]:
+    if getattr(args, "write_baseline", False) and not args.baseline:
+        raise UsageError("--write-baseline needs --baseline FILE")
     start = Path(getattr(args, "paths", None) and args.paths[0] or ".")
     config = load_config(args.config, start if start.exists() else Path("."))
     try:
@@ -119,7 +125,34 @@ def progress_callback(args: argparse.Namespace) -> Optional[Callable[[int, int],
     return update
 
 
+def apply_baseline(report: Report, args: argparse.Namespace) -> Report:
+    """``--baseline FILE``: drop the findings it records (``--write-baseline`` records them first)."""
+    if not getattr(args, "baseline", None):
+        return report
+    from dataclasses import replace
+
+    from auditor.baseline import BaselineError, load_baseline, new_findings, write_baseline
+
+    if args.write_baseline:
+        write_baseline(args.baseline, report.findings)
+        if not args.quiet:
+            print(f"gm-audit: wrote {len(report.findings)} finding(s) to baseline {args.baseline}",
+                  file=sys.stderr)
+    try:
+        known = load_baseline(args.baseline)
+    except BaselineError as exc:
+        raise UsageError(str(exc)) from None
+    kept = new_findings(report.findings, known)
+    hidden = len(report.findings) - len(kept)
+    if hidden and not args.quiet and not args.write_baseline:
+        print(f"gm-audit: {hidden} finding(s) known from baseline {args.baseline} not reported",
+              file=sys.stderr)
+    extra = {**report.extra, "baseline": {"path": args.baseline, "known": hidden}}
+    return replace(report, findings=kept, extra=extra)
+
+
 def emit(report: Report, args: argparse.Namespace, fail_on: Severity) -> int:
+    report = apply_baseline(report, args)
     color = {"always": True, "never": False}.get(args.color)
     if args.output:
         write_atomic(args.output, render(args.format, report, color=False))

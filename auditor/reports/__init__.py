@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 from auditor.findings import FileError, Finding, Severity, Status
 
-FORMATS = ("text", "json", "sarif", "markdown", "github")
+FORMATS = ("text", "json", "sarif", "markdown", "github", "html")
 
 
 @dataclass
@@ -61,15 +61,30 @@ def write_atomic(path: str, text: str) -> None:
         raise
 
 
-_lines: dict[str, list[str]] = {}
+# absolute path -> (mtime_ns, size, lines): re-read when the file changes, so a long-lived process
+# (tests, an editor integration) never hashes or shows a stale line
+_lines: dict[str, tuple[int, int, list[str]]] = {}
+
+
+def source_lines(path: str) -> list[str]:
+    """The text lines of a reported file (empty when it cannot be read)."""
+    target = Path(path).absolute()
+    try:
+        st = target.stat()
+    except OSError:
+        return []
+    key = str(target)
+    cached = _lines.get(key)
+    if cached is None or cached[:2] != (st.st_mtime_ns, st.st_size):
+        try:
+            text = target.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return []
+        cached = _lines[key] = (st.st_mtime_ns, st.st_size, text.splitlines())
+    return cached[2]
 
 
 def source_line(path: str, line: int) -> str:
     """The reported line's text (reports show it; fingerprints hash it)."""
-    if path not in _lines:
-        try:
-            _lines[path] = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            _lines[path] = []
-    lines = _lines[path]
+    lines = source_lines(path)
     return lines[line - 1] if 0 < line <= len(lines) else ""

@@ -1,4 +1,8 @@
-"""``--format github``: GitHub Actions workflow commands, one annotation per finding."""
+"""``--format github``: GitHub Actions workflow commands, one annotation per finding.
+
+A job shows a limited number of annotations of each level (10 per step at the time of writing),
+so the findings the probe proved come first, then by severity; refuted ones are notices.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,8 @@ from auditor.findings import Severity, Status
 from auditor.reports import Report
 
 LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
+PRIORITY = {Status.CONFIRMED: 0, Status.RUNTIME: 0, Status.STATIC: 1, Status.UNEXERCISED: 2,
+            Status.REFUTED: 3}
 
 
 def _data(text: str) -> str:
@@ -18,7 +24,7 @@ def _prop(text: str) -> str:
 
 def render(report: Report) -> str:
     out = []
-    for f in report.findings:
+    for f in sorted(report.findings, key=lambda f: (PRIORITY[f.status], -f.severity.rank)):
         level = "notice" if f.status == Status.REFUTED else LEVEL[f.severity]
         title = f"{f.rule} {f.name}" + (f" ({f.status.value})" if f.status != Status.STATIC else "")
         body = f.message + (f"\nFix: {f.fix}" if f.fix else "")

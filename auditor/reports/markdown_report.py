@@ -1,54 +1,152 @@
-"""``--format markdown``: a code-review comment for a pull request."""
+"""``--format markdown``: a code-review comment for a pull request (GitHub-flavoured Markdown).
+
+Counts by probe status first; then one section per finding the run proved (``confirmed``) or
+found on its own (``runtime``), with the code excerpt, the evidence and the fix; everything else
+(static only, unexercised, refuted) collapsed in a ``<details>`` block. After a diff, the first
+divergence and the stage table. GitHub rejects comments over 65,536 characters: past a budget the
+collapsed part keeps its table and drops its sections, then the table itself is cut.
+"""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
+from typing import Any
 
-from auditor.findings import Status
-from auditor.reports import Report, source_line
+from auditor.findings import Finding, Status
+from auditor.reports import Report, source_lines
 
 ICON = {"error": "🔴", "warning": "🟠", "info": "🔵"}
+STATUS_ICON = {
+    "confirmed": "❗", "runtime": "⚡", "static": "🔎", "unexercised": "💤", "refuted": "✅",
+}
+STATUS_ORDER = ("confirmed", "runtime", "static", "unexercised", "refuted")
+PROMINENT = (Status.CONFIRMED, Status.RUNTIME)
+BUDGET = 60_000  # characters; GitHub's limit for a comment body is 65,536
+CONTEXT = 2  # lines of code shown around the reported span
+MAX_EXCERPT = 12
+
+
+def inline(text: str) -> str:
+    """Text for a paragraph: ``<``/``>`` escaped outside code spans so nothing becomes HTML."""
+    parts = re.split(r"(`[^`]*`)", text)
+    return "".join(
+        p if p.startswith("`") and p.endswith("`") and len(p) > 1
+        else p.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        for p in parts
+    )
+
+
+def cell(text: str) -> str:
+    """Text for a table cell: one line, pipes escaped."""
+    return inline(" ".join(text.split())).replace("|", "\\|")
+
+
+def excerpt(f: Finding) -> list[str]:
+    """The reported lines with a little context, the flagged ones marked, in a python fence."""
+    lines = source_lines(f.path)
+    if not 0 < f.line <= len(lines):
+        return []
+    end = min(max(f.end_line, f.line), len(lines), f.line + MAX_EXCERPT - 1)
+    first, last = max(1, f.line - CONTEXT), min(len(lines), end + CONTEXT)
+    body = []
+    for n in range(first, last + 1):
+        text = lines[n - 1]
+        body.append(f"{text}  # ◀ {f.rule}" if f.line <= n <= end else text)
+    longest = max((len(m) for m in re.findall(r"`+", "\n".join(body))), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [f"`{f.path}` lines {first}–{last}:", "", f"{fence}python", *body, fence]
+
+
+def section(f: Finding) -> list[str]:
+    head = (f"### {ICON[f.severity.value]} `{f.rule}` {f.name} — `{f.path}:{f.line}` "
+            f"· {STATUS_ICON[f.status.value]} {f.status.value}")
+    out = [head, "", inline(f.message), ""]
+    code = excerpt(f)
+    if code:
+        out += [*code, ""]
+    if f.evidence:
+        out += ["**Evidence**", "", *[f"- {inline(e)}" for e in f.evidence], ""]
+    if f.fix:
+        out += [f"**Fix:** {inline(f.fix)}", ""]
+    return out
+
+
+def table(findings: list[Finding]) -> list[str]:
+    out = ["| | rule | location | status | message |", "|---|---|---|---|---|"]
+    for f in findings:
+        out.append(
+            f"| {ICON[f.severity.value]} | `{f.rule}` {f.name} | `{f.path}:{f.line}` "
+            f"| {f.status.value} | {cell(f.message)} |"
+        )
+    return out
+
+
+def summary(report: Report) -> list[str]:
+    status = Counter(f.status.value for f in report.findings)
+    sev = Counter(f.severity.value for f in report.findings)
+    out = ["| status | findings |", "|---|---:|"]
+    out += [f"| {STATUS_ICON[s]} {s} | {status[s]} |" for s in STATUS_ORDER if status[s]]
+    facts = [", ".join(f"{sev[s]} {s}" for s in ("error", "warning", "info") if sev[s])]
+    facts.append(f"{report.files} file(s)")
+    if report.seconds:
+        facts.append(f"{report.seconds:.1f}s")
+    known = report.extra.get("baseline", {}).get("known", 0)
+    if known:
+        facts.append(f"{known} known finding(s) from the baseline not shown")
+    return [*out, "", " · ".join(x for x in facts if x)]
+
+
+def divergence(extra: dict[str, Any]) -> list[str]:
+    """After ``gm-audit diff``: where the runs first differ, and every stage's status."""
+    stages = extra.get("stages")
+    if not isinstance(stages, list):
+        return []
+    first = extra.get("first_divergence")
+    out = ["### Reference vs candidate", ""]
+    if isinstance(first, dict):
+        where = f" (`{first['path']}:{first.get('line', '?')}`)" if first.get("path") else ""
+        rule = f", likely `{first['rule']}`" if first.get("rule") else ""
+        out.append(f"First divergence at stage **{first.get('stage', '?')}**: "
+                   f"`{first.get('name', '?')}` — {inline(str(first.get('detail', '')))}{where}{rule}")
+    else:
+        out.append("The runs agree at every stage.")
+    out += ["", "| stage | status | items |", "|---|---|---:|"]
+    for s in stages:
+        if isinstance(s, dict):
+            items = s.get("items") or []
+            out.append(f"| {cell(str(s.get('stage', '?')))} | {cell(str(s.get('status', '?')))} "
+                       f"| {len(items) if isinstance(items, list) else ''} |")
+    return [*out, ""]
 
 
 def render(report: Report) -> str:
     out = ["## gm-audit", ""]
     if not report.findings and not report.errors:
-        out.append(f"No findings in {report.files} file(s). ✅")
-        return "\n".join(out) + "\n"
-    status = Counter(f.status.value for f in report.findings)
-    sev = Counter(f.severity.value for f in report.findings)
-    out.append(
-        f"**{len(report.findings)} finding(s)** in {report.files} file(s): "
-        + ", ".join(f"{n} {s}" for s, n in sorted(sev.items()))
-        + (" — " + ", ".join(f"{n} {s}" for s, n in sorted(status.items())) if status else "")
-    )
-    out += ["", "| | rule | location | status | message |", "|---|---|---|---|---|"]
-    for f in report.findings:
-        msg = f.message.replace("|", "\\|")
-        out.append(
-            f"| {ICON[f.severity.value]} | `{f.rule}` {f.name} | `{f.path}:{f.line}` "
-            f"| {f.status.value} | {msg} |"
-        )
-    important = [f for f in report.findings if f.status in (Status.CONFIRMED, Status.RUNTIME)]
-    rest = [f for f in report.findings if f not in important]
-    for f in important:
-        out += ["", *_section(f)]
-    if rest:
-        out += ["", "<details><summary>Details of the other findings</summary>", ""]
-        for f in rest:
-            out += [*_section(f), ""]
-        out.append("</details>")
+        out += [f"No new findings in {report.files} file(s). ✅", ""]
+        out += summary(report)[-1:] if report.extra.get("baseline") else []
+        return "\n".join([*out, *divergence(report.extra)]).rstrip() + "\n"
+    out += [*summary(report), ""]
+    out += divergence(report.extra)
+    prominent = [f for f in report.findings if f.status in PROMINENT]
+    rest = [f for f in report.findings if f.status not in PROMINENT]
+    for f in prominent:
+        out += section(f)
     if report.errors:
-        out += ["", "**Errors**", ""] + [f"- `{e.path}`: {e.message}" for e in report.errors]
-    return "\n".join(out) + "\n"
-
-
-def _section(f) -> list[str]:
-    lines = [f"### `{f.rule}` {f.name} — `{f.path}:{f.line}` ({f.status.value})", "", f.message]
-    src = source_line(f.path, f.line)
-    if src:
-        lines += ["", "```python", src, "```"]
-    lines += [f"- evidence: {e}" for e in f.evidence]
-    if f.fix:
-        lines.append(f"- **fix**: {f.fix}")
-    return lines
+        out += ["**Files gm-audit could not check**", ""]
+        out += [f"- `{e.path}`: {inline(e.message)}" for e in report.errors] + [""]
+    if rest:
+        kinds = Counter(f.status.value for f in rest)
+        label = ", ".join(f"{kinds[s]} {s}" for s in STATUS_ORDER if kinds[s])
+        head = [f"<details><summary>{len(rest)} other finding(s): {label}</summary>", ""]
+        details = [s for f in rest for s in section(f)]
+        used = len("\n".join(out))
+        listing = table(rest)
+        if used + len("\n".join([*listing, *details])) > BUDGET:
+            details = ["_Sections left out to fit a comment; see the SARIF or HTML report._", ""]
+            while len(listing) > 2 and used + len("\n".join(listing)) > BUDGET:
+                listing.pop()
+            if len(listing) - 2 < len(rest):
+                details.insert(0, f"_{len(rest) - len(listing) + 2} more finding(s) not listed._")
+        out += [*head, *listing, "", *details, "</details>"]
+    return "\n".join(out).rstrip() + "\n"

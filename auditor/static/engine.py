@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import ast
 import multiprocessing
 import os
 import time
@@ -69,7 +70,9 @@ def decode(data: bytes) -> str:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
-        raise ValueError(f"unknown source encoding: {exc}") from None
+        if "encoding declaration" not in str(exc):  # a cookie naming an unknown codec
+            raise ValueError(f"unknown source encoding: {exc}") from None
+        encoding = "utf-8"  # no cookie and bytes that are not UTF-8: say so below
     try:
         return data.decode(encoding)
     except (UnicodeDecodeError, LookupError) as exc:
@@ -77,12 +80,13 @@ def decode(data: bytes) -> str:
         raise ValueError(f"not valid {encoding}{where}; save the file as UTF-8") from None
 
 
-def parse_error_finding(path: str, exc: cst.ParserSyntaxError) -> Finding:
-    message = str(exc.message).strip().splitlines()[0] if exc.message else "syntax error"
+def syntax_error_finding(path: str, line: int, column: int, message: str) -> Finding:
+    """GM000: the file could not be parsed (reported, never raised)."""
+    message = message.strip().splitlines()[0] if message.strip() else "syntax error"
     return Finding(
         rule=PARSE_ERROR, name="syntax-error", severity=Severity.ERROR, path=path,
-        line=exc.raw_line, column=exc.raw_column + 1, end_line=exc.raw_line,
-        end_column=exc.raw_column + 2, message=f"file could not be parsed: {message}",
+        line=line, column=column, end_line=line, end_column=column + 1,
+        message=f"file could not be parsed: {message}",
         fix="fix the syntax error; gm-audit checked nothing else in this file",
     )
 
@@ -108,11 +112,21 @@ def analyze_source(
     rules = [all_rules()[c] for c in codes]
     wanted = [r for r in rules if r.matches_text(text)]
     if not wanted and not force:
+        # nothing to check here, but a syntax error is still reported: CPython's own parser
+        # answers that at a fraction of libcst's cost
+        try:
+            ast.parse(text, filename=path)
+        except SyntaxError as exc:
+            result.findings.append(syntax_error_finding(path, exc.lineno or 1, exc.offset or 1, exc.msg))
+        except (ValueError, RecursionError, MemoryError):
+            pass
         return result
     try:
         tree = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
-        result.findings.append(parse_error_finding(path, exc))
+        result.findings.append(
+            syntax_error_finding(path, exc.raw_line, exc.raw_column + 1, str(exc.message))
+        )
         return result
     except Exception as exc:  # libcst's own limits (e.g. recursion on absurd nesting)
         result.error = FileError(path, f"could not be parsed: {type(exc).__name__}: {exc}")

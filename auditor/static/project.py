@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional
 
 import networkx as nx
@@ -31,6 +32,7 @@ class Project:
         self._skipped = dict(skipped or {})  # module name -> path, not yet analysed
         self._loader = loader
         self._by_name: dict[str, list[str]] = {}
+        self._mentioned: set[str] = set()
         self.graph: nx.DiGraph = nx.DiGraph()
         for facts in files:
             self._add(facts)
@@ -76,6 +78,20 @@ class Project:
                     for fn in facts.functions.values():
                         self._link(fn)
                 return
+
+    def load_mentioning(self, word: str) -> None:
+        """Analyse the skipped files whose text mentions ``word``: a rule walking *up* the call
+        graph (to a function's callers) must see callers in files its prefilter skipped."""
+        if not self._skipped or self._loader is None or word in self._mentioned:
+            return
+        self._mentioned.add(word)
+        for module, path in list(self._skipped.items()):
+            try:
+                text = Path(path).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            if word in text:
+                self._load_module_of(module + ".x")
 
     # -- queries ---------------------------------------------------------------------------------
     def function(self, qualname: str) -> Optional[FunctionInfo]:

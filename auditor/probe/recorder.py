@@ -1,0 +1,1347 @@
+"""The in-process recorder: installed at start-up in every Python process of a probed command.
+
+Loaded by the generated ``sitecustomize`` (see ``auditor/probe/launch.py``) by file path, under
+the module name ``_gm_audit_recorder``: it imports nothing of gm-audit and puts nothing on
+``sys.path``, so a user project with its own ``rules`` or ``auditor`` module is never shadowed.
+torch, dgl and numpy are patched only once the program itself imports them (a ``sys.meta_path``
+finder that runs the patch right after the module's own code). Every hook is wrapped so that an
+error inside the recorder is swallowed: the user's program must never break because of it.
+
+Overhead is kept to hooks: global module forward hooks, optimizer step hooks and a few wrappers;
+no per-operator tracing. Line coverage is measured only for the lines of the static findings
+(``GM_AUDIT_PROBE_WATCH``), with a trace function that returns at once for other files.
+
+Output: ``$GM_AUDIT_PROBE_DIR/evidence-<pid>.json`` (schema: ``auditor/probe/evidence.py``),
+rewritten at the first steps, at most every half second afterwards, at the budget stop, at exit
+and on SIGTERM, so a crash or a timeout still leaves the evidence gathered so far.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import json
+import math
+import os
+import signal
+import sys
+import sysconfig
+import threading
+import time
+import weakref
+
+SCHEMA_VERSION = 1
+MAX_SAMPLES = 3  # recorded argument samples per call site (plus the last one)
+MAX_STEP_TAGS = 64
+MAX_RECORDS = 2000  # per list (losses, graphs, outputs...): a long run stays bounded
+FLUSH_EVERY_S = 0.5
+MIN_AUTO_STEPS = 3
+LOSS_FUNCTIONS = (
+    "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "cosine_embedding_loss",
+    "poisson_nll_loss", "gaussian_nll_loss", "margin_ranking_loss", "hinge_embedding_loss",
+    "soft_margin_loss", "multilabel_soft_margin_loss", "triplet_margin_loss", "multi_margin_loss",
+)
+WRAPPER_CLASSES = ("DistributedDataParallel", "DataParallel")
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_AUDITOR_DIR = os.path.dirname(_HERE)
+
+
+class _Tls(threading.local):
+    busy = 0  # > 0 while the recorder itself runs: nothing it does is recorded
+    depth = 0  # module forward nesting
+    train_depth = 0
+    loss_depth = 0
+    in_backward = False
+    seed_depth = 0
+
+
+class Recorder:
+    """All recorded state of one process, and the patches (restored by :meth:`uninstall`)."""
+
+    def __init__(self, run_dir: str, cwd: str, budget: str, watch: list) -> None:
+        self.run_dir = run_dir
+        self.cwd = cwd
+        self.pid = os.getpid()
+        self.start = time.time()
+        self.budget_steps, self.auto = _parse_budget(budget)
+        self.tls = _Tls()
+        self.lock = threading.RLock()
+        self.patches: list[tuple[object, str, object, bool]] = []
+        self.handles: list = []
+        self.file_cache: dict[str, object] = {}
+        self.library_dirs = _library_dirs()
+        self.calls: dict[tuple[str, str, int], dict] = {}
+        self.steps: list[dict] = []
+        self.lists: dict[str, list] = {k: [] for k in (
+            "ddp", "losses", "graphs", "loads", "seeds", "batchnorm", "optimizers", "outputs")}
+        self.rng_draws: dict[str, dict] = {}
+        self.rng_state: dict[str, object] = {}
+        self.step_count = 0
+        self.opt_after_backward = False
+        self.run = {"status": "running", "exit_code": None, "steps": 0, "devices": [],
+                    "argv": list(sys.argv), "torch_imported": False, "error": ""}
+        self.rank = _env_int("RANK")
+        self.world_size = _env_int("WORLD_SIZE")
+        self.last_flush = 0.0
+        self.dirty = False
+        self.stopping = False
+        self.torch = None
+        # module / parameter naming: ids of objects kept alive by weakrefs in `roots`
+        self.roots: dict[int, object] = {}  # id(root) -> weakref of the model
+        self.module_names: dict[int, str] = {}
+        self.param_names: dict[int, str] = {}
+        self.model_of: dict[int, int] = {}  # id(module or param) -> id(model root)
+        self.special: dict[int, list] = {}  # id(model) -> [(name, module)] Dropout / BatchNorm
+        self.bn_versions: dict[int, tuple] = {}
+        self.bn_frozen_seen: set[int] = set()
+        self.opt_seen: set[int] = set()
+        self.snapshots: dict[int, list] = {}
+        self.cur = self._new_step_acc()
+        # watched lines (static findings): relpath -> set(lines), and hits
+        self.watched: dict[str, set] = {}
+        for entry in watch:
+            try:
+                rel, line, end = entry[0], int(entry[1]), int(entry[2] or entry[1])
+            except (TypeError, ValueError, IndexError):
+                continue
+            self.watched.setdefault(rel, set()).update(range(line, end + 1))
+        self.spans = [(e[0], int(e[1]), int(e[2] or e[1])) for e in watch if len(e) == 3]
+        self.line_hits: dict[tuple[str, int], int] = {}
+        self.code_lines: dict[object, object] = {}
+        self.tracing = False
+
+    # -- call sites --------------------------------------------------------------------------------
+    def rel(self, filename: str):
+        """``filename`` relative to the probe's cwd when it is user code; None for library code."""
+        cached = self.file_cache.get(filename, False)
+        if cached is not False:
+            return cached
+        out = None
+        if filename and not filename.startswith("<"):
+            path = os.path.realpath(os.path.join(self.cwd, filename))
+            if not any(path.startswith(d) for d in self.library_dirs):
+                r = os.path.relpath(path, self.cwd)
+                out = (path if r.startswith("..") else r).replace(os.sep, "/")
+        self.file_cache[filename] = out
+        return out
+
+    def site(self, depth: int = 2):
+        """The first user frame above the caller: (relpath, line) or (None, 0)."""
+        try:
+            f = sys._getframe(depth)
+        except ValueError:
+            return None, 0
+        while f is not None:
+            r = self.rel(f.f_code.co_filename)
+            if r is not None:
+                return r, f.f_lineno
+            f = f.f_back
+        return None, 0
+
+    def direct_user_caller(self, depth: int = 2):
+        """(relpath, line) when the frame ``depth`` up is user code itself, else None: cheap
+        filter for APIs that torch calls internally all the time (detach, .data)."""
+        try:
+            f = sys._getframe(depth)
+        except ValueError:
+            return None
+        r = self.rel(f.f_code.co_filename)
+        return (r, f.f_lineno) if r is not None else None
+
+    def record(self, kind: str, path, line: int, args=None) -> None:
+        if path is None:
+            return
+        with self.lock:
+            key = (kind, path, line)
+            rec = self.calls.get(key)
+            if rec is None:
+                rec = self.calls[key] = {"kind": kind, "path": path, "line": line, "count": 0,
+                                         "args": [], "steps": []}
+            rec["count"] += 1
+            if args is not None:
+                if len(rec["args"]) < MAX_SAMPLES:
+                    rec["args"].append(args)
+                elif len(rec["args"]) == MAX_SAMPLES:
+                    rec["args"].append(args)  # slot for the latest
+                else:
+                    rec["args"][-1] = args
+            tags = rec["steps"]
+            if (not tags or tags[-1] != self.step_count) and len(tags) < MAX_STEP_TAGS:
+                tags.append(self.step_count)
+            self.dirty = True
+
+    def add(self, key: str, item: dict) -> None:
+        items = self.lists[key]
+        if len(items) < MAX_RECORDS:
+            items.append(item)
+            self.dirty = True
+
+    # -- patching ----------------------------------------------------------------------------------
+    def patch(self, obj, attr: str, make) -> None:
+        """Replace ``obj.attr`` with ``make(original)``; remembered for :meth:`uninstall`."""
+        try:
+            had = attr in vars(obj) if isinstance(obj, type) else True
+            original = getattr(obj, attr)
+        except AttributeError:
+            return
+        if getattr(original, "__gm_audit__", False):
+            return
+        wrapper = make(original)
+        try:
+            wrapper.__gm_audit__ = True
+        except (AttributeError, TypeError):
+            pass
+        try:
+            setattr(obj, attr, wrapper)
+        except (AttributeError, TypeError):
+            return
+        self.patches.append((obj, attr, original, had))
+
+    def uninstall(self) -> None:
+        for obj, attr, original, had in reversed(self.patches):
+            try:
+                if had:
+                    setattr(obj, attr, original)
+                else:
+                    delattr(obj, attr)
+            except (AttributeError, TypeError):
+                pass
+        self.patches.clear()
+        for h in self.handles:
+            try:
+                h.remove()
+            except Exception:
+                pass
+        self.handles.clear()
+        if self.tracing:
+            sys.settrace(None)
+            threading.settrace(None)  # type: ignore[arg-type]
+            self.tracing = False
+
+    def guarded(self, fn):
+        """A hook body that never raises into the user's program and never records itself."""
+
+        @functools.wraps(fn)
+        def run(*args, **kwargs):
+            tls = self.tls
+            if tls.busy:
+                return None
+            tls.busy += 1
+            try:
+                return fn(*args, **kwargs)
+            except Exception:
+                if os.environ.get("GM_AUDIT_DEBUG"):
+                    import traceback
+
+                    traceback.print_exc()
+                return None
+            finally:
+                tls.busy -= 1
+
+        return run
+
+    # -- line coverage of the findings ---------------------------------------------------------
+    def start_tracing(self) -> None:
+        if not self.watched:
+            return
+        watched, code_lines, hits = self.watched, self.code_lines, self.line_hits
+
+        def local(frame, event, arg):
+            if event == "line":
+                lines = code_lines.get(frame.f_code)
+                if lines and frame.f_lineno in lines[1]:
+                    key = (lines[0], frame.f_lineno)
+                    hits[key] = hits.get(key, 0) + 1
+            return local
+
+        def global_trace(frame, event, arg):
+            code = frame.f_code
+            entry = code_lines.get(code, False)
+            if entry is False:
+                entry = None
+                rel = self.rel(code.co_filename)
+                lines = watched.get(rel) if rel else None
+                if lines:
+                    mine = {ln for _, _, ln in code.co_lines() if ln} & lines
+                    if mine:
+                        entry = (rel, mine)
+                code_lines[code] = entry
+            return local if entry else None
+
+        self.tracing = True
+        threading.settrace(global_trace)  # type: ignore[arg-type]
+        sys.settrace(global_trace)
+
+    def all_watched_hit(self) -> bool:
+        return all(any(self.line_hits.get((p, n)) for n in range(a, b + 1)) or
+                   any(self.calls.get((k, p, n)) for n in range(a, b + 1) for k in ("_",))
+                   for p, a, b in self.spans)
+
+    # -- evidence file ------------------------------------------------------------------------------
+    def document(self) -> dict:
+        with self.lock:
+            self.run["steps"] = self.step_count
+            calls = [dict(c) for c in self.calls.values()]
+            return {
+                "version": SCHEMA_VERSION,
+                "pid": self.pid,
+                "rank": self.rank,
+                "world_size": self.world_size,
+                "start": self.start,
+                "cwd": self.cwd,
+                "run": dict(self.run),
+                "calls": calls,
+                "lines": [[p, n, c] for (p, n), c in self.line_hits.items()],
+                "steps": list(self.steps),
+                "rng_draws": {k: dict(v) for k, v in self.rng_draws.items()},
+                **{k: list(v) for k, v in self.lists.items()},
+            }
+
+    def flush(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and (not self.dirty or now - self.last_flush < FLUSH_EVERY_S):
+            return
+        if os.getpid() != self.pid:
+            return  # a forked child (DataLoader worker) writes nothing of its parent's
+        self.last_flush = now
+        self.dirty = False
+        doc = self.document()
+        target = os.path.join(self.run_dir, f"evidence-{self.pid}.json")
+        tmp = f"{target}.{threading.get_ident()}.tmp"
+        try:
+            with open(tmp, "w", encoding="utf-8") as fh:
+                json.dump(doc, fh, default=_jsonable)
+            os.replace(tmp, target)
+        except OSError:
+            pass
+
+    def at_exit(self) -> None:
+        if self.run["status"] == "running":
+            self.run["status"] = "exit"
+        self.check_rngs()
+        self.flush(force=True)
+
+    def stop_for_budget(self) -> None:
+        """The step budget is spent: write the evidence and end the process, exit status 0."""
+        if self.stopping:
+            return
+        self.stopping = True
+        self.run["status"] = "budget"
+        self.check_rngs()
+        self.flush(force=True)
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        os._exit(0)
+
+    def budget_spent(self) -> bool:
+        if self.budget_steps is None:
+            return False
+        if self.step_count >= self.budget_steps:
+            return True
+        return self.auto and self.step_count >= MIN_AUTO_STEPS and self.all_watched_hit()
+
+    # -- steps --------------------------------------------------------------------------------------
+    def _new_step_acc(self) -> dict:
+        return {"used": set(), "roots": {}, "finite": [], "graphs": {}, "scaler": False,
+                "zero_grad": 0}
+
+    def register_root(self, root) -> None:
+        """Name a model's modules and parameters the first time it runs a root forward."""
+        model = root
+        if type(root).__name__ in WRAPPER_CLASSES and hasattr(root, "module"):
+            model = root.module
+        mid = id(model)
+        if mid in self.roots and self.roots[mid]() is model:
+            self.model_of[id(root)] = mid
+            return
+        try:
+            self.roots[mid] = weakref.ref(model)
+        except TypeError:
+            return
+        self.model_of[id(root)] = mid
+        torch = self.torch
+        special = []
+        for name, m in model.named_modules():
+            self.module_names.setdefault(id(m), name)
+            self.model_of.setdefault(id(m), mid)
+            if isinstance(m, (torch.nn.modules.dropout._DropoutNd,
+                              torch.nn.modules.batchnorm._BatchNorm)) and name:
+                special.append((name, m))
+        self.special[mid] = special
+        for name, p in model.named_parameters():
+            self.param_names.setdefault(id(p), name)
+            self.model_of.setdefault(id(p), mid)
+
+    def modes(self, model) -> dict:
+        out = {"": bool(model.training)}
+        for name, m in self.special.get(id(model), ()):
+            out[name] = bool(m.training)
+        return out
+
+    def autocast_state(self) -> dict:
+        torch = self.torch
+        if torch.is_autocast_enabled():
+            return {"device": "cuda", "dtype": str(torch.get_autocast_gpu_dtype()).replace("torch.", ""),
+                    "enabled": True}
+        if torch.is_autocast_cpu_enabled():
+            return {"device": "cpu", "dtype": str(torch.get_autocast_cpu_dtype()).replace("torch.", ""),
+                    "enabled": True}
+        return {"enabled": False}
+
+    def param_name(self, p) -> str:
+        name = self.param_names.get(id(p))
+        if name is None:
+            name = f"<param {tuple(p.shape)}>"
+        return name
+
+    def reached_params(self, tensors) -> set:
+        """ids of the leaf tensors the autograd graph of ``tensors`` reaches."""
+        seen, out, stack = set(), set(), []
+        for t in tensors:
+            if t.grad_fn is not None:
+                stack.append(t.grad_fn)
+            elif t.requires_grad:
+                out.add(id(t))
+        while stack:
+            fn = stack.pop()
+            if fn in seen:
+                continue
+            seen.add(fn)
+            var = getattr(fn, "variable", None)
+            if var is not None:
+                out.add(id(var))
+            for nxt, _ in getattr(fn, "next_functions", ()):
+                if nxt is not None and nxt not in seen:
+                    stack.append(nxt)
+        return out
+
+    def before_backward(self, tensors, site) -> dict:
+        torch = self.torch
+        reached = self.reached_params(tensors)
+        acc = self.cur
+        models = [self.roots[m]() for m in acc["roots"]] or [r() for r in self.roots.values()]
+        models = [m for m in models if m is not None]
+        # the trained model: the one whose parameters the loss reaches most
+        best, best_n = None, -1
+        for m in models:
+            n = sum(1 for p in m.parameters() if id(p) in reached)
+            if n > best_n:
+                best, best_n = m, n
+        loss = tensors[0] if tensors else None
+        step = {"index": self.step_count + 1, "path": site[0] or "", "line": site[1],
+                "kind": "backward"}
+        if loss is not None:
+            step["loss_dtype"] = str(loss.dtype).replace("torch.", "")
+            step["loss_grad_fn"] = type(loss.grad_fn).__name__ if loss.grad_fn is not None else ""
+            if loss.numel() == 1:
+                v = float(loss.detach().float().item())
+                step["loss_value"] = v
+                step["loss_finite"] = math.isfinite(v)
+            else:
+                step["loss_finite"] = bool(torch.isfinite(loss.detach()).all())
+        step["autocast_at_backward"] = self.autocast_state()
+        if best is not None:
+            step["model"] = type(best).__name__
+            params = list(best.named_parameters())
+            step["params_used"] = [n for n, p in params if id(p) in acc["used"]]
+            step["params_reached"] = [n for n, p in params if id(p) in reached]
+            step["params_frozen"] = [n for n, p in params if not p.requires_grad]
+            step["training_at_backward"] = self.modes(best)
+            fwd = acc["roots"].get(id(best))
+            if fwd:
+                step.update(fwd)
+            dev = {str(p.device) for _, p in params[:1]}
+            for d in dev:
+                if d not in self.run["devices"]:
+                    self.run["devices"].append(d)
+        else:
+            step["params_reached"] = sorted(self.param_name_by_id(i) for i in reached)
+        step["scaler_used"] = acc["scaler"]
+        step["zero_grad_calls"] = acc["zero_grad"]
+        if step.get("loss_finite") is False:
+            for name, flag in acc["finite"]:
+                try:
+                    if not bool(flag):
+                        step["nonfinite_module"] = name
+                        break
+                except Exception:
+                    continue
+        return {"step": step, "model": best}
+
+    def param_name_by_id(self, pid: int) -> str:
+        return self.param_names.get(pid, f"<param #{pid % 10000}>")
+
+    def after_backward(self, ctx: dict) -> None:
+        torch = self.torch
+        step, model = ctx["step"], ctx["model"]
+        if model is not None:
+            params = [(n, p) for n, p in model.named_parameters()]
+            with_grad = [(n, p.grad) for n, p in params if p.grad is not None]
+            grads = {n: {"state": "none"} for n, p in params if p.grad is None}
+            if with_grad:
+                gs = [g.detach() for _, g in with_grad]
+                try:
+                    norms = [float(x) for x in torch.stack([x.float() for x in torch._foreach_norm(gs)]).tolist()]
+                except Exception:
+                    norms = [float(g.float().norm()) for g in gs]
+                for (n, _), v in zip(with_grad, norms):
+                    state = "nonfinite" if not math.isfinite(v) else ("zero" if v == 0 else "finite")
+                    grads[n] = {"state": state, "norm": v if math.isfinite(v) else None}
+            step["grads"] = grads
+            step["nonfinite_grads"] = [n for n, g in grads.items() if g["state"] == "nonfinite"]
+        with self.lock:
+            self.steps.append(step)
+            self.step_count += 1
+            self.opt_after_backward = True
+            self.cur = self._new_step_acc()
+            self.dirty = True
+        self.check_rngs()
+        self.flush(force=self.step_count <= 2)
+
+    # -- RNG use, by state comparison (no per-draw wrapping) -----------------------------------
+    def rng_states(self) -> dict:
+        out = {}
+        rnd = sys.modules.get("random")
+        if rnd is not None:
+            out["random"] = rnd.getstate()
+        np = sys.modules.get("numpy")
+        if np is not None and hasattr(np, "random"):
+            try:
+                st = np.random.get_state()
+                out["numpy"] = (st[1].tobytes(), st[2])
+            except Exception:
+                pass
+        torch = self.torch
+        if torch is not None:
+            out["torch"] = bytes(torch.get_rng_state().numpy())
+            try:
+                if torch.cuda.is_initialized():
+                    out["cuda"] = bytes(torch.cuda.get_rng_state().numpy())
+            except Exception:
+                pass
+        return out
+
+    def check_rngs(self, seeding: str = "") -> None:
+        try:
+            states = self.rng_states()
+        except Exception:
+            return
+        seeded = {s["rng"] for s in self.lists["seeds"]}
+        for rng, st in states.items():
+            old = self.rng_state.get(rng)
+            if old is not None and old != st and rng != seeding:
+                d = self.rng_draws.setdefault(rng, {"count": 0, "path": "", "line": 0,
+                                                    "before_seed": False})
+                d["count"] += 1
+                if rng not in seeded:
+                    d["before_seed"] = True
+            self.rng_state[rng] = st
+
+    # -- graphs ----------------------------------------------------------------------------------
+    def graph_facts(self, g) -> dict:
+        torch = self.torch
+        src, dst = g.edges()
+        loop = src == dst
+        n = g.num_nodes()
+        loops = int(loop.sum())
+        multi = 0
+        if loops:
+            counts = torch.bincount(src[loop].long(), minlength=n)
+            multi = int((counts > 1).sum())
+        zero_in = int((g.in_degrees() == 0).sum())
+        return {"num_nodes": int(n), "num_edges": int(g.num_edges()), "self_loops": loops,
+                "multi_loop_nodes": multi, "zero_in_degree": zero_in}
+
+
+def _is_graph(x) -> bool:
+    t = type(x)
+    return t.__name__ == "DGLGraph" and t.__module__.startswith("dgl")
+
+
+def _jsonable(x):
+    if isinstance(x, (set, tuple)):
+        return list(x)
+    return str(x)
+
+
+def _env_int(name: str):
+    try:
+        return int(os.environ[name])
+    except (KeyError, ValueError):
+        return None
+
+
+def _parse_budget(text: str):
+    """``"12"`` -> (12, False); ``"auto:20"`` -> (20, True); ``""`` -> (None, False)."""
+    text = (text or "").strip()
+    if text.startswith("auto"):
+        _, _, cap = text.partition(":")
+        return (int(cap) if cap.isdigit() else 20), True
+    return (int(text) if text.isdigit() else None), False
+
+
+def _library_dirs() -> tuple:
+    dirs = {_AUDITOR_DIR, os.environ.get("GM_AUDIT_PROBE_SITE", "") or _AUDITOR_DIR}
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        try:
+            dirs.add(sysconfig.get_paths()[key])
+        except KeyError:
+            pass
+    for p in sys.path:
+        if p and ("site-packages" in p or "dist-packages" in p):
+            dirs.add(p)
+    dirs.add(os.path.dirname(os.__file__))
+    return tuple(sorted({os.path.realpath(d) + os.sep for d in dirs if d}))
+
+
+def _short(t) -> str:
+    return str(t).replace("torch.", "")
+
+
+# ------------------------------------------------------------------------------------------------
+# torch
+# ------------------------------------------------------------------------------------------------
+
+
+def patch_torch(rec: Recorder, torch) -> None:
+    rec.torch = torch
+    rec.run["torch_imported"] = True
+    nn = torch.nn
+    guarded = rec.guarded
+    tls = rec.tls
+    rec.rng_state.update({k: v for k, v in rec.rng_states().items() if k not in rec.rng_state})
+
+    # -- module forwards ---------------------------------------------------------------------------
+    bn_cls = nn.modules.batchnorm._BatchNorm
+
+    @guarded
+    def pre(module, args):
+        depth = tls.depth
+        tls.depth = depth + 1
+        if depth == 0:
+            if rec.budget_spent() and torch.is_grad_enabled():
+                rec.stop_for_budget()
+            rec.register_root(module)
+            mid = rec.model_of.get(id(module))
+            model = rec.roots[mid]() if mid in rec.roots else module
+            acc = rec.cur
+            facts = {"training_at_forward": rec.modes(model),
+                     "grad_enabled_at_forward": torch.is_grad_enabled(),
+                     "inference_mode_at_forward": torch.is_inference_mode_enabled(),
+                     "autocast_at_forward": rec.autocast_state()}
+            if mid is not None and torch.is_grad_enabled():
+                acc["roots"].setdefault(mid, facts)
+            path, line = rec.site(3)
+            rec.record("forward", path, line, {
+                "module": type(module).__name__, "training": bool(module.training),
+                "grad_enabled": facts["grad_enabled_at_forward"],
+                "inference_mode": facts["inference_mode_at_forward"],
+                "autocast": facts["autocast_at_forward"],
+                "eval_submodules": [n for n, t in facts["training_at_forward"].items() if not t],
+            })
+        params = module._parameters
+        if params:
+            used = rec.cur["used"]
+            for p in params.values():
+                if p is not None:
+                    used.add(id(p))
+        if isinstance(module, bn_cls):
+            check_bn(module)
+        for a in args:
+            if _is_graph(a):
+                seen_graph(module, a)
+
+    @guarded
+    def post(module, args, output):
+        tls.depth = max(0, tls.depth - 1)
+        if torch.is_grad_enabled():
+            out = output[0] if isinstance(output, (tuple, list)) and output else output
+            if isinstance(out, torch.Tensor) and out.is_floating_point():
+                rec.cur["finite"].append((rec.module_names.get(id(module), type(module).__name__),
+                                          torch.isfinite(out.detach()).all()))
+        if isinstance(module, bn_cls):
+            rec.bn_versions[id(module)] = bn_versions(module)
+
+    def bn_versions(m) -> tuple:
+        return tuple((id(b), b._version) for b in (m.running_mean, m.running_var,
+                                                   m.num_batches_tracked) if b is not None)
+
+    def check_bn(m) -> None:
+        old = rec.bn_versions.get(id(m))
+        now = bn_versions(m)
+        name = rec.module_names.get(id(m), type(m).__name__)
+        if old is not None:
+            changed = [b for b, (o, n) in zip(("running_mean", "running_var", "num_batches_tracked"),
+                                              zip(old, now)) if o[0] == n[0] and o[1] != n[1]]
+            if changed:
+                rec.add("batchnorm", {"kind": "modified", "module": name, "step": rec.step_count,
+                                      "buffers": changed})
+        if not m.training and torch.is_grad_enabled() and id(m) not in rec.bn_frozen_seen:
+            rec.bn_frozen_seen.add(id(m))
+            rec.add("batchnorm", {"kind": "frozen", "module": name, "step": rec.step_count})
+
+    def seen_graph(module, g) -> None:
+        cache = rec.cur["graphs"]
+        if id(g) in cache:
+            return
+        cache[id(g)] = g  # keeps the id unique during the step
+        facts = rec.graph_facts(g)
+        path, line = rec.site(4)
+        rec.add("graphs", {"path": path or "", "line": line, "where": "forward",
+                           "module": rec.module_names.get(id(module), type(module).__name__),
+                           "step": rec.step_count, **facts})
+
+    def forward_error_reset(*_a):
+        tls.depth = 0
+
+    mm = nn.modules.module
+    rec.handles.append(mm.register_module_forward_pre_hook(pre))
+    rec.handles.append(mm.register_module_forward_hook(post))
+
+    # -- backward: the step -------------------------------------------------------------------------
+    def backward_wrapper(original, tensors_of):
+        def wrapper(*args, **kwargs):
+            if tls.in_backward or tls.busy:
+                return original(*args, **kwargs)
+            ctx = None
+            tls.busy += 1
+            try:
+                tls.depth = 0  # a forward that raised leaves no stale nesting
+                if rec.budget_spent():
+                    rec.stop_for_budget()
+                tensors = tensors_of(args, kwargs)
+                site = rec.site(2)
+                rec.record("backward", site[0], site[1], None)
+                ctx = rec.before_backward(tensors, site)
+            except Exception:
+                ctx = None
+            finally:
+                tls.busy -= 1
+            tls.in_backward = True
+            try:
+                return original(*args, **kwargs)
+            finally:
+                tls.in_backward = False
+                if ctx is not None:
+                    guarded(rec.after_backward)(ctx)
+                    s = ctx["step"]
+                    rec.record("backward", s["path"] or None, s["line"],
+                               {"step": s["index"], "loss_dtype": s.get("loss_dtype"),
+                                "loss_value": s.get("loss_value")})
+                    rec.calls[("backward", s["path"], s["line"])]["count"] -= 1 if s["path"] else 0
+        return wrapper
+
+    def tensor_args(args, kwargs):
+        return [args[0]]
+
+    def autograd_args(args, kwargs):
+        t = args[0] if args else kwargs.get("tensors")
+        if isinstance(t, torch.Tensor):
+            return [t]
+        return [x for x in (t or ()) if isinstance(x, torch.Tensor)]
+
+    rec.patch(torch.Tensor, "backward", lambda o: backward_wrapper(o, tensor_args))
+    rec.patch(torch.autograd, "backward", lambda o: backward_wrapper(o, autograd_args))
+
+    # -- optimizer ----------------------------------------------------------------------------------
+    optim_mod = torch.optim.optimizer
+
+    @guarded
+    def opt_pre(optimizer, args, kwargs):
+        model = last_model()
+        if model is None:
+            return
+        params = list(model.parameters())
+        if sum(p.numel() for p in params) <= 50_000_000:
+            rec.snapshots[id(optimizer)] = [(rec.param_name(p), p, p.detach().clone()) for p in params]
+
+    def last_model():
+        for s in reversed(rec.steps[-1:]):
+            for r in rec.roots.values():
+                m = r()
+                if m is not None and type(m).__name__ == s.get("model"):
+                    return m
+        return None
+
+    @guarded
+    def opt_post(optimizer, args, kwargs):
+        path, line = rec.site(3)
+        model = last_model()
+        opt_ids = {id(p) for g in optimizer.param_groups for p in g["params"]}
+        info = {"step": rec.step_count, "n_params": len(opt_ids)}
+        if model is not None:
+            named = list(model.named_parameters())
+            model_ids = {id(p) for _, p in named}
+            missing = [n for n, p in named if id(p) not in opt_ids and p.requires_grad]
+            foreign = len(opt_ids - model_ids)
+            info.update(missing_model_params=missing[:200], foreign_params=foreign)
+            if id(optimizer) not in rec.opt_seen:
+                rec.opt_seen.add(id(optimizer))
+                rec.add("optimizers", {"path": path or "", "line": line,
+                                       "cls": type(optimizer).__name__, "n_params": len(opt_ids),
+                                       "model": type(model).__name__,
+                                       "missing_model_params": missing[:200],
+                                       "foreign_params": foreign})
+        snap = rec.snapshots.pop(id(optimizer), None)
+        if snap and rec.steps:
+            diffs = torch.stack([(p.detach().float() - old.float()).abs().max()
+                                 if p.numel() else torch.zeros((), device=p.device)
+                                 for _, p, old in snap]).tolist() if snap else []
+            change = rec.steps[-1].setdefault("param_change", {})
+            for (name, _, _), d in zip(snap, diffs):
+                change[name] = max(change.get(name, 0.0), float(d))
+        if rec.steps:
+            rec.steps[-1]["optimizer_steps"] = rec.steps[-1].get("optimizer_steps", 0) + 1
+        rec.opt_after_backward = False
+        rec.record("optimizer.step", path, line, info)
+        if rec.budget_spent():
+            rec.stop_for_budget()
+
+    rec.handles.append(optim_mod.register_optimizer_step_pre_hook(opt_pre))
+    rec.handles.append(optim_mod.register_optimizer_step_post_hook(opt_post))
+
+    def zero_grad_wrapper(original):
+        def zero_grad(self, *args, **kwargs):
+            note_zero_grad(self, args, kwargs)
+            return original(self, *args, **kwargs)
+        return zero_grad
+
+    @guarded
+    def note_zero_grad(obj, args, kwargs):
+        path, line = rec.site(4)
+        set_to_none = kwargs.get("set_to_none", args[0] if args else True)
+        rec.cur["zero_grad"] += 1
+        rec.record("zero_grad", path, line, {"set_to_none": bool(set_to_none),
+                                             "step": rec.step_count, "owner": type(obj).__name__,
+                                             "after_backward": rec.opt_after_backward})
+
+    rec.patch(torch.optim.Optimizer, "zero_grad", zero_grad_wrapper)
+    rec.patch(nn.Module, "zero_grad", zero_grad_wrapper)
+
+    # -- modes -----------------------------------------------------------------------------------------
+    def train_wrapper(original, kind):
+        def train(self, *args, **kwargs):
+            outer = tls.train_depth == 0
+            tls.train_depth += 1
+            try:
+                if outer:
+                    note_mode(self, kind, args, kwargs)
+                return original(self, *args, **kwargs)
+            finally:
+                tls.train_depth -= 1
+        return train
+
+    @guarded
+    def note_mode(module, kind, args, kwargs):
+        mode = False if kind == "eval" else bool(kwargs.get("mode", args[0] if args else True))
+        path, line = rec.site(4)
+        rec.record("eval" if not mode else "train", path, line, {
+            "module": type(module).__name__, "mode": mode,
+            "name": rec.module_names.get(id(module)),
+            "is_root": id(module) in rec.roots or id(module) in rec.model_of and
+            rec.module_names.get(id(module)) == "",
+        })
+
+    rec.patch(nn.Module, "train", lambda o: train_wrapper(o, "train"))
+    rec.patch(nn.Module, "eval", lambda o: train_wrapper(o, "eval"))
+
+    # -- detach / .data / requires_grad_ --------------------------------------------------------
+    def detach_wrapper(original):
+        def detach(self):
+            if not tls.busy:
+                where = rec.direct_user_caller(2)
+                if where is not None:
+                    note_tensor("detach", self, where)
+            return original(self)
+        return detach
+
+    @guarded
+    def note_tensor(kind, t, where):
+        gf = t.grad_fn
+        rec.record(kind, where[0], where[1], {
+            "requires_grad": bool(t.requires_grad), "grad_fn": type(gf).__name__ if gf else None,
+            "shape": list(t.shape), "is_param": id(t) in rec.param_names,
+            "step": rec.step_count})
+
+    rec.patch(torch.Tensor, "detach", detach_wrapper)
+    base_data = None
+    for klass in type.mro(torch.Tensor):
+        if "data" in vars(klass) and klass is not torch.Tensor:
+            base_data = vars(klass)["data"]
+            break
+    if base_data is not None and "data" not in vars(torch.Tensor):
+        def data_get(self):
+            if not tls.busy:
+                where = rec.direct_user_caller(2)
+                if where is not None:
+                    note_tensor("data", self, where)
+            return base_data.__get__(self, type(self))
+
+        def data_set(self, value):
+            base_data.__set__(self, value)
+
+        torch.Tensor.data = property(data_get, data_set)
+        rec.patches.append((torch.Tensor, "data", base_data, False))
+
+    def requires_grad_wrapper(original):
+        def requires_grad_(self, requires_grad=True):
+            if not tls.busy:
+                where = rec.direct_user_caller(2)
+                if where is not None:
+                    rec.record("requires_grad_", where[0], where[1], {
+                        "flag": bool(requires_grad), "param": rec.param_names.get(id(self)),
+                        "is_param": isinstance(self, nn.Parameter)})
+            return original(self, requires_grad)
+        return requires_grad_
+
+    rec.patch(torch.Tensor, "requires_grad_", requires_grad_wrapper)
+
+    # -- grad modes, autocast, GradScaler ----------------------------------------------------------
+    def enter_wrapper(original, kind, attr):
+        def enter(self, *args, **kwargs):
+            note_ctx(self, kind, attr)
+            return original(self, *args, **kwargs)
+        return enter
+
+    @guarded
+    def note_ctx(obj, kind, attr):
+        path, line = rec.site(4)
+        if kind == "autocast":
+            args = {"device": getattr(obj, "device", ""), "dtype": _short(getattr(obj, "fast_dtype", "")),
+                    "enabled": bool(getattr(obj, "_enabled", True))}
+        else:
+            args = {"mode": getattr(obj, attr, None) if attr else None}
+        rec.record(kind, path, line, args)
+
+    rec.patch(torch.no_grad, "__enter__", lambda o: enter_wrapper(o, "no_grad", ""))
+    rec.patch(torch.enable_grad, "__enter__", lambda o: enter_wrapper(o, "enable_grad", ""))
+    rec.patch(torch.set_grad_enabled, "__init__", lambda o: enter_wrapper(o, "set_grad_enabled", "mode"))
+    rec.patch(torch.inference_mode, "__enter__", lambda o: enter_wrapper(o, "inference_mode", "mode"))
+    rec.patch(torch.autocast, "__enter__", lambda o: enter_wrapper(o, "autocast", ""))
+
+    def scaler_wrapper(original, kind):
+        def method(self, *args, **kwargs):
+            note_scaler(self, kind)
+            return original(self, *args, **kwargs)
+        return method
+
+    @guarded
+    def note_scaler(obj, kind):
+        if kind == "scaler.scale":
+            rec.cur["scaler"] = bool(getattr(obj, "_enabled", True))
+        path, line = rec.site(4)
+        rec.record(kind, path, line, {"enabled": bool(getattr(obj, "_enabled", True))})
+
+    scaler_classes = {getattr(getattr(torch, "amp", None), "GradScaler", None),
+                      getattr(torch.cuda.amp, "GradScaler", None)}
+    for cls in scaler_classes - {None}:
+        for m in ("scale", "step", "update", "unscale_"):
+            if m in vars(cls):
+                rec.patch(cls, m, lambda o, k=f"scaler.{m.rstrip('_')}": scaler_wrapper(o, k))
+
+    # -- losses -------------------------------------------------------------------------------------
+    F = nn.functional
+    import inspect
+
+    def loss_wrapper(original, fname):
+        try:
+            names = list(inspect.signature(original).parameters)
+        except (TypeError, ValueError):
+            names = []
+        idx = {n: i for i, n in enumerate(names)}
+
+        def loss(*args, **kwargs):
+            outer = tls.loss_depth == 0 and not tls.busy
+            tls.loss_depth += 1
+            try:
+                out = original(*args, **kwargs)
+            finally:
+                tls.loss_depth -= 1
+            if outer:
+                note_loss(fname, idx, args, kwargs, out)
+            return out
+        return loss
+
+    def arg(idx, args, kwargs, name, default=None):
+        if name in kwargs:
+            return kwargs[name]
+        i = idx.get(name)
+        return args[i] if i is not None and i < len(args) else default
+
+    @guarded
+    def note_loss(fname, idx, args, kwargs, out):
+        path, line = rec.site(4)
+        reduction = arg(idx, args, kwargs, "reduction", "mean")
+        size_average, reduce = arg(idx, args, kwargs, "size_average"), arg(idx, args, kwargs, "reduce")
+        if size_average is not None or reduce is not None:
+            reduction = nn._reduction.legacy_get_string(size_average, reduce, emit_warning=False)
+        inp = arg(idx, args, kwargs, "input")
+        tgt = arg(idx, args, kwargs, "target")
+        item = {"path": path or "", "line": line, "fn": fname, "reduction": str(reduction),
+                "dtype": _short(out.dtype) if isinstance(out, torch.Tensor) else "",
+                "step": rec.step_count, "autocast": rec.autocast_state()}
+        if isinstance(out, torch.Tensor) and out.numel() == 1:
+            item["value"] = float(out.detach().float().item())
+        if isinstance(inp, torch.Tensor):
+            item["numel"] = int(inp.numel())
+            item["batch"] = int(inp.shape[0]) if inp.dim() else 1
+            if (isinstance(tgt, torch.Tensor) and inp.is_floating_point() and tgt.is_floating_point()
+                    and inp.shape == tgt.shape and inp.dim() >= 1 and inp.shape[0] > 1):
+                p = inp.detach().float().reshape(inp.shape[0], -1)
+                t = tgt.detach().float().reshape(tgt.shape[0], -1)
+                stats = torch.stack([p.std(0).mean(), t.std(0).mean(), p.pow(2).mean().sqrt(),
+                                     t.pow(2).mean().sqrt()]).tolist()
+                item.update(pred_std=stats[0], target_std=stats[1], pred_rms=stats[2],
+                            target_rms=stats[3])
+        rec.add("losses", item)
+        rec.record("loss", path, line, {k: item.get(k) for k in
+                                        ("fn", "reduction", "dtype", "value", "numel")})
+
+    for name in LOSS_FUNCTIONS:
+        if hasattr(F, name):
+            rec.patch(F, name, lambda o, n=name: loss_wrapper(o, n))
+
+    def normalize_wrapper(original):
+        def normalize(input, *args, **kwargs):
+            if not tls.busy and isinstance(input, torch.Tensor) and input.requires_grad:
+                note_normalize(input, args, kwargs)
+            return original(input, *args, **kwargs)
+        return normalize
+
+    @guarded
+    def note_normalize(inp, args, kwargs):
+        dim = kwargs.get("dim", args[1] if len(args) > 1 else 1)
+        p = kwargs.get("p", args[0] if args else 2.0)
+        if p != 2 and p != 2.0 or not inp.is_floating_point():
+            return
+        path, line = rec.site(4)
+        if path is None:
+            return
+        size = int(inp.shape[dim]) if inp.dim() else 0
+        mean_norm = float(inp.detach().float().norm(dim=dim).mean())
+        rec.add("outputs", {"path": path, "line": line, "kind": "normalize", "step": rec.step_count,
+                            "mean_norm": mean_norm, "dim_size": size})
+        rec.record("normalize", path, line, {"mean_norm": mean_norm, "dim_size": size})
+
+    rec.patch(F, "normalize", normalize_wrapper)
+
+    # -- DDP -----------------------------------------------------------------------------------------
+    def ddp_init_wrapper(original):
+        def __init__(self, *args, **kwargs):
+            note_ddp(self, args, kwargs)
+            return original(self, *args, **kwargs)
+        return __init__
+
+    @guarded
+    def note_ddp(obj, args, kwargs):
+        dist = torch.distributed
+        init = bool(dist.is_available() and dist.is_initialized())
+        info = {"pg_initialized": init, "world_size": dist.get_world_size() if init else 1,
+                "backend": str(dist.get_backend()) if init else "",
+                "module": type(args[0] if args else kwargs.get("module")).__name__}
+        if init:
+            rec.rank = dist.get_rank()
+            rec.world_size = dist.get_world_size()
+        path, line = rec.site(4)
+        rec.add("ddp", {"path": path or "", "line": line, **info})
+        rec.record("ddp", path, line, info)
+        rec.flush(force=True)
+
+    rec.patch(nn.parallel.DistributedDataParallel, "__init__", ddp_init_wrapper)
+
+    # -- loading ---------------------------------------------------------------------------------------
+    def load_wrapper(original):
+        def load(*args, **kwargs):
+            note_load(args, kwargs)
+            return original(*args, **kwargs)
+        return load
+
+    @guarded
+    def note_load(args, kwargs):
+        path, line = rec.site(4)
+        wo = kwargs.get("weights_only")
+        f = args[0] if args else kwargs.get("f")
+        info = {"weights_only": wo, "file": f if isinstance(f, str) else str(type(f).__name__)}
+        rec.add("loads", {"kind": "torch.load", "path": path or "", "line": line,
+                          "weights_only": wo, "step": rec.step_count})
+        rec.record("torch.load", path, line, info)
+
+    rec.patch(torch, "load", load_wrapper)
+    rec.patch(torch.serialization, "load", load_wrapper)
+
+    def lsd_wrapper(original):
+        def load_state_dict(self, state_dict, *args, **kwargs):
+            if tls.busy or tls.train_depth:
+                return original(self, state_dict, *args, **kwargs)
+            strict = kwargs.get("strict", args[0] if args else True)
+            before = snapshot_params(self)
+            result, error = None, None
+            try:
+                result = original(self, state_dict, *args, **kwargs)
+                return result
+            except Exception as exc:
+                error = exc
+                raise
+            finally:
+                note_lsd(self, strict, result, error, before)
+        return load_state_dict
+
+    @guarded
+    def snapshot_params(module):
+        params = list(module.parameters())
+        if sum(p.numel() for p in params) > 50_000_000:
+            return None
+        return [(p, p.detach().clone()) for p in params]
+
+    @guarded
+    def note_lsd(module, strict, result, error, before):
+        path, line = rec.site(5)
+        missing = list(getattr(result, "missing_keys", []) or [])
+        unexpected = list(getattr(result, "unexpected_keys", []) or [])
+        if error is not None:
+            text = str(error)
+            missing = _keys_after(text, "Missing key(s) in state_dict:")
+            unexpected = _keys_after(text, "Unexpected key(s) in state_dict:")
+        changed = 0
+        if before:
+            for p, old in before:
+                if p.shape != old.shape or not torch.equal(p.detach(), old):
+                    changed += 1
+        for _, m in module.named_modules():
+            if isinstance(m, bn_cls):
+                rec.bn_versions[id(m)] = bn_versions(m)
+        info = {"kind": "load_state_dict", "path": path or "", "line": line, "strict": bool(strict),
+                "missing": missing[:200], "unexpected": unexpected[:200],
+                "module": type(module).__name__, "changed": changed, "step": rec.step_count,
+                "_module_id": id(module)}
+        rec.add("loads", info)
+        rec.record("load_state_dict", path, line, {k: info[k] for k in
+                                                   ("strict", "missing", "unexpected", "module", "changed")})
+
+    rec.patch(nn.Module, "load_state_dict", lsd_wrapper)
+
+    # -- seeding -----------------------------------------------------------------------------------------
+    seed_wrap(rec, torch, "manual_seed", "torch", "torch.manual_seed")
+    seed_wrap(rec, torch.random, "manual_seed", "torch", "torch.manual_seed")
+    seed_wrap(rec, torch.cuda, "manual_seed", "cuda", "torch.cuda.manual_seed")
+    seed_wrap(rec, torch.cuda, "manual_seed_all", "cuda", "torch.cuda.manual_seed_all")
+    seed_wrap(rec, torch, "seed", "torch", "torch.seed")
+
+    # -- BatchNorm resets ------------------------------------------------------------------------------
+    def bn_reset_wrapper(original):
+        def reset_running_stats(self, *args, **kwargs):
+            out = original(self, *args, **kwargs)
+            note_bn_reset(self)
+            return out
+        return reset_running_stats
+
+    @guarded
+    def note_bn_reset(m):
+        path, line = rec.site(4)
+        if path is None:
+            return  # the module's own __init__
+        name = rec.module_names.get(id(m), type(m).__name__)
+        rec.bn_versions[id(m)] = bn_versions(m)
+        rec.add("batchnorm", {"kind": "reset", "module": name, "path": path, "line": line,
+                              "step": rec.step_count})
+        rec.record("bn.reset", path, line, {"module": name})
+
+    rec.patch(bn_cls, "reset_running_stats", bn_reset_wrapper)
+
+
+def _keys_after(text: str, marker: str) -> list:
+    if marker not in text:
+        return []
+    rest = text.split(marker, 1)[1].split(". ", 1)[0]
+    return [k.strip().strip('"') for k in rest.split(",") if k.strip()]
+
+
+def seed_wrap(rec: Recorder, module, attr: str, rng: str, fname: str) -> None:
+    def make(original):
+        def seed(*args, **kwargs):
+            outer = rec.tls.seed_depth == 0
+            rec.tls.seed_depth += 1
+            try:
+                if outer:
+                    note(args, kwargs)
+                return original(*args, **kwargs)
+            finally:
+                rec.tls.seed_depth -= 1
+                if outer:
+                    rec.guarded(rec.check_rngs)(rng)
+                    rec.rng_state.clear()
+                    rec.guarded(lambda: rec.rng_state.update(rec.rng_states()))()
+        return seed
+
+    @rec.guarded
+    def note(args, kwargs):
+        rec.check_rngs()
+        path, line = rec.site(4)
+        value = args[0] if args else kwargs.get("seed", kwargs.get("a"))
+        value = value if isinstance(value, (int, float, str, type(None))) else str(value)
+        rec.add("seeds", {"fn": fname, "rng": rng, "path": path or "", "line": line, "value": value})
+        rec.record("seed", path, line, {"fn": fname, "rng": rng, "value": value})
+
+    rec.patch(module, attr, make)
+
+
+def patch_numpy(rec: Recorder, np) -> None:
+    if hasattr(np, "random"):
+        seed_wrap(rec, np.random, "seed", "numpy", "np.random.seed")
+    rec.rng_state.update({k: v for k, v in rec.rng_states().items() if k not in rec.rng_state})
+
+
+def patch_dgl(rec: Recorder, dgl) -> None:
+    guarded = rec.guarded
+
+    def self_loop_wrapper(original, kind):
+        def op(g, *args, **kwargs):
+            before = facts(g)
+            out = original(g, *args, **kwargs)
+            note(kind, before, out)
+            return out
+        return op
+
+    @guarded
+    def facts(g):
+        return rec.graph_facts(g) if rec.torch is not None and _is_graph(g) else None
+
+    @guarded
+    def note(kind, before, out):
+        path, line = rec.site(4)
+        if path is None:
+            return
+        after = facts(out)
+        rec.record(kind, path, line, {"before": before, "after": after, "step": rec.step_count})
+        if after:
+            rec.add("graphs", {"path": path, "line": line, "where": kind, "module": "",
+                               "step": rec.step_count, **after})
+
+    for kind in ("add_self_loop", "remove_self_loop"):
+        for mod in (dgl, getattr(dgl, "transforms", None),
+                    getattr(getattr(dgl, "transforms", None), "functional", None)):
+            if mod is not None and hasattr(mod, kind):
+                rec.patch(mod, kind, lambda o, k=kind: self_loop_wrapper(o, k))
+        if hasattr(dgl, "DGLGraph") and kind in vars(dgl.DGLGraph):
+            rec.patch(dgl.DGLGraph, kind, lambda o, k=kind: self_loop_wrapper(o, k))
+    seed_wrap(rec, dgl, "seed", "dgl", "dgl.seed")
+    if hasattr(dgl, "random"):
+        seed_wrap(rec, dgl.random, "seed", "dgl", "dgl.seed")
+
+
+# ------------------------------------------------------------------------------------------------
+# installation
+# ------------------------------------------------------------------------------------------------
+
+_PATCHERS = {"torch": patch_torch, "numpy": patch_numpy, "dgl": patch_dgl}
+
+
+class _PostImportFinder:
+    """A meta-path finder that lets the real finders find a module and patches it once its own
+    code has run: torch is never imported by the recorder itself."""
+
+    def __init__(self, rec: Recorder) -> None:
+        self.rec = rec
+        self.pending = set(_PATCHERS)
+        self.active = threading.local()
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname not in self.pending or getattr(self.active, "on", False):
+            return None
+        self.active.on = True
+        try:
+            import importlib.util
+
+            spec = importlib.util.find_spec(fullname)
+        except Exception:
+            return None
+        finally:
+            self.active.on = False
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        self.pending.discard(fullname)
+        loader, rec = spec.loader, self.rec
+
+        class Loader:
+            def create_module(self, s):
+                return loader.create_module(s)
+
+            def exec_module(self, module):
+                loader.exec_module(module)
+                rec.guarded(_PATCHERS[fullname])(rec, module)
+
+            def __getattr__(self, name):
+                return getattr(loader, name)
+
+        spec.loader = Loader()
+        return spec
+
+    # importlib.invalidate_caches() calls this on every meta-path finder
+    def invalidate_caches(self) -> None:
+        return None
+
+
+_recorder = None
+
+
+def install() -> "Recorder | None":
+    """Install the recorder in this process (from the generated sitecustomize)."""
+    global _recorder
+    run_dir = os.environ.get("GM_AUDIT_PROBE_DIR")
+    if not run_dir or _recorder is not None:
+        return _recorder
+    watch = []
+    watch_file = os.environ.get("GM_AUDIT_PROBE_WATCH")
+    if watch_file:
+        try:
+            with open(watch_file, encoding="utf-8") as fh:
+                watch = json.load(fh).get("spans", [])
+        except (OSError, ValueError):
+            watch = []
+    rec = Recorder(run_dir, os.environ.get("GM_AUDIT_PROBE_CWD") or os.getcwd(),
+                   os.environ.get("GM_AUDIT_PROBE_STEPS", ""), watch)
+    _recorder = rec
+    import random
+
+    seed_wrap(rec, random, "seed", "random", "random.seed")
+    rec.rng_state.update(rec.rng_states())
+    for name, patcher in _PATCHERS.items():
+        if name in sys.modules:
+            rec.guarded(patcher)(rec, sys.modules[name])
+    finder = _PostImportFinder(rec)
+    finder.pending -= {n for n in _PATCHERS if n in sys.modules}
+    sys.meta_path.insert(0, finder)
+    atexit.register(rec.guarded(rec.at_exit))
+    previous_hook = sys.excepthook
+
+    def excepthook(kind, value, tb):
+        rec.run["status"] = "exception"
+        rec.run["error"] = f"{kind.__name__}: {value}"[:500]
+        return previous_hook(kind, value, tb)
+
+    sys.excepthook = excepthook
+    if threading.current_thread() is threading.main_thread():
+        try:
+            if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+                def on_term(signum, frame):
+                    rec.run["status"] = "signal"
+                    rec.guarded(rec.flush)(True)
+                    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                    os.kill(os.getpid(), signal.SIGTERM)
+
+                signal.signal(signal.SIGTERM, on_term)
+        except (ValueError, OSError):
+            pass
+
+    def in_child():
+        # a fork (DataLoader worker): it keeps the patches but writes no evidence of its own
+        rec.pid = -1
+
+    os.register_at_fork(after_in_child=in_child)
+    rec.start_tracing()
+    return rec

@@ -1,0 +1,428 @@
+"""``--format html``: one self-contained page (no network needed to view it: inline CSS, charts as
+embedded PNG, a Content-Security-Policy that forbids loading anything).
+
+It shows the findings with their status, code excerpt, evidence and fix and, when the command put
+them in ``Report.extra``, the probe's and the diff's data. The keys read here, all optional, all
+plain JSON (the probe and the diff emit them; anything malformed is skipped with a note):
+
+``extra["gradient_flow"]``: one entry per parameter, in ``model.named_parameters()`` order, from
+the first backward the probe observed::
+
+    [{"name": "encoder.layers.0.fc.weight",  # parameter name
+      "mean": 0.0012,                         # mean |grad|  (null when the grad is None)
+      "max": 0.034,                           # max |grad|   (null when the grad is None)
+      "none": false}, ...]                    # true: .grad was None after backward
+
+``extra["reconstruction"]``: a few masked nodes' points, target against what the model
+reconstructed, row for row (xyz, or xy)::
+
+    {"target": [[x, y, z], ...], "predicted": [[x, y, z], ...],
+     "node": [0, 0, ..., 1, ...]}             # optional: which masked node each point belongs to
+
+``extra["stages"]`` and ``extra["first_divergence"]``: the diff's JSON (DESIGN section 6)::
+
+    [{"stage": "init", "status": "same|differs|missing", "items": [...]}, ...]
+    {"stage": "init", "name": "...", "detail": "...", "rule": "GM601", "path": "...", "line": 88}
+
+Items are shown as they come: an object's ``name`` and ``detail`` when it has them, else its JSON.
+
+The charts need matplotlib (``pip install 'gm-audit[html]'``); without it the page says so and
+shows the same data as tables.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import math
+import re
+from collections import Counter
+from typing import Any, Optional
+
+from auditor import __version__
+from auditor.findings import Finding
+from auditor.reports import Report, source_lines
+
+STATUS_ORDER = ("confirmed", "runtime", "static", "unexercised", "refuted")
+CONTEXT = 2
+MAX_EXCERPT = 12
+MAX_ITEMS = 8  # diff items shown per stage
+CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+
+CSS = """
+:root { --fg:#1f2328; --muted:#59636e; --line:#d1d9e0; --bg:#fff; --soft:#f6f8fa; }
+body { font: 14px/1.5 -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; color: var(--fg);
+       background: var(--bg); margin: 0 auto; max-width: 1180px; padding: 24px; }
+h1 { font-size: 24px; margin: 0 0 4px; } h2 { font-size: 19px; border-bottom: 1px solid var(--line);
+     padding-bottom: 4px; margin-top: 32px; } h3 { font-size: 15px; margin: 0 0 6px; }
+.muted { color: var(--muted); } code, pre { font: 12.5px/1.45 ui-monospace, Menlo, Consolas, monospace; }
+table { border-collapse: collapse; width: 100%; } th, td { text-align: left; padding: 5px 8px;
+        border-bottom: 1px solid var(--line); vertical-align: top; } th { background: var(--soft); }
+.badge { display: inline-block; padding: 0 8px; border-radius: 10px; font-size: 12px;
+         font-weight: 600; color: #fff; white-space: nowrap; }
+.confirmed { background: #cf222e; } .runtime { background: #8250df; } .static { background: #0969da; }
+.unexercised { background: #6e7781; } .refuted { background: #1a7f37; }
+.error { background: #a40e26; } .warning { background: #bc4c00; } .info { background: #0550ae; }
+.same { background: #1a7f37; } .differs { background: #cf222e; } .missing { background: #9a6700; }
+.counts span { margin-right: 12px; }
+.card { border: 1px solid var(--line); border-radius: 6px; padding: 12px 16px; margin: 12px 0; }
+.card.confirmed-card, .card.runtime-card { border-left: 4px solid #cf222e; }
+pre.code { background: var(--soft); padding: 8px 0; overflow-x: auto; border-radius: 6px; }
+pre.code span { display: block; padding: 0 12px; } pre.code .hit { background: #fff1c2; }
+pre.code .ln { color: var(--muted); display: inline; padding: 0 12px 0 0; user-select: none; }
+.note { background: #fff8c5; border: 1px solid #d4a72c; border-radius: 6px; padding: 8px 12px; }
+figure { margin: 12px 0; } figure img { max-width: 100%; border: 1px solid var(--line); }
+figcaption { color: var(--muted); font-size: 13px; } tr.first td { background: #ffebe9; }
+"""
+
+
+def esc(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def prose(text: str) -> str:
+    """Escaped text whose `code spans` (the messages' Markdown habit) become <code>."""
+    parts = re.split(r"(`[^`]+`)", str(text))
+    return "".join(f"<code>{esc(p[1:-1])}</code>" if p.startswith("`") and p.endswith("`")
+                   and len(p) > 2 else esc(p) for p in parts)
+
+
+def _number(value: Any) -> Optional[float]:
+    """A float from JSON, or None for null / non-numbers (never raises)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+# -- data from Report.extra -------------------------------------------------------------------------
+
+
+def gradient_rows(extra: dict[str, Any]) -> list[dict[str, Any]]:
+    """``extra["gradient_flow"]`` normalised: name, mean, max, state (ok|zero|none|nonfinite)."""
+    rows = []
+    for entry in extra.get("gradient_flow") or []:
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            continue
+        mean, top = _number(entry.get("mean")), _number(entry.get("max"))
+        if entry.get("none") or mean is None or top is None:
+            state = "none"
+        elif not (math.isfinite(mean) and math.isfinite(top)):
+            state = "nonfinite"
+        elif top == 0:
+            state = "zero"
+        else:
+            state = "ok"
+        rows.append({"name": entry["name"], "mean": mean, "max": top, "state": state})
+    return rows
+
+
+def reconstruction_points(extra: dict[str, Any]) -> Optional[tuple[list, list, list]]:
+    """``extra["reconstruction"]`` as (target, predicted, node) with equal lengths, or None."""
+    data = extra.get("reconstruction")
+    if not isinstance(data, dict):
+        return None
+    target, predicted = data.get("target"), data.get("predicted")
+    if not isinstance(target, list) or not isinstance(predicted, list):
+        return None
+    pairs = []
+    for t, p in zip(target, predicted):
+        if (isinstance(t, list) and isinstance(p, list) and len(t) == len(p) and len(t) in (2, 3)
+                and all(_number(v) is not None and math.isfinite(v) for v in [*t, *p])):
+            pairs.append((t, p))
+    if not pairs:
+        return None
+    dim = len(pairs[0][0])
+    pairs = [(t, p) for t, p in pairs if len(t) == dim]
+    nodes = data.get("node") if isinstance(data.get("node"), list) else []
+    node = [nodes[i] if i < len(nodes) else 0 for i in range(len(pairs))]
+    return [t for t, _ in pairs], [p for _, p in pairs], node
+
+
+# -- charts -----------------------------------------------------------------------------------------
+
+
+def load_figure_class() -> Any:
+    """matplotlib's ``Figure`` (drawn without pyplot: no global state, no GUI backend), or None."""
+    try:
+        import matplotlib  # noqa: F401  (the optional `html` extra)
+        from matplotlib.figure import Figure
+    except ImportError:
+        return None
+    return Figure
+
+
+def png(fig: Any) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def gradient_chart(Figure: Any, rows: list[dict[str, Any]]) -> str:
+    """The classic gradient-flow view: mean and max |grad| per parameter, log scale, blocked ones
+    (None, zero, non-finite) marked in red under the axis."""
+    n = len(rows)
+    fig = Figure(figsize=(min(18.0, max(8.0, 0.32 * n)), 5.2))
+    ax = fig.add_subplot()
+    positive = [v for r in rows if r["state"] == "ok" for v in (r["mean"], r["max"]) if v > 0]
+    floor = min(positive) / 10 if positive else 1e-8
+    ok = [i for i, r in enumerate(rows) if r["state"] == "ok"]
+    ax.bar(ok, [rows[i]["max"] for i in ok], color="#9ecae1", width=0.8, label="max |grad|")
+    ax.bar(ok, [max(rows[i]["mean"], floor) for i in ok], color="#08519c", width=0.45,
+           label="mean |grad|")
+    blocked = [i for i, r in enumerate(rows) if r["state"] != "ok"]
+    if blocked:
+        ax.scatter(blocked, [floor] * len(blocked), marker="x", s=60, color="#d62728", zorder=3,
+                   label="no gradient (None / zero / non-finite)")
+    ax.set_yscale("log")
+    ax.set_ylim(bottom=floor / 2)
+    ax.set_xlim(-0.6, n - 0.4)
+    ax.set_xticks(range(n))
+    ax.set_xticklabels([r["name"] for r in rows], rotation=90,
+                       fontsize=8 if n <= 40 else 6)
+    for label, r in zip(ax.get_xticklabels(), rows):
+        if r["state"] != "ok":
+            label.set_color("#d62728")
+    ax.set_ylabel("|gradient| (log)")
+    ax.set_title("Gradient flow after the first backward")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(loc="upper right", fontsize=8)
+    return png(fig)
+
+
+def reconstruction_chart(Figure: Any, target: list, predicted: list, node: list) -> str:
+    """Target vs reconstructed points, lines joining each pair: 3D view plus the xy projection."""
+    dim = len(target[0])
+    fig = Figure(figsize=(12.0, 5.2) if dim == 3 else (6.5, 5.2))
+    panels = []
+    if dim == 3:
+        import mpl_toolkits.mplot3d  # noqa: F401  (registers the 3d projection)
+
+        panels.append(fig.add_subplot(1, 2, 1, projection="3d"))
+        panels.append(fig.add_subplot(1, 2, 2))
+    else:
+        panels.append(fig.add_subplot())
+    markers = "o^sDvP*X"
+    groups = sorted(set(map(str, node)))
+    for ax in panels:
+        k = 3 if getattr(ax, "name", "") == "3d" else 2
+        for t, p in zip(target, predicted):
+            ax.plot(*[[t[d], p[d]] for d in range(k)], color="#bbbbbb", linewidth=0.7, zorder=1)
+        for g_index, g in enumerate(groups):
+            idx = [i for i, n in enumerate(node) if str(n) == g]
+            m = markers[g_index % len(markers)]
+            suffix = f" (node {g})" if len(groups) > 1 else ""
+            ax.scatter(*[[target[i][d] for i in idx] for d in range(k)], color="#1f77b4",
+                       marker=m, s=22, label=f"target{suffix}")
+            ax.scatter(*[[predicted[i][d] for i in idx] for d in range(k)], color="#ff7f0e",
+                       marker=m, s=22, label=f"reconstructed{suffix}")
+        ax.set_xlabel("x")
+        ax.set_ylabel("y")
+        if k == 3:
+            ax.set_zlabel("z")
+            ax.set_title("masked nodes: target vs reconstructed (3D)")
+        else:
+            ax.set_title("xy projection" if dim == 3 else "masked nodes: target vs reconstructed")
+            ax.set_aspect("equal", adjustable="datalim")
+            ax.grid(alpha=0.3)
+    panels[-1].legend(loc="best", fontsize=8)
+    return png(fig)
+
+
+def point_error(target: list, predicted: list) -> tuple[float, float]:
+    """Mean distance between each target point and its reconstruction, and the targets' spread
+    (mean distance to their centroid) to judge it by."""
+    dim = len(target[0])
+    dist = [math.dist(t, p) for t, p in zip(target, predicted)]
+    centre = [sum(t[d] for t in target) / len(target) for d in range(dim)]
+    spread = [math.dist(t, centre) for t in target]
+    return sum(dist) / len(dist), sum(spread) / len(spread)
+
+
+# -- page sections ----------------------------------------------------------------------------------
+
+
+def badge(kind: str, text: Optional[str] = None) -> str:
+    return f'<span class="badge {esc(kind)}">{esc(text or kind)}</span>'
+
+
+def excerpt(f: Finding) -> str:
+    lines = source_lines(f.path)
+    if not 0 < f.line <= len(lines):
+        return ""
+    end = min(max(f.end_line, f.line), len(lines), f.line + MAX_EXCERPT - 1)
+    first, last = max(1, f.line - CONTEXT), min(len(lines), end + CONTEXT)
+    rows = []
+    for n in range(first, last + 1):
+        cls = ' class="hit"' if f.line <= n <= end else ""
+        rows.append(f'<span{cls}><span class="ln">{n:>5}</span>{esc(lines[n - 1])}</span>')
+    return '<pre class="code">' + "".join(rows) + "</pre>"
+
+
+def finding_card(i: int, f: Finding) -> str:
+    parts = [
+        f'<div class="card {esc(f.status.value)}-card" id="f{i}">',
+        f"<h3>{badge(f.status.value)} {badge(f.severity.value)} <code>{esc(f.rule)}</code> "
+        f"{esc(f.name)} — <code>{esc(f.path)}:{f.line}:{f.column}</code></h3>",
+        f"<p>{prose(f.message)}</p>",
+        excerpt(f),
+    ]
+    if f.evidence:
+        parts.append("<p><b>Evidence</b></p><ul>"
+                     + "".join(f"<li>{prose(e)}</li>" for e in f.evidence) + "</ul>")
+    if f.fix:
+        parts.append(f"<p><b>Fix:</b> {prose(f.fix)}</p>")
+    parts.append("</div>")
+    return "\n".join(p for p in parts if p)
+
+
+def findings_section(report: Report) -> list[str]:
+    out = ["<h2>Findings</h2>"]
+    if not report.findings:
+        out.append("<p>No findings.</p>")
+        return out
+    rank = {s: i for i, s in enumerate(STATUS_ORDER)}
+    ordered = sorted(enumerate(report.findings),
+                     key=lambda p: (rank[p[1].status.value], -p[1].severity.rank, p[1].sort_key()))
+    out.append("<table><tr><th>status</th><th>severity</th><th>rule</th><th>location</th>"
+               "<th>message</th></tr>")
+    for i, f in ordered:
+        out.append(
+            f"<tr><td>{badge(f.status.value)}</td><td>{badge(f.severity.value)}</td>"
+            f"<td><code>{esc(f.rule)}</code> {esc(f.name)}</td>"
+            f'<td><a href="#f{i}"><code>{esc(f.path)}:{f.line}</code></a></td>'
+            f"<td>{prose(f.message)}</td></tr>"
+        )
+    out.append("</table>")
+    out += [finding_card(i, f) for i, f in ordered]
+    return out
+
+
+def _fmt(value: Optional[float]) -> str:
+    return "—" if value is None else f"{value:.3g}"
+
+
+def gradient_section(Figure: Any, rows: list[dict[str, Any]]) -> list[str]:
+    blocked = [r for r in rows if r["state"] != "ok"]
+    out = ["<h2>Gradient flow</h2>",
+           f"<p>{len(rows)} parameter(s); {len(blocked)} with no usable gradient "
+           "(None, all zero or non-finite), marked in red.</p>"]
+    if Figure is not None:
+        out.append(f'<figure><img alt="gradient flow: mean and max |grad| per parameter" '
+                   f'src="data:image/png;base64,{gradient_chart(Figure, rows)}">'
+                   "<figcaption>Bars: max (light) and mean (dark) absolute gradient per "
+                   "parameter, in model order; a parameter the loss does not reach has none."
+                   "</figcaption></figure>")
+    shown = blocked if Figure is not None else rows
+    if shown:
+        out.append("<table><tr><th>parameter</th><th>mean |grad|</th><th>max |grad|</th>"
+                   "<th>state</th></tr>")
+        for r in shown:
+            out.append(f"<tr><td><code>{esc(r['name'])}</code></td><td>{_fmt(r['mean'])}</td>"
+                       f"<td>{_fmt(r['max'])}</td><td>{esc(r['state'])}</td></tr>")
+        out.append("</table>")
+    return out
+
+
+def reconstruction_section(Figure: Any, target: list, predicted: list, node: list) -> list[str]:
+    err, spread = point_error(target, predicted)
+    out = ["<h2>Reconstruction of masked nodes</h2>",
+           f"<p>{len(target)} point(s) of {len(set(map(str, node)))} masked node(s): mean "
+           f"distance target→reconstruction <b>{err:.3g}</b>, against a spread of the targets "
+           f"of {spread:.3g} (a reconstruction as far off as the spread is scattered).</p>"]
+    if Figure is not None:
+        out.append('<figure><img alt="target vs reconstructed points" '
+                   f'src="data:image/png;base64,{reconstruction_chart(Figure, target, predicted, node)}">'
+                   "<figcaption>Blue: target points; orange: reconstructed; grey lines join each "
+                   "point to its reconstruction.</figcaption></figure>")
+    else:
+        out.append("<table><tr><th>node</th><th>target</th><th>reconstructed</th></tr>")
+        for n, t, p in zip(node, target, predicted):
+            out.append(f"<tr><td>{esc(n)}</td><td>{esc([round(v, 4) for v in t])}</td>"
+                       f"<td>{esc([round(v, 4) for v in p])}</td></tr>")
+        out.append("</table>")
+    return out
+
+
+def _item(item: Any) -> str:
+    if isinstance(item, dict) and "name" in item:
+        detail = item.get("detail", "")
+        return f"<code>{esc(item['name'])}</code>" + (f": {esc(detail)}" if detail else "")
+    return f"<code>{esc(json.dumps(item, default=str))}</code>"
+
+
+def stages_section(extra: dict[str, Any]) -> list[str]:
+    stages = [s for s in extra.get("stages") or [] if isinstance(s, dict)]
+    first = extra.get("first_divergence")
+    out = ["<h2>Reference vs candidate</h2>"]
+    if isinstance(first, dict):
+        where = (f" at <code>{esc(first['path'])}:{esc(first.get('line', '?'))}</code>"
+                 if first.get("path") else "")
+        rule = f" (likely {esc(first['rule'])})" if first.get("rule") else ""
+        out.append(f"<p>First divergence: stage <b>{esc(first.get('stage', '?'))}</b>, "
+                   f"<code>{esc(first.get('name', '?'))}</code> — {esc(first.get('detail', ''))}"
+                   f"{where}{rule}.</p>")
+    else:
+        out.append("<p>The runs agree at every stage.</p>")
+    out.append("<table><tr><th>stage</th><th>status</th><th>items</th></tr>")
+    for s in stages:
+        items = s.get("items") if isinstance(s.get("items"), list) else []
+        listed = "<br>".join(_item(x) for x in items[:MAX_ITEMS])
+        if len(items) > MAX_ITEMS:
+            listed += f"<br><span class='muted'>… {len(items) - MAX_ITEMS} more</span>"
+        is_first = isinstance(first, dict) and first.get("stage") == s.get("stage")
+        row = '<tr class="first">' if is_first else "<tr>"
+        out.append(f"{row}<td>{esc(s.get('stage', '?'))}</td>"
+                   f"<td>{badge(str(s.get('status', '?')))}</td><td>{listed}</td></tr>")
+    out.append("</table>")
+    return out
+
+
+def header(report: Report) -> list[str]:
+    status = Counter(f.status.value for f in report.findings)
+    sev = Counter(f.severity.value for f in report.findings)
+    counts = "".join(f"<span>{badge(s)} {status[s]}</span>" for s in STATUS_ORDER if status[s])
+    counts += "".join(f"<span>{badge(s)} {sev[s]}</span>"
+                      for s in ("error", "warning", "info") if sev[s])
+    known = (report.extra.get("baseline") or {}).get("known", 0)
+    facts = [f"{len(report.findings)} finding(s)", f"{report.files} file(s)",
+             f"{report.seconds:.2f}s"]
+    if known:
+        facts.append(f"{known} known finding(s) from the baseline not shown")
+    return [f"<h1>gm-audit {esc(report.command)} report</h1>",
+            f'<p class="muted">gm-audit {esc(__version__)} · {esc(" · ".join(facts))}</p>',
+            f'<p class="counts">{counts}</p>' if counts else ""]
+
+
+def render(report: Report) -> str:
+    extra = report.extra or {}
+    rows = gradient_rows(extra)
+    points = reconstruction_points(extra)
+    has_stages = isinstance(extra.get("stages"), list)
+    Figure = load_figure_class() if (rows or points) else None
+    body = header(report)
+    if (rows or points) and Figure is None:
+        body.append('<p class="note">Charts need matplotlib, which is not installed: '
+                    "<code>pip install 'gm-audit[html]'</code>. Their data is shown as tables.</p>")
+    if has_stages:
+        body += stages_section(extra)
+    if rows:
+        body += gradient_section(Figure, rows)
+    if points:
+        body += reconstruction_section(Figure, *points)
+    body += findings_section(report)
+    if report.errors:
+        body.append("<h2>Files gm-audit could not check</h2><ul>"
+                    + "".join(f"<li><code>{esc(e.path)}</code>: {esc(e.message)}</li>"
+                              for e in report.errors) + "</ul>")
+    return "\n".join([
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>gm-audit {esc(report.command)}: {len(report.findings)} finding(s)</title>",
+        f"<style>{CSS}</style></head><body>",
+        *[b for b in body if b],
+        "</body></html>",
+    ]) + "\n"

@@ -1,0 +1,897 @@
+"""Taint-style data flow over the project's function summaries, shared by the rules.
+
+The static pass keeps, per function, an ordered list of events (:mod:`auditor.static.facts`).
+This module groups them into *statements* and follows values at statement granularity: the
+targets of an assignment derive from every name it reads. Flows cross functions and files:
+arguments into the callee's parameters, returns into the caller's targets, ``self.<attr>`` between
+the methods of a class. A value is a local name of a function; ``self.h`` names are per class.
+
+API (``project`` is a :class:`~auditor.static.project.Project`, ``fn`` a ``FunctionInfo``):
+
+``statements(fn) -> list[Statement]``
+    The statements of a function, each with its head event (assign / augassign / return / with,
+    or the outermost call of an expression statement) and the call events inside it.
+``flows_to(project, fn, names, start=0, stop=None) -> Flow``
+    Where ``names`` (as of statement ``start``) flow: ``flow.values`` ((qualname, name) pairs),
+    ``flow.steps`` (every statement the value passed through, in visiting order) and
+    ``flow.sinks`` (the :class:`Sink` s reached: "is this value backpropagated").
+``flows_from(project, fn, event, stop=None) -> Flow``
+    The flow of the value one call expression produces (``pred.detach()``, ``F.mse_loss(...)``):
+    into its statement's targets, into project functions it is an argument of, out through
+    ``return`` to every caller. ``flows_from_statement`` does the same for a whole statement.
+``stop(fn, statement, hit) -> bool``
+    A rule's barrier: return True where the statement neutralises the value (a division by a
+    count for GM401, an upcast to float32 for GM301); the flow does not pass that statement.
+``sinks(project) -> list[Sink]``
+    Every place a loss is backpropagated: ``x.backward()``, ``scaler.scale(x).backward()``,
+    ``torch.autograd.backward/grad(x)``, ``accelerator.backward(x)``, ``manual_backward(x)``,
+    and the value a Lightning ``training_step`` returns.
+``derives_from_module(project, fn, names, index) -> Optional[Origin]``
+    Backwards: the module call a value derives from (a call of an ``nn.Module`` instance, of a
+    ``self.<submodule>``, a model method whose return derives from one, an ``nn.Parameter``).
+``is_module_output(project, fn, event) -> bool``
+    Whether a call returns a value carrying parameters' gradient.
+``instance_classes(project, fn, name, index) -> set[str]``
+    The classes (project qualnames or ``torch.nn.X``) the object held by ``name`` was built from,
+    following assignments, constructor arguments into ``self.<attr>`` and parameters to callers.
+``call_targets(project, fn, event) -> list[str]``
+    ``Project.resolve_call`` plus instance calls resolved through :func:`instance_classes`
+    (``self.model(g)`` where ``self.model`` was a constructor argument runs ``GraphMAE.forward``).
+``callers_of(project, qualname) -> list[(FunctionInfo, Event)]``
+    Every call site of a function, loading skipped files that mention it (callers can live in
+    files a rule's prefilter skipped).
+``mentions(text, name) -> bool``, ``is_module_class(project, qualname) -> bool``,
+``loss_calls(project, fn) -> list[Event]``: small shared predicates.
+
+Everything is an over-approximation at statement level, with a few precise exceptions that keep
+benign code quiet: values converted to Python numbers or numpy (``.item()``, ``.tolist()``,
+``.numpy()``, ``float(...)``, ``len(...)``) and tensor metadata (``.shape``, ``.device``) do not
+carry the flow. Results are cached on the project object, so rules can call freely.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Optional
+
+from auditor.static.facts import Event, FunctionInfo, Span
+from auditor.static.project import Project
+
+# -- vocabulary ----------------------------------------------------------------------------------
+
+SINK_WORDS = ("backward", "training_step", "autograd.grad")
+BACKWARD_FUNCS = {"torch.autograd.backward", "torch.autograd.grad"}
+WRAPPED_BACKWARD = ("backward", "manual_backward")  # accelerator.backward(loss), self.manual_backward
+MUTATORS = {"append", "extend", "insert", "add", "update", "setdefault", "put", "appendleft"}
+# results that are Python numbers, numpy arrays, strings or metadata: no gradient flows through
+SCALAR_METHODS = {"item", "tolist", "numpy", "size", "dim", "numel", "nelement", "data_ptr",
+                  "__len__", "stride", "is_contiguous", "element_size"}
+SCALAR_FUNCS = {"float", "int", "len", "bool", "str", "round", "repr", "format", "print",
+                "isinstance", "hasattr", "getattr", "type", "id", "hash", "range", "enumerate"}
+METADATA_ATTRS = ("shape", "device", "dtype", "ndim", "requires_grad", "is_cuda", "grad_fn",
+                  "size", "dim", "numel", "nelement", "item", "tolist", "names", "layout")
+NOT_TENSOR_METHODS = {"parameters", "named_parameters", "state_dict", "buffers", "named_buffers",
+                      "modules", "named_modules", "children", "train", "eval", "to", "cuda",
+                      "cpu", "zero_grad", "apply", "register_buffer", "load_state_dict",
+                      "requires_grad_", "half", "float", "double", "bfloat16", "type"}
+MODEL_NAMES = {"model", "net", "network", "module", "student", "encoder", "decoder", "backbone",
+               "gnn", "graphmae", "mae", "autoencoder"}
+LOSS_FUNC_RE = re.compile(
+    r"^torch\.nn\.functional\.(\w*loss\w*|cross_entropy|binary_cross_entropy\w*|kl_div|"
+    r"nll_loss|cosine_embedding_loss|triplet_margin\w*)$|^torch\.nn\.\w*Loss$"
+)
+MAX_STEPS = 4000  # statements visited per flow: a bound for pathological projects
+MAX_DEPTH = 8
+
+
+# -- statements ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Statement:
+    """One source statement of a function: its head event and the call events inside it."""
+
+    index: int
+    head: Event
+    calls: list[Event] = field(default_factory=list)
+
+    @property
+    def kind(self) -> str:  # assign | augassign | return | with | call
+        return self.head.kind
+
+    @property
+    def targets(self) -> list[str]:
+        return list(self.head.targets) if self.kind in ("assign", "augassign") else []
+
+    @property
+    def uses(self) -> list[str]:
+        names = list(self.head.uses)
+        for call in self.calls:
+            names += [u for u in call.uses if u not in names]
+        return names
+
+    @property
+    def line(self) -> int:
+        return self.head.span.line
+
+    @property
+    def text(self) -> str:
+        return self.head.text
+
+    def callee_names(self) -> set[str]:
+        """Names read only as the callee of a call (``F.mse_loss``, ``self.encoder``)."""
+        return {_local_text(call) for call in self.calls}
+
+
+def _local_text(call: Event) -> str:
+    """The callee as written locally (``self.encoder``, ``model``), which is what ``uses`` holds;
+    names resolved through imports stay qualified."""
+    if call.receiver and call.method:
+        return f"{call.receiver}.{call.method}"
+    return call.func.removesuffix("()")
+
+
+def contains(outer: Span, inner: Span) -> bool:
+    return (outer.line, outer.column) <= (inner.line, inner.column) and (
+        inner.end_line,
+        inner.end_column,
+    ) <= (outer.end_line, outer.end_column)
+
+
+def statements(fn: FunctionInfo) -> list[Statement]:
+    cached = _STATEMENTS.get(id(fn))
+    if cached is not None and cached[0] is fn:
+        return cached[1]
+    out: list[Statement] = []
+    for event in fn.events:
+        cur = out[-1] if out else None
+        if event.kind == "call" and cur is not None:
+            inside = contains(cur.head.span, event.span)
+            if cur.kind == "with":  # only the `with` items, not its body
+                inside = event.span.line == cur.head.span.line
+            if inside:
+                cur.calls.append(event)
+                continue
+        stmt = Statement(len(out), event)
+        if event.kind == "call":
+            stmt.calls.append(event)
+        out.append(stmt)
+    _STATEMENTS[id(fn)] = (fn, out)
+    return out
+
+
+_STATEMENTS: dict[int, tuple[FunctionInfo, list[Statement]]] = {}
+
+
+def statement_of(fn: FunctionInfo, event: Event) -> Optional[Statement]:
+    for stmt in statements(fn):
+        if stmt.head is event or any(c is event for c in stmt.calls):
+            return stmt
+    return None
+
+
+def statement_at(fn: FunctionInfo, line: int, column: int = 0) -> Optional[Statement]:
+    """The innermost statement whose span holds ``line`` (and ``column``, when given)."""
+    best: Optional[Statement] = None
+    for stmt in statements(fn):
+        span = stmt.head.span
+        if span.line <= line <= span.end_line and stmt.kind != "with":
+            best = stmt
+    return best
+
+
+# -- names in text -------------------------------------------------------------------------------
+
+
+def mentions(text: str, name: str) -> bool:
+    """``name`` occurs in ``text`` as a whole name (``x`` in ``f(x)``, not in ``xs`` or ``a.x``)."""
+    return re.search(r"(?<![\w.])" + re.escape(name) + r"(?!\w)", text) is not None
+
+
+def _carries(text: str, name: str) -> bool:
+    """``name`` is read as a value somewhere in ``text``, not only for metadata (``x.shape``)."""
+    if "…" in text or not mentions(text, name):
+        return True  # shortened, or the name is not in this text (a `for` target): assume so
+    attrs = "|".join(METADATA_ATTRS)
+    pattern = r"(?<![\w.])" + re.escape(name) + r"(?!\w)(?!\s*\.\s*(?:" + attrs + r")\b)"
+    return re.search(pattern, text) is not None
+
+
+def _hit(stmt: Statement, live: set[str]) -> set[str]:
+    hit = set()
+    for use in stmt.uses:
+        for name in live:
+            if use == name or use.startswith(name + "."):
+                hit.add(name)
+    return {h for h in hit if _carries(stmt.text, h)} if stmt.text else hit
+
+
+def _value_text(stmt: Statement) -> str:
+    text = stmt.text
+    if stmt.kind == "return":
+        return text.removeprefix("return").strip()
+    if stmt.kind in ("assign", "augassign"):
+        m = re.search(r"(?<![=!<>])[-+*/%@&|^]?=(?!=)", text)
+        return text[m.end():].strip() if m else text
+    return text
+
+
+def _balanced_call(value: str) -> bool:
+    """``value`` is one call whose parentheses close at its very end (``float(a) + b`` is not)."""
+    depth = 0
+    start = value.find("(")
+    if start < 0 or not value.endswith(")"):
+        return False
+    for i, ch in enumerate(value[start:], start):
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth == 0 and i != len(value) - 1:
+            return False
+    return True
+
+
+def is_scalar_conversion(stmt: Statement) -> bool:
+    """The statement's value is a Python number / numpy array / string made from tensors."""
+    value = _value_text(stmt)
+    if "…" in value or not value:
+        return False
+    m = re.match(r"^([\w.]+)\(", value)
+    if m and m.group(1) in SCALAR_FUNCS and _balanced_call(value):
+        return True
+    m = re.search(r"\.(\w+)\(\)$", value)
+    return bool(m and m.group(1) in SCALAR_METHODS)
+
+
+# -- sinks ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Sink:
+    """A place where a value is backpropagated."""
+
+    fn: FunctionInfo
+    event: Event
+    kind: str  # backward | autograd | wrapped | training_step
+    scaled: bool  # through a GradScaler / an AMP-aware wrapper (accelerator.backward)
+
+    @property
+    def where(self) -> str:
+        return f"{self.fn.path}:{self.event.span.line}"
+
+    def describe(self) -> str:
+        text = self.event.text if len(self.event.text) < 60 else self.event.text[:57] + "..."
+        return f"`{text}` at {self.where}"
+
+
+def _sink_of(fn: FunctionInfo, call: Event) -> Optional[Sink]:
+    func = call.func.removesuffix("()")
+    if call.method == "backward" and not call.args:
+        scaled = ".scale(" in call.receiver or "scale(" in call.receiver
+        return Sink(fn, call, "backward", scaled)
+    if func in BACKWARD_FUNCS:
+        return Sink(fn, call, "autograd", False)
+    if call.method in WRAPPED_BACKWARD and call.args:
+        return Sink(fn, call, "wrapped", True)
+    return None
+
+
+def sinks(project: Project) -> list[Sink]:
+    _load_sinks(project)
+    out = []
+    for fn in list(project.functions.values()):
+        for stmt in statements(fn):
+            for call in stmt.calls:
+                sink = _sink_of(fn, call)
+                if sink is not None:
+                    out.append(sink)
+            if stmt.kind == "return" and fn.name == "training_step":
+                out.append(Sink(fn, stmt.head, "training_step", True))
+    return out
+
+
+def _load_sinks(project: Project) -> None:
+    for word in SINK_WORDS:
+        project.load_mentioning(word)
+
+
+def _sinks_in(fn: FunctionInfo, stmt: Statement, hit_calls: Iterable[Event]) -> list[Sink]:
+    out = []
+    for call in hit_calls:
+        sink = _sink_of(fn, call)
+        if sink is not None:
+            out.append(sink)
+    if stmt.kind == "return" and fn.name == "training_step":
+        out.append(Sink(fn, stmt.head, "training_step", True))
+    return out
+
+
+# -- calls ---------------------------------------------------------------------------------------
+
+
+def _cache(project: Project) -> dict:
+    cache = getattr(project, "_dataflow_cache", None)
+    if cache is None:
+        cache = {}
+        setattr(project, "_dataflow_cache", cache)
+    return cache
+
+
+def _object_call(call: Event) -> str:
+    """For a call of an object (``model(g)``, ``self.encoder(g)``, ``lin(x)``): that object's
+    local text; else ""."""
+    local = _local_text(call)
+    if "(" in local or "[" in local:
+        return ""
+    if not call.method or call.receiver == "self":
+        return local
+    return ""
+
+
+def call_targets(project: Project, fn: FunctionInfo, call: Event) -> list[str]:
+    cache = _cache(project).setdefault("targets", {})
+    key = (fn.qualname, call.span.line, call.span.column, call.func)
+    if key in cache:
+        return cache[key]
+    cache[key] = []  # recursion guard
+    found = list(project.resolve_call(call, fn))
+    if not any(not t.endswith(".__init__") for t in found):
+        idx = _index_of(fn, call)
+        obj = _object_call(call)
+        if obj:
+            for cls in instance_classes(project, fn, obj, idx):
+                if cls in project.classes:
+                    found += [m for m in project.method_candidates(cls, "forward")
+                              if project.function(m)]
+        if call.receiver and call.method and call.method not in NOT_TENSOR_METHODS:
+            for cls in instance_classes(project, fn, call.receiver, idx):
+                if cls in project.classes:
+                    found += [m for m in project.method_candidates(cls, call.method)
+                              if project.function(m)]
+    cache[key] = list(dict.fromkeys(found))
+    return cache[key]
+
+
+def _index_of(fn: FunctionInfo, event: Event) -> int:
+    stmt = statement_of(fn, event)
+    return stmt.index if stmt is not None else len(statements(fn))
+
+
+def callers_of(project: Project, qualname: str) -> list[tuple[FunctionInfo, Event]]:
+    """Call sites of ``qualname``; skipped files mentioning its name are analysed first."""
+    fn = project.function(qualname)
+    if fn is None:
+        return []
+    cache = _cache(project)
+    if fn.name == "forward" and fn.class_name:
+        project.load_mentioning(fn.class_name.rsplit(".", 1)[-1])
+        _load_sinks(project)  # the training loop calls `model(x)`, never `forward` by name
+    elif fn.name == "__init__" and fn.class_name:
+        project.load_mentioning(fn.class_name.rsplit(".", 1)[-1])
+    else:
+        project.load_mentioning(fn.name)
+    index = cache.get("callers")
+    if index is None or cache.get("callers_size") != len(project.functions):
+        index = {}
+        cache["callers_size"] = len(project.functions)
+        cache["callers"] = index
+        direct = cache.setdefault("direct", {})
+        for caller in list(project.functions.values()):
+            for event in caller.events:
+                if event.kind != "call":
+                    continue
+                key = (caller.qualname, event.span.line, event.span.column)
+                if key not in direct:
+                    direct[key] = project.resolve_call(event, caller)
+                for target in direct[key]:
+                    index.setdefault(target, []).append((caller, event))
+        cache["instance_pass"] = False
+    if not cache.get("instance_pass") and not cache.get("instance_running"):
+        # second pass: instance calls whose class is known only through data flow
+        cache["instance_running"] = True
+        try:
+            for caller in list(project.functions.values()):
+                for event in caller.events:
+                    if event.kind == "call" and not project.resolve_call(event, caller):
+                        for target in call_targets(project, caller, event):
+                            entry = (caller, event)
+                            if entry not in index.setdefault(target, []):
+                                index[target].append(entry)
+            cache["instance_pass"] = True
+        finally:
+            cache["instance_running"] = False
+    return list(index.get(qualname, []))
+
+
+def _bound(callee: FunctionInfo, call: Event) -> int:
+    """How many leading parameters the call does not pass explicitly (``self``, ``cls``)."""
+    if not callee.params or callee.params[0] not in ("self", "cls"):
+        return 0
+    # `Class.method(obj, x)` passes self explicitly; `obj.method(x)`, `Class(x)`, `obj(x)` do not
+    explicit = (callee.params[0] == "self" and callee.name != "__init__"
+                and call.method == callee.name and call.receiver[:1].isupper())
+    return 0 if explicit else 1
+
+
+def _param_for(callee: FunctionInfo, call: Event, arg_index: Optional[int], keyword: str) -> str:
+    if keyword:
+        return keyword if keyword in callee.params else ""
+    assert arg_index is not None
+    pos = arg_index + _bound(callee, call)
+    return callee.params[pos] if pos < len(callee.params) else ""
+
+
+def _args_matching(call: Event, pred: Callable[[str], bool]) -> list[tuple[Optional[int], str]]:
+    out: list[tuple[Optional[int], str]] = []
+    for i, text in enumerate(call.args):
+        if not text.startswith("*") and pred(text):
+            out.append((i, ""))
+    for key, text in call.kwargs.items():
+        if pred(text):
+            out.append((None, key))
+    return out
+
+
+# -- forward flow --------------------------------------------------------------------------------
+
+StopFn = Callable[[FunctionInfo, Statement, set[str]], bool]
+
+
+@dataclass
+class Step:
+    fn: FunctionInfo
+    stmt: Statement
+    hit: set[str]  # the names of the flow the statement reads
+    inner: Optional[Event] = None  # for the first statement: the expression the flow starts at
+
+
+@dataclass
+class Flow:
+    values: set[tuple[str, str]] = field(default_factory=set)
+    steps: list[Step] = field(default_factory=list)
+    sinks: list[Sink] = field(default_factory=list)
+
+    @property
+    def backpropagated(self) -> bool:
+        return bool(self.sinks)
+
+
+class _Walker:
+    def __init__(self, project: Project, stop: Optional[StopFn]) -> None:
+        self.project = project
+        self.stop = stop
+        self.flow = Flow()
+        self.todo: list[tuple[FunctionInfo, frozenset[str], int, Optional[Event]]] = []
+        self.seen: set[tuple[str, frozenset[str], int, int]] = set()
+        self.returned: set[str] = set()
+        self.budget = MAX_STEPS
+
+    def push(self, fn: FunctionInfo, names: Iterable[str], start: int,
+             inner: Optional[Event] = None) -> None:
+        names = frozenset(n for n in names if n)
+        if not names and inner is None:
+            return
+        key = (fn.qualname, names, start, id(inner) if inner is not None else 0)
+        if key not in self.seen:
+            self.seen.add(key)
+            self.todo.append((fn, names, start, inner))
+
+    def run(self) -> Flow:
+        while self.todo and self.budget > 0:
+            fn, names, start, inner = self.todo.pop(0)
+            self._function(fn, set(names), start, inner)
+        self.flow.sinks = list({(id(s.event)): s for s in self.flow.sinks}.values())
+        return self.flow
+
+    def _order(self, fn: FunctionInfo, start: int) -> list[Statement]:
+        stmts = statements(fn)
+        if start >= len(stmts):
+            return []
+        order = stmts[start:]
+        loops = set(stmts[start].head.loop_ids)
+        if loops:  # the next iteration runs the loop's earlier statements with the new value
+            order += [s for s in stmts[:start] if loops & set(s.head.loop_ids)]
+        return order
+
+    def _function(self, fn: FunctionInfo, live: set[str], start: int,
+                  inner: Optional[Event]) -> None:
+        for name in live:
+            self.flow.values.add((fn.qualname, name))
+        for pos, stmt in enumerate(self._order(fn, start)):
+            self.budget -= 1
+            forced = inner if pos == 0 and inner is not None else None
+            if forced is not None:
+                hit = {"<expr>"}
+                hit_calls = [c for c in stmt.calls if c is not forced and contains(c.span, forced.span)]
+                if forced.kind == "call" and _sink_of(fn, forced) is not None:
+                    hit_calls.append(forced)
+            else:
+                hit = _hit(stmt, live) if live else set()
+                hit_calls = [c for c in stmt.calls if any(
+                    u == n or u.startswith(n + ".") for u in c.uses for n in hit)]
+            if not hit:
+                if stmt.kind == "assign" and pos > 0:
+                    live -= set(stmt.targets)  # reassigned from something else
+                continue
+            if self.stop is not None and self.stop(fn, stmt, hit):
+                if stmt.kind in ("assign", "augassign"):
+                    live -= set(stmt.targets)
+                continue
+            if stmt.kind in ("assign", "augassign") and is_scalar_conversion(stmt):
+                if stmt.kind == "assign":
+                    live -= set(stmt.targets)
+                continue
+            self.flow.steps.append(Step(fn, stmt, hit, forced))
+            self.flow.sinks += _sinks_in(fn, stmt, hit_calls)
+            new = set(stmt.targets)
+            for call in hit_calls:
+                if call.method in MUTATORS and call.receiver and not is_scalar_conversion(stmt):
+                    new.add(call.receiver)
+                self._into_callees(fn, call, hit, forced)
+            for name in new - live:
+                self.flow.values.add((fn.qualname, name))
+                if name.startswith("self.") and fn.class_name:
+                    for other in self.project.functions.values():
+                        if other.class_name == fn.class_name and other is not fn:
+                            self.push(other, [name], 0)
+            live |= new
+            if stmt.kind == "return":
+                self._out_of(fn)
+
+    def _into_callees(self, fn: FunctionInfo, call: Event, hit: set[str],
+                      forced: Optional[Event]) -> None:
+        if forced is not None:
+            sig = (forced.method or forced.func.rsplit(".", 1)[-1]) + "("
+            matched = _args_matching(call, lambda t: sig in t)
+        else:
+            matched = _args_matching(call, lambda t: any(_carries(t, n) for n in hit))
+        if not matched:
+            return
+        for target in call_targets(self.project, fn, call):
+            callee = self.project.function(target)
+            if callee is None:
+                continue
+            params = [_param_for(callee, call, i, k) for i, k in matched]
+            self.push(callee, [p for p in params if p], 0)
+
+    def _out_of(self, fn: FunctionInfo) -> None:
+        if fn.qualname in self.returned:
+            return
+        self.returned.add(fn.qualname)
+        for caller, call in callers_of(self.project, fn.qualname):
+            stmt = statement_of(caller, call)
+            if stmt is not None:
+                self.push(caller, [], stmt.index, inner=call)
+
+
+def flows_to(project: Project, fn: FunctionInfo, names: Iterable[str], start: int = 0,
+             stop: Optional[StopFn] = None) -> Flow:
+    """Where ``names`` flow from statement ``start`` of ``fn`` on (``start`` itself included)."""
+    walker = _Walker(project, stop)
+    walker.push(fn, names, start)
+    return walker.run()
+
+
+def flows_from(project: Project, fn: FunctionInfo, event: Event,
+               stop: Optional[StopFn] = None) -> Flow:
+    """Where the value of one call expression flows (its statement's targets and beyond)."""
+    stmt = statement_of(fn, event)
+    walker = _Walker(project, stop)
+    if stmt is not None:
+        walker.push(fn, [], stmt.index, inner=event)
+    return walker.run()
+
+
+def flows_from_statement(project: Project, fn: FunctionInfo, stmt: Statement,
+                         stop: Optional[StopFn] = None) -> Flow:
+    """Where the value a whole statement produces flows (targets, or the return to callers)."""
+    return flows_from(project, fn, stmt.head, stop) if stmt.kind != "with" else Flow()
+
+
+# -- backward derivation -------------------------------------------------------------------------
+
+
+@dataclass
+class Origin:
+    """A module call (or parameter read) a value derives from."""
+
+    fn: FunctionInfo
+    event: Event
+    what: str  # short text: `self.encoder(...)`
+
+    @property
+    def where(self) -> str:
+        return f"{self.fn.path}:{self.event.span.line}"
+
+
+def _definitions(fn: FunctionInfo, name: str, index: int) -> list[Statement]:
+    """The latest statement before ``index`` assigning ``name`` (plus, in a loop, later ones)."""
+    stmts = statements(fn)
+    found: list[Statement] = []
+    for stmt in reversed(stmts[:index]):
+        if any(t == name or name.startswith(t + ".") for t in stmt.targets):
+            found.append(stmt)
+            if stmt.kind == "assign":
+                break
+    return found
+
+
+def _self_definitions(project: Project, fn: FunctionInfo, name: str) -> list[tuple[FunctionInfo, Statement]]:
+    out = []
+    classes = {fn.class_name}
+    for cls in list(classes):
+        info = project.classes.get(cls)
+        for base in getattr(info, "bases", []) or []:
+            classes.add(base)
+    for other in list(project.functions.values()):
+        if other.class_name in classes:
+            for stmt in statements(other):
+                if name in stmt.targets:
+                    out.append((other, stmt))
+    return out
+
+
+def is_module_class(project: Project, qualname: str, _seen: Optional[set[str]] = None) -> bool:
+    """A project class deriving from ``nn.Module`` (or defining ``forward``), or a class from a
+    library (``torch.nn.Linear``, ``dgl.nn.GATConv``) that is not a loss."""
+    if qualname == "<copy>":
+        return True
+    if qualname not in project.classes:
+        last = qualname.rsplit(".", 1)[-1]
+        return last[:1].isupper() and not _is_loss_class(last) and not qualname.startswith(
+            ("torch.optim", "torch.utils", "torch.Generator", "torch.device", "numpy", "dgl.data",
+             "torch.cuda.amp", "torch.amp", "torch.autocast")
+        )
+    seen = _seen if _seen is not None else set()
+    if qualname in seen:
+        return False
+    seen.add(qualname)
+    info = project.classes[qualname]
+    if any(m.endswith(".forward") for m in info.methods):
+        return True
+    return any(is_module_class(project, b, seen) for b in info.bases)
+
+
+def _is_loss_class(qualname: str) -> bool:
+    return qualname.endswith(("Loss", "loss", "Criterion"))
+
+
+def instance_classes(project: Project, fn: FunctionInfo, name: str, index: int,
+                     depth: int = 0) -> set[str]:
+    cache = _cache(project).setdefault("classes", {})
+    key = (fn.qualname, name, index)
+    if key in cache:
+        return cache[key]
+    cache[key] = set()
+    out: set[str] = set()
+    if depth < MAX_DEPTH and name:
+        defs = [(fn, s) for s in _definitions(fn, name, index)]
+        if not defs and name.startswith("self.") and fn.class_name:
+            defs = _self_definitions(project, fn, name)
+        for where, stmt in defs:
+            classes = set()
+            for call in stmt.calls:
+                classes |= _constructed(project, call)
+            if not classes and stmt.kind == "assign":
+                for use in stmt.head.uses:
+                    if "." not in use or use.startswith("self."):
+                        classes |= instance_classes(project, where, use, stmt.index, depth + 1)
+            out |= classes
+        if not defs and name in fn.params:
+            for caller, call in _static_callers(project, fn):
+                pos = fn.params.index(name) - _bound(fn, call)
+                text = call.kwargs.get(name) or (call.args[pos] if 0 <= pos < len(call.args) else "")
+                if re.fullmatch(r"[\w.]+", text or ""):
+                    out |= instance_classes(project, caller, text, _index_of(caller, call), depth + 1)
+    cache[key] = out
+    return out
+
+
+def _static_callers(project: Project, fn: FunctionInfo) -> list[tuple[FunctionInfo, Event]]:
+    """Call sites from the call graph alone (no instance resolution: that would recurse)."""
+    out = []
+    for caller in project.callers(fn.qualname):
+        info = project.function(caller)
+        if info is not None:
+            out += [(info, e) for e in project.call_sites(caller, fn.qualname)]
+    return out
+
+
+def _constructed(project: Project, call: Event) -> set[str]:
+    """The class a call builds: ``GraphMAE(...)``, ``GraphMAE.from_config(...)``, ``nn.Linear``,
+    an imported ``GATConv(...)``; ``copy.deepcopy(m)`` gives ``<copy>``."""
+    func = call.func.removesuffix("()")
+    if "(" in func:
+        return set()
+    if func in project.classes or func.rsplit(".", 1)[-1][:1].isupper():
+        return {func}
+    head = func.rsplit(".", 1)[0] if "." in func else ""
+    if head in project.classes and call.receiver[:1].isupper():
+        return {head}
+    if func == "copy.deepcopy" and call.args:
+        return {"<copy>"}
+    return set()
+
+
+def is_module_output(project: Project, fn: FunctionInfo, call: Event, depth: int = 0) -> bool:
+    """Whether ``call`` returns a value carrying parameters' gradient."""
+    cache = _cache(project).setdefault("module_output", {})
+    key = (fn.qualname, call.span.line, call.span.column, call.func)
+    if key in cache:
+        return cache[key]
+    cache[key] = False
+    cache[key] = _module_output(project, fn, call, depth)
+    return cache[key]
+
+
+def _module_output(project: Project, fn: FunctionInfo, call: Event, depth: int) -> bool:
+    func = call.func.removesuffix("()")
+    if call.method in NOT_TENSOR_METHODS or LOSS_FUNC_RE.match(func):
+        return False
+    idx = _index_of(fn, call)
+    targets = [t for t in call_targets(project, fn, call) if not t.endswith(".__init__")]
+    for target in targets:
+        callee = project.function(target)
+        if callee is None:
+            continue
+        if callee.name == "forward" and callee.class_name and is_module_class(project, callee.class_name):
+            return not _is_loss_class(callee.class_name)
+        if depth < MAX_DEPTH:  # a model method or a helper: decided by what it returns
+            for stmt in statements(callee):
+                if stmt.kind == "return" and derives_from_module(
+                    project, callee, stmt.uses, stmt.index + 1, depth + 1, stmt
+                ):
+                    return True
+    if targets:
+        return False
+    obj = _object_call(call)
+    if obj:  # `self.encoder(g, x)`, `model(g, x)`, `lin(x)`
+        classes = instance_classes(project, fn, obj, idx)
+        if any(_is_loss_class(c) for c in classes):
+            return False
+        if any(is_module_class(project, c) for c in classes):
+            return True
+        if obj.startswith("self.") and fn.class_name and _self_definitions(project, fn, obj):
+            return is_module_class(project, fn.class_name)  # an attribute of a module: a submodule
+        return not classes and obj.rsplit(".", 1)[-1].lower() in MODEL_NAMES
+    if call.receiver and call.method and "(" not in call.receiver:
+        # `model.encoder(g, x)`, `self.model.decoder(h)`: a submodule of a module instance
+        classes = instance_classes(project, fn, call.receiver, idx)
+        if any(is_module_class(project, c) for c in classes):
+            return True
+        if not classes and call.receiver.rsplit(".", 1)[-1].lower() in MODEL_NAMES:
+            return not call.method.startswith(("sample", "get_", "num_", "parameters"))
+    return False
+
+
+def _is_parameter(project: Project, fn: FunctionInfo, name: str) -> bool:
+    if not (name.startswith("self.") and name.count(".") == 1 and fn.class_name):
+        return False
+    for _, stmt in _self_definitions(project, fn, name):
+        if any(c.func.removesuffix("()") in ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
+               for c in stmt.calls):
+            return True
+    return False
+
+
+def derives_from_module(project: Project, fn: FunctionInfo, names: Iterable[str], index: int,
+                        depth: int = 0, stmt: Optional[Statement] = None) -> Optional[Origin]:
+    """The module call (or parameter) that one of ``names``, as of statement ``index``, derives
+    from; ``stmt``: also look at the calls of that statement itself."""
+    if stmt is not None:
+        for call in stmt.calls:
+            if is_module_output(project, fn, call, depth):
+                return Origin(fn, call, _local_text(call) + "(...)")
+    cache = _cache(project).setdefault("derives", {})
+    for name in names:
+        key = (fn.qualname, name, index)
+        if key in cache:
+            if cache[key] is not None:
+                return cache[key]
+            continue
+        cache[key] = None
+        found = _derive_one(project, fn, name, index, depth)
+        cache[key] = found
+        if found is not None:
+            return found
+    return None
+
+
+def _derive_one(project: Project, fn: FunctionInfo, name: str, index: int,
+                depth: int) -> Optional[Origin]:
+    if depth > MAX_DEPTH:
+        return None
+    if _is_parameter(project, fn, name):
+        stmt = _self_definitions(project, fn, name)[0][1]
+        return Origin(fn, stmt.head, name)
+    defs = [(fn, s) for s in _definitions(fn, name, index)]
+    if not defs and name.startswith("self.") and name.count(".") == 1 and fn.class_name:
+        defs = _self_definitions(project, fn, name)
+    for where, stmt in defs:
+        if stmt.kind == "augassign" or stmt.kind == "assign":
+            if is_scalar_conversion(stmt):
+                continue
+            callees = stmt.callee_names()
+            found = derives_from_module(project, where, [], stmt.index, depth + 1, stmt)
+            if found is not None:
+                return found
+            uses = [u for u in stmt.head.uses if u not in callees and u != name
+                    and not any(u.startswith(c + ".") for c in callees)]
+            found = derives_from_module(project, where, uses, stmt.index, depth + 1)
+            if found is not None:
+                return found
+    if not defs and name in fn.params and name not in ("self", "cls"):
+        for caller, call in callers_of(project, fn.qualname)[:20]:
+            pos = fn.params.index(name) - _bound(fn, call)
+            text = call.kwargs.get(name) or (call.args[pos] if 0 <= pos < len(call.args) else "")
+            if not text:
+                continue
+            cstmt = statement_of(caller, call)
+            if cstmt is None:
+                continue
+            inner = [c for c in cstmt.calls if c is not call and contains(call.span, c.span)
+                     and _local_text(c) in text]
+            for c in inner:
+                if is_module_output(project, caller, c, depth + 1):
+                    return Origin(caller, c, _local_text(c) + "(...)")
+            arg_names = [u for u in cstmt.uses if mentions(text, u)]
+            found = derives_from_module(project, caller, arg_names, cstmt.index, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
+# -- shared predicates ---------------------------------------------------------------------------
+
+
+def is_loss_call(project: Project, fn: FunctionInfo, call: Event) -> bool:
+    """A call that computes a loss: a torch loss function or module, or a function named so."""
+    func = call.func.removesuffix("()")
+    if LOSS_FUNC_RE.match(func):
+        return True
+    last = (call.method or func.rsplit(".", 1)[-1]).lower()
+    if "loss" in last or "criterion" in last or last in ("sce", "mse"):
+        return True
+    local = _local_text(call)
+    if "(" not in local and not call.method or local.startswith("self."):
+        classes = instance_classes(project, fn, local, _index_of(fn, call))
+        return any(LOSS_FUNC_RE.match(c) or _is_loss_class(c) for c in classes)
+    return False
+
+
+def loss_calls(project: Project, fn: FunctionInfo, depth: int = 0) -> list[tuple[FunctionInfo, Event]]:
+    """Loss computations a function runs, itself or through the project functions it calls."""
+    out: list[tuple[FunctionInfo, Event]] = []
+    seen: set[str] = set()
+    todo = [(fn, 0)]
+    while todo:
+        cur, d = todo.pop()
+        if cur.qualname in seen or d > MAX_DEPTH:
+            continue
+        seen.add(cur.qualname)
+        for event in cur.events:
+            if event.kind != "call":
+                continue
+            if is_loss_call(project, cur, event):
+                out.append((cur, event))
+            for target in call_targets(project, cur, event):
+                callee = project.function(target)
+                if callee is not None:
+                    todo.append((callee, d + 1))
+    return out
+
+
+def function_of(project: Project, path: str, line: int) -> Optional[FunctionInfo]:
+    """The innermost function of ``path`` whose definition holds ``line`` (else the module)."""
+    best: Optional[FunctionInfo] = None
+    module: Optional[FunctionInfo] = None
+    for fn in project.functions.values():
+        if fn.path != path:
+            continue
+        if fn.span is None:
+            module = fn
+        elif fn.span.line <= line <= fn.span.end_line and (
+            best is None or best.span is None or fn.span.line >= best.span.line
+        ):
+            best = fn
+    return best or module

@@ -1,0 +1,301 @@
+"""Path search over function summaries: "on some path from this event, what happens next?".
+
+A rule starts a search at one event (a ``.eval()`` call, a ``load_state_dict``) with one
+*tracked* name (``model``, ``self.model``) and a small immutable *state*. The search walks the
+events that may run afterwards, in order:
+
+* the rest of the start function, and, for every loop around the start event, the rest of the
+  loop body followed by its beginning (the next iteration);
+* into every project function a call resolves to (the tracked name mapped onto the callee's
+  parameters, or onto the attribute its constructor stored it in), before the call event itself;
+* when the start function ends (or returns early), up into each caller, continuing after the
+  call site with the tracked name mapped back (``model`` param -> the argument ``self.model``).
+
+At each event the rule's visitor answers a verdict (the path stops there) or None (it goes on,
+with a possibly updated state). The answer is every path's outcome: the visitor's verdicts plus
+``end`` (ran off the program), ``loop`` (came back round to the start) and ``lost`` (the tracked
+value could not be followed). The walk is bounded (depth, caller levels, events visited).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable, Hashable, Optional
+
+from auditor.static.facts import Event, FunctionInfo
+from auditor.static.project import Project
+
+NO_GRAD_CONTEXTS = ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad",
+                    "torch.autograd.grad_mode.no_grad")
+
+END, LOOP, LOST, BUDGET = "end", "loop", "lost", "budget"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One event on a path, with what the walk knows about it there."""
+
+    fn: FunctionInfo
+    index: int
+    tracked: Optional[str]  # the followed name as spelled in ``fn``; None: not visible here
+    conditional: bool  # the event may be skipped on this path (an `if` the start is not in)
+    no_grad: bool  # runs under no_grad / inference_mode (own `with`, or a caller's, or decorator)
+    resolved: bool = False  # a call the walk descended into (the callee's events came first)
+
+    @property
+    def event(self) -> Event:
+        return self.fn.events[self.index]
+
+    @property
+    def where(self) -> str:
+        return f"{self.fn.path}:{self.event.span.line}"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    verdict: str
+    step: Optional[Step]
+    trail: tuple[str, ...] = ()  # call sites passed through ("engine.py:69"), outermost first
+
+
+Visitor = Callable[[Step, Hashable], tuple[Optional[str], Hashable]]
+
+
+def under_no_grad(event: Event) -> bool:
+    return any(c.removesuffix("()") in NO_GRAD_CONTEXTS for c in event.context)
+
+
+def is_no_grad_function(fn: FunctionInfo) -> bool:
+    return any(d.removesuffix("()") in NO_GRAD_CONTEXTS for d in fn.decorators)
+
+
+def rebase(name: str, old: str, new: str) -> Optional[str]:
+    """``name`` re-rooted from ``old`` to ``new`` (``self.model.encoder``: self.model -> m)."""
+    if name == old:
+        return new
+    if name.startswith(old + "."):
+        return new + name[len(old):]
+    return None
+
+
+def is_same_or_parent(receiver: str, tracked: str) -> bool:
+    """``receiver`` is the tracked module or one that contains it (``model`` for ``model.enc``)."""
+    return tracked == receiver or tracked.startswith(receiver + ".")
+
+
+def _bindings(event: Event, callee: FunctionInfo) -> list[tuple[str, str]]:
+    """(parameter, argument text) pairs of a call event bound to ``callee``'s parameters."""
+    params = list(callee.params)
+    pairs: list[tuple[str, str]] = []
+    if callee.class_name and params and params[0] in ("self", "cls"):
+        first = params.pop(0)
+        if callee.name != "__init__" and first == "self":
+            func = event.func.removesuffix("()")
+            if callee.name in ("forward", "__call__") and event.method != callee.name:
+                pairs.append((first, func))  # `model(g)` / `self.model(g)`: self is the callee
+            elif event.receiver and event.method:
+                pairs.append((first, event.receiver))
+    positional = [a for a in event.args if not a.startswith("*")]
+    pairs += list(zip(params, positional))
+    pairs += [(k, v) for k, v in event.kwargs.items() if k in callee.params]
+    return pairs
+
+
+class PathSearch:
+    def __init__(
+        self,
+        project: Project,
+        visitor: Visitor,
+        max_depth: int = 6,
+        max_up: int = 4,
+        max_events: int = 6000,
+    ) -> None:
+        self.project = project
+        self.visitor = visitor
+        self.max_depth = max_depth
+        self.max_up = max_up
+        self.budget = max_events
+        self._seen_up: set[tuple] = set()
+
+    # -- mapping the tracked name across calls ------------------------------------------------
+    def map_into(self, caller: FunctionInfo, event: Event, callee: FunctionInfo,
+                 tracked: Optional[str]) -> Optional[str]:
+        if tracked is None:
+            return None
+        for param, arg in _bindings(event, callee):
+            mapped = rebase(tracked, arg, param)
+            if mapped is not None:
+                return mapped
+        if event.receiver and event.method and callee.class_name:
+            return self.attribute_alias(caller, event.receiver, callee.class_name, tracked,
+                                        event.span.line)
+        return None
+
+    def attribute_alias(self, fn: FunctionInfo, receiver: str, class_name: str, tracked: str,
+                        line: int) -> Optional[str]:
+        """``trainer = Trainer(model)`` and ``self.model = model`` in ``Trainer.__init__``:
+        ``model`` is ``self.model`` inside the methods of ``trainer``."""
+        ctor = next((e for e in reversed(fn.events)
+                     if e.kind == "call" and receiver in e.targets and e.span.line <= line
+                     and e.func.removesuffix("()") == class_name), None)
+        init = self.project.function(f"{class_name}.__init__")
+        if ctor is None or init is None:
+            return None
+        for param, arg in _bindings(ctor, init):
+            inner = rebase(tracked, arg, param)
+            if inner is None:
+                continue
+            for e in init.events:
+                if e.kind == "assign" and e.uses == [inner] and len(e.targets) == 1 \
+                        and e.targets[0].startswith("self."):
+                    return e.targets[0]
+        return None
+
+    def map_up(self, callee: FunctionInfo, event: Event, tracked: Optional[str]) -> Optional[str]:
+        if tracked is None:
+            return None
+        for param, arg in _bindings(event, callee):
+            mapped = rebase(tracked, param, arg)
+            if mapped is not None:
+                return mapped
+        return None
+
+    def callers(self, fn: FunctionInfo) -> list[tuple[FunctionInfo, int]]:
+        """(caller, index of the call event) for every call site of ``fn`` in the project."""
+        self.project.load_mentioning(fn.name)
+        out: list[tuple[FunctionInfo, int]] = []
+        for qual in self.project.callers(fn.qualname):
+            caller = self.project.function(qual)
+            if caller is None:
+                continue
+            sites = {id(e) for e in self.project.call_sites(qual, fn.qualname)}
+            out += [(caller, i) for i, e in enumerate(caller.events) if id(e) in sites]
+        if not out and fn.class_name and fn.name not in ("forward", "__call__", "__init__"):
+            # `self.model.embed(g)` where the instance's class is not known statically:
+            # any `<x>.embed(...)` call of a distinctive method name may be one
+            for caller in list(self.project.functions.values()):
+                for i, e in enumerate(caller.events):
+                    if e.kind == "call" and e.method == fn.name and e.receiver != "self" \
+                            and not self.project.resolve_call(e, caller):
+                        out.append((caller, i))
+        return out
+
+    # -- walking ------------------------------------------------------------------------------
+    def run(self, fn: FunctionInfo, index: int, tracked: Optional[str],
+            state: Hashable) -> list[Outcome]:
+        return self._continue(fn, index, tracked, state, up=0, trail=())
+
+    def _continue(self, fn: FunctionInfo, index: int, tracked: Optional[str], state: Hashable,
+                  up: int, trail: tuple[str, ...]) -> list[Outcome]:
+        """Everything after event ``index`` of ``fn``: the loop wrap-arounds and the straight
+        path to the end, which then continues in the callers."""
+        start = fn.events[index]
+        no_grad = under_no_grad(start) or is_no_grad_function(fn)
+        outcomes: list[Outcome] = []
+        sequences = []
+        for loop_id in reversed(start.loop_ids):
+            body = [i for i, e in enumerate(fn.events) if loop_id in e.loop_ids]
+            sequences.append(([i for i in body if i > index] + [i for i in body if i < index], True))
+        sequences.append((list(range(index + 1, len(fn.events))), False))
+        for order, is_loop in sequences:
+            for kind, st, step in self._walk(fn, order, tracked, state, start.branch, no_grad,
+                                             depth=0, stack=(fn.qualname,)):
+                if kind == "wrapped" and is_loop:
+                    outcomes.append(Outcome(LOOP, step, trail))
+                elif kind in ("return", "wrapped"):
+                    outcomes += self._up(fn, tracked, st, up, trail)
+                else:
+                    outcomes.append(Outcome(kind, step, trail))
+        return outcomes
+
+    def _up(self, fn: FunctionInfo, tracked: Optional[str], state: Hashable, up: int,
+            trail: tuple[str, ...]) -> list[Outcome]:
+        if up >= self.max_up:
+            return [Outcome(END, None, trail)]
+        sites = self.callers(fn)
+        if not sites:
+            return [Outcome(END, None, trail)]
+        outcomes: list[Outcome] = []
+        for caller, i in sites:
+            event = caller.events[i]
+            mapped = self.map_up(fn, event, tracked)
+            if tracked is not None and mapped is None:
+                outcomes.append(Outcome(LOST, None, trail))
+                continue
+            key = (caller.qualname, i, mapped, state)
+            if key in self._seen_up:
+                continue
+            self._seen_up.add(key)
+            where = f"{caller.path}:{event.span.line}"
+            outcomes += self._continue(caller, i, mapped, state, up + 1, (where, *trail))
+        return outcomes
+
+    def _walk(self, fn: FunctionInfo, order: list[int], tracked: Optional[str], state: Hashable,
+              start_branch: Optional[str], no_grad: bool, depth: int,
+              stack: tuple[str, ...]) -> list[tuple[str, Hashable, Optional[Step]]]:
+        """Walk ``order`` (indices of ``fn``'s events). Returns (kind, state, step) per path:
+        a verdict, ``return`` (left the function), ``wrapped`` (walked ``order`` to its end)."""
+        results: list[tuple[str, Hashable, Optional[Step]]] = []
+        states = {state}
+        for i in order:
+            if not states:
+                break
+            event = fn.events[i]
+            conditional = event.branch is not None and event.branch != start_branch
+            ng = no_grad or under_no_grad(event)
+            next_states: set[Hashable] = set()
+            for st in states:
+                self.budget -= 1
+                if self.budget < 0:
+                    results.append((BUDGET, st, None))
+                    continue
+                entry_states = {st}
+                resolved = False
+                if event.kind == "call" and depth < self.max_depth:
+                    entry_states, stopped, resolved = self._descend(
+                        fn, event, tracked, st, conditional, ng, depth, stack)
+                    results += stopped
+                for est in entry_states:
+                    step = Step(fn, i, tracked, conditional, ng, resolved)
+                    verdict, new = self.visitor(step, est)
+                    if verdict is not None:
+                        results.append((verdict, new, step))
+                    elif event.kind == "return":
+                        results.append(("return", new, step))
+                        if conditional:
+                            next_states.add(new)
+                    else:
+                        next_states.add(new)
+            states = next_states
+        results += [("wrapped", st, None) for st in states]
+        return results
+
+    def _descend(self, fn: FunctionInfo, event: Event, tracked: Optional[str], state: Hashable,
+                 conditional: bool, no_grad: bool, depth: int, stack: tuple[str, ...]
+                 ) -> tuple[set[Hashable], list[tuple[str, Hashable, Optional[Step]]], bool]:
+        """Run the project functions a call resolves to; states after they return, and the
+        paths that stopped inside them."""
+        callees = [q for q in self.project.resolve_call(event, fn) if q not in stack]
+        if not callees:
+            return {state}, [], False
+        after: set[Hashable] = set()
+        stopped: list[tuple[str, Hashable, Optional[Step]]] = []
+        for qual in callees:
+            callee = self.project.function(qual)
+            if callee is None or not callee.events:
+                after.add(state)
+                continue
+            mapped = self.map_into(fn, event, callee, tracked)
+            sub = self._walk(callee, list(range(len(callee.events))), mapped, state,
+                             None, no_grad or is_no_grad_function(callee), depth + 1,
+                             (*stack, qual))
+            for kind, st, step in sub:
+                if kind in ("return", "wrapped"):
+                    after.add(st)
+                else:
+                    stopped.append((kind, st, step))
+        if conditional:
+            # an `if` the start is not in: the callee's verdicts stand, but skipping it is a path
+            after.add(state)
+        return after, [(k, s, replace(st, conditional=st.conditional or conditional)
+                        if st is not None else None) for k, s, st in stopped], True

@@ -1,0 +1,191 @@
+"""What the static pass knows about the global random number generators of a training pipeline.
+
+Five RNGs matter to a GraphMAE run: Python's ``random``, NumPy's global ``numpy.random``, torch's
+CPU generator, the CUDA generators, and DGL's own C++ generator (``dgl.sampling`` and the DGL
+samplers). A call either *seeds* some of them, *draws* from one, or neither.
+
+API (used by GM603 incomplete-seeding and GM604 nondeterminism-flags):
+
+* :func:`seeded_by` — the RNGs a qualified callee seeds (``torch.manual_seed`` -> torch, cuda).
+* :func:`draw_of` — which RNG a call event draws from, and why (``torch.randperm`` -> torch).
+* :func:`project_seeding` — every seeding call of a project, and whether an entry point reaches
+  it (a ``set_seed()`` helper that nothing calls seeds nothing).
+
+Everything works on :class:`auditor.static.facts.Event` summaries, so it never imports torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from auditor.static.facts import Event, FunctionInfo
+from auditor.static.project import Project
+
+RANDOM, NUMPY, TORCH, CUDA, DGL = "random", "numpy", "torch", "torch.cuda", "dgl"
+FAMILIES = (RANDOM, NUMPY, TORCH, CUDA, DGL)
+_ALL_BUT_DGL = (RANDOM, NUMPY, TORCH, CUDA)
+
+# `torch.manual_seed` seeds the CPU generator and every CUDA device's generator.
+SEEDERS: dict[str, tuple[str, ...]] = {
+    "random.seed": (RANDOM,),
+    "numpy.random.seed": (NUMPY,),
+    "torch.manual_seed": (TORCH, CUDA),
+    "torch.random.manual_seed": (TORCH, CUDA),
+    "torch.cuda.manual_seed": (CUDA,),
+    "torch.cuda.manual_seed_all": (CUDA,),
+    "torch.cuda.random.manual_seed": (CUDA,),
+    "torch.cuda.random.manual_seed_all": (CUDA,),
+    "dgl.seed": (DGL,),
+    "dgl.random.seed": (DGL,),
+    # framework helpers that seed random, numpy and torch (and CUDA) in one call
+    "lightning.seed_everything": _ALL_BUT_DGL,
+    "lightning.pytorch.seed_everything": _ALL_BUT_DGL,
+    "pytorch_lightning.seed_everything": _ALL_BUT_DGL,
+    "lightning_fabric.utilities.seed.seed_everything": _ALL_BUT_DGL,
+    "transformers.set_seed": _ALL_BUT_DGL,
+    "accelerate.utils.set_seed": _ALL_BUT_DGL,
+}
+
+_RANDOM_DRAWS = {
+    "random", "uniform", "randint", "randrange", "choice", "choices", "sample", "shuffle", "gauss",
+    "normalvariate", "lognormvariate", "betavariate", "expovariate", "gammavariate", "triangular",
+    "vonmisesvariate", "paretovariate", "weibullvariate", "getrandbits", "randbytes",
+}
+# numpy.random attributes that are not draws from the global RandomState
+_NUMPY_NON_DRAWS = {
+    "seed", "default_rng", "RandomState", "Generator", "SeedSequence", "get_state", "set_state",
+    "BitGenerator", "PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64",
+}
+_TORCH_DRAWS = {
+    "torch.rand", "torch.randn", "torch.randint", "torch.randperm", "torch.rand_like",
+    "torch.randn_like", "torch.randint_like", "torch.bernoulli", "torch.multinomial",
+    "torch.normal", "torch.poisson",
+    "torch.nn.functional.dropout", "torch.nn.functional.dropout1d", "torch.nn.functional.dropout2d",
+    "torch.nn.functional.dropout3d", "torch.nn.functional.alpha_dropout",
+    "torch.nn.functional.feature_alpha_dropout", "torch.nn.functional.gumbel_softmax",
+    "torch.nn.functional.rrelu",
+    "torch.nn.Dropout", "torch.nn.Dropout1d", "torch.nn.Dropout2d", "torch.nn.Dropout3d",
+    "torch.nn.AlphaDropout", "torch.nn.FeatureAlphaDropout", "torch.nn.RReLU",
+    "torch.utils.data.random_split", "torch.utils.data.RandomSampler",
+    "torch.utils.data.SubsetRandomSampler", "torch.utils.data.WeightedRandomSampler",
+}
+# layers whose constructor initialises weights from torch's generator
+_TORCH_INIT_LAYERS = {
+    "Linear", "Bilinear", "LazyLinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
+    "ConvTranspose2d", "ConvTranspose3d", "Embedding", "EmbeddingBag", "RNN", "LSTM", "GRU",
+    "MultiheadAttention", "Transformer", "TransformerEncoderLayer", "TransformerDecoderLayer",
+}
+_TORCH_NON_RANDOM_INIT = {"calculate_gain", "constant_", "zeros_", "ones_", "eye_", "dirac_"}
+_TENSOR_DRAW_METHODS = {
+    "uniform_", "normal_", "bernoulli_", "random_", "exponential_", "geometric_", "cauchy_",
+    "log_normal_",
+}
+_SHUFFLING_LOADERS = {
+    "torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader",
+    "dgl.dataloading.GraphDataLoader", "dgl.dataloading.DataLoader",
+}
+_DGL_DRAW_PREFIXES = (
+    "dgl.sampling.", "dgl.random.choice", "dgl.rand_graph", "dgl.rand_bipartite",
+    "dgl.sample_neighbors", "dgl.random_walk", "dgl.node2vec_random_walk",
+    "dgl.dataloading.NeighborSampler", "dgl.dataloading.MultiLayerNeighborSampler",
+    "dgl.dataloading.LaborSampler", "dgl.dataloading.SAINTSampler",
+    "dgl.dataloading.ShaDowKHopSampler", "dgl.dataloading.negative_sampler.",
+    "dgl.transforms.DropEdge", "dgl.transforms.DropNode", "dgl.transforms.FeatMask",
+    "dgl.DropEdge", "dgl.DropNode", "dgl.FeatMask",
+)
+
+
+@dataclass
+class Draw:
+    """A call that draws from a global RNG (``unseedable``: a fresh generator no seed reaches)."""
+
+    family: str
+    what: str
+    unseedable: bool = False
+
+
+def seeded_by(func: str) -> tuple[str, ...]:
+    """The RNGs a call to the qualified ``func`` seeds (empty: none)."""
+    return SEEDERS.get(func.removesuffix("()"), ())
+
+
+def _on_cuda(event: Event) -> bool:
+    device = event.kwargs.get("device", "")
+    return "cuda" in device
+
+
+def draw_of(event: Event) -> Optional[Draw]:
+    """Which global RNG a call event draws from, or None.
+
+    Calls given their own ``generator=`` draw from a private generator and are not global draws.
+    """
+    if event.kind != "call" or "generator" in event.kwargs:
+        return None
+    func = event.func.removesuffix("()")
+    root, _, rest = func.partition(".")
+    name = func.rsplit(".", 1)[-1]
+    if root == "random" and rest in _RANDOM_DRAWS:
+        return Draw(RANDOM, func)
+    if func.startswith("numpy.random."):
+        attr = func[len("numpy.random.") :]
+        if attr == "default_rng" and not event.args and "seed" not in event.kwargs:
+            return Draw(NUMPY, "numpy.random.default_rng() without a seed", unseedable=True)
+        if "." not in attr and attr not in _NUMPY_NON_DRAWS:
+            return Draw(NUMPY, func)
+        return None
+    if func in _TORCH_DRAWS:
+        return Draw(CUDA if _on_cuda(event) else TORCH, func)
+    if func.startswith("torch.nn.init.") and name not in _TORCH_NON_RANDOM_INIT:
+        return Draw(TORCH, f"{func} (weight initialisation)")
+    if func.startswith("torch.nn.") and name in _TORCH_INIT_LAYERS:
+        return Draw(TORCH, f"{func} (weight initialisation)")
+    if func.startswith("dgl.nn.") and name.endswith("Conv"):
+        return Draw(TORCH, f"{func} (weight initialisation)")
+    if func in _SHUFFLING_LOADERS and event.kwargs.get("shuffle") == "True":
+        return Draw(TORCH, f"{name}(shuffle=True) without a seeded generator")
+    if func.startswith(_DGL_DRAW_PREFIXES):
+        return Draw(DGL, func)
+    if event.method in _TENSOR_DRAW_METHODS and event.receiver and root not in ("numpy", "random"):
+        return Draw(TORCH, f"Tensor.{event.method}")
+    return None
+
+
+@dataclass
+class SeedCall:
+    function: FunctionInfo
+    event: Event
+    families: tuple[str, ...]
+    reached: bool  # an entry point (a module body) reaches the function holding the call
+
+
+@dataclass
+class Seeding:
+    calls: list[SeedCall] = field(default_factory=list)
+
+    @property
+    def seeded(self) -> set[str]:
+        """RNGs seeded by a call that actually runs (reached from an entry point)."""
+        return {f for c in self.calls if c.reached for f in c.families}
+
+    def unreached_for(self, family: str) -> list[SeedCall]:
+        """Seeding calls of ``family`` sitting in functions that nothing calls."""
+        return [c for c in self.calls if not c.reached and family in c.families]
+
+    def where(self, family: str) -> str:
+        """``utils.seed_everything`` (first reached function seeding ``family``), or ''."""
+        return next((c.function.qualname for c in self.calls if c.reached and family in c.families), "")
+
+
+def project_seeding(project: Project) -> Seeding:
+    """Every call that seeds a global RNG, following seeding helpers (``set_seed()``) across files:
+    a seeding call counts as run when some module body reaches its function through the call graph."""
+    reached: set[str] = set()
+    for entry in project.entry_points():
+        reached |= project.reachable_from(entry)
+    out = Seeding()
+    for fn, event in project.events("call"):
+        families = seeded_by(event.func)
+        if families:
+            out.calls.append(SeedCall(fn, event, families, fn.qualname in reached))
+    return out

@@ -1,0 +1,571 @@
+"""Where a project trains, followed across functions and files.
+
+Built on the event summaries of :mod:`auditor.static.facts` and the call graph of
+:mod:`auditor.static.project`; used by GM102-GM106 (and open to GM201 and others).
+
+API (``fn`` is a :class:`FunctionInfo`, ``i`` the index of an event in ``fn.events``):
+
+``Training.of(project)``  the (memoised) analysis of one project, with:
+
+* ``backward_sites()``        [(fn, i)] every ``x.backward()`` / ``torch.autograd.backward(x)``.
+* ``loss_slice(fn, i)``       [(fn, i)] the events that compute what backward site ``(fn, i)``
+                              backpropagates: the assignments and calls it reads, followed into
+                              the return values of the project functions they call (the model's
+                              forward, loss helpers), in any file.
+* ``training_loops()``        [TrainingLoop] loops whose body, callees included, runs a backward
+                              and an optimizer step; ``actions`` is that body flattened in
+                              source order (backward / step / reset, each at its own event).
+* ``origins(fn, expr, i)``    [Origin] the statements that created the object ``expr`` names at
+                              event ``i``: through assignments, ``self.attr`` stores, parameters
+                              (to every caller's argument), returns of project functions, and
+                              calls that return their input (``.to()``, ``DDP(...)``,
+                              ``torch.compile``); ``copy.deepcopy`` and constructors create.
+* ``optimizers()``            [OptimizerBuild] every optimizer construction and the module
+                              expressions whose ``.parameters()`` it was given.
+* ``module_call(fn, i)``      the call runs a ``torch.nn.Module`` (project class, ``torch.nn`` /
+                              ``dgl.nn`` layer, or a model-like name when nothing resolves).
+* ``resolve(fn, event)``      Project.resolve_call plus methods of objects whose origin is known.
+* ``grad_off(fn, i)``         the ``torch.no_grad()`` / ``inference_mode()`` /
+                              ``set_grad_enabled(False)`` call event that disables gradients at
+                              event ``i`` (innermost wins, ``enable_grad`` re-enables), or None.
+* ``grad_off_decorator(fn)``  the index in ``fn.decorators`` of a grad-disabling decorator.
+
+Plain predicates: ``is_backward(event)``, ``is_grad_reset(event)``, ``is_optimizer_class(name)``,
+``looks_optimizer(text)``, ``detached_text(text, name)``.
+"""
+
+from __future__ import annotations
+
+import re
+import weakref
+from dataclasses import dataclass, field
+from typing import Optional
+
+from auditor.static.facts import Event, FunctionInfo, Span
+from auditor.static.paths import NO_GRAD_CONTEXTS, _bindings
+from auditor.static.project import Project
+
+Site = tuple[FunctionInfo, int]
+
+GRAD_ON = ("torch.enable_grad", "torch.autograd.enable_grad", "torch.autograd.grad_mode.enable_grad")
+GRAD_SET = ("torch.set_grad_enabled", "torch.autograd.set_grad_enabled",
+            "torch.autograd.grad_mode.set_grad_enabled")
+OPTIMIZER_CLASSES = {
+    "Adam", "AdamW", "SGD", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam",
+    "LBFGS", "SparseAdam", "ASGD", "Rprop", "Lamb", "LAMB", "Lion", "Adafactor", "FusedAdam",
+}
+# calls that hand back the module they were given (same parameters)
+SHARING_METHODS = {"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "train", "eval",
+                   "requires_grad_", "share_memory", "apply", "type", "to_empty", "zero_grad"}
+SHARING_WRAPPERS = ("DistributedDataParallel", "DataParallel", "torch.compile", "torch.jit.script",
+                    "torch.jit.trace", "prepare", "convert_sync_batchnorm")
+COPIERS = {"copy.deepcopy", "copy.copy", "deepcopy"}
+# attribute names of modules that are meant to stay untrained (teachers, EMA targets...)
+UNTRAINED_NAME = re.compile(
+    r"teacher|ema|momentum|target|frozen|fixed|ref(erence)?(_|$)|pretrain|old|prev|tokenizer|clip",
+    re.I)
+MODEL_NAME = re.compile(r"model|net|encoder|decoder|gnn|gat|gcn|backbone|student|mae|head", re.I)
+DETACHING = (".item()", ".detach()", ".tolist()", ".numpy()", ".data", "float(", "int(")
+MAX_DEPTH = 6
+
+
+def is_backward(event: Event) -> bool:
+    if event.kind != "call":
+        return False
+    if event.func in ("torch.autograd.backward",):
+        return True
+    return event.method == "backward" and bool(event.receiver) and event.receiver != "super()"
+
+
+def is_grad_reset(event: Event) -> bool:
+    """``zero_grad`` (optimizer or module, any ``set_to_none``) or ``p.grad = None`` / ``.zero_()``."""
+    if event.kind == "call":
+        if event.method == "zero_grad":
+            return True
+        return event.receiver.endswith(".grad") and event.method in ("zero_", "detach_", "fill_")
+    return event.kind == "assign" and any(t.endswith(".grad") for t in event.targets)
+
+
+def is_optimizer_class(func: str) -> bool:
+    name = func.removesuffix("()")
+    last = name.rsplit(".", 1)[-1]
+    if "lr_scheduler" in name or "scheduler" in last.lower():
+        return False
+    return last in OPTIMIZER_CLASSES or (name.startswith("torch.optim.") and last[:1].isupper())
+
+
+_OPT_WORD = re.compile(r"(^|_)(opt|optim|optimi[sz]er|optimi[sz]ers)(_|\d|$)|optimi[sz]er", re.I)
+
+
+def looks_optimizer(text: str) -> bool:
+    last = re.sub(r"\[.*?\]", "", text).rsplit(".", 1)[-1]
+    return bool(_OPT_WORD.search(last)) and "sched" not in last.lower()
+
+
+def detached_text(text: str, name: str) -> bool:
+    """Every mention of ``name`` in ``text`` is turned into a number or detached."""
+    mentions = [m.end() for m in re.finditer(rf"(?<![\w.]){re.escape(name)}\b", text)]
+    if not mentions:
+        return False
+    for end in mentions:
+        rest = re.sub(r"^(\[[^\]]*\])*", "", text[end:])
+        start = text[: end - len(name)]
+        if not (rest.startswith(DETACHING[:5]) or rest.startswith(".data")
+                or re.search(r"(float|int)\(\s*$", start)
+                or re.match(r"\.(cpu|to\([^)]*\))\(?\)?\.(item|tolist|numpy)\(", rest)):
+            return False
+    return True
+
+
+def _span_within(inner: Span, outer: Span) -> bool:
+    return (outer.line, outer.column) <= (inner.line, inner.column) and \
+        (inner.end_line, inner.end_column) <= (outer.end_line, outer.end_column)
+
+
+def _unique(sites: list[Site]) -> list[Site]:
+    seen: set[tuple[str, int]] = set()
+    out: list[Site] = []
+    for fn, i in sites:
+        if (fn.qualname, i) not in seen:
+            seen.add((fn.qualname, i))
+            out.append((fn, i))
+    return out
+
+
+def _maximal(names: list[str]) -> list[str]:
+    """Drop names that are roots of longer chains in the same list (``a`` when ``a.b`` is read)."""
+    return [n for n in names if not any(o != n and o.startswith(n + ".") for o in names)]
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where an object was made. ``kind``: new (a constructor or factory), copy (deepcopy),
+    self (the instance whose method runs), unknown (could not be followed)."""
+
+    kind: str
+    cls: str = ""
+    fn: str = ""
+    index: int = -1
+    span: Optional[Span] = field(default=None, compare=False)
+
+    @property
+    def known(self) -> bool:
+        return self.kind in ("new", "copy")
+
+
+@dataclass
+class Action:
+    kind: str  # backward | step | reset
+    fn: FunctionInfo
+    index: int
+    receiver: str = ""  # the optimizer a step/reset acts on, as written there
+
+    @property
+    def event(self) -> Event:
+        return self.fn.events[self.index]
+
+
+@dataclass
+class TrainingLoop:
+    fn: FunctionInfo
+    loop_id: int
+    actions: list[Action] = field(default_factory=list)
+
+    def of(self, kind: str) -> list[Action]:
+        return [a for a in self.actions if a.kind == kind]
+
+
+@dataclass
+class OptimizerBuild:
+    fn: FunctionInfo
+    index: int
+    modules: list[str]  # expressions whose parameters it was given (``model``, ``model.encoder``)
+    filtered: bool  # params chosen by requires_grad (an explicit trainable subset)
+
+    @property
+    def event(self) -> Event:
+        return self.fn.events[self.index]
+
+
+_CACHE: "weakref.WeakKeyDictionary[Project, Training]" = weakref.WeakKeyDictionary()
+
+
+class Training:
+    def __init__(self, project: Project) -> None:
+        self.project = project
+        self._origins: dict[tuple, list[Origin]] = {}
+        self._resolved: dict[tuple, list[str]] = {}
+        self._contains: dict[tuple[str, str], bool] = {}
+        self._loops: Optional[list[TrainingLoop]] = None
+        self._optimizers: Optional[list[OptimizerBuild]] = None
+
+    @classmethod
+    def of(cls, project: Project) -> "Training":
+        if project not in _CACHE:
+            _CACHE[project] = cls(project)
+        return _CACHE[project]
+
+    # -- grad mode ---------------------------------------------------------------------------
+    @staticmethod
+    def grad_off(fn: FunctionInfo, i: int) -> Optional[int]:
+        event = fn.events[i]
+        off: Optional[int] = None
+        for item in event.context:
+            name = item.removesuffix("()")
+            if name not in NO_GRAD_CONTEXTS and name not in GRAD_ON and name not in GRAD_SET:
+                continue
+            call = next((j for j in range(i, -1, -1) if fn.events[j].kind == "call"
+                         and fn.events[j].func == name
+                         and set(fn.events[j].context) <= set(event.context)), None)
+            if name in GRAD_ON:
+                off = None
+                continue
+            args = fn.events[call].args if call is not None else []
+            flag = args[0] if args else (fn.events[call].kwargs.get("mode", "") if call is not None else "")
+            if name in GRAD_SET:
+                off = call if flag == "False" else None  # a variable: train/eval switch, silent
+            else:
+                off = None if flag == "False" else call  # inference_mode(False) re-enables
+        return off
+
+    @staticmethod
+    def grad_off_decorator(fn: FunctionInfo) -> Optional[int]:
+        for k, deco in enumerate(fn.decorators):
+            if deco.removesuffix("()") in NO_GRAD_CONTEXTS:
+                return k
+        return None
+
+    @staticmethod
+    def decorator_span(fn: FunctionInfo, k: int) -> Span:
+        """Position of decorator ``k``: its call event when it is called, else the line above."""
+        name = fn.decorators[k].removesuffix("()")
+        assert fn.span is not None
+        for e in fn.events:
+            if e.kind == "call" and e.func == name and e.span.line < fn.span.line:
+                return e.span
+        line = fn.span.line - (len(fn.decorators) - k)
+        return Span(line, fn.span.column + 1, line, fn.span.column + 1 + len(name))
+
+    # -- calls -------------------------------------------------------------------------------
+    def resolve(self, fn: FunctionInfo, event: Event) -> list[str]:
+        key = (fn.qualname, id(event))
+        if key in self._resolved:
+            return self._resolved[key]
+        self._resolved[key] = []  # recursion guard
+        found = list(self.project.resolve_call(event, fn))
+        if not found and event.kind == "call" and "(" not in event.func:
+            i = fn.events.index(event)
+            chain = event.func
+            method = "forward"
+            if event.method and event.receiver and not self._is_module_attr(fn, chain, i):
+                chain, method = event.receiver, event.method
+            for origin in self.origins(fn, chain, i):
+                if origin.cls in self.project.classes:
+                    found += [c for c in self.project.method_candidates(origin.cls, method)
+                              if self.project.function(c) is not None]
+        self._resolved[key] = list(dict.fromkeys(found))
+        return self._resolved[key]
+
+    def _is_module_attr(self, fn: FunctionInfo, chain: str, i: int) -> bool:
+        return any(o.known for o in self.origins(fn, chain, i))
+
+    def is_module_class(self, cls: str, seen: Optional[set[str]] = None) -> bool:
+        seen = seen or set()
+        if cls in seen:
+            return False
+        seen.add(cls)
+        last = cls.rsplit(".", 1)[-1]
+        if cls.startswith(("torch.nn.", "dgl.nn.", "torch_geometric.nn.")):
+            return not last.endswith("Loss") and last[:1].isupper() and "functional" not in cls
+        info = self.project.classes.get(cls)
+        if info is None:
+            return False
+        return any(b.endswith("Module") or self.is_module_class(b, seen) for b in info.bases)
+
+    def module_call(self, fn: FunctionInfo, i: int) -> bool:
+        """The call at ``i`` runs a module's parameters (its forward, or a method of it)."""
+        event = fn.events[i]
+        if event.kind != "call" or "(" in event.func:
+            return False
+        chain = event.func
+        candidates = [chain]
+        if event.receiver and event.method:
+            candidates.append(event.receiver)
+        for cand in candidates:
+            if cand == "self" and fn.class_name and self.is_module_class(fn.class_name):
+                return True
+            if any(self.is_module_class(o.cls) for o in self.origins(fn, cand, i) if o.cls):
+                return True
+        for callee in self.resolve(fn, event):
+            cf = self.project.function(callee)
+            if cf is not None and cf.class_name and self.is_module_class(cf.class_name):
+                return True
+        # nothing resolves (a model handed in from outside the project): go by the name
+        return not self.resolve(fn, event) and bool(MODEL_NAME.search(chain.rsplit(".", 1)[-1])) \
+            and not chain.startswith(("torch.", "F.", "np.", "dgl."))
+
+    # -- where values come from --------------------------------------------------------------
+    def origins(self, fn: FunctionInfo, expr: str, i: int, depth: int = 0) -> list[Origin]:
+        key = (fn.qualname, expr, i)
+        if key in self._origins:
+            return self._origins[key]
+        self._origins[key] = [Origin("unknown")]  # recursion guard
+        out = self._origins_uncached(fn, expr, i, depth)
+        self._origins[key] = list(dict.fromkeys(out)) or [Origin("unknown")]
+        return self._origins[key]
+
+    def _origins_uncached(self, fn: FunctionInfo, expr: str, i: int, depth: int) -> list[Origin]:
+        if depth > MAX_DEPTH or not re.fullmatch(r"[\w.]+", expr or ""):
+            return [Origin("unknown")]
+        if expr == "self" and fn.class_name:
+            return [Origin("self", fn.class_name, fn.qualname)]
+        found = self._assignment(fn, expr, i)
+        if found is not None:
+            return self._statement_origin(*found, expr=expr, depth=depth)
+        if expr.startswith("self.") and fn.class_name:
+            out: list[Origin] = []
+            for qual in self.project.functions:
+                if not qual.startswith(fn.class_name + ".") or qual == fn.qualname:
+                    continue
+                method = self.project.functions[qual]
+                hit = self._assignment(method, expr, len(method.events))
+                if hit is not None:
+                    out += self._statement_origin(*hit, expr=expr, depth=depth + 1)
+            if out:
+                return out
+        root = expr.split(".")[0]
+        if root in fn.params and root not in ("self", "cls"):
+            return self._from_callers(fn, expr, depth)
+        if "." in expr and root != "self":
+            return self.origins(fn, expr.rsplit(".", 1)[0], i, depth + 1)
+        return [Origin("unknown")]
+
+    @staticmethod
+    def _assignment(fn: FunctionInfo, expr: str, i: int) -> Optional[Site]:
+        for j in range(min(i, len(fn.events)) - 1, -1, -1):
+            e = fn.events[j]
+            if e.kind in ("assign", "augassign") and expr in e.targets:
+                return fn, j
+        return None
+
+    def _statement_origin(self, fn: FunctionInfo, j: int, expr: str, depth: int) -> list[Origin]:
+        stmt = fn.events[j]
+        if stmt.kind == "augassign" or len(stmt.targets) != 1:
+            return [Origin("unknown")]  # tuple unpacking, loop targets: not followed
+        calls = [k for k in range(j + 1, len(fn.events))
+                 if fn.events[k].kind == "call" and _span_within(fn.events[k].span, stmt.span)]
+        if calls:
+            return self._call_origin(fn, calls[0], depth)
+        values = _maximal([u for u in stmt.uses if u not in ("None", "True", "False")])
+        if len(values) == 1 and re.fullmatch(r"[\w.]+", stmt.text.split("=", 1)[-1].strip()):
+            return self.origins(fn, values[0], j, depth + 1)
+        return [Origin("unknown")]
+
+    def _call_origin(self, fn: FunctionInfo, k: int, depth: int) -> list[Origin]:
+        call = fn.events[k]
+        func = call.func
+        nxt = k + 1 if k + 1 < len(fn.events) and fn.events[k + 1].kind == "call" \
+            and _span_within(fn.events[k + 1].span, call.span) else None
+        if call.method in SHARING_METHODS and call.receiver:
+            if re.fullmatch(r"[\w.]+", call.receiver):
+                return self.origins(fn, call.receiver, k, depth + 1)
+            return self._call_origin(fn, nxt, depth + 1) if nxt is not None else [Origin("unknown")]
+        if func.endswith(SHARING_WRAPPERS) or func.rsplit(".", 1)[-1] in SHARING_WRAPPERS:
+            arg = call.args[0] if call.args else ""
+            if re.fullmatch(r"[\w.]+", arg):
+                return self.origins(fn, arg, k, depth + 1)
+            return self._call_origin(fn, nxt, depth + 1) if nxt is not None else [Origin("unknown")]
+        if func in COPIERS:
+            arg = call.args[0] if call.args else ""
+            src = self.origins(fn, arg, k, depth + 1) if re.fullmatch(r"[\w.]+", arg) else []
+            return [Origin("copy", next((o.cls for o in src if o.cls), ""), fn.qualname, k, call.span)]
+        base = func.split("()")[0]
+        if base in self.project.classes or (base.rsplit(".", 1)[-1][:1].isupper()
+                                            and "." in base and base.split(".")[0] in ("torch", "dgl")):
+            return [Origin("new", base, fn.qualname, k, call.span)]
+        owner = base.rsplit(".", 1)[0]
+        if owner in self.project.classes and "()" not in func.removesuffix("()"):
+            return [Origin("new", owner, fn.qualname, k, call.span)]  # Class.from_config(...)
+        callees = [c for c in self.resolve(fn, call) if not c.endswith("__init__")]
+        if callees:
+            out: list[Origin] = []
+            for qual in callees:
+                callee = self.project.function(qual)
+                if callee is not None:
+                    out += self.returned(callee, depth + 1)
+            return out
+        return [Origin("unknown")]
+
+    def returned(self, fn: FunctionInfo, depth: int) -> list[Origin]:
+        out: list[Origin] = []
+        for j, e in enumerate(fn.events):
+            if e.kind != "return":
+                continue
+            calls = [k for k in range(j + 1, len(fn.events))
+                     if fn.events[k].kind == "call" and _span_within(fn.events[k].span, e.span)]
+            if calls:
+                out += self._call_origin(fn, calls[0], depth)
+            elif len(_maximal(e.uses)) == 1:
+                out += self.origins(fn, _maximal(e.uses)[0], j, depth + 1)
+            else:
+                out.append(Origin("unknown"))
+        return out
+
+    def _from_callers(self, fn: FunctionInfo, expr: str, depth: int) -> list[Origin]:
+        out: list[Origin] = []
+        self.project.load_mentioning(fn.name if fn.name != "__init__" else fn.class_name.rsplit(".", 1)[-1])
+        for qual in self.project.callers(fn.qualname):
+            caller = self.project.function(qual)
+            if caller is None:
+                continue
+            sites = {id(e) for e in self.project.call_sites(qual, fn.qualname)}
+            for k, e in enumerate(caller.events):
+                if id(e) not in sites:
+                    continue
+                for param, arg in _bindings(e, fn):
+                    if expr == param or expr.startswith(param + "."):
+                        out += self.origins(caller, arg + expr[len(param):], k, depth + 1)
+        return out or [Origin("unknown")]
+
+    # -- optimizers ----------------------------------------------------------------------------
+    def optimizers(self) -> list[OptimizerBuild]:
+        if self._optimizers is None:
+            self._optimizers = []
+            for fn in list(self.project.functions.values()):
+                for i, e in enumerate(fn.events):
+                    if e.kind == "call" and is_optimizer_class(e.func):
+                        mods = [u.rsplit(".", 1)[0] for u in e.uses
+                                if u.endswith((".parameters", ".named_parameters"))]
+                        filtered = "requires_grad" in e.text
+                        self._optimizers.append(OptimizerBuild(fn, i, mods, filtered))
+        return self._optimizers
+
+    # -- backward and its loss -----------------------------------------------------------------
+    def backward_sites(self) -> list[Site]:
+        return [(fn, i) for fn in list(self.project.functions.values())
+                for i, e in enumerate(fn.events) if is_backward(e)]
+
+    def _expression_events(self, fn: FunctionInfo, i: int) -> list[int]:
+        """The call events nested in the expression of event ``i`` (a return, a backward)."""
+        outer = fn.events[i].span
+        return [k for k in range(i + 1, len(fn.events))
+                if fn.events[k].kind == "call" and _span_within(fn.events[k].span, outer)]
+
+    def loss_slice(self, fn: FunctionInfo, i: int) -> list[Site]:
+        event = fn.events[i]
+        names = [u for u in event.uses if not u.endswith(".backward")]
+        inner = self._expression_events(fn, i)
+        out: list[Site] = [(fn, k) for k in inner]
+        for k in inner:
+            out += self._into_callees(fn, k, 1, set())
+        return _unique(out + self._slice(fn, i, names, 0, {fn.qualname}))
+
+    def _slice(self, fn: FunctionInfo, stop: int, names: list[str], depth: int,
+               stack: set[str]) -> list[Site]:
+        wanted = set(names)
+        out: list[Site] = []
+        for j in range(stop - 1, -1, -1):
+            e = fn.events[j]
+            if e.kind not in ("assign", "augassign", "call") or not (set(e.targets) & wanted):
+                continue
+            out.append((fn, j))
+            # the value flows, not the module object that computes it: `model(g)` reads g, and
+            # following `model` would lead into how the model was built
+            callables = {fn.events[k].func for k in range(j, len(fn.events))
+                         if fn.events[k].kind == "call" and _span_within(fn.events[k].span, e.span)}
+            wanted |= set(e.uses) - callables
+            if e.kind == "call" and depth < MAX_DEPTH:
+                out += self._into_callees(fn, j, depth + 1, stack)
+        return out
+
+    def _into_callees(self, fn: FunctionInfo, k: int, depth: int, stack: set[str]) -> list[Site]:
+        out: list[Site] = []
+        if self.grad_off(fn, k) is not None:
+            return out  # everything it runs is gradient-free anyway: reported at the call
+        for qual in self.resolve(fn, fn.events[k]):
+            callee = self.project.function(qual)
+            if callee is None or qual in stack:
+                continue
+            out.append((callee, -1))  # the callee itself (decorators)
+            for j, e in enumerate(callee.events):
+                if e.kind != "return":
+                    continue
+                inner = self._expression_events(callee, j)
+                out += [(callee, m) for m in inner]
+                for m in inner:
+                    out += self._into_callees(callee, m, depth + 1, stack | {qual})
+                out += self._slice(callee, j, e.uses, depth, stack | {qual})
+        return out
+
+    # -- loops -------------------------------------------------------------------------------
+    def contains(self, qualname: str, kind: str, stack: frozenset[str] = frozenset()) -> bool:
+        """The function, or anything it calls, runs a ``backward`` / ``step``."""
+        key = (qualname, kind)
+        if key in self._contains:
+            return self._contains[key]
+        fn = self.project.function(qualname)
+        result = False
+        if fn is not None and len(stack) < MAX_DEPTH:
+            for i, e in enumerate(fn.events):
+                if self._classify(fn, i) == kind or (e.kind == "call" and any(
+                        q not in stack and self.contains(q, kind, stack | {qualname})
+                        for q in self.resolve(fn, e))):
+                    result = True
+                    break
+        if not stack:
+            self._contains[key] = result
+        return result
+
+    def _classify(self, fn: FunctionInfo, i: int) -> str:
+        e = fn.events[i]
+        if is_backward(e):
+            return "backward"
+        if e.kind == "call" and e.method == "step" and (
+                looks_optimizer(e.receiver) or "scaler" in e.receiver.lower()
+                or any(o.kind == "new" and is_optimizer_class(o.cls)
+                       for o in self.origins(fn, e.receiver, i))):
+            return "step"
+        if is_grad_reset(e):
+            return "reset"
+        return ""
+
+    def _flatten(self, fn: FunctionInfo, indices: list[int], depth: int,
+                 stack: frozenset[str]) -> list[Action]:
+        out: list[Action] = []
+        for i in indices:
+            e = fn.events[i]
+            kind = self._classify(fn, i)
+            if kind:
+                receiver = e.receiver
+                if kind == "step" and "scaler" in receiver.lower() and e.args:
+                    receiver = e.args[0]
+                out.append(Action(kind, fn, i, receiver))
+            if e.kind == "call" and depth < MAX_DEPTH:
+                for qual in self.resolve(fn, e):
+                    callee = self.project.function(qual)
+                    if callee is None or qual in stack:
+                        continue
+                    if not (self.contains(qual, "backward") or self.contains(qual, "step")
+                            or self.contains(qual, "reset")):
+                        continue
+                    out += self._flatten(callee, list(range(len(callee.events))), depth + 1,
+                                         stack | {qual})
+        return out
+
+    def training_loops(self) -> list[TrainingLoop]:
+        if self._loops is not None:
+            return self._loops
+        self._loops = []
+        for fn in list(self.project.functions.values()):
+            loop_ids = sorted({lid for e in fn.events for lid in e.loop_ids})
+            if not loop_ids:
+                continue
+            if not (self.contains(fn.qualname, "backward") and self.contains(fn.qualname, "step")):
+                continue
+            for lid in loop_ids:
+                body = [i for i, e in enumerate(fn.events) if lid in e.loop_ids]
+                actions = self._flatten(fn, body, 0, frozenset({fn.qualname}))
+                kinds = {a.kind for a in actions}
+                if "backward" in kinds and "step" in kinds:
+                    self._loops.append(TrainingLoop(fn, lid, actions))
+        return self._loops

@@ -53,6 +53,30 @@ def target_names(node: cst.CSTNode) -> list[str]:
     return []
 
 
+def expr_text(node: cst.CSTNode, ctx: FileContext, limit: int = 80) -> str:
+    """Short text of an argument or receiver without regenerating code for the common shapes
+    (codegen per call costs more than the whole traversal)."""
+    text = dotted(node)
+    if text is not None:
+        return text
+    if isinstance(node, (cst.SimpleString, cst.Integer, cst.Float)):
+        return node.value
+    if isinstance(node, cst.Call):
+        inner = dotted(node.func)
+        if inner is not None:
+            return f"{inner}(...)" if node.args else f"{inner}()"
+    return ctx.code(node, limit)
+
+
+def condition_text(line: str) -> str:
+    """``if cfg.distributed:`` -> ``cfg.distributed`` (from the line, not by regenerating code)."""
+    for prefix in ("if ", "elif "):
+        if line.startswith(prefix):
+            line = line[len(prefix):]
+            break
+    return line[:-1].rstrip() if line.endswith(":") else line
+
+
 class FactCollector(BatchableCSTVisitor):
     def __init__(self, ctx: FileContext) -> None:
         super().__init__()
@@ -72,9 +96,29 @@ class FactCollector(BatchableCSTVisitor):
         self.loop_ids = itertools.count(1)  # unique per file, so cached facts are stable
         self.branches: list[str] = []
         self.statement: Optional[tuple[list[str], str]] = None  # (targets, text)
+        self.in_import = 0
+
+    # -- position numbering (see positions.py) ------------------------------------------------
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if not self.in_import:  # ast has no Attribute nodes for `import a.b` names
+            self.ctx.number(node, "attr")
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        self.ctx.number(node, "subscript")
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None or node.star == "**":
+            self.ctx.number(node, "keyword")
 
     # -- imports -------------------------------------------------------------------------------
+    def leave_Import(self, original_node: cst.Import) -> None:
+        self.in_import -= 1
+
+    def leave_ImportFrom(self, original_node: cst.ImportFrom) -> None:
+        self.in_import -= 1
+
     def visit_Import(self, node: cst.Import) -> None:
+        self.in_import += 1
         for alias in node.names:
             full = dotted(alias.name) or ""
             if alias.asname is not None:
@@ -84,6 +128,7 @@ class FactCollector(BatchableCSTVisitor):
                 self.ctx.add_import(root, root)
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        self.in_import += 1
         mod = dotted(node.module) if node.module is not None else None
         level = len(node.relative)
         base = self.ctx.resolve_relative(level, mod) if level else (mod or "")
@@ -96,6 +141,7 @@ class FactCollector(BatchableCSTVisitor):
 
     # -- scopes ----------------------------------------------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.ctx.number(node, "class")
         qual = ".".join([self.ctx.module_name, *self.classes, node.name.value])
         bases = [self.ctx.qualify(arg.value) for arg in node.bases]
         self.facts.classes[qual] = ClassInfo(qual, bases, [], self.ctx.span(node))
@@ -105,6 +151,7 @@ class FactCollector(BatchableCSTVisitor):
         self.classes.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.ctx.number(node, "def")
         outer = self.functions[-1]
         prefix = (
             [self.ctx.module_name, *self.classes]
@@ -139,6 +186,7 @@ class FactCollector(BatchableCSTVisitor):
 
     # -- control flow ----------------------------------------------------------------------------
     def visit_With(self, node: cst.With) -> None:
+        self.ctx.number(node, "with")
         items = [self.ctx.qualify(item.item) for item in node.items]
         self.withs.append(items)
         self._event("with", node, func=",".join(items), args=items)
@@ -153,65 +201,73 @@ class FactCollector(BatchableCSTVisitor):
         self.loops.pop()
 
     def visit_For(self, node: cst.For) -> None:
+        self.ctx.number(node, "for")
         # `for g, feat in loader:` assigns g and feat from the loader, outside the loop body
-        self._event("assign", node.target, targets=target_names(node.target), uses=names_in(node.iter))
+        self._event("assign", node, targets=target_names(node.target), uses=names_in(node.iter))
         self._enter_loop()
 
     def leave_For(self, original_node: cst.For) -> None:
         self._leave_loop()
 
     def visit_While(self, node: cst.While) -> None:
+        self.ctx.number(node, "while")
         self._enter_loop()
 
     def leave_While(self, original_node: cst.While) -> None:
         self._leave_loop()
 
     def visit_If(self, node: cst.If) -> None:
-        self.branches.append(self.ctx.code(node.test, 80))
+        self.ctx.number(node, "if")
+        self.branches.append(condition_text(self.ctx.line_text(self.ctx.span(node).line)))
 
     def leave_If(self, original_node: cst.If) -> None:
         self.branches.pop()
 
     # -- statements ------------------------------------------------------------------------------
     def _enter_statement(self, node: AssignLike, targets: list[str]) -> None:
-        self.statement = (targets, self.ctx.code(node))
+        self.statement = (targets, self.ctx.line_text(self.ctx.span(node).line))
         value = node.value
         if value is not None:
             kind = "augassign" if isinstance(node, cst.AugAssign) else "assign"
             self._event(kind, node, targets=targets, uses=names_in(value))
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        self.ctx.number(node, "assign")
         self._enter_statement(node, [n for t in node.targets for n in target_names(t.target)])
 
     def leave_Assign(self, original_node: cst.Assign) -> None:
         self.statement = None
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self.ctx.number(node, "annassign")
         self._enter_statement(node, target_names(node.target))
 
     def leave_AnnAssign(self, original_node: cst.AnnAssign) -> None:
         self.statement = None
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.ctx.number(node, "augassign")
         self._enter_statement(node, target_names(node.target))
 
     def leave_AugAssign(self, original_node: cst.AugAssign) -> None:
         self.statement = None
 
     def visit_Return(self, node: cst.Return) -> None:
+        self.ctx.number(node, "return")
         if node.value is not None:
             self._event("return", node, uses=names_in(node.value))
 
     def visit_Call(self, node: cst.Call) -> None:
+        self.ctx.number(node, "call")
         func = node.func
         receiver = method = ""
         if isinstance(func, cst.Attribute):
-            receiver = dotted(func.value) or self.ctx.code(func.value, 60)
+            receiver = expr_text(func.value, self.ctx)
             method = func.attr.value
         args: list[str] = []
         kwargs: dict[str, str] = {}
         for arg in node.args:
-            text = dotted(arg.value) or self.ctx.code(arg.value, 80)
+            text = expr_text(arg.value, self.ctx)
             if arg.keyword is not None:
                 kwargs[arg.keyword.value] = text
             elif arg.star:
@@ -221,7 +277,7 @@ class FactCollector(BatchableCSTVisitor):
         self._event(
             "call",
             node,
-            func=self.ctx.qualify(func) or self.ctx.code(func, 60),
+            func=self.ctx.qualify(func) or expr_text(func, self.ctx),
             receiver=receiver,
             method=method,
             args=args,
@@ -235,14 +291,15 @@ class FactCollector(BatchableCSTVisitor):
             context = context[len(context) - context[::-1].index("<def>") :]
         targets, text = self.statement if self.statement else ([], "")
         data.setdefault("targets", list(targets))
+        span = self.ctx.span(node)
         self.functions[-1].events.append(
             Event(
                 kind=kind,
-                span=self.ctx.span(node),
+                span=span,
                 context=context,
                 loop_ids=list(self.loops),
                 branch=self.branches[-1] if self.branches else None,
-                text=text or self.ctx.code(node),
+                text=text or self.ctx.line_text(span.line),
                 **data,  # type: ignore[arg-type]
             )
         )

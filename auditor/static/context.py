@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Any, Mapping, Optional
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from auditor.static.facts import FileFacts, Span
+from auditor.static.positions import ast_spans, cst_kind
 
 MODULE_SCOPE = "<module>"
 
@@ -36,14 +37,20 @@ def dotted(node: cst.CSTNode) -> Optional[str]:
 class FileContext:
     """One parsed file. Positions and names are resolved once, in the single traversal."""
 
-    def __init__(self, path: str, source: str, module: cst.Module, module_name: str) -> None:
+    def __init__(
+        self, path: str, source: str, module: cst.Module, module_name: str, exact: bool = False
+    ) -> None:
         self.path = path
         self.source = source
         self.module = module
         self.facts = FileFacts(path=path, module=module_name)
-        # Positions are the only libcst metadata every analysed file needs (events carry lines);
-        # scope analysis costs about 8x the parse and is never resolved wholesale.
-        self._positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        # Positions are the only metadata every analysed file needs (events carry lines). They
+        # come from CPython's ast (see positions.py); libcst's PositionProvider (about 2.4x the
+        # parse) only when that mapping cannot be used. Scope analysis is never resolved.
+        self._ast_spans = None if exact else ast_spans(source)
+        self._order: dict[cst.CSTNode, int] = {}
+        self._counts: dict[str, int] = {}
+        self._exact: Optional[Mapping[cst.CSTNode, Any]] = None
         self.local_defs: set[str] = {
             stmt.name.value
             for stmt in module.body
@@ -55,9 +62,40 @@ class FileContext:
     def module_name(self) -> str:
         return self.facts.module
 
+    def number(self, node: cst.CSTNode, kind: str) -> None:
+        """Called by the engine's collector, first in the traversal, for every node of a
+        position kind, in pre-order: the node's index among its kind."""
+        count = self._counts.get(kind, 0)
+        self._order[node] = count
+        self._counts[kind] = count + 1
+
+    def positions_consistent(self) -> bool:
+        """After the traversal: did every kind meet as many libcst nodes as ast found?"""
+        if self._ast_spans is None:
+            return True
+        kinds = set(self._counts) | set(self._ast_spans)
+        return all(self._counts.get(k, 0) == len(self._ast_spans.get(k, ())) for k in kinds)
+
+    @property
+    def exact_positions(self) -> bool:
+        return self._ast_spans is None
+
     def span(self, node: cst.CSTNode) -> Span:
-        rng = self._positions[node]
+        if self._ast_spans is not None:
+            index = self._order.get(node)
+            kind = cst_kind(node)
+            spans = self._ast_spans.get(kind, ()) if kind else ()
+            if index is not None and index < len(spans):
+                found = spans[index]
+                return Span(found.line, found.column, found.end_line, found.end_column)
+        if self._exact is None:  # a node not numbered yet (a child of the current node, say)
+            self._exact = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+        rng = self._exact[node]
         return Span(rng.start.line, rng.start.column + 1, rng.end.line, rng.end.column + 1)
+
+    def line_text(self, line: int, limit: int = 120) -> str:
+        text = self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
+        return text if len(text) <= limit else text[: limit - 1] + "…"
 
     def code(self, node: cst.CSTNode, limit: int = 120) -> str:
         text = self.module.code_for_node(node).strip()

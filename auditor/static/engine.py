@@ -135,6 +135,11 @@ def analyze_source(
         ctx = FileContext(path, text, tree, module)
         visitors: list[Rule] = [r(ctx) for r in wanted]
         visit_batched(tree, [FactCollector(ctx), *visitors])
+        if not ctx.positions_consistent():
+            # ast and libcst disagreed on this file's shape: redo it with libcst's positions
+            ctx = FileContext(path, text, tree, module, exact=True)
+            visitors = [r(ctx) for r in wanted]
+            visit_batched(tree, [FactCollector(ctx), *visitors])
     except RecursionError:
         result.error = FileError(path, "skipped: nesting too deep for the analyser")
         return result

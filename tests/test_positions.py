@@ -1,0 +1,71 @@
+"""Positions from CPython's ast, mapped onto libcst nodes, equal libcst's PositionProvider."""
+
+import importlib.util
+from pathlib import Path
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from auditor.static.collector import FactCollector
+from auditor.static.context import FileContext
+
+TRICKY = '''
+import torch.nn.functional as F
+from a.b import c as d
+@torch.no_grad()
+@staticmethod
+async def f(x, *args, **kw):
+    async with lock as l, other():
+        y = (g(x)).h(k=1, **kw)(z)[0].detach()
+    s = f"{x.mean()!r:>{w(1)}} é {'ü'.upper()}"
+    v = [q(i) for i in range(3) if p(i)] ; t: int = len(s)
+    if a(1): pass
+    elif b(2): u = c(3) if d(4) else e(5)
+    else:
+        async for n in m(): n += o(n)
+    while w(): return lambda: r(1)
+class K(Base, metaclass=M):
+    déjà = "é"; x = déjà.encode(errors="strict")
+'''
+
+
+def compare(text: str):
+    module = cst.parse_module(text)
+    ctx = FileContext("x.py", text, module, "x")
+    cst.visit_batched(module, [FactCollector(ctx)])
+    assert ctx.positions_consistent()
+    exact = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    checked = 0
+    for node in list(ctx._order):
+        mine = ctx.span(node)
+        ref = exact[node]
+        assert (mine.line, mine.end_line) == (ref.start.line, ref.end.line), (type(node), mine, ref)
+        if not (isinstance(node, cst.Call) and node.lpar):  # ast spans exclude parentheses
+            assert (mine.column, mine.end_column) == (ref.start.column + 1, ref.end.column + 1), (type(node), mine, ref)
+        checked += 1
+    return checked
+
+
+def test_tricky_shapes_match_position_provider():
+    assert compare(TRICKY) > 40
+
+
+def test_dgl_sources_match_position_provider():
+    spec = importlib.util.find_spec("dgl")
+    if spec is None:
+        pytest.fail("dgl must be installed (requirements/constraints.txt)")
+    root = Path(list(spec.submodule_search_locations)[0])
+    files = sorted(root.rglob("*.py"))[::6]  # a spread of real files, kept quick
+    assert sum(compare(p.read_text(encoding="utf-8")) for p in files) > 1000
+
+
+def test_mismatch_falls_back_to_exact_positions():
+    # `match` parses in both; a node kind libcst does not number makes no difference, but a
+    # disagreement in counts must be detected rather than shifting every position
+    text = "x = f(1)\n"
+    module = cst.parse_module(text)
+    ctx = FileContext("x.py", text, module, "x")
+    cst.visit_batched(module, [FactCollector(ctx)])
+    ctx._ast_spans["call"].append(ctx._ast_spans["call"][0])
+    assert not ctx.positions_consistent()

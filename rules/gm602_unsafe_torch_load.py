@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any, Optional
+
 import libcst as cst
 
-from auditor.findings import Severity
-from auditor.rule import Invalid, Rule, Valid
+from auditor.findings import Finding, Severity, Status
+from auditor.rule import Invalid, Rule, Valid, Verdict
 
 LOADERS = {"torch.load", "torch.serialization.load"}
 
@@ -83,3 +85,18 @@ plain containers will then fail to load, loudly, instead of executing code.
             + (" (explicitly disabled)" if flag is not None else ""),
             fix="pass `weights_only=True` so only tensors and plain containers are loaded",
         )
+
+    @classmethod
+    def confirm(cls, finding: Finding, evidence: Any) -> Optional[Verdict]:
+        """Confirmed when the load at this line ran without ``weights_only=True``."""
+        loads = [f for f in evidence.loads_at(finding.path, finding.line, finding.end_line)
+                 if f.kind == "torch.load"]
+        if not loads:
+            return None  # the line did not run: the probe reports it unexercised
+        unsafe = [f for f in loads if f.weights_only is not True]
+        if not unsafe:
+            return Verdict(Status.REFUTED, [f"torch.load ran {len(loads)} time(s), always "
+                                            "with weights_only=True"])
+        return Verdict(Status.CONFIRMED, [f"torch.load ran {len(unsafe)} time(s) with "
+                                          f"weights_only={unsafe[0].weights_only}: the file was "
+                                          "unpickled with arbitrary objects allowed"])

@@ -80,8 +80,11 @@ def _build(cls, data: dict[str, Any], **extra: Any):
 class CallRecord:
     """One call site of one recorded API, aggregated: how often it ran and a few samples.
 
-    ``args`` holds up to a few recorded argument dicts (the first calls, plus the last one),
-    ``steps`` the step numbers during which it ran (``0``: before the first step)."""
+    ``args`` holds up to a few recorded argument dicts (the first calls, plus the last one).
+    ``steps``: for each distinct moment it ran, how many steps had *completed* then (``0``: before
+    the first backward; ``k``: after backward ``k``, i.e. while preparing step ``k + 1``); the
+    ``step`` key of ``args`` samples follows the same convention, while StepFacts.index is
+    1-based (the backward that completes step ``k`` has index ``k``)."""
 
     kind: str
     path: str

@@ -98,6 +98,8 @@ class Recorder:
         self.bn_frozen_seen: set[int] = set()
         self.opt_seen: set[int] = set()
         self.snapshots: dict[int, list] = {}
+        self.last_model = None  # weakref of the model of the latest backward
+        self.trained_models: set[int] = set()
         self.cur = self._new_step_acc()
         # watched lines (static findings): relpath -> set(lines), and hits
         self.watched: dict[str, set] = {}
@@ -127,7 +129,7 @@ class Recorder:
         self.file_cache[filename] = out
         return out
 
-    def site(self, depth: int = 2):
+    def site(self, depth: int = 1):
         """The first user frame above the caller: (relpath, line) or (None, 0)."""
         try:
             f = sys._getframe(depth)
@@ -275,8 +277,7 @@ class Recorder:
         sys.settrace(global_trace)
 
     def all_watched_hit(self) -> bool:
-        return all(any(self.line_hits.get((p, n)) for n in range(a, b + 1)) or
-                   any(self.calls.get((k, p, n)) for n in range(a, b + 1) for k in ("_",))
+        return all(any(self.line_hits.get((p, n)) for n in range(a, b + 1))
                    for p, a, b in self.spans)
 
     # -- evidence file ------------------------------------------------------------------------------
@@ -297,7 +298,16 @@ class Recorder:
                 "steps": list(self.steps),
                 "rng_draws": {k: dict(v) for k, v in self.rng_draws.items()},
                 **{k: list(v) for k, v in self.lists.items()},
+                "loads": [self.resolve_load(item) for item in self.lists["loads"]],
             }
+
+    def resolve_load(self, item: dict) -> dict:
+        """Was the module a load went into (part of) the model that backward later trained?"""
+        item = dict(item)
+        mid = item.pop("_module_id", None)
+        if mid is not None and self.trained_models:
+            item["trained"] = self.model_of.get(mid) in self.trained_models
+        return item
 
     def flush(self, force: bool = False) -> None:
         now = time.monotonic()
@@ -480,6 +490,8 @@ class Recorder:
         torch = self.torch
         step, model = ctx["step"], ctx["model"]
         if model is not None:
+            self.last_model = weakref.ref(model)
+            self.trained_models.add(id(model))
             params = [(n, p) for n, p in model.named_parameters()]
             with_grad = [(n, p.grad) for n, p in params if p.grad is not None]
             grads = {n: {"state": "none"} for n, p in params if p.grad is None}
@@ -634,9 +646,11 @@ def patch_torch(rec: Recorder, torch) -> None:
                      "grad_enabled_at_forward": torch.is_grad_enabled(),
                      "inference_mode_at_forward": torch.is_inference_mode_enabled(),
                      "autocast_at_forward": rec.autocast_state()}
-            if mid is not None and torch.is_grad_enabled():
-                acc["roots"].setdefault(mid, facts)
-            path, line = rec.site(3)
+            seen = acc["roots"].get(mid)
+            if mid is not None and (seen is None or (not seen["grad_enabled_at_forward"]
+                                                     and facts["grad_enabled_at_forward"])):
+                acc["roots"][mid] = facts
+            path, line = rec.site()
             rec.record("forward", path, line, {
                 "module": type(module).__name__, "training": bool(module.training),
                 "grad_enabled": facts["grad_enabled_at_forward"],
@@ -691,13 +705,10 @@ def patch_torch(rec: Recorder, torch) -> None:
             return
         cache[id(g)] = g  # keeps the id unique during the step
         facts = rec.graph_facts(g)
-        path, line = rec.site(4)
+        path, line = rec.site()
         rec.add("graphs", {"path": path or "", "line": line, "where": "forward",
                            "module": rec.module_names.get(id(module), type(module).__name__),
                            "step": rec.step_count, **facts})
-
-    def forward_error_reset(*_a):
-        tls.depth = 0
 
     mm = nn.modules.module
     rec.handles.append(mm.register_module_forward_pre_hook(pre))
@@ -714,10 +725,7 @@ def patch_torch(rec: Recorder, torch) -> None:
                 tls.depth = 0  # a forward that raised leaves no stale nesting
                 if rec.budget_spent():
                     rec.stop_for_budget()
-                tensors = tensors_of(args, kwargs)
-                site = rec.site(2)
-                rec.record("backward", site[0], site[1], None)
-                ctx = rec.before_backward(tensors, site)
+                ctx = rec.before_backward(tensors_of(args, kwargs), rec.site())
             except Exception:
                 ctx = None
             finally:
@@ -729,11 +737,6 @@ def patch_torch(rec: Recorder, torch) -> None:
                 tls.in_backward = False
                 if ctx is not None:
                     guarded(rec.after_backward)(ctx)
-                    s = ctx["step"]
-                    rec.record("backward", s["path"] or None, s["line"],
-                               {"step": s["index"], "loss_dtype": s.get("loss_dtype"),
-                                "loss_value": s.get("loss_value")})
-                    rec.calls[("backward", s["path"], s["line"])]["count"] -= 1 if s["path"] else 0
         return wrapper
 
     def tensor_args(args, kwargs):
@@ -749,7 +752,9 @@ def patch_torch(rec: Recorder, torch) -> None:
     rec.patch(torch.autograd, "backward", lambda o: backward_wrapper(o, autograd_args))
 
     # -- optimizer ----------------------------------------------------------------------------------
-    optim_mod = torch.optim.optimizer
+    import importlib
+
+    optim_mod = importlib.import_module("torch.optim.optimizer")
 
     @guarded
     def opt_pre(optimizer, args, kwargs):
@@ -761,16 +766,11 @@ def patch_torch(rec: Recorder, torch) -> None:
             rec.snapshots[id(optimizer)] = [(rec.param_name(p), p, p.detach().clone()) for p in params]
 
     def last_model():
-        for s in reversed(rec.steps[-1:]):
-            for r in rec.roots.values():
-                m = r()
-                if m is not None and type(m).__name__ == s.get("model"):
-                    return m
-        return None
+        return rec.last_model() if rec.last_model is not None else None
 
     @guarded
     def opt_post(optimizer, args, kwargs):
-        path, line = rec.site(3)
+        path, line = rec.site()
         model = last_model()
         opt_ids = {id(p) for g in optimizer.param_groups for p in g["params"]}
         info = {"step": rec.step_count, "n_params": len(opt_ids)}
@@ -813,7 +813,7 @@ def patch_torch(rec: Recorder, torch) -> None:
 
     @guarded
     def note_zero_grad(obj, args, kwargs):
-        path, line = rec.site(4)
+        path, line = rec.site()
         set_to_none = kwargs.get("set_to_none", args[0] if args else True)
         rec.cur["zero_grad"] += 1
         rec.record("zero_grad", path, line, {"set_to_none": bool(set_to_none),
@@ -839,12 +839,11 @@ def patch_torch(rec: Recorder, torch) -> None:
     @guarded
     def note_mode(module, kind, args, kwargs):
         mode = False if kind == "eval" else bool(kwargs.get("mode", args[0] if args else True))
-        path, line = rec.site(4)
+        path, line = rec.site()
         rec.record("eval" if not mode else "train", path, line, {
             "module": type(module).__name__, "mode": mode,
             "name": rec.module_names.get(id(module)),
-            "is_root": id(module) in rec.roots or id(module) in rec.model_of and
-            rec.module_names.get(id(module)) == "",
+            "is_root": rec.module_names.get(id(module)) == "" if id(module) in rec.model_of else None,
         })
 
     rec.patch(nn.Module, "train", lambda o: train_wrapper(o, "train"))
@@ -904,13 +903,23 @@ def patch_torch(rec: Recorder, torch) -> None:
     # -- grad modes, autocast, GradScaler ----------------------------------------------------------
     def enter_wrapper(original, kind, attr):
         def enter(self, *args, **kwargs):
-            note_ctx(self, kind, attr)
-            return original(self, *args, **kwargs)
+            out = original(self, *args, **kwargs)
+            if not tls.busy:
+                note_ctx(self, kind, attr, sys._getframe(1))
+            return out
         return enter
 
     @guarded
-    def note_ctx(obj, kind, attr):
-        path, line = rec.site(4)
+    def note_ctx(obj, kind, attr, frame):
+        if kind == "autocast":
+            path, line = rec.site()
+        else:
+            # torch switches grad modes internally all the time (optimizer.step...): only a
+            # `with` or decorator written in user code counts
+            while frame is not None and frame.f_code.co_filename.endswith("_contextlib.py"):
+                frame = frame.f_back
+            path = rec.rel(frame.f_code.co_filename) if frame is not None else None
+            line = frame.f_lineno if frame is not None else 0
         if kind == "autocast":
             args = {"device": getattr(obj, "device", ""), "dtype": _short(getattr(obj, "fast_dtype", "")),
                     "enabled": bool(getattr(obj, "_enabled", True))}
@@ -934,7 +943,7 @@ def patch_torch(rec: Recorder, torch) -> None:
     def note_scaler(obj, kind):
         if kind == "scaler.scale":
             rec.cur["scaler"] = bool(getattr(obj, "_enabled", True))
-        path, line = rec.site(4)
+        path, line = rec.site()
         rec.record(kind, path, line, {"enabled": bool(getattr(obj, "_enabled", True))})
 
     scaler_classes = {getattr(getattr(torch, "amp", None), "GradScaler", None),
@@ -975,7 +984,7 @@ def patch_torch(rec: Recorder, torch) -> None:
 
     @guarded
     def note_loss(fname, idx, args, kwargs, out):
-        path, line = rec.site(4)
+        path, line = rec.site()
         reduction = arg(idx, args, kwargs, "reduction", "mean")
         size_average, reduce = arg(idx, args, kwargs, "size_average"), arg(idx, args, kwargs, "reduce")
         if size_average is not None or reduce is not None:
@@ -1019,7 +1028,7 @@ def patch_torch(rec: Recorder, torch) -> None:
         p = kwargs.get("p", args[0] if args else 2.0)
         if p != 2 and p != 2.0 or not inp.is_floating_point():
             return
-        path, line = rec.site(4)
+        path, line = rec.site()
         if path is None:
             return
         size = int(inp.shape[dim]) if inp.dim() else 0
@@ -1047,7 +1056,7 @@ def patch_torch(rec: Recorder, torch) -> None:
         if init:
             rec.rank = dist.get_rank()
             rec.world_size = dist.get_world_size()
-        path, line = rec.site(4)
+        path, line = rec.site()
         rec.add("ddp", {"path": path or "", "line": line, **info})
         rec.record("ddp", path, line, info)
         rec.flush(force=True)
@@ -1063,7 +1072,7 @@ def patch_torch(rec: Recorder, torch) -> None:
 
     @guarded
     def note_load(args, kwargs):
-        path, line = rec.site(4)
+        path, line = rec.site()
         wo = kwargs.get("weights_only")
         f = args[0] if args else kwargs.get("f")
         info = {"weights_only": wo, "file": f if isinstance(f, str) else str(type(f).__name__)}
@@ -1076,7 +1085,7 @@ def patch_torch(rec: Recorder, torch) -> None:
 
     def lsd_wrapper(original):
         def load_state_dict(self, state_dict, *args, **kwargs):
-            if tls.busy or tls.train_depth:
+            if tls.busy:
                 return original(self, state_dict, *args, **kwargs)
             strict = kwargs.get("strict", args[0] if args else True)
             before = snapshot_params(self)
@@ -1100,7 +1109,7 @@ def patch_torch(rec: Recorder, torch) -> None:
 
     @guarded
     def note_lsd(module, strict, result, error, before):
-        path, line = rec.site(5)
+        path, line = rec.site()
         missing = list(getattr(result, "missing_keys", []) or [])
         unexpected = list(getattr(result, "unexpected_keys", []) or [])
         if error is not None:
@@ -1142,9 +1151,14 @@ def patch_torch(rec: Recorder, torch) -> None:
 
     @guarded
     def note_bn_reset(m):
-        path, line = rec.site(4)
-        if path is None:
-            return  # the module's own __init__
+        f = sys._getframe(1)
+        while f is not None and rec.rel(f.f_code.co_filename) is None:
+            if f.f_code.co_name == "__init__":
+                return  # the module's own construction
+            f = f.f_back
+        if f is None:
+            return
+        path, line = rec.rel(f.f_code.co_filename), f.f_lineno
         name = rec.module_names.get(id(m), type(m).__name__)
         rec.bn_versions[id(m)] = bn_versions(m)
         rec.add("batchnorm", {"kind": "reset", "module": name, "path": path, "line": line,
@@ -1173,15 +1187,13 @@ def seed_wrap(rec: Recorder, module, attr: str, rng: str, fname: str) -> None:
             finally:
                 rec.tls.seed_depth -= 1
                 if outer:
-                    rec.guarded(rec.check_rngs)(rng)
-                    rec.rng_state.clear()
                     rec.guarded(lambda: rec.rng_state.update(rec.rng_states()))()
         return seed
 
     @rec.guarded
     def note(args, kwargs):
         rec.check_rngs()
-        path, line = rec.site(4)
+        path, line = rec.site()
         value = args[0] if args else kwargs.get("seed", kwargs.get("a"))
         value = value if isinstance(value, (int, float, str, type(None))) else str(value)
         rec.add("seeds", {"fn": fname, "rng": rng, "path": path or "", "line": line, "value": value})
@@ -1213,7 +1225,7 @@ def patch_dgl(rec: Recorder, dgl) -> None:
 
     @guarded
     def note(kind, before, out):
-        path, line = rec.site(4)
+        path, line = rec.site()
         if path is None:
             return
         after = facts(out)

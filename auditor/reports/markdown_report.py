@@ -130,7 +130,12 @@ def render(report: Report) -> str:
     out += divergence(report.extra)
     prominent = [f for f in report.findings if f.status in PROMINENT]
     rest = [f for f in report.findings if f.status not in PROMINENT]
-    for f in prominent:
+    for n, f in enumerate(prominent):
+        if len("\n".join(out)) > BUDGET:
+            out += [f"_{len(prominent) - n} more proved finding(s) left out to fit a comment; "
+                    "see the SARIF or HTML report._", ""]
+            rest = [*prominent[n:], *rest]
+            break
         out += section(f)
     if report.errors:
         out += ["**Files gm-audit could not check**", ""]

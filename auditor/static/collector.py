@@ -3,6 +3,7 @@ single traversal that runs the rules."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from typing import Optional, Union
 
@@ -13,6 +14,32 @@ from auditor.static.context import MODULE_SCOPE, FileContext, dotted
 from auditor.static.facts import ClassInfo, Event, FunctionInfo
 
 AssignLike = Union[cst.Assign, cst.AnnAssign, cst.AugAssign]
+
+
+_SKIP_FIELDS = frozenset({"lpar", "rpar", "comma", "equal", "colon", "dot", "operator",
+                          "semicolon", "leading_lines", "lines_after_decorators", "header",
+                          "footer", "star", "keyword", "asynchronous", "whitespace"})
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """Expression children without libcst's ``children`` property (which walks every
+    whitespace and punctuation node and dominated the collector's time)."""
+    names = _FIELDS.get(type(node))
+    if names is None:
+        names = tuple(
+            f.name for f in dataclasses.fields(node)
+            if f.name not in _SKIP_FIELDS and not f.name.startswith("whitespace")
+        )
+        _FIELDS[type(node)] = names
+    out: list[cst.CSTNode] = []
+    for name in names:
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            out.append(value)
+        elif isinstance(value, (tuple, list)):
+            out.extend(v for v in value if isinstance(v, cst.CSTNode))
+    return out
 
 
 def names_in(node: cst.CSTNode) -> list[str]:
@@ -36,7 +63,7 @@ def names_in(node: cst.CSTNode) -> list[str]:
         elif isinstance(cur, cst.Arg):  # `reduction="sum"`: the keyword is not a name read
             stack.append(cur.value)
         else:
-            stack.extend(cur.children)
+            stack.extend(_child_nodes(cur))
     return list(dict.fromkeys(found))
 
 

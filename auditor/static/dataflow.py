@@ -121,10 +121,10 @@ class Statement:
 
     def callee_names(self) -> set[str]:
         """Names read only as the callee of a call (``F.mse_loss``, ``self.encoder``)."""
-        return {_local_text(call) for call in self.calls}
+        return {callee_text(call) for call in self.calls}
 
 
-def _local_text(call: Event) -> str:
+def callee_text(call: Event) -> str:
     """The callee as written locally (``self.encoder``, ``model``), which is what ``uses`` holds;
     names resolved through imports stay qualified."""
     if call.receiver and call.method:
@@ -171,8 +171,8 @@ def statement_of(fn: FunctionInfo, event: Event) -> Optional[Statement]:
     return None
 
 
-def statement_at(fn: FunctionInfo, line: int, column: int = 0) -> Optional[Statement]:
-    """The innermost statement whose span holds ``line`` (and ``column``, when given)."""
+def statement_at(fn: FunctionInfo, line: int) -> Optional[Statement]:
+    """The innermost statement whose span holds ``line``."""
     best: Optional[Statement] = None
     for stmt in statements(fn):
         span = stmt.head.span
@@ -198,6 +198,13 @@ def _carries(text: str, name: str) -> bool:
     return re.search(pattern, text) is not None
 
 
+def _arg_carries(text: str, name: str) -> bool:
+    """An argument's text carries ``name``; shortened texts (``f(...)``) may hide it."""
+    if mentions(text, name):
+        return _carries(text, name)
+    return "(...)" in text or "…" in text
+
+
 def _hit(stmt: Statement, live: set[str]) -> set[str]:
     hit = set()
     for use in stmt.uses:
@@ -207,14 +214,18 @@ def _hit(stmt: Statement, live: set[str]) -> set[str]:
     return {h for h in hit if _carries(stmt.text, h)} if stmt.text else hit
 
 
+def _value_split(text: str) -> tuple[str, str]:
+    """``(targets, value)`` of an assignment's text (``("", text)`` when it assigns nothing)."""
+    m = re.search(r"(?<![=!<>])[-+*/%@&|^]?=(?!=)", text)
+    return (text[: m.start()], text[m.end():].strip()) if m else ("", text)
+
+
 def _value_text(stmt: Statement) -> str:
-    text = stmt.text
     if stmt.kind == "return":
-        return text.removeprefix("return").strip()
+        return stmt.text.removeprefix("return").strip()
     if stmt.kind in ("assign", "augassign"):
-        m = re.search(r"(?<![=!<>])[-+*/%@&|^]?=(?!=)", text)
-        return text[m.end():].strip() if m else text
-    return text
+        return _value_split(stmt.text)[1]
+    return stmt.text
 
 
 def _balanced_call(value: str) -> bool:
@@ -264,7 +275,7 @@ class Sink:
         return f"`{text}` at {self.where}"
 
 
-def _sink_of(fn: FunctionInfo, call: Event) -> Optional[Sink]:
+def sink_of(fn: FunctionInfo, call: Event) -> Optional[Sink]:
     func = call.func.removesuffix("()")
     if call.method == "backward" and not call.args:
         scaled = ".scale(" in call.receiver or "scale(" in call.receiver
@@ -282,7 +293,7 @@ def sinks(project: Project) -> list[Sink]:
     for fn in list(project.functions.values()):
         for stmt in statements(fn):
             for call in stmt.calls:
-                sink = _sink_of(fn, call)
+                sink = sink_of(fn, call)
                 if sink is not None:
                     out.append(sink)
             if stmt.kind == "return" and fn.name == "training_step":
@@ -298,7 +309,7 @@ def _load_sinks(project: Project) -> None:
 def _sinks_in(fn: FunctionInfo, stmt: Statement, hit_calls: Iterable[Event]) -> list[Sink]:
     out = []
     for call in hit_calls:
-        sink = _sink_of(fn, call)
+        sink = sink_of(fn, call)
         if sink is not None:
             out.append(sink)
     if stmt.kind == "return" and fn.name == "training_step":
@@ -320,7 +331,7 @@ def _cache(project: Project) -> dict:
 def _object_call(call: Event) -> str:
     """For a call of an object (``model(g)``, ``self.encoder(g)``, ``lin(x)``): that object's
     local text; else ""."""
-    local = _local_text(call)
+    local = callee_text(call)
     if "(" in local or "[" in local:
         return ""
     if not call.method or call.receiver == "self":
@@ -339,17 +350,37 @@ def call_targets(project: Project, fn: FunctionInfo, call: Event) -> list[str]:
         idx = _index_of(fn, call)
         obj = _object_call(call)
         if obj:
-            for cls in instance_classes(project, fn, obj, idx):
-                if cls in project.classes:
-                    found += [m for m in project.method_candidates(cls, "forward")
-                              if project.function(m)]
+            classes = instance_classes(project, fn, obj, idx)
+            if not classes and obj.rsplit(".", 1)[-1].lower() in MODEL_NAMES:
+                # `model(g, x)` on a model passed in from elsewhere: the project's model, when
+                # there is no doubt which (a library defines dozens of root modules)
+                roots = root_models(project)
+                classes = roots if len(roots) <= 2 else set()
+            for cls in classes:  # method_candidates loads the class's module on demand
+                found += [m for m in project.method_candidates(cls, "forward") if project.function(m)]
         if call.receiver and call.method and call.method not in NOT_TENSOR_METHODS:
             for cls in instance_classes(project, fn, call.receiver, idx):
-                if cls in project.classes:
-                    found += [m for m in project.method_candidates(cls, call.method)
-                              if project.function(m)]
+                found += [m for m in project.method_candidates(cls, call.method) if project.function(m)]
     cache[key] = list(dict.fromkeys(found))
     return cache[key]
+
+
+def root_models(project: Project) -> set[str]:
+    """Project module classes that no other class builds as a submodule: the candidate models."""
+    cache = _cache(project)
+    if cache.get("roots_size") == len(project.functions):
+        return cache["roots"]
+    modules = {q for q in project.classes if is_module_class(project, q)}
+    inner: set[str] = set()
+    for fn in list(project.functions.values()):
+        if fn.class_name:
+            for stmt in statements(fn):
+                if any(t.startswith("self.") for t in stmt.targets):
+                    for call in stmt.calls:
+                        inner |= constructed_class(project, call)
+    cache["roots"] = modules - inner
+    cache["roots_size"] = len(project.functions)
+    return cache["roots"]
 
 
 def _index_of(fn: FunctionInfo, event: Event) -> int:
@@ -456,30 +487,46 @@ class Flow:
         return bool(self.sinks)
 
 
+def _rebound(stmt: Statement) -> set[str]:
+    """The targets a statement rebinds: not those it writes into (``out[mask] = 0.0``)."""
+    lhs = _value_split(stmt.text)[0]
+    return {t for t in stmt.targets if not re.search(re.escape(t) + r"\s*\[", lhs)}
+
+
+Context = tuple[tuple[FunctionInfo, Event], ...]  # call sites to return to, innermost last
+MAX_CONTEXT = 4
+
+
 class _Walker:
+    """A worklist over (function, names, first statement, context). Returns are
+    context-sensitive: a value that entered a function through one call's arguments returns to
+    that call only; a value born inside a function returns to every caller."""
+
     def __init__(self, project: Project, stop: Optional[StopFn]) -> None:
         self.project = project
         self.stop = stop
         self.flow = Flow()
-        self.todo: list[tuple[FunctionInfo, frozenset[str], int, Optional[Event]]] = []
-        self.seen: set[tuple[str, frozenset[str], int, int]] = set()
+        self.todo: list[tuple[FunctionInfo, frozenset[str], int, Optional[Event], Context]] = []
+        self.seen: set[tuple] = set()
         self.returned: set[str] = set()
         self.budget = MAX_STEPS
 
     def push(self, fn: FunctionInfo, names: Iterable[str], start: int,
-             inner: Optional[Event] = None) -> None:
+             inner: Optional[Event] = None, context: Context = ()) -> None:
         names = frozenset(n for n in names if n)
         if not names and inner is None:
             return
-        key = (fn.qualname, names, start, id(inner) if inner is not None else 0)
+        context = context[-MAX_CONTEXT:]
+        key = (fn.qualname, names, start, id(inner) if inner is not None else 0,
+               tuple(id(e) for _, e in context))
         if key not in self.seen:
             self.seen.add(key)
-            self.todo.append((fn, names, start, inner))
+            self.todo.append((fn, names, start, inner, context))
 
     def run(self) -> Flow:
         while self.todo and self.budget > 0:
-            fn, names, start, inner = self.todo.pop(0)
-            self._function(fn, set(names), start, inner)
+            fn, names, start, inner, context = self.todo.pop(0)
+            self._function(fn, set(names), start, inner, context)
         self.flow.sinks = list({(id(s.event)): s for s in self.flow.sinks}.values())
         return self.flow
 
@@ -493,17 +540,40 @@ class _Walker:
             order += [s for s in stmts[:start] if loops & set(s.head.loop_ids)]
         return order
 
+    def _resolved(self, fn: FunctionInfo, call: Event) -> bool:
+        """A call into project code other than a constructor: its value is what it returns."""
+        return any(not t.endswith(".__init__") for t in call_targets(self.project, fn, call))
+
+    def _direct(self, fn: FunctionInfo, stmt: Statement, hit: set[str],
+                forced: Optional[Event]) -> bool:
+        """Whether the statement's targets take the value directly, not only through the
+        arguments of project functions (whose returns are followed precisely)."""
+        if forced is not None:
+            return not any(c is not forced and contains(c.span, forced.span) and self._resolved(fn, c)
+                           for c in stmt.calls)
+        text = stmt.text
+        if "…" in text:
+            return True
+        for call in stmt.calls:
+            if self._resolved(fn, call):
+                for arg in [*call.args, *call.kwargs.values()]:
+                    if "…" not in arg:
+                        text = text.replace(arg, "", 1)
+        return any(_carries(text, n) and mentions(text, n) for n in hit) or not any(
+            mentions(stmt.text, n) for n in hit)
+
     def _function(self, fn: FunctionInfo, live: set[str], start: int,
-                  inner: Optional[Event]) -> None:
+                  inner: Optional[Event], context: Context) -> None:
         for name in live:
             self.flow.values.add((fn.qualname, name))
+        self._share(fn, live)
         for pos, stmt in enumerate(self._order(fn, start)):
             self.budget -= 1
             forced = inner if pos == 0 and inner is not None else None
             if forced is not None:
                 hit = {"<expr>"}
                 hit_calls = [c for c in stmt.calls if c is not forced and contains(c.span, forced.span)]
-                if forced.kind == "call" and _sink_of(fn, forced) is not None:
+                if forced.kind == "call" and sink_of(fn, forced) is not None:
                     hit_calls.append(forced)
             else:
                 hit = _hit(stmt, live) if live else set()
@@ -511,40 +581,46 @@ class _Walker:
                     u == n or u.startswith(n + ".") for u in c.uses for n in hit)]
             if not hit:
                 if stmt.kind == "assign" and pos > 0:
-                    live -= set(stmt.targets)  # reassigned from something else
+                    live -= _rebound(stmt)  # reassigned from something else
                 continue
             if self.stop is not None and self.stop(fn, stmt, hit):
                 if stmt.kind in ("assign", "augassign"):
-                    live -= set(stmt.targets)
+                    live -= _rebound(stmt)
                 continue
-            if stmt.kind in ("assign", "augassign") and is_scalar_conversion(stmt):
+            if stmt.kind in ("assign", "augassign", "return") and is_scalar_conversion(stmt):
                 if stmt.kind == "assign":
-                    live -= set(stmt.targets)
+                    live -= _rebound(stmt)
                 continue
             self.flow.steps.append(Step(fn, stmt, hit, forced))
             self.flow.sinks += _sinks_in(fn, stmt, hit_calls)
-            new = set(stmt.targets)
+            direct = self._direct(fn, stmt, hit, forced)
+            new = set(stmt.targets) if direct else set()
             for call in hit_calls:
                 if call.method in MUTATORS and call.receiver and not is_scalar_conversion(stmt):
                     new.add(call.receiver)
-                self._into_callees(fn, call, hit, forced)
+                self._into_callees(fn, call, hit, forced, context)
             for name in new - live:
                 self.flow.values.add((fn.qualname, name))
-                if name.startswith("self.") and fn.class_name:
-                    for other in self.project.functions.values():
-                        if other.class_name == fn.class_name and other is not fn:
-                            self.push(other, [name], 0)
+            self._share(fn, new - live)
             live |= new
-            if stmt.kind == "return":
-                self._out_of(fn)
+            if stmt.kind == "return" and direct:
+                self._out_of(fn, context)
+
+    def _share(self, fn: FunctionInfo, names: set[str]) -> None:
+        """``self.<attr>`` values reach every method of the class."""
+        shared = [n for n in names if n.startswith("self.")]
+        if shared and fn.class_name:
+            for other in list(self.project.functions.values()):
+                if other.class_name == fn.class_name and other is not fn:
+                    self.push(other, shared, 0)
 
     def _into_callees(self, fn: FunctionInfo, call: Event, hit: set[str],
-                      forced: Optional[Event]) -> None:
+                      forced: Optional[Event], context: Context) -> None:
         if forced is not None:
             sig = (forced.method or forced.func.rsplit(".", 1)[-1]) + "("
             matched = _args_matching(call, lambda t: sig in t)
         else:
-            matched = _args_matching(call, lambda t: any(_carries(t, n) for n in hit))
+            matched = _args_matching(call, lambda t: any(_arg_carries(t, n) for n in hit))
         if not matched:
             return
         for target in call_targets(self.project, fn, call):
@@ -552,9 +628,15 @@ class _Walker:
             if callee is None:
                 continue
             params = [_param_for(callee, call, i, k) for i, k in matched]
-            self.push(callee, [p for p in params if p], 0)
+            self.push(callee, [p for p in params if p], 0, context=context + ((fn, call),))
 
-    def _out_of(self, fn: FunctionInfo) -> None:
+    def _out_of(self, fn: FunctionInfo, context: Context) -> None:
+        if context:
+            caller, call = context[-1]
+            stmt = statement_of(caller, call)
+            if stmt is not None:
+                self.push(caller, [], stmt.index, inner=call, context=context[:-1])
+            return
         if fn.qualname in self.returned:
             return
         self.returned.add(fn.qualname)
@@ -604,7 +686,7 @@ class Origin:
         return f"{self.fn.path}:{self.event.span.line}"
 
 
-def _definitions(fn: FunctionInfo, name: str, index: int) -> list[Statement]:
+def definitions(fn: FunctionInfo, name: str, index: int) -> list[Statement]:
     """The latest statement before ``index`` assigning ``name`` (plus, in a loop, later ones)."""
     stmts = statements(fn)
     found: list[Statement] = []
@@ -647,9 +729,20 @@ def is_module_class(project: Project, qualname: str, _seen: Optional[set[str]] =
         return False
     seen.add(qualname)
     info = project.classes[qualname]
+    if is_autograd_function(project, qualname):
+        return False
     if any(m.endswith(".forward") for m in info.methods):
         return True
     return any(is_module_class(project, b, seen) for b in info.bases)
+
+
+def is_autograd_function(project: Project, qualname: str) -> bool:
+    """A ``torch.autograd.Function`` subclass: its forward/backward define gradients by hand."""
+    info = project.classes.get(qualname)
+    return info is not None and any(
+        b.endswith("autograd.Function") or b.endswith("autograd.function.Function")
+        or is_autograd_function(project, b) for b in info.bases if b != qualname
+    )
 
 
 def _is_loss_class(qualname: str) -> bool:
@@ -665,13 +758,13 @@ def instance_classes(project: Project, fn: FunctionInfo, name: str, index: int,
     cache[key] = set()
     out: set[str] = set()
     if depth < MAX_DEPTH and name:
-        defs = [(fn, s) for s in _definitions(fn, name, index)]
+        defs = [(fn, s) for s in definitions(fn, name, index)]
         if not defs and name.startswith("self.") and fn.class_name:
             defs = _self_definitions(project, fn, name)
         for where, stmt in defs:
             classes = set()
             for call in stmt.calls:
-                classes |= _constructed(project, call)
+                classes |= constructed_class(project, call)
             if not classes and stmt.kind == "assign":
                 for use in stmt.head.uses:
                     if "." not in use or use.startswith("self."):
@@ -689,6 +782,8 @@ def instance_classes(project: Project, fn: FunctionInfo, name: str, index: int,
 
 def _static_callers(project: Project, fn: FunctionInfo) -> list[tuple[FunctionInfo, Event]]:
     """Call sites from the call graph alone (no instance resolution: that would recurse)."""
+    name = fn.class_name.rsplit(".", 1)[-1] if fn.name == "__init__" and fn.class_name else fn.name
+    project.load_mentioning(name)
     out = []
     for caller in project.callers(fn.qualname):
         info = project.function(caller)
@@ -697,7 +792,7 @@ def _static_callers(project: Project, fn: FunctionInfo) -> list[tuple[FunctionIn
     return out
 
 
-def _constructed(project: Project, call: Event) -> set[str]:
+def constructed_class(project: Project, call: Event) -> set[str]:
     """The class a call builds: ``GraphMAE(...)``, ``GraphMAE.from_config(...)``, ``nn.Linear``,
     an imported ``GATConv(...)``; ``copy.deepcopy(m)`` gives ``<copy>``."""
     func = call.func.removesuffix("()")
@@ -751,9 +846,11 @@ def _module_output(project: Project, fn: FunctionInfo, call: Event, depth: int) 
             return False
         if any(is_module_class(project, c) for c in classes):
             return True
+        if not classes and obj.rsplit(".", 1)[-1].lower() in MODEL_NAMES:
+            return True
         if obj.startswith("self.") and fn.class_name and _self_definitions(project, fn, obj):
             return is_module_class(project, fn.class_name)  # an attribute of a module: a submodule
-        return not classes and obj.rsplit(".", 1)[-1].lower() in MODEL_NAMES
+        return False
     if call.receiver and call.method and "(" not in call.receiver:
         # `model.encoder(g, x)`, `self.model.decoder(h)`: a submodule of a module instance
         classes = instance_classes(project, fn, call.receiver, idx)
@@ -781,7 +878,7 @@ def derives_from_module(project: Project, fn: FunctionInfo, names: Iterable[str]
     if stmt is not None:
         for call in stmt.calls:
             if is_module_output(project, fn, call, depth):
-                return Origin(fn, call, _local_text(call) + "(...)")
+                return Origin(fn, call, callee_text(call) + "(...)")
     cache = _cache(project).setdefault("derives", {})
     for name in names:
         key = (fn.qualname, name, index)
@@ -804,7 +901,7 @@ def _derive_one(project: Project, fn: FunctionInfo, name: str, index: int,
     if _is_parameter(project, fn, name):
         stmt = _self_definitions(project, fn, name)[0][1]
         return Origin(fn, stmt.head, name)
-    defs = [(fn, s) for s in _definitions(fn, name, index)]
+    defs = [(fn, s) for s in definitions(fn, name, index)]
     if not defs and name.startswith("self.") and name.count(".") == 1 and fn.class_name:
         defs = _self_definitions(project, fn, name)
     for where, stmt in defs:
@@ -816,7 +913,7 @@ def _derive_one(project: Project, fn: FunctionInfo, name: str, index: int,
             if found is not None:
                 return found
             uses = [u for u in stmt.head.uses if u not in callees and u != name
-                    and not any(u.startswith(c + ".") for c in callees)]
+                    and not any(u.startswith(c + ".") for c in callees) and _carries(stmt.text, u)]
             found = derives_from_module(project, where, uses, stmt.index, depth + 1)
             if found is not None:
                 return found
@@ -830,11 +927,12 @@ def _derive_one(project: Project, fn: FunctionInfo, name: str, index: int,
             if cstmt is None:
                 continue
             inner = [c for c in cstmt.calls if c is not call and contains(call.span, c.span)
-                     and _local_text(c) in text]
+                     and callee_text(c) in text]
             for c in inner:
                 if is_module_output(project, caller, c, depth + 1):
-                    return Origin(caller, c, _local_text(c) + "(...)")
-            arg_names = [u for u in cstmt.uses if mentions(text, u)]
+                    return Origin(caller, c, callee_text(c) + "(...)")
+            arg_names = [u for u in cstmt.uses if mentions(text, u) and _carries(text, u)]
+            arg_names += [u for c in inner for u in c.uses if u != callee_text(c)]  # `f(...)`
             found = derives_from_module(project, caller, arg_names, cstmt.index, depth + 1)
             if found is not None:
                 return found
@@ -852,7 +950,7 @@ def is_loss_call(project: Project, fn: FunctionInfo, call: Event) -> bool:
     last = (call.method or func.rsplit(".", 1)[-1]).lower()
     if "loss" in last or "criterion" in last or last in ("sce", "mse"):
         return True
-    local = _local_text(call)
+    local = callee_text(call)
     if "(" not in local and not call.method or local.startswith("self."):
         classes = instance_classes(project, fn, local, _index_of(fn, call))
         return any(LOSS_FUNC_RE.match(c) or _is_loss_class(c) for c in classes)

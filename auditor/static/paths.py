@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable, Hashable, Optional
 
+from auditor.static.dataflow import callers_of
 from auditor.static.facts import Event, FunctionInfo
 from auditor.static.project import Project
 
@@ -29,6 +30,16 @@ NO_GRAD_CONTEXTS = ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_
                     "torch.autograd.grad_mode.no_grad")
 
 END, LOOP, LOST, BUDGET = "end", "loop", "lost", "budget"
+TRAINED = "trained"
+
+# Module methods that do not run the module's forward: calling them is not training it.
+NOT_FORWARD = frozenset({
+    "eval", "train", "parameters", "named_parameters", "state_dict", "load_state_dict", "to",
+    "cuda", "cpu", "float", "double", "half", "bfloat16", "zero_grad", "requires_grad_", "apply",
+    "modules", "named_modules", "children", "named_children", "buffers", "named_buffers",
+    "register_buffer", "register_forward_hook", "register_forward_pre_hook",
+    "register_full_backward_hook", "update", "add_module", "share_memory", "type", "copy_",
+})
 
 
 @dataclass(frozen=True)
@@ -83,6 +94,63 @@ def is_same_or_parent(receiver: str, tracked: str) -> bool:
     return tracked == receiver or tracked.startswith(receiver + ".")
 
 
+def is_backward(event: Event) -> bool:
+    return event.kind == "call" and (event.method == "backward"
+                                     or event.func == "torch.autograd.backward")
+
+
+def forward_use(event: Event, tracked: str) -> bool:
+    """The event runs the tracked module forward: itself, a module containing it (``model(g)``
+    for ``model.encoder``), or a submodule / method of it (``self.encoder(g)`` for ``self``)."""
+    if event.kind != "call":
+        return False
+    func = event.func.removesuffix("()")
+    if func.endswith(".forward"):
+        func = func[: -len(".forward")]
+    if is_same_or_parent(func, tracked):
+        return True
+    return func.startswith(tracked + ".") and event.method not in NOT_FORWARD
+
+
+def optimises_other(fn: FunctionInfo, tracked: Optional[str]) -> bool:
+    """``fn`` builds its own optimizer over something other than the tracked module (an
+    explainer optimising masks through a frozen model): its backward does not train it."""
+    if not tracked:
+        return False
+    built = [e for e in fn.events if e.kind == "call" and e.func.startswith("torch.optim.")
+             and not e.func.startswith("torch.optim.lr_scheduler")]
+    if not built:
+        return False
+    root = tracked.split(".")[0] if not tracked.startswith("self.") else tracked
+    for opt in built:
+        reads = set(opt.uses)
+        for e in fn.events:  # one level back: `params = list(model.parameters()) + ...`
+            if e.kind == "assign" and set(e.targets) & reads:
+                reads |= set(e.uses)
+        if any(r == root or r.startswith(root + ".") for r in reads):
+            return False
+    return True
+
+
+def training_visitor(step: "Step", forwarded: Hashable) -> tuple[Optional[str], Hashable]:
+    """Stops with ``trained`` at a backward reached after the tracked module ran forward with
+    gradients on the same path (a frozen teacher run under no_grad never counts)."""
+    event, tracked = step.event, step.tracked
+    if is_backward(event):
+        trains = forwarded and not step.no_grad and not optimises_other(step.fn, tracked)
+        return (TRAINED, forwarded) if trains else (None, forwarded)
+    if tracked and not step.no_grad and not step.resolved and forward_use(event, tracked):
+        return None, True
+    return None, forwarded
+
+
+def trains_after(project: Project, fn: FunctionInfo, index: int,
+                 tracked: str) -> Optional["Outcome"]:
+    """A path from event ``index`` on which ``tracked`` is trained (forward, then backward)."""
+    outcomes = PathSearch(project, training_visitor).run(fn, index, tracked, False)
+    return next((o for o in outcomes if o.verdict == TRAINED and o.step is not None), None)
+
+
 def _bindings(event: Event, callee: FunctionInfo) -> list[tuple[str, str]]:
     """(parameter, argument text) pairs of a call event bound to ``callee``'s parameters."""
     params = list(callee.params)
@@ -99,6 +167,21 @@ def _bindings(event: Event, callee: FunctionInfo) -> list[tuple[str, str]]:
     pairs += list(zip(params, positional))
     pairs += [(k, v) for k, v in event.kwargs.items() if k in callee.params]
     return pairs
+
+
+def call_sites_of(project: Project, fn: FunctionInfo) -> list[tuple[FunctionInfo, int]]:
+    """(caller, index of the call event) for every call site of ``fn`` in the project."""
+    out = [(caller, next(i for i, e in enumerate(caller.events) if e is event))
+           for caller, event in callers_of(project, fn.qualname)]
+    if not out and fn.class_name and fn.name not in ("forward", "__call__", "__init__"):
+        # `model.embed(g)` where nothing tells the instance's class: any `<x>.embed(...)` call
+        # of that method name that resolves nowhere else may be one
+        for caller in list(project.functions.values()):
+            for i, e in enumerate(caller.events):
+                if e.kind == "call" and e.method == fn.name and e.receiver != "self" \
+                        and not project.resolve_call(e, caller):
+                    out.append((caller, i))
+    return out
 
 
 class PathSearch:
@@ -161,24 +244,7 @@ class PathSearch:
         return None
 
     def callers(self, fn: FunctionInfo) -> list[tuple[FunctionInfo, int]]:
-        """(caller, index of the call event) for every call site of ``fn`` in the project."""
-        self.project.load_mentioning(fn.name)
-        out: list[tuple[FunctionInfo, int]] = []
-        for qual in self.project.callers(fn.qualname):
-            caller = self.project.function(qual)
-            if caller is None:
-                continue
-            sites = {id(e) for e in self.project.call_sites(qual, fn.qualname)}
-            out += [(caller, i) for i, e in enumerate(caller.events) if id(e) in sites]
-        if not out and fn.class_name and fn.name not in ("forward", "__call__", "__init__"):
-            # `self.model.embed(g)` where the instance's class is not known statically:
-            # any `<x>.embed(...)` call of a distinctive method name may be one
-            for caller in list(self.project.functions.values()):
-                for i, e in enumerate(caller.events):
-                    if e.kind == "call" and e.method == fn.name and e.receiver != "self" \
-                            and not self.project.resolve_call(e, caller):
-                        out.append((caller, i))
-        return out
+        return call_sites_of(self.project, fn)
 
     # -- walking ------------------------------------------------------------------------------
     def run(self, fn: FunctionInfo, index: int, tracked: Optional[str],

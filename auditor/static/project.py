@@ -33,13 +33,26 @@ class Project:
         self._loader = loader
         self._by_name: dict[str, list[str]] = {}
         self._mentioned: set[str] = set()
+        # calls whose candidate callee is not (yet) known: linked when a lazy load defines it
+        self._pending: dict[str, list[tuple[str, Event]]] = {}
+        # memo tables: rules ask the same questions many times; a lazy load (new functions and
+        # classes) bumps the generation and so invalidates the answers that depend on it
+        self._generation = 0
+        self._resolved: dict[int, tuple[int, list[str]]] = {}
+        self._constructed: dict[str, dict[str, list[tuple[int, str]]]] = {}
+        self._not_skipped: set[str] = set()
         self.graph: nx.DiGraph = nx.DiGraph()
         for facts in files:
             self._add(facts)
+        # Linking never loads skipped files (that would analyse half the tree for nothing);
+        # a rule's own queries do, and `_pending` then adds the edges into what was loaded.
+        self._loading = False
         self._link_all()
+        self._loading = True
 
     # -- building --------------------------------------------------------------------------------
     def _add(self, facts: FileFacts) -> None:
+        self._generation += 1
         self.files[facts.path] = facts
         self.modules[facts.module] = facts
         self.functions.update(facts.functions)
@@ -47,6 +60,8 @@ class Project:
         for qual, fn in facts.functions.items():
             self._by_name.setdefault(fn.name, []).append(qual)
             self.graph.add_node(qual)
+            for caller, event in self._pending.pop(qual, ()):
+                self._add_edge(caller, qual, event)
 
     def _link_all(self) -> None:
         for fn in list(self.functions.values()):
@@ -56,16 +71,24 @@ class Project:
         for event in fn.events:
             if event.kind != "call":
                 continue
-            for callee in self.resolve_call(event, fn):
-                data = self.graph.get_edge_data(fn.qualname, callee)
-                if data is None:
-                    self.graph.add_edge(fn.qualname, callee, events=[event])
+            for callee in self._candidates(event, fn):
+                if callee in self.functions:
+                    self._add_edge(fn.qualname, callee, event)
                 else:
-                    data["events"].append(event)
+                    self._pending.setdefault(callee, []).append((fn.qualname, event))
+
+    def _add_edge(self, caller: str, callee: str, event: Event) -> None:
+        data = self.graph.get_edge_data(caller, callee)
+        if data is None:
+            self.graph.add_edge(caller, callee, events=[event])
+        elif event not in data["events"]:
+            data["events"].append(event)
 
     def _load_module_of(self, qualname: str) -> None:
         """Analyse a skipped file on demand when a qualified name points into it."""
-        if not self._skipped or self._loader is None:
+        if not self._skipped or self._loader is None or not self._loading:
+            return
+        if qualname in self._not_skipped:  # the skipped set only shrinks: a no stays a no
             return
         parts = qualname.split(".")
         for i in range(len(parts) - 1, 0, -1):
@@ -78,6 +101,7 @@ class Project:
                     for fn in facts.functions.values():
                         self._link(fn)
                 return
+        self._not_skipped.add(qualname)
 
     def load_mentioning(self, word: str) -> None:
         """Analyse the skipped files whose text mentions ``word``: a rule walking *up* the call
@@ -103,6 +127,14 @@ class Project:
         """Functions a call event may run: direct names, ``self.method``, constructors, and
         methods of instances whose class is known (``model = GraphMAE()``; ``model(g)`` runs
         ``GraphMAE.forward``; ``trainer.validate()`` runs ``Trainer.validate``)."""
+        memo = self._resolved.get(id(event))
+        if memo is not None and memo[0] == self._generation:
+            return list(memo[1])
+        found = [c for c in self._candidates(event, caller) if self.function(c) is not None]
+        self._resolved[id(event)] = (self._generation, found)
+        return list(found)
+
+    def _candidates(self, event: Event, caller: FunctionInfo) -> list[str]:
         func = event.func.removesuffix("()")
         candidates: list[str] = []
         if func.startswith("self.") and caller.class_name:
@@ -118,11 +150,7 @@ class Project:
         if "." not in func:
             # a name defined in the caller's module (nested scopes included)
             candidates += [f"{caller.module}.{func}", f"{caller.qualname}.{func}"]
-        found = []
-        for cand in candidates:
-            if self.function(cand) is not None:
-                found.append(cand)
-        return list(dict.fromkeys(found))
+        return list(dict.fromkeys(candidates))
 
     def method_candidates(self, class_qualname: str, method: str) -> list[str]:
         """``Class.method`` and the same method on the class's known bases (nearest first)."""
@@ -145,20 +173,31 @@ class Project:
         if not name:
             return None
         scopes = [fn]
-        if name.startswith("self.") and fn.class_name:
-            scopes += [f for q, f in self.functions.items() if q.startswith(fn.class_name + ".")]
+        cls_info = self.classes.get(fn.class_name) if name.startswith("self.") else None
+        if cls_info is not None:
+            scopes += [self.functions[q] for q in cls_info.methods if q in self.functions]
         for scope in scopes:
-            for event in reversed(scope.events):
-                if scope is fn and event.span.line > before_line:
+            for line, callee in reversed(self._constructions(scope).get(name, ())):
+                if scope is fn and line > before_line:
                     continue
-                if event.kind != "call" or name not in event.targets:
-                    continue
-                cls = event.func.removesuffix("()")
-                if cls not in self.classes:
-                    self._load_module_of(cls)
-                if cls in self.classes:
-                    return cls
+                if callee not in self.classes:
+                    self._load_module_of(callee)
+                if callee in self.classes:
+                    return callee
         return None
+
+    def _constructions(self, fn: FunctionInfo) -> dict[str, list[tuple[int, str]]]:
+        """name -> [(line, callee)] of the calls whose result ``fn`` assigns to that name."""
+        table = self._constructed.get(fn.qualname)
+        if table is None:
+            table = {}
+            for event in fn.events:
+                if event.kind == "call" and event.targets:
+                    callee = event.func.removesuffix("()")
+                    for target in event.targets:
+                        table.setdefault(target, []).append((event.span.line, callee))
+            self._constructed[fn.qualname] = table
+        return table
 
     def callees(self, qualname: str) -> list[str]:
         return list(self.graph.successors(qualname)) if qualname in self.graph else []

@@ -144,7 +144,7 @@ def draw_of(event: Event) -> Optional[Draw]:
         return Draw(TORCH, f"{func} (weight initialisation)")
     if func in _SHUFFLING_LOADERS and event.kwargs.get("shuffle") == "True":
         return Draw(TORCH, f"{name}(shuffle=True) without a seeded generator")
-    if func.startswith(_DGL_DRAW_PREFIXES):
+    if func.startswith(_DGL_DRAW_PREFIXES) and not name.startswith("_"):
         return Draw(DGL, func)
     if event.method in _TENSOR_DRAW_METHODS and event.receiver and root not in ("numpy", "random"):
         return Draw(TORCH, f"Tensor.{event.method}")
@@ -162,6 +162,13 @@ class SeedCall:
 @dataclass
 class Seeding:
     calls: list[SeedCall] = field(default_factory=list)
+    # entry point (module body) -> the functions it reaches
+    reach: dict[str, set[str]] = field(default_factory=dict)
+
+    def seeded_from(self, entry: str) -> set[str]:
+        """RNGs seeded by the calls one entry point (a script's module body) reaches."""
+        reached = self.reach.get(entry, set())
+        return {f for c in self.calls if c.function.qualname in reached for f in c.families}
 
     @property
     def seeded(self) -> set[str]:
@@ -180,10 +187,9 @@ class Seeding:
 def project_seeding(project: Project) -> Seeding:
     """Every call that seeds a global RNG, following seeding helpers (``set_seed()``) across files:
     a seeding call counts as run when some module body reaches its function through the call graph."""
-    reached: set[str] = set()
-    for entry in project.entry_points():
-        reached |= project.reachable_from(entry)
-    out = Seeding()
+    reach = {entry: project.reachable_from(entry) for entry in project.entry_points()}
+    reached: set[str] = set().union(*reach.values()) if reach else set()
+    out = Seeding(reach=reach)
     for fn, event in project.events("call"):
         families = seeded_by(event.func)
         if families:

@@ -21,7 +21,9 @@ API (``fn`` is a :class:`FunctionInfo`, ``i`` the index of an event in ``fn.even
                               calls that return their input (``.to()``, ``DDP(...)``,
                               ``torch.compile``); ``copy.deepcopy`` and constructors create.
 * ``optimizers()``            [OptimizerBuild] every optimizer construction and the module
-                              expressions whose ``.parameters()`` it was given.
+                              expressions whose ``.parameters()`` it was given;
+                              ``param_origins(build)`` where those modules were created.
+* ``contains_class(outer, inner)``  a module class builds another among its attributes.
 * ``module_call(fn, i)``      the call runs a ``torch.nn.Module`` (project class, ``torch.nn`` /
                               ``dgl.nn`` layer, or a model-like name when nothing resolves).
 * ``resolve(fn, event)``      Project.resolve_call plus methods of objects whose origin is known.
@@ -67,6 +69,9 @@ UNTRAINED_NAME = re.compile(
 MODEL_NAME = re.compile(r"model|net|encoder|decoder|gnn|gat|gcn|backbone|student|mae|head", re.I)
 DETACHING = (".item()", ".detach()", ".tolist()", ".numpy()", ".data", "float(", "int(")
 MAX_DEPTH = 6
+NON_DIFFERENTIABLE = {"argmax", "argmin", "argsort", "long", "int", "bool", "item", "detach",
+                      "sign", "round", "floor", "ceil", "nonzero", "tolist", "numpy", "numel",
+                      "size", "eq", "ne", "gt", "lt", "ge", "le", "randperm", "multinomial"}
 
 
 def is_backward(event: Event) -> bool:
@@ -104,7 +109,7 @@ def looks_optimizer(text: str) -> bool:
 
 def detached_text(text: str, name: str) -> bool:
     """Every mention of ``name`` in ``text`` is turned into a number or detached."""
-    mentions = [m.end() for m in re.finditer(rf"(?<![\w.]){re.escape(name)}\b", text)]
+    mentions = [m.end() for m in re.finditer(rf"(?<![\w.'\"]){re.escape(name)}\b(?!['\"])", text)]
     if not mentions:
         return False
     for end in mentions:
@@ -181,6 +186,7 @@ class OptimizerBuild:
     index: int
     modules: list[str]  # expressions whose parameters it was given (``model``, ``model.encoder``)
     filtered: bool  # params chosen by requires_grad (an explicit trainable subset)
+    made: list[int] = field(default_factory=list)  # `Model(...).parameters()`: the call events
 
     @property
     def event(self) -> Event:
@@ -282,6 +288,23 @@ class Training:
             return False
         return any(b.endswith("Module") or self.is_module_class(b, seen) for b in info.bases)
 
+    def contains_class(self, outer: str, inner: str, depth: int = 0) -> bool:
+        """``outer`` is ``inner`` or builds an ``inner`` among its attributes (nested modules)."""
+        if outer == inner:
+            return True
+        if depth > 3 or outer not in self.project.classes:
+            return False
+        for qual in list(self.project.functions):
+            fn = self.project.functions[qual]
+            if fn.class_name != outer:
+                continue
+            for e in fn.events:
+                if e.kind == "call" and any(t.startswith("self.") for t in e.targets):
+                    made = e.func.split("()")[0]
+                    if made in self.project.classes and self.contains_class(made, inner, depth + 1):
+                        return True
+        return False
+
     def module_call(self, fn: FunctionInfo, i: int) -> bool:
         """The call at ``i`` runs a module's parameters (its forward, or a method of it)."""
         event = fn.events[i]
@@ -324,7 +347,7 @@ class Training:
             return self._statement_origin(*found, expr=expr, depth=depth)
         if expr.startswith("self.") and fn.class_name:
             out: list[Origin] = []
-            for qual in self.project.functions:
+            for qual in list(self.project.functions):
                 if not qual.startswith(fn.class_name + ".") or qual == fn.qualname:
                     continue
                 method = self.project.functions[qual]
@@ -434,11 +457,23 @@ class Training:
             for fn in list(self.project.functions.values()):
                 for i, e in enumerate(fn.events):
                     if e.kind == "call" and is_optimizer_class(e.func):
-                        mods = [u.rsplit(".", 1)[0] for u in e.uses
-                                if u.endswith((".parameters", ".named_parameters"))]
+                        mods, made = [], []
+                        for k in self._expression_events(fn, i):
+                            inner = fn.events[k]
+                            if inner.method not in ("parameters", "named_parameters"):
+                                continue
+                            if re.fullmatch(r"[\w.]+", inner.receiver):
+                                mods.append(inner.receiver)
+                            elif k + 1 < len(fn.events):
+                                made.append(k + 1)  # `Model(...).parameters()`: the receiver's call
                         filtered = "requires_grad" in e.text
-                        self._optimizers.append(OptimizerBuild(fn, i, mods, filtered))
+                        self._optimizers.append(OptimizerBuild(fn, i, mods, filtered, made))
         return self._optimizers
+
+    def param_origins(self, build: OptimizerBuild) -> list[Origin]:
+        """Where the modules an optimizer was given were created."""
+        out = [o for m in build.modules for o in self.origins(build.fn, m, build.index)]
+        return out + [o for k in build.made for o in self._call_origin(build.fn, k, 0)]
 
     # -- backward and its loss -----------------------------------------------------------------
     def backward_sites(self) -> list[Site]:
@@ -469,11 +504,16 @@ class Training:
             if e.kind not in ("assign", "augassign", "call") or not (set(e.targets) & wanted):
                 continue
             out.append((fn, j))
+            calls = [k for k in range(j, len(fn.events))
+                     if fn.events[k].kind == "call" and _span_within(fn.events[k].span, e.span)]
+            if calls and fn.events[calls[0]].method in NON_DIFFERENTIABLE:
+                continue  # `pred = logits.argmax(-1)`: no gradient flows back through it
+            if e.kind == "assign" and e.branch is None and \
+                    re.match(r"[\w.]+\s*(,\s*[\w.]+\s*)*=[^=]", e.text):
+                wanted -= set(e.targets)  # a plain assignment: earlier values are overwritten
             # the value flows, not the module object that computes it: `model(g)` reads g, and
             # following `model` would lead into how the model was built
-            callables = {fn.events[k].func for k in range(j, len(fn.events))
-                         if fn.events[k].kind == "call" and _span_within(fn.events[k].span, e.span)}
-            wanted |= set(e.uses) - callables
+            wanted |= set(e.uses) - {fn.events[k].func for k in calls}
             if e.kind == "call" and depth < MAX_DEPTH:
                 out += self._into_callees(fn, j, depth + 1, stack)
         return out

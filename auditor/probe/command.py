@@ -1,0 +1,194 @@
+"""``gm-audit probe [OPTIONS] -- CMD...``: static pass, run CMD under the recorder, verdicts."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from auditor.config import Config
+from auditor.findings import Finding, Severity
+from auditor.probe.evidence import Evidence
+from auditor.probe.launch import RunOutcome, prepare, run_command
+from auditor.probe.verdicts import decide, gradient_flow, runtime_findings
+from auditor.reports import Report
+
+DEFAULT_MAX_STEPS = 20
+DEFAULT_TIMEOUT_S = 300.0
+EXIT_ERROR = 2
+
+
+class ProbeUsageError(Exception):
+    pass
+
+
+def _option(args: argparse.Namespace, config: Config, name: str, default: Any) -> Any:
+    value = getattr(args, name.replace("-", "_"), None)
+    if value is None:
+        value = config.probe.get(name, default)
+    return value
+
+
+def resolve_options(args: argparse.Namespace, config: Config) -> dict[str, Any]:
+    """Command line first, then ``[tool.gm-audit.probe]``, then the defaults."""
+    cmd = list(args.cmd or [])
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    if not cmd:
+        configured = config.probe.get("command")
+        cmd = shlex.split(configured) if isinstance(configured, str) else list(configured or [])
+    if not cmd:
+        raise ProbeUsageError("no command to probe: gm-audit probe -- python train.py")
+    steps = str(_option(args, config, "steps", "auto")).strip().lower()
+    try:
+        max_steps = int(_option(args, config, "max-steps", DEFAULT_MAX_STEPS))
+        timeout = float(_option(args, config, "timeout", DEFAULT_TIMEOUT_S))
+    except (TypeError, ValueError) as exc:
+        raise ProbeUsageError(f"invalid probe option: {exc}") from None
+    if steps != "auto" and (not steps.isdigit() or int(steps) < 1):
+        raise ProbeUsageError(f"--steps must be a positive number or 'auto', not {steps!r}")
+    if max_steps < 1 or timeout <= 0:
+        raise ProbeUsageError("--max-steps and --timeout must be positive")
+    paths = _option(args, config, "paths", None) or ["."]
+    device = _option(args, config, "device", "auto")
+    if device not in ("auto", "cpu", "cuda"):
+        raise ProbeUsageError(f"--device must be auto, cpu or cuda, not {device!r}")
+    # an explicit --steps N wins over the default cap; an explicit --max-steps caps it
+    explicit_cap = getattr(args, "max_steps", None) is not None
+    budget = (f"auto:{max_steps}" if steps == "auto"
+              else str(min(int(steps), max_steps) if explicit_cap else int(steps)))
+    return {"cmd": cmd, "budget": budget, "timeout": timeout, "paths": list(paths),
+            "device": device, "steps": steps, "max_steps": max_steps}
+
+
+def classify(outcome: RunOutcome, evidence: Evidence) -> str:
+    """budget | exit | crash | timeout | error, from the process outcome and the evidence."""
+    if outcome.stopped in ("timeout", "error"):
+        return outcome.stopped
+    if any(r.status == "budget" for r in evidence.runs):
+        return "budget"
+    if outcome.exit_code not in (0, None) and (
+            outcome.exit_code < 0 or any(r.status == "exception" for r in evidence.runs)):
+        return "crash"
+    return "exit"
+
+
+def run_facts(outcome: RunOutcome, evidence: Evidence, stopped: str, opts: dict) -> dict:
+    steps = evidence.total_steps
+    devices = evidence.devices or (["cpu"] if opts["device"] == "cpu" else [])
+    errors = [r.error for r in evidence.runs if r.error]
+    return {
+        "command": " ".join(shlex.quote(c) for c in opts["cmd"]),
+        "steps": steps,
+        "budget": opts["budget"],
+        "device": ", ".join(devices) or "unknown",
+        "world_size": evidence.world_size,
+        "processes": len(evidence.docs),
+        "exit": outcome.exit_code,
+        "stopped": stopped,
+        "seconds": round(outcome.seconds, 2),
+        "error": errors[0] if errors else outcome.message,
+    }
+
+
+def failed(stopped: str, run: dict) -> bool:
+    return stopped in ("crash", "timeout", "error") or (stopped == "exit" and run["exit"] not in (0, None))
+
+
+def describe(stopped: str, run: dict, opts: dict) -> str:
+    n = run["steps"]
+    if stopped == "budget":
+        return f"stopped after {n} step(s) (step budget {opts['budget']})"
+    if stopped == "timeout":
+        return f"timed out after {opts['timeout']:g} s ({n} step(s) observed); every process killed"
+    if stopped == "error":
+        return f"could not run the command: {run['error']}"
+    if stopped == "crash":
+        why = f": {run['error']}" if run["error"] else ""
+        return f"the program crashed with exit code {run['exit']} after {n} step(s){why}"
+    if run["exit"] not in (0, None):
+        return f"the program exited early with code {run['exit']} after {n} step(s)"
+    return f"the program finished by itself after {n} step(s)"
+
+
+def text_sections(run: dict, stopped: str, summary: str, flow: list[dict], tail: list[str],
+                  notes: list[str]) -> list[str]:
+    lines = [f"probe: {summary}",
+             f"probe: device {run['device']} · world size {run['world_size']} · "
+             f"{run['processes']} process(es) · exit {run['exit']} · {run['seconds']:.1f} s"]
+    if flow:
+        lines.append(f"gradient flow at step {flow[0]['step']} (module: params with grad / "
+                     "none / zero / non-finite, |grad|):")
+        width = max(len(r["module"]) for r in flow)
+        for r in flow:
+            lines.append(f"  {r['module']:<{width}}  {r['with_grad']:>3}/{r['params']:<3} "
+                         f"none {r['none']:<3} zero {r['zero']:<3} nonfinite {r['nonfinite']:<3} "
+                         f"|g| {r['grad_norm']:.3g}"
+                         + (f"  ({r['unreached']} unreachable from the loss)" if r["unreached"] else ""))
+    if tail and failed(stopped, run):
+        lines.append("last output of the program:")
+        lines.extend(f"  | {t}" for t in tail)
+    lines.extend(f"probe note: {n}" for n in notes)
+    return lines
+
+
+def run_probe_command(args: argparse.Namespace, config: Config, rules: list, fail_on: Severity,
+                      emit: Callable[[Report, argparse.Namespace, Severity], int]) -> int:
+    from auditor.cli import UsageError
+    from auditor.discovery import PathMissing
+    from auditor.static.engine import run_check
+
+    try:
+        opts = resolve_options(args, config)
+    except ProbeUsageError as exc:
+        raise UsageError(str(exc)) from None
+    start = time.perf_counter()
+    try:
+        static = run_check(opts["paths"], config, rules, jobs=args.jobs,
+                           use_cache=not args.no_cache)
+    except PathMissing as exc:
+        raise UsageError(str(exc)) from None
+    cwd = Path.cwd()
+    watch = sorted({(f.path, f.line, f.end_line) for f in static.findings})
+    run_dir = Path(tempfile.mkdtemp(prefix="gm-audit-probe-"))
+    try:
+        env = prepare(run_dir, cwd, opts["budget"], watch, opts["device"])
+        cmd = _resolve_executable(opts["cmd"], env)
+        outcome = run_command(cmd, env, cwd, opts["timeout"], run_dir / "output.log")
+        evidence = Evidence.load(run_dir / "evidence")
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    stopped = classify(outcome, evidence)
+    run = run_facts(outcome, evidence, stopped, opts)
+    notes = list(evidence.notes)
+    by_code = {r.code: r for r in rules}
+    findings = decide(static.findings, evidence, by_code, notes)
+    findings += runtime_findings(evidence, findings, by_code)
+    findings.sort(key=Finding.sort_key)
+    flow = gradient_flow(evidence)
+    summary = describe(stopped, run, opts)
+    report = Report(
+        "probe", findings, static.errors, static.files, time.perf_counter() - start,
+        extra={"run": run, "gradient_flow": flow,
+               "output_tail": outcome.tail if failed(stopped, run) else [],
+               "text_sections": text_sections(run, stopped, summary, flow, outcome.tail, notes)},
+    )
+    if failed(stopped, run) and args.format != "text":
+        print(f"gm-audit probe: {summary}", file=sys.stderr)
+    code = emit(report, args, fail_on)
+    if failed(stopped, run) and code == 0 and not args.exit_zero:
+        return EXIT_ERROR
+    return code
+
+
+def _resolve_executable(cmd: list[str], env: dict[str, str]) -> list[str]:
+    """``python`` means the interpreter gm-audit runs in when none is on PATH."""
+    if shutil.which(cmd[0], path=env.get("PATH")) is None and cmd[0] in ("python", "python3"):
+        return [sys.executable, *cmd[1:]]
+    return cmd
+

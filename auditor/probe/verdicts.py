@@ -1,0 +1,297 @@
+"""From evidence to statuses: each static finding decided, plus the findings of the run alone.
+
+Static findings: the rule's ``confirm(finding, evidence)`` decides when it returns a Verdict;
+otherwise a finding whose lines never ran is ``unexercised``; a finding whose line ran but whose
+rule has no opinion stays ``static`` with a note that it ran.
+
+Runtime-only findings (status ``runtime``, at the best user frame: the backward, the optimizer
+step, the DDP construction, the graph's call site). Catalogue codes where one fits:
+
+=========  ==============================================================================
+GM101      parameters used in the forward that the loss's autograd graph never reaches
+GM102      ... because the training forward ran with gradients disabled
+GM103      ... because they have ``requires_grad=False``
+GM105      trained parameters in no optimizer param group; optimizer over foreign parameters;
+           parameters that got gradients but never changed across the optimizer steps
+GM201      the model or its Dropout/BatchNorm submodules in eval mode at a training backward
+GM301      the backpropagated loss in float16/bfloat16; fp16 autocast without a GradScaler
+GM302      DistributedDataParallel built without a process group or in a world of size 1
+GM501      a graph entering the model with nodes carrying more than one self loop
+=========  ==============================================================================
+
+and four codes of the probe's own, outside the static catalogue (they have no static check, so
+they cannot be selected or ignored, and are always reported):
+
+=========  ==============================================================================
+GM701      non-finite loss or gradients (names the first module whose output went non-finite)
+GM702      the prediction collapsed to a near-constant (std across nodes << the target's)
+GM703      predicted direction vectors (normals, tangents) far from unit length before
+           normalisation: a scale-free loss (SCE/cosine) lets them drift while the loss falls
+GM704      prediction scale far from the target's scale under a scale-sensitive loss
+=========  ==============================================================================
+
+A runtime finding is not added when a static finding of the same rule was confirmed: that one
+already carries the evidence.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Iterable, Optional, Sequence
+
+from auditor.findings import Finding, Severity, Status
+from auditor.probe.evidence import Evidence, StepFacts
+from auditor.rule import Rule, Verdict
+
+RUNTIME_RULES = {
+    "GM701": ("non-finite-values", Severity.ERROR),
+    "GM702": ("prediction-collapse", Severity.WARNING),
+    "GM703": ("direction-not-unit-length", Severity.INFO),
+    "GM704": ("prediction-scale", Severity.WARNING),
+}
+COLLAPSE_RATIO = 1e-3
+SCALE_RATIO = 10.0
+UNIT_TOLERANCE = 0.5  # |mean norm - 1| above this: "far from unit length"
+
+
+def _names(names: Sequence[str], limit: int = 4) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def decide(findings: Iterable[Finding], evidence: Evidence, rules: dict[str, type[Rule]],
+           notes: list[str]) -> list[Finding]:
+    """Statuses and evidence of the static findings (in place, returned)."""
+    out = []
+    steps = evidence.total_steps
+    for f in findings:
+        rule = rules.get(f.rule)
+        verdict: Optional[Verdict] = None
+        if rule is not None and evidence:
+            try:
+                verdict = rule.confirm(f, evidence)
+            except Exception as exc:  # a rule's bug must not sink the probe
+                notes.append(f"{f.rule} confirm failed on {f.path}:{f.line}: "
+                             f"{type(exc).__name__}: {exc}")
+        if verdict is not None:
+            f.status = verdict.status
+            f.evidence = [*f.evidence, *verdict.evidence]
+        elif not evidence.ran(f.path, f.line, f.end_line):
+            f.status = Status.UNEXERCISED
+            f.evidence = [*f.evidence, f"line never ran during the probe ({steps} step(s))"]
+        else:
+            f.evidence = [*f.evidence, f"line ran {evidence.hits(f.path, f.line, f.end_line)} "
+                                       f"time(s); {f.rule} has no runtime confirmation"]
+        out.append(f)
+    return out
+
+
+def _finding(code: str, name: str, severity: Severity, path: str, line: int, message: str,
+             fix: str, evidence: list[str]) -> Finding:
+    return Finding(rule=code, name=name, severity=severity, path=path or "<unknown>",
+                   line=max(line, 1), column=1, end_line=max(line, 1), end_column=1,
+                   message=message, fix=fix, status=Status.RUNTIME, evidence=evidence)
+
+
+def runtime_findings(evidence: Evidence, static: Sequence[Finding],
+                     rules: dict[str, type[Rule]]) -> list[Finding]:
+    confirmed = {f.rule for f in static if f.status == Status.CONFIRMED}
+    found: list[Finding] = []
+
+    def add(code: str, path: str, line: int, message: str, fix: str, ev: list[str]) -> None:
+        if code in confirmed:
+            return
+        if code in RUNTIME_RULES:
+            name, severity = RUNTIME_RULES[code]
+        elif code in rules:
+            name, severity = rules[code].name, rules[code].severity
+        else:
+            return  # a catalogue rule that is not selected
+        if any(f.rule == code and f.path == path and f.line == max(line, 1) for f in found):
+            return
+        found.append(_finding(code, name, severity, path, line, message, fix, ev))
+
+    steps = [s for s in evidence.steps if s.kind == "backward"]
+    _blocked_gradients(steps, add)
+    _modes(steps, add)
+    _precision(steps, add)
+    _nonfinite(steps, add)
+    _optimizers(evidence, steps, add)
+    _ddp(evidence, add)
+    _graphs(evidence, add)
+    _outputs(evidence, add)
+    return found
+
+
+def _blocked_gradients(steps: list[StepFacts], add) -> None:
+    for s in steps:
+        unreached = s.params_unreached
+        if not unreached:
+            continue
+        frozen = [p for p in unreached if p in set(s.params_frozen)]
+        if s.grad_enabled_at_forward is False:
+            code, why = "GM102", "the forward ran with gradients disabled"
+            fix = "run the training forward outside torch.no_grad()/inference_mode()"
+        elif frozen and len(frozen) == len(unreached):
+            code, why = "GM103", "they have requires_grad=False"
+            fix = "leave requires_grad=True on parameters that the pipeline trains"
+        else:
+            code, why = "GM101", "the autograd graph is cut between them and the loss"
+            fix = "remove the .detach()/.data/no_grad on the path from these parameters to the loss"
+        add(code, s.path, s.line,
+            f"{len(unreached)} of {len(s.params_used)} parameters of {s.model or 'the model'} used "
+            f"in the forward get no gradient from this backward: {why}",
+            fix, [f"step {s.index}: not reachable from the loss: {_names(unreached)}"])
+        return
+
+
+def _modes(steps: list[StepFacts], add) -> None:
+    for s in steps:
+        off = s.eval_modules_at_backward
+        if off:
+            who = ["the model" if m == "" else m for m in off]
+            add("GM201", s.path, s.line,
+                f"training backward ran with {_names(who)} in eval mode",
+                "call model.train() before the training loop (and after any evaluation)",
+                [f"step {s.index}: training=False at backward for {_names(who)}"])
+            return
+
+
+def _precision(steps: list[StepFacts], add) -> None:
+    for s in steps:
+        if s.loss_dtype in ("float16", "bfloat16"):
+            add("GM301", s.path, s.line, f"the backpropagated loss is {s.loss_dtype}",
+                "compute the loss in float32 (outside autocast, or cast the prediction .float())",
+                [f"step {s.index}: loss dtype {s.loss_dtype}, value {s.loss_value}"])
+            return
+        ac = s.autocast_at_forward or {}
+        if ac.get("enabled") and ac.get("dtype") == "float16" and not s.scaler_used:
+            add("GM301", s.path, s.line, "float16 autocast training without a GradScaler",
+                "scale the loss with torch.cuda.amp.GradScaler (scaler.scale(loss).backward())",
+                [f"step {s.index}: forward under float16 autocast, no GradScaler.scale"])
+            return
+
+
+def _nonfinite(steps: list[StepFacts], add) -> None:
+    for s in steps:
+        if s.loss_finite is False or s.nonfinite_grads:
+            what = "loss" if s.loss_finite is False else "gradients"
+            where = f"; first non-finite module output: {s.nonfinite_module}" if s.nonfinite_module else ""
+            ev = [f"step {s.index}: loss {s.loss_value}{where}"]
+            if s.nonfinite_grads:
+                ev.append(f"non-finite gradients: {_names(s.nonfinite_grads)}")
+            add("GM701", s.path, s.line, f"non-finite {what} at step {s.index}{where}",
+                "find where the values overflow (learning rate, low precision, division by zero)",
+                ev)
+            return
+
+
+def _optimizers(evidence: Evidence, steps: list[StepFacts], add) -> None:
+    for o in evidence.optimizers:
+        if o.missing_model_params:
+            add("GM105", o.path, o.line,
+                f"{len(o.missing_model_params)} trained parameters of {o.model} are in no param "
+                f"group of the {o.cls} that steps",
+                "build the optimizer over model.parameters() of the instance that is trained",
+                [f"not optimised: {_names(o.missing_model_params)}",
+                 f"{o.foreign_params} optimised parameters are not in the model"])
+    stepped = [s for s in steps if s.optimizer_steps and s.param_change]
+    if len(stepped) < 2:
+        return
+    still = None
+    for s in stepped:
+        moving = {n for n, g in s.grads.items() if g.state == "finite"}
+        frozen = {n for n, d in s.param_change.items() if d == 0.0 and n in moving}
+        still = frozen if still is None else still & frozen
+    if still:
+        s = stepped[-1]
+        opt = evidence.optimizers[0] if evidence.optimizers else None
+        add("GM105", opt.path if opt else s.path, opt.line if opt else s.line,
+            f"{len(still)} parameters receive gradients but never change across "
+            f"{len(stepped)} optimizer steps",
+            "check the optimizer's parameters and learning rate",
+            [f"unchanged after every step: {_names(sorted(still))}"])
+
+
+def _ddp(evidence: Evidence, add) -> None:
+    for d in evidence.ddp:
+        if d.single_process:
+            why = "no process group is initialised" if not d.pg_initialized else "world size is 1"
+            add("GM302", d.path, d.line, f"DistributedDataParallel wraps {d.module} but {why}",
+                "wrap in DDP only when launched with torchrun/world size > 1; use the plain model",
+                [f"process {d.pid}: pg_initialized={d.pg_initialized}, world_size={d.world_size}"])
+
+
+def _graphs(evidence: Evidence, add) -> None:
+    for g in evidence.graphs:
+        if g.multi_loop_nodes:
+            add("GM501", g.path, g.line,
+                f"graph with {g.multi_loop_nodes} of {g.num_nodes} nodes carrying more than one "
+                f"self loop" + (f" enters {g.module}" if g.where == "forward" else f" after {g.where}"),
+                "add self loops once (dgl.remove_self_loop before dgl.add_self_loop)",
+                [f"step {g.step}: {g.self_loops} self loops on {g.num_nodes} nodes"])
+            return
+
+
+def _outputs(evidence: Evidence, add) -> None:
+    losses = evidence.losses
+    if losses:
+        last_step = max(x.step for x in losses)
+        by_site: dict[tuple[str, int], list] = defaultdict(list)
+        for x in losses:
+            by_site[(x.path, x.line)].append(x)
+        for (path, line), calls in by_site.items():
+            last = [x for x in calls if x.step == last_step] or calls[-1:]
+            x = last[-1]
+            if x.pred_std is None or not x.target_std:
+                continue
+            if last_step >= 1 and x.pred_std < COLLAPSE_RATIO * x.target_std:
+                add("GM702", path, line,
+                    f"prediction collapsed to a near-constant: std across nodes {x.pred_std:.2e} "
+                    f"vs target {x.target_std:.2e}",
+                    "check the decoder input (masking, detach) and the loss normalisation",
+                    [f"step {x.step}: pred std {x.pred_std:.3g}, target std {x.target_std:.3g}"])
+            elif x.pred_rms and x.target_rms and not (
+                    1 / SCALE_RATIO <= x.pred_rms / x.target_rms <= SCALE_RATIO):
+                add("GM704", path, line,
+                    f"prediction scale {x.pred_rms:.3g} vs target {x.target_rms:.3g} "
+                    f"(rms) in {x.fn}",
+                    "check normalisation of the targets and of the prediction",
+                    [f"step {x.step}: pred rms {x.pred_rms:.3g}, target rms {x.target_rms:.3g}"])
+    outs = [o for o in evidence.outputs if o.kind == "normalize" and o.dim_size == 3]
+    if outs:
+        last_step = max(o.step for o in outs)
+        for o in outs:
+            if o.step == last_step and o.mean_norm is not None and last_step >= 1 and \
+                    abs(o.mean_norm - 1.0) > UNIT_TOLERANCE and (o.mean_norm < 0.1 or o.mean_norm > 10):
+                add("GM703", o.path, o.line,
+                    f"predicted direction vectors have mean length {o.mean_norm:.3g} before "
+                    f"normalisation",
+                    "normalise predicted normals/tangents when reading the reconstruction",
+                    [f"step {o.step}: mean |v| = {o.mean_norm:.3g}"])
+
+
+def gradient_flow(evidence: Evidence, depth: int = 2) -> list[dict]:
+    """Per module (parameter name prefix of ``depth`` parts): gradients at the last backward."""
+    steps = [s for s in evidence.steps if s.kind == "backward" and s.grads]
+    if not steps:
+        return []
+    s = steps[-1]
+    rows: dict[str, dict] = {}
+    unreached = set(s.params_unreached)
+    for name, g in s.grads.items():
+        parts = name.split(".")
+        module = ".".join(parts[:depth]) if len(parts) > depth else ".".join(parts[:-1]) or "(model)"
+        row = rows.setdefault(module, {"module": module, "params": 0, "with_grad": 0, "none": 0,
+                                       "zero": 0, "nonfinite": 0, "unreached": 0, "grad_norm": 0.0})
+        row["params"] += 1
+        if g.state == "finite":
+            row["with_grad"] += 1
+            row["grad_norm"] += (g.norm or 0.0) ** 2
+        else:
+            row[g.state if g.state in ("none", "zero", "nonfinite") else "none"] += 1
+        row["unreached"] += name in unreached
+    for row in rows.values():
+        row["grad_norm"] = round(row["grad_norm"] ** 0.5, 6)
+        row["step"] = s.index
+    return list(rows.values())

@@ -1,0 +1,408 @@
+"""GM101 detach-in-loss-path: a prediction cut from the autograd graph before the loss."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Optional
+
+import libcst as cst
+
+from auditor.findings import Finding, Status
+from auditor.rule import Invalid, Rule, Valid, Verdict
+from auditor.static import dataflow as df
+from auditor.static.context import dotted
+from auditor.static.facts import Event, FunctionInfo, Span
+from auditor.static.project import Project
+
+NO_GRAD = ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad",
+           "torch.autograd.grad_mode.no_grad")
+CUTS = ("detach", "detach_")
+
+
+def _under_no_grad(context: Iterable[str]) -> Optional[str]:
+    for item in context:
+        if item.removesuffix("()") in NO_GRAD:
+            return item.removesuffix("()")
+    return None
+
+
+class DetachInLossPath(Rule):
+    code = "GM101"
+    name = "detach-in-loss-path"
+    fix_safety = "unsafe"
+    summary = "a module's output is detached (or computed under no_grad) on its way into the loss"
+    prefilter = (".detach(", ".detach_(", ".data", "no_grad", "inference_mode")
+    doc = """
+## What it does
+Finds `.detach()`, `.detach_()`, `.data`, and values computed under `torch.no_grad()` /
+`torch.inference_mode()`, when the value comes from a module's output (a call of an `nn.Module`,
+a `self.<submodule>(...)`, a model method) and flows, through assignments, returns, arguments and
+attributes, across functions and files, into the loss that is backpropagated (`loss.backward()`,
+`scaler.scale(loss).backward()`, `torch.autograd.backward`, a Lightning `training_step`).
+
+It stays silent when the detached value is a *target*: it meets a prediction that still carries
+gradient (an EMA/teacher target, a stop-gradient branch as in BYOL/SimSiam), and when it only
+goes to `.item()`, `.cpu().numpy()`, logging, metrics or lists kept for plotting.
+
+## Why is this bad?
+GraphMAE learns by reconstructing the masked nodes' features from the graph. When the encoder's
+embedding or the decoder's reconstruction is detached before the loss, the loss still goes down
+(what remains of the graph, e.g. the decoder alone or nothing at all, is fitted), but the
+parameters before the cut receive no gradient: the encoder stays at its random initialisation and
+the reconstructions look scattered, while shapes, masks and value ranges all look fine.
+
+## Example
+```python
+enc_rep = self.encoder(g, x)
+rep = self.encoder_to_decoder(enc_rep.detach())   # the encoder never learns
+recon = self.decoder(g, rep)
+loss = sce_loss(recon[mask], x[mask])
+```
+
+## Use instead
+```python
+enc_rep = self.encoder(g, x)
+rep = self.encoder_to_decoder(enc_rep)
+recon = self.decoder(g, rep)
+loss = sce_loss(recon[mask], x[mask])
+```
+If a stop-gradient was intended (a teacher target), detach the *target*, never the prediction.
+
+## Fix safety
+Unsafe: removing the detach changes what is trained (and may raise the memory of the step);
+review that the value was not meant to be a frozen target.
+
+## References
+- https://pytorch.org/docs/stable/generated/torch.Tensor.detach.html
+- Hou et al., "GraphMAE: Self-Supervised Masked Graph Autoencoders", KDD 2022
+"""
+
+    VALID = [
+        # detached target from a teacher: the student's output still carries gradient
+        Valid(
+            "import torch.nn.functional as F\n"
+            "def step(student, teacher, g, x, opt):\n"
+            "    target = teacher(g, x).detach()\n"
+            "    pred = student(g, x)\n"
+            "    loss = F.mse_loss(pred, target)\n"
+            "    loss.backward()\n"
+        ),
+        # metrics and logging only
+        Valid(
+            "import torch.nn.functional as F\n"
+            "def step(model, g, x, opt, history):\n"
+            "    pred = model(g, x)\n"
+            "    loss = F.mse_loss(pred, x)\n"
+            "    loss.backward()\n"
+            "    history.append(pred.detach().cpu().numpy())\n"
+            "    err = (pred.detach() - x).abs().mean().item()\n"
+            "    print(loss.detach().item(), err)\n"
+        ),
+        # detaching an input (no parameter's gradient to cut)
+        Valid(
+            "import torch.nn.functional as F\n"
+            "def step(model, g, opt):\n"
+            "    x = g.ndata['feat'].detach()\n"
+            "    loss = F.mse_loss(model(g, x), x)\n"
+            "    loss.backward()\n"
+        ),
+        # evaluation under no_grad: never reaches a backward
+        Valid(
+            "import torch\n"
+            "def evaluate(model, loader):\n"
+            "    preds = []\n"
+            "    with torch.no_grad():\n"
+            "        for g in loader:\n"
+            "            preds.append(model(g, g.ndata['feat']))\n"
+            "    return torch.cat(preds)\n"
+        ),
+        # EMA teacher in a Trainer class, target built under no_grad in another module
+        Valid({
+            "ema.py": (
+                "import torch\n"
+                "@torch.no_grad()\n"
+                "def ema_update(teacher, student, m=0.99):\n"
+                "    for pt, ps in zip(teacher.parameters(), student.parameters()):\n"
+                "        pt.data.mul_(m).add_(ps.data, alpha=1 - m)\n"
+            ),
+            "trainer.py": (
+                "import copy\nimport torch\nimport torch.nn.functional as F\n"
+                "from ema import ema_update\n"
+                "class Trainer:\n"
+                "    def __init__(self, model, opt):\n"
+                "        self.model = model\n"
+                "        self.teacher = copy.deepcopy(model)\n"
+                "        self.opt = opt\n"
+                "    def step(self, g, x):\n"
+                "        with torch.no_grad():\n"
+                "            target = self.teacher.encoder(g, x)\n"
+                "        pred = self.model.encoder(g, x)\n"
+                "        loss = F.mse_loss(pred, target)\n"
+                "        self.opt.zero_grad()\n"
+                "        loss.backward()\n"
+                "        self.opt.step()\n"
+                "        ema_update(self.teacher, self.model)\n"
+            ),
+        }),
+        # stop-gradient on one branch of the same model (SimSiam/BYOL style)
+        Valid(
+            "import torch.nn.functional as F\n"
+            "def step(model, g, x1, x2):\n"
+            "    z1, z2 = model(g, x1), model(g, x2)\n"
+            "    loss = -F.cosine_similarity(z1, z2.detach()).mean()\n"
+            "    loss.backward()\n"
+        ),
+        # a custom autograd.Function defines the gradient by hand
+        Valid(
+            "import torch\n"
+            "class Checkpoint(torch.autograd.Function):\n"
+            "    @staticmethod\n"
+            "    def forward(ctx, module, x):\n"
+            "        ctx.module = module\n"
+            "        with torch.no_grad():\n"
+            "            out = module(x).detach_()\n"
+            "        return out\n"
+            "def step(model, x):\n"
+            "    loss = Checkpoint.apply(model, x).sum()\n"
+            "    loss.backward()\n"
+        ),
+    ]
+    INVALID = [
+        # the GraphMAE bug: the encoder's embedding detached before the decoder
+        Invalid(
+            "import torch.nn as nn\n"
+            "class MAE(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.encoder = nn.Linear(8, 8)\n"
+            "        self.decoder = nn.Linear(8, 8)\n"
+            "    def forward(self, x):\n"
+            "        h = self.encoder(x)\n"
+            "        return self.decoder(h.detach())\n"
+            "def train(model, x, opt):\n"
+            "    loss = ((model(x) - x) ** 2).mean()\n"
+            "    loss.backward()\n",
+            line=9, message_contains="example.py:12",
+        ),
+        # the reconstruction detached in a helper module, backward in a Trainer method
+        Invalid({
+            "losses.py": (
+                "import torch.nn.functional as F\n"
+                "def masked_mse(pred, target, mask):\n"
+                "    pred = pred[mask].detach()\n"
+                "    return F.mse_loss(pred, target[mask])\n"
+            ),
+            "trainer.py": (
+                "from losses import masked_mse\n"
+                "class Trainer:\n"
+                "    def __init__(self, model, opt):\n"
+                "        self.model = model\n"
+                "        self.opt = opt\n"
+                "    def train_step(self, g, x, mask):\n"
+                "        recon = self.model(g, x)\n"
+                "        loss = masked_mse(recon, x, mask)\n"
+                "        self.opt.zero_grad()\n"
+                "        loss.backward()\n"
+                "        self.opt.step()\n"
+            ),
+        }, line=3, path="losses.py", message_contains="trainer.py:10"),
+        # `.data` on the prediction
+        Invalid(
+            "import torch.nn.functional as F\n"
+            "def step(model, g, x, scaler):\n"
+            "    out = model(g, x).data\n"
+            "    loss = F.mse_loss(out, x)\n"
+            "    scaler.scale(loss).backward()\n",
+            line=3,
+        ),
+        # the embedding computed under no_grad, then decoded and backpropagated
+        Invalid(
+            "import torch\nimport torch.nn.functional as F\n"
+            "def step(model, g, x, opt):\n"
+            "    with torch.no_grad():\n"
+            "        z = model.encoder(g, x)\n"
+            "    recon = model.decoder(g, z)\n"
+            "    loss = F.mse_loss(recon, x)\n"
+            "    loss.backward()\n",
+            line=5,
+        ),
+    ]
+
+    # -- per file: `.data` reads (writes such as `p.data.mul_()` and `p.data = ...` are skipped)
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value != "data":
+            return
+        text = dotted(node.value)
+        if text is not None and self.ctx.qualify(node.value) != text:
+            return  # a module attribute: `dgl.data`, `torch.utils.data`
+        span = self.ctx.span(node)
+        self.fact(("data", span.line, span.column, span.end_line, span.end_column,
+                   self.ctx.code(node.value, 80)))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if (isinstance(func, cst.Attribute) and func.attr.value.endswith("_")
+                and isinstance(func.value, cst.Attribute) and func.value.attr.value == "data"):
+            span = self.ctx.span(func.value)
+            self.fact(("write", span.line, span.column))
+
+    def _targets(self, targets: Iterable[cst.BaseExpression]) -> None:
+        for target in targets:
+            if isinstance(target, cst.Attribute) and target.attr.value == "data":
+                span = self.ctx.span(target)
+                self.fact(("write", span.line, span.column))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self._targets(t.target for t in node.targets)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._targets([node.target])
+
+    # -- project stage -----------------------------------------------------------------------------
+    @classmethod
+    def check_project(cls, project: Project) -> Iterable[Finding]:
+        findings: list[Finding] = []
+        for fn in list(project.functions.values()):
+            if fn.class_name and df.is_autograd_function(project, fn.class_name):
+                continue  # a custom autograd.Function defines its gradient by hand
+            for stmt in df.statements(fn):
+                for call in stmt.calls:
+                    if call.method in CUTS and not call.args and call.receiver:
+                        found = cls._judge(project, fn, stmt, call, f"`{call.receiver}.{call.method}()`",
+                                           call.span)
+                        if found:
+                            findings.append(found)
+                where = _under_no_grad(stmt.head.context) if stmt.kind == "assign" else None
+                if where is None and stmt.kind == "return" and any(
+                    d.removesuffix("()") in NO_GRAD for d in fn.decorators
+                ):
+                    where = "@" + next(d for d in fn.decorators if d.removesuffix("()") in NO_GRAD)
+                if where is not None:
+                    for call in stmt.calls:
+                        if df.is_module_output(project, fn, call):
+                            found = cls._judge(project, fn, stmt, call,
+                                               f"`{df.callee_text(call)}(...)` under `{where}`",
+                                               call.span, no_grad=True)
+                            if found:
+                                findings.append(found)
+                            break
+        for facts, fact in project.rule_facts(cls.code):
+            if fact[0] != "data":
+                continue
+            _, line, col, end_line, end_col, receiver = fact
+            writes = {(f[1], f[2]) for _, f in project.rule_facts(cls.code)
+                      if f[0] == "write" and _ is facts}
+            if (line, col) in writes:
+                continue
+            fn = df.function_of(project, facts.path, line)
+            if fn is not None and fn.class_name and df.is_autograd_function(project, fn.class_name):
+                continue
+            stmt = df.statement_at(fn, line) if fn is not None else None
+            if fn is None or stmt is None or stmt.kind not in ("assign", "return"):
+                continue
+            found = cls._judge(project, fn, stmt, None, f"`{receiver}.data`",
+                               Span(line, col, end_line, end_col), receiver=receiver)
+            if found:
+                findings.append(found)
+        return findings
+
+    @classmethod
+    def _judge(cls, project: Project, fn: FunctionInfo, stmt: df.Statement, call: Optional[Event],
+               what: str, span: Span, no_grad: bool = False, receiver: str = "") -> Optional[Finding]:
+        # 1. the cut value must come from a module's output
+        if no_grad:
+            assert call is not None
+            origin: Optional[df.Origin] = df.Origin(fn, call, df.callee_text(call) + "(...)")
+            inner = [call]
+        elif call is not None:
+            inner = [c for c in stmt.calls if c is not call and df.contains(call.span, c.span)]
+            origin = next((df.Origin(fn, c, df.callee_text(c) + "(...)") for c in inner
+                           if df.is_module_output(project, fn, c)), None)
+            if origin is None:
+                names = [u for u in call.uses if u not in {df.callee_text(c) for c in inner}]
+                origin = df.derives_from_module(project, fn, names, stmt.index)
+        else:
+            inner = [c for c in stmt.calls if df.mentions(receiver, df.callee_text(c))]
+            origin = next((df.Origin(fn, c, df.callee_text(c) + "(...)") for c in inner
+                           if df.is_module_output(project, fn, c)), None)
+            if origin is None:
+                names = [u for u in stmt.uses if df.mentions(receiver, u)]
+                origin = df.derives_from_module(project, fn, names, stmt.index)
+        if origin is None:
+            return None
+        # 2. it must flow into a backpropagated loss, as the prediction (not as a target)
+        if no_grad:
+            flow = df.flows_from_statement(project, fn, stmt)
+        elif call is not None:
+            flow = df.flows_from(project, fn, call)
+        else:
+            flow = df.flows_from_statement(project, fn, stmt)
+        if not flow.sinks or _is_target(project, flow, inner, call, receiver):
+            return None
+        sink = flow.sinks[0]
+        message = (
+            f"{what} cuts the gradient of {origin.what} ({origin.where}), and the value flows into "
+            f"the loss backpropagated at {sink.where}: the parameters that produced it get no "
+            f"gradient from this loss"
+        )
+        fix = ("remove the detach / `no_grad` so the loss trains the module that produced the value; "
+               "if a stop-gradient target was meant, detach the target, not the prediction")
+        return cls.make_finding(fn.path, span, message, fix)
+
+    # -- runtime -----------------------------------------------------------------------------------
+    @classmethod
+    def confirm(cls, finding: Finding, evidence: Any) -> Optional[Verdict]:
+        """Confirmed: the cut ran on a tensor requiring grad and parameters used in the forward
+        were unreachable from the loss; refuted: it never cut a gradient, or every parameter was
+        reached anyway (the value was a target); unexercised: the line never ran."""
+        cuts = [c for kind in ("detach", "data")
+                for c in evidence.calls_at(finding.path, finding.line, kind, finding.end_line)]
+        if not cuts and not evidence.ran(finding.path, finding.line, finding.end_line):
+            return Verdict(Status.UNEXERCISED, ["the line never ran"])
+        if cuts and True not in [v for c in cuts for v in c.values("requires_grad")]:
+            return Verdict(Status.REFUTED, ["the detached tensor never required grad"])
+        reach = [r for r in (evidence.param_reachability(s) for s in evidence.steps) if r is not None]
+        blocked = [r for r in reach if r.unreached]
+        if blocked:
+            return Verdict(Status.CONFIRMED, [blocked[0].summary()])
+        if reach:
+            return Verdict(Status.REFUTED, [f"every parameter used in the forward was reachable from "
+                                            f"the loss ({len(reach)} steps)"])
+        return None
+
+
+def _is_target(project: Project, flow: df.Flow, inner: list[Event], cut: Optional[Event],
+               receiver: str) -> bool:
+    """Decide, walking the flow in order, whether the cut value first meets a prediction that
+    still carries gradient (a target: benign) or feeds a module (the cut hurts)."""
+    for step in flow.steps:
+        stmt, fn = step.stmt, step.fn
+        excluded = {id(c) for c in inner}
+        if cut is not None:
+            excluded.add(id(cut))
+        callee_names = stmt.callee_names()
+        for call in stmt.calls:
+            if id(call) in excluded or not df.is_module_output(project, fn, call):
+                continue
+            carries = (step.inner is not None and df.contains(call.span, step.inner.span)) or any(
+                df.mentions(a, h) for a in [*call.args, *call.kwargs.values()] for h in step.hit
+            )
+            if carries:
+                return False  # the cut value is an input of a module: its gradient is lost
+        # calls around the flow's expression (`mse(student(x), <cut>)`) are live inputs; calls
+        # inside it (`remask(self.proj(h))`, a callee's arguments) fed the cut value itself
+        live_calls = [c for c in stmt.calls if id(c) not in excluded and df.is_module_output(project, fn, c)
+                      and (step.inner is None or not (df.contains(c.span, step.inner.span)
+                                                      or df.contains(step.inner.span, c.span)))]
+        if live_calls:
+            return True
+        cut_names = set(step.hit)
+        if step.inner is not None:
+            cut_names |= {u for u in step.inner.uses}
+        if receiver:
+            cut_names |= {u for u in stmt.uses if df.mentions(receiver, u)}
+        others = [u for u in stmt.uses if u not in cut_names and u not in callee_names
+                  and not any(u.startswith(c + ".") for c in cut_names | callee_names)
+                  and not any(c.startswith(u + ".") for c in cut_names)]
+        if others and df.derives_from_module(project, fn, others, stmt.index) is not None:
+            return True
+    return False

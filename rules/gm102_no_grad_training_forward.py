@@ -1,0 +1,297 @@
+"""GM102 no-grad-training-forward: gradients switched off around the forward being trained."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Optional
+
+from auditor.findings import Finding, Severity, Status
+from auditor.rule import Invalid, Rule, Valid, Verdict
+from auditor.static.project import Project
+from auditor.static.training import UNTRAINED_NAME, Training
+
+
+class NoGradTrainingForward(Rule):
+    code = "GM102"
+    name = "no-grad-training-forward"
+    severity = Severity.ERROR
+    summary = "`no_grad` / `inference_mode` / `set_grad_enabled(False)` around the training forward"
+    # the grad switch and the backward may sit in different files: both kinds are needed
+    prefilter = ("no_grad", "inference_mode", "set_grad_enabled", ".backward(")
+    doc = """
+## What it does
+Finds a `with torch.no_grad():`, `with torch.inference_mode():` or
+`with torch.set_grad_enabled(False):` block, or a `@torch.no_grad()` / `@torch.inference_mode()`
+decorator, around a module call whose output flows into the loss that `.backward()` is called on
+— in the training step itself or in any function or method it calls, in any file. The rule
+follows the loss back through assignments, calls and return values (the model's `forward`,
+helper methods such as `encode` or `reconstruct`).
+
+Grad-free code that does not feed the backpropagated loss — evaluation, metrics, logging,
+EMA/teacher targets computed by a module that is not trained (`teacher`, `ema`, `target`, or
+one frozen with `requires_grad_(False)`) — is not reported. A variable mode such as
+`torch.set_grad_enabled(phase == "train")` is not reported either.
+
+## Why is this bad?
+Under `no_grad` the module's output has no autograd history: the parameters used inside the
+block get no gradient and never move. In a GraphMAE this typically hits the encoder (an
+`embed()` helper decorated with `@torch.no_grad()` "because it is also used for inference"):
+the decoder still trains, so the loss goes down, but it learns to reconstruct from a frozen
+random encoding and the masked nodes' points come out scattered. When the whole forward is
+inside the block, `backward()` fails — and the usual "fix" (`loss.requires_grad_(True)`)
+silences the error while training nothing.
+
+## Example
+```python
+class GraphMAE(nn.Module):
+    @torch.no_grad()          # meant for inference, also used by forward()
+    def embed(self, g, x):
+        return self.encoder(g, x)
+
+    def forward(self, g, x):
+        return self.decoder(g, self.embed(g, x))
+```
+
+## Use instead
+```python
+class GraphMAE(nn.Module):
+    def embed(self, g, x):
+        return self.encoder(g, x)
+
+    def forward(self, g, x):
+        return self.decoder(g, self.embed(g, x))
+
+# at inference time
+with torch.no_grad():
+    z = model.embed(g, x)
+```
+
+## Fix safety
+No automatic fix: removing the block changes memory use, and the author may have meant a
+frozen encoder (then say so with `requires_grad_(False)` and an optimizer over the trainable
+parameters only).
+
+## References
+- https://pytorch.org/docs/stable/generated/torch.no_grad.html
+- https://pytorch.org/docs/stable/notes/autograd.html#locally-disabling-gradient-computation
+"""
+
+    VALID = [
+        # evaluation under no_grad: its output never reaches a backward
+        Valid(
+            "import torch\n"
+            "def train(model, opt, loader):\n"
+            "    for g in loader:\n"
+            "        loss = model(g)\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+            "    with torch.no_grad():\n"
+            "        val = model(g)\n"
+            "    return val.item()\n"
+        ),
+        # a teacher / EMA target computed without gradients
+        Valid(
+            "import torch\n"
+            "def step(student, teacher, opt, g, x):\n"
+            "    with torch.no_grad():\n"
+            "        target = teacher(g, x)\n"
+            "    loss = ((student(g, x) - target) ** 2).mean()\n"
+            "    opt.zero_grad()\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+        ),
+        # no_grad around mask sampling (no parameters inside)
+        Valid(
+            "import torch\n"
+            "def step(model, opt, g, x):\n"
+            "    with torch.no_grad():\n"
+            "        mask = torch.rand(x.shape[0]) < 0.5\n"
+            "    loss = model(g, x, mask)\n"
+            "    opt.zero_grad()\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+        ),
+        # the train/eval switch: a variable mode
+        Valid(
+            "import torch\n"
+            "def run(model, opt, g, train):\n"
+            "    with torch.set_grad_enabled(train):\n"
+            "        loss = model(g)\n"
+            "    if train:\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+        ),
+        # enable_grad inside no_grad re-enables gradients
+        Valid(
+            "import torch\n"
+            "def step(model, opt, g):\n"
+            "    with torch.no_grad():\n"
+            "        with torch.enable_grad():\n"
+            "            loss = model(g)\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+        ),
+        # a decorated inference helper that training does not use
+        Valid({
+            "model.py": (
+                "import torch\nfrom torch import nn\n"
+                "class MAE(nn.Module):\n"
+                "    def __init__(self):\n"
+                "        super().__init__()\n"
+                "        self.encoder = nn.Linear(4, 4)\n"
+                "        self.decoder = nn.Linear(4, 4)\n"
+                "    @torch.no_grad()\n"
+                "    def embed(self, x):\n"
+                "        return self.encoder(x)\n"
+                "    def forward(self, x):\n"
+                "        return self.decoder(self.encoder(x)).pow(2).mean()\n"
+            ),
+            "train.py": (
+                "import torch\nfrom model import MAE\n"
+                "model = MAE()\n"
+                "opt = torch.optim.Adam(model.parameters())\n"
+                "for x in data:\n"
+                "    loss = model(x)\n"
+                "    opt.zero_grad()\n"
+                "    loss.backward()\n"
+                "    opt.step()\n"
+                "z = model.embed(x)\n"
+            ),
+        }),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\n"
+            "def step(model, opt, g):\n"
+            "    with torch.no_grad():\n"
+            "        loss = model(g)\n"
+            "    loss.requires_grad_(True)\n"
+            "    opt.zero_grad()\n"
+            "    loss.backward()\n"
+            "    opt.step()\n",
+            line=3, column=10,
+        ),
+        Invalid(
+            "import torch\n"
+            "def step(model, opt, g, x):\n"
+            "    with torch.set_grad_enabled(False):\n"
+            "        h = model.encoder(g, x)\n"
+            "    loss = model.decoder(g, h).pow(2).mean()\n"
+            "    loss.backward()\n"
+            "    opt.step()\n",
+            line=3,
+        ),
+        # decorator on a method the model's forward calls, across files
+        Invalid({
+            "model.py": (
+                "import torch\nfrom torch import nn\n"
+                "class MAE(nn.Module):\n"
+                "    def __init__(self):\n"
+                "        super().__init__()\n"
+                "        self.encoder = nn.Linear(4, 4)\n"
+                "        self.decoder = nn.Linear(4, 4)\n"
+                "    @torch.no_grad()\n"
+                "    def embed(self, x):\n"
+                "        return self.encoder(x)\n"
+                "    def forward(self, x):\n"
+                "        return self.decoder(self.embed(x)).pow(2).mean()\n"
+            ),
+            "engine.py": (
+                "class Trainer:\n"
+                "    def __init__(self, model, optimizer):\n"
+                "        self.model = model\n"
+                "        self.optimizer = optimizer\n"
+                "    def step(self, x):\n"
+                "        loss = self.model(x)\n"
+                "        self.optimizer.zero_grad()\n"
+                "        loss.backward()\n"
+                "        self.optimizer.step()\n"
+            ),
+            "train.py": (
+                "import torch\nfrom model import MAE\nfrom engine import Trainer\n"
+                "model = MAE()\n"
+                "trainer = Trainer(model, torch.optim.Adam(model.parameters()))\n"
+                "for x in data:\n"
+                "    trainer.step(x)\n"
+            ),
+        }, path="model.py", line=8, message_contains="embed"),
+        # inference_mode inside the model's own forward
+        Invalid({
+            "model.py": (
+                "import torch\nfrom torch import nn\n"
+                "class MAE(nn.Module):\n"
+                "    def __init__(self):\n"
+                "        super().__init__()\n"
+                "        self.encoder = nn.Linear(4, 4)\n"
+                "        self.decoder = nn.Linear(4, 4)\n"
+                "    def forward(self, x):\n"
+                "        with torch.inference_mode():\n"
+                "            h = self.encoder(x)\n"
+                "        return self.decoder(h.clone()).pow(2).mean()\n"
+            ),
+            "train.py": (
+                "import torch\nfrom model import MAE\n"
+                "model = MAE()\n"
+                "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+                "for x in data:\n"
+                "    loss = model(x)\n"
+                "    opt.zero_grad()\n"
+                "    loss.backward()\n"
+                "    opt.step()\n"
+            ),
+        }, path="model.py", line=9),
+    ]
+
+    @classmethod
+    def check_project(cls, project: Project) -> Iterable[Finding]:
+        t = Training.of(project)
+        seen: set[tuple[str, int, int]] = set()
+        for fn, i in t.backward_sites():
+            where = f"{fn.path}:{fn.events[i].span.line}"
+            for sfn, j in t.loss_slice(fn, i):
+                if j < 0:
+                    k = t.grad_off_decorator(sfn)
+                    if k is None or not any(
+                            t.module_call(sfn, m) and not UNTRAINED_NAME.search(e.func)
+                            for m, e in enumerate(sfn.events)):
+                        continue
+                    span = t.decorator_span(sfn, k)
+                    what = f"`@{sfn.decorators[k]}` on `{sfn.name}`"
+                    callee = sfn.name
+                else:
+                    off = t.grad_off(sfn, j)
+                    event = sfn.events[j]
+                    if off is None or not t.module_call(sfn, j) or UNTRAINED_NAME.search(event.func):
+                        continue
+                    span = sfn.events[off].span
+                    what = f"`{sfn.events[off].func}(...)`"
+                    callee = event.func
+                key = (sfn.path, span.line, span.column)
+                if key in seen:
+                    continue
+                seen.add(key)
+                yield cls.make_finding(
+                    sfn.path, span,
+                    f"{what} disables gradients around `{callee}`, whose output feeds the loss "
+                    f"backpropagated at {where}: the parameters it uses get no gradient and "
+                    f"never train",
+                    fix="remove the grad-disabling block from the training path (keep it only for "
+                        "inference), or freeze the module explicitly with requires_grad_(False)",
+                )
+
+    @classmethod
+    def confirm(cls, finding: Finding, evidence: Any) -> Optional[Verdict]:
+        if not evidence.ran(finding.path, finding.line, finding.end_line):
+            return Verdict(Status.UNEXERCISED, ["the grad-disabling line never ran"])
+        for step in evidence.steps:
+            reach = evidence.param_reachability(step)
+            if step.grad_enabled_at_forward is False or step.inference_mode_at_forward:
+                return Verdict(Status.CONFIRMED,
+                               [f"the training forward of step {step.index} ran with gradients "
+                                f"disabled"])
+            if reach is not None and reach.unreached:
+                return Verdict(Status.CONFIRMED, [reach.summary()])
+        if evidence.steps:
+            return Verdict(Status.REFUTED, ["every parameter used in the forward was reachable "
+                                            "from the loss"])
+        return None

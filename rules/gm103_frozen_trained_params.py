@@ -1,0 +1,267 @@
+"""GM103 frozen-trained-params: ``requires_grad=False`` on parameters the optimizer is meant to
+train."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable, Iterator, Optional
+
+from auditor.findings import Finding, Severity, Status
+from auditor.rule import Invalid, Rule, Valid, Verdict
+from auditor.static.facts import FunctionInfo
+from auditor.static.project import Project
+from auditor.static.training import UNTRAINED_NAME, OptimizerBuild, Training
+
+PARAMETER_CLASSES = ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
+
+
+def _flag(text: str, value: str) -> bool:
+    return text.replace(" ", "").rstrip(")").endswith(value) or f"requires_grad={value}" in text
+
+
+def _freezes(fn: FunctionInfo) -> Iterator[tuple[int, str, bool]]:
+    """(event index, module/parameter chain, frozen?) for each requires_grad switch in ``fn``."""
+    for i, e in enumerate(fn.events):
+        if e.kind == "call" and e.method == "requires_grad_":
+            flag = (e.args[:1] or [e.kwargs.get("requires_grad", "True")])[0]
+            if flag in ("True", "False"):
+                yield i, _through_loop(fn, i, e.receiver), flag == "False"
+        elif e.kind == "assign" and len(e.targets) == 1 and e.targets[0].endswith(".requires_grad"):
+            value = e.text.split("=", 1)[-1].strip()
+            if value in ("True", "False"):
+                yield i, _through_loop(fn, i, e.targets[0].rsplit(".", 1)[0]), value == "False"
+        elif e.kind == "call" and e.func in PARAMETER_CLASSES and \
+                e.kwargs.get("requires_grad") == "False" and len(e.targets) == 1:
+            yield i, e.targets[0], True
+
+
+def _through_loop(fn: FunctionInfo, i: int, chain: str) -> str:
+    """``p`` in ``for p in model.encoder.parameters():`` -> ``model.encoder``."""
+    if "." in chain:
+        return chain
+    for j in range(i - 1, -1, -1):
+        e = fn.events[j]
+        if e.kind == "assign" and chain in e.targets:
+            for u in e.uses:
+                if u.endswith((".parameters", ".named_parameters")):
+                    return u.rsplit(".", 1)[0]
+            return chain
+    return chain
+
+
+class FrozenTrainedParams(Rule):
+    code = "GM103"
+    name = "frozen-trained-params"
+    severity = Severity.ERROR
+    summary = "`requires_grad=False` on parameters of the model the optimizer trains"
+    prefilter = ("requires_grad", "optim")  # the freeze and the optimizer, maybe in two files
+    doc = """
+## What it does
+Finds `requires_grad_(False)`, `p.requires_grad = False` (also in a loop over
+`module.parameters()`, in a helper in another file) and `nn.Parameter(..., requires_grad=False)`
+on a module or parameter of a model whose optimizer was given *all* of that model's parameters
+(`Adam(model.parameters())`). The frozen object and the optimizer's model are matched by where they
+were created, across assignments, attributes, parameters and files.
+
+Not reported: freezing a separate module the optimizer does not hold (a teacher, an EMA copy, a
+pretrained feature extractor built as its own instance); an optimizer given an explicit trainable
+subset (`filter(lambda p: p.requires_grad, ...)`, `model.decoder.parameters()`) — the documented
+linear-probe / partial fine-tuning set-up; attributes named like teachers or EMA targets; and a
+freeze undone later in the same function (`requires_grad_(True)`).
+
+## Why is this bad?
+The optimizer lists the parameters, so the pipeline looks like it trains the whole model, but
+frozen parameters get no gradient and stay at their initial (or pretrained) values. This is
+typically a freeze left on from a fine-tuning recipe: a GraphMAE whose encoder is frozen keeps
+random embeddings, the decoder alone learns, the loss still goes down, and the reconstructed
+points are scattered. A mask token created with `requires_grad=False` stays zero and the model
+cannot tell masked nodes from genuine zero features.
+
+## Example
+```python
+for p in model.encoder.parameters():     # from the fine-tuning recipe
+    p.requires_grad = False
+optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+```
+
+## Use instead
+```python
+optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+# or, for a deliberate linear probe, hand the optimizer the trainable subset only:
+optimizer = torch.optim.Adam((p for p in model.parameters() if p.requires_grad), lr=1e-3)
+```
+
+## Fix safety
+No automatic fix: whether the freeze is intended is the author's decision.
+
+## References
+- https://pytorch.org/docs/stable/generated/torch.Tensor.requires_grad_.html
+- https://pytorch.org/tutorials/beginner/finetuning_torchvision_models_tutorial.html
+"""
+
+    VALID = [
+        # teacher built as its own instance and frozen; the optimizer holds the student only
+        Valid(
+            "import copy\nimport torch\nfrom torch import nn\n"
+            "student = nn.Linear(4, 4)\n"
+            "teacher = copy.deepcopy(student)\n"
+            "teacher.requires_grad_(False)\n"
+            "opt = torch.optim.Adam(student.parameters())\n"
+        ),
+        # linear probe: the optimizer gets the trainable subset only
+        Valid(
+            "import torch\n"
+            "def probe(model):\n"
+            "    for p in model.encoder.parameters():\n"
+            "        p.requires_grad = False\n"
+            "    return torch.optim.Adam(filter(lambda p: p.requires_grad, model.parameters()))\n"
+        ),
+        Valid(
+            "import torch\n"
+            "def probe(model):\n"
+            "    model.encoder.requires_grad_(False)\n"
+            "    return torch.optim.Adam(model.head.parameters())\n"
+        ),
+        # unfrozen again before training
+        Valid(
+            "import torch\n"
+            "def main(model):\n"
+            "    model.encoder.requires_grad_(False)\n"
+            "    model.encoder.requires_grad_(True)\n"
+            "    return torch.optim.Adam(model.parameters())\n"
+        ),
+        # a plain tensor (not a parameter), and an EMA attribute inside the model
+        Valid({
+            "model.py": (
+                "import copy\nimport torch\nfrom torch import nn\n"
+                "class MAE(nn.Module):\n"
+                "    def __init__(self):\n"
+                "        super().__init__()\n"
+                "        self.encoder = nn.Linear(4, 4)\n"
+                "        self.ema_encoder = copy.deepcopy(self.encoder)\n"
+                "        for p in self.ema_encoder.parameters():\n"
+                "            p.requires_grad = False\n"
+                "        self.noise = torch.zeros(4, requires_grad=False)\n"
+            ),
+            "train.py": (
+                "import torch\nfrom model import MAE\n"
+                "model = MAE()\n"
+                "opt = torch.optim.Adam(model.parameters())\n"
+            ),
+        }),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\n"
+            "def main(model):\n"
+            "    for p in model.encoder.parameters():\n"
+            "        p.requires_grad = False\n"
+            "    return torch.optim.Adam(model.parameters())\n",
+            line=4, column=9,
+        ),
+        # a freeze helper in another file, called on the trained model's encoder
+        Invalid({
+            "utils.py": (
+                "def freeze(module):\n"
+                "    for p in module.parameters():\n"
+                "        p.requires_grad = False\n"
+            ),
+            "train.py": (
+                "import torch\nfrom torch import nn\nfrom utils import freeze\n"
+                "model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4))\n"
+                "freeze(model)\n"
+                "opt = torch.optim.Adam(model.parameters())\n"
+            ),
+        }, path="utils.py", line=3),
+        # a mask token created frozen inside the model class
+        Invalid({
+            "model.py": (
+                "import torch\nfrom torch import nn\n"
+                "class MAE(nn.Module):\n"
+                "    def __init__(self, dim):\n"
+                "        super().__init__()\n"
+                "        self.enc_mask_token = nn.Parameter(torch.zeros(1, dim), requires_grad=False)\n"
+                "        self.encoder = nn.Linear(dim, dim)\n"
+            ),
+            "train.py": (
+                "import torch\nfrom model import MAE\n"
+                "model = MAE(8).to('cpu')\n"
+                "optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)\n"
+            ),
+        }, path="model.py", line=6),
+        Invalid(
+            "import torch\nfrom torch import nn\n"
+            "model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 4))\n"
+            "model[0].requires_grad_(False)\n"
+            "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n",
+            line=4,
+        ),
+    ]
+
+    @classmethod
+    def check_project(cls, project: Project) -> Iterable[Finding]:
+        t = Training.of(project)
+        builds = [b for b in t.optimizers() if not b.filtered and (b.modules or b.made)]
+        if not builds:
+            return
+        for fn in list(project.functions.values()):
+            switches = list(_freezes(fn))
+            for i, chain, frozen in switches:
+                if not frozen or UNTRAINED_NAME.search(chain):
+                    continue
+                if any(not f and j > i and (c == chain or chain.startswith(c + "."))
+                       for j, c, f in switches):
+                    continue  # unfrozen again
+                build = next((b for b in builds if cls._covers(t, b, fn, i, chain)), None)
+                if build is None:
+                    continue
+                yield cls.make_finding(
+                    fn.path, fn.events[i].span,
+                    f"`{chain}` is frozen (requires_grad=False) but the optimizer built at "
+                    f"{build.fn.path}:{build.event.span.line} is given all of the model's "
+                    f"parameters: the frozen ones never train",
+                    fix="remove the freeze, or give the optimizer only the parameters meant to "
+                        "train (and document the partial fine-tuning)",
+                )
+
+    @classmethod
+    def _covers(cls, t: Training, build: OptimizerBuild, fn: FunctionInfo, i: int,
+                chain: str) -> bool:
+        """The optimizer holds every parameter of an object that ``chain`` (at ``fn``'s event
+        ``i``) is, or is part of."""
+        root, _, path = chain.partition(".")
+        for module in build.modules:
+            if build.fn is fn and (chain == module or chain.startswith(module + ".")):
+                return True
+            m_root, _, m_path = module.partition(".")
+            if m_path and not (path == m_path or path.startswith(m_path + ".")):
+                continue
+            given = [o for o in t.origins(build.fn, m_root, build.index) if o.known]
+            if root == "self" and fn.class_name:
+                if any(t.contains_class(o.cls, fn.class_name) for o in given):
+                    return not re.search(r"copy", cls._made_by(t, fn, chain))
+                continue
+            frozen = [o for o in t.origins(fn, re.sub(r"\[.*$", "", root), i) if o.known]
+            if m_path == "" and set(frozen) & set(given):
+                return True
+        return False
+
+    @staticmethod
+    def _made_by(t: Training, fn: FunctionInfo, chain: str) -> str:
+        return " ".join(o.kind for o in t.origins(fn, chain, len(fn.events)))
+
+    @classmethod
+    def confirm(cls, finding: Finding, evidence: Any) -> Optional[Verdict]:
+        if not evidence.ran(finding.path, finding.line, finding.end_line):
+            return Verdict(Status.UNEXERCISED, ["the freeze never ran"])
+        for step in evidence.steps:
+            if step.params_frozen:
+                names = ", ".join(step.params_frozen[:4])
+                unchanged = [p for p in step.params_frozen if not step.param_change.get(p)]
+                return Verdict(Status.CONFIRMED,
+                               [f"{len(step.params_frozen)} parameters of the trained model had "
+                                f"requires_grad=False at step {step.index} ({names}); "
+                                f"{len(unchanged)} of them never changed"])
+        if evidence.steps:
+            return Verdict(Status.REFUTED, ["no parameter of the trained model was frozen"])
+        return None

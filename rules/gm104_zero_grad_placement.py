@@ -1,0 +1,278 @@
+"""GM104 zero-grad-placement: gradients never reset in the training loop, or reset between
+``backward`` and ``step``."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Optional
+
+from auditor.findings import Finding, Severity, Status
+from auditor.rule import Invalid, Rule, Valid, Verdict
+from auditor.static.project import Project
+from auditor.static.training import Action, Training, TrainingLoop, looks_optimizer
+
+
+def _same_optimizer(reset: Action, step: Action, loop: TrainingLoop) -> bool:
+    if reset.receiver == step.receiver:
+        return True
+    if reset.receiver.rsplit(".", 1)[-1] == step.receiver.rsplit(".", 1)[-1]:
+        return True  # `optimizer` in one function, `self.optimizer` in another
+    # `model.zero_grad()` / `p.grad = None`: clears the gradients every optimizer would use
+    return not looks_optimizer(reset.receiver) and len({a.receiver for a in loop.of("step")}) == 1
+
+
+class ZeroGradPlacement(Rule):
+    code = "GM104"
+    name = "zero-grad-placement"
+    severity = Severity.ERROR
+    summary = "`zero_grad()` missing from the training loop, or called between backward and step"
+    prefilter = ("zero_grad", ".backward(", "optim")
+    doc = """
+## What it does
+Finds training loops — loops whose body, including the functions and methods it calls in any
+file, runs a `.backward()` and an `optimizer.step()` — that either
+
+- never reset the gradients (`optimizer.zero_grad()`, `model.zero_grad()`, with or without
+  `set_to_none`, or `p.grad = None`) inside the loop; a reset once before the loop does not
+  count; or
+- reset them after the last `.backward()` and before the `optimizer.step()` that should use
+  them (following the order of one iteration, wrapping round to the previous iteration).
+
+Gradient accumulation done right (several backwards, then `step()` and `zero_grad()` together
+every *k* iterations) is not reported, nor are several optimizers each reset in their turn.
+
+## Why is this bad?
+`.backward()` adds into `.grad`. Without a reset, the update at step *k* is the sum of all *k*
+gradients so far: the effective learning rate grows with time and the update follows stale
+directions, so a GraphMAE's reconstruction drifts instead of converging (Adam hides the scale
+but not the stale directions). Resetting between `backward()` and `step()` is the opposite
+failure: every step applies a zero gradient, the parameters barely move (only momentum and weight
+decay act) and the decoder keeps emitting its initial, scattered points.
+
+## Example
+```python
+for g in loader:
+    loss, _ = model(g, g.ndata["feat"])
+    loss.backward()
+    optimizer.zero_grad()
+    optimizer.step()
+```
+
+## Use instead
+```python
+for g in loader:
+    loss, _ = model(g, g.ndata["feat"])
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+```
+
+## Fix safety
+No automatic fix: where the reset belongs depends on whether the loop accumulates gradients on
+purpose.
+
+## References
+- https://pytorch.org/docs/stable/generated/torch.optim.Optimizer.zero_grad.html
+- https://pytorch.org/tutorials/recipes/recipes/zeroing_out_gradients.html
+"""
+
+    VALID = [
+        Valid(
+            "def fit(model, opt, loader):\n"
+            "    for g in loader:\n"
+            "        opt.zero_grad(set_to_none=True)\n"
+            "        loss = model(g)\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+        ),
+        # reset after the step
+        Valid(
+            "def fit(model, opt, loader):\n"
+            "    for g in loader:\n"
+            "        model(g).backward()\n"
+            "        opt.step()\n"
+            "        opt.zero_grad()\n"
+        ),
+        # gradient accumulation done right
+        Valid(
+            "def fit(model, optimizer, loader, accum=4):\n"
+            "    optimizer.zero_grad()\n"
+            "    for i, g in enumerate(loader):\n"
+            "        loss = model(g) / accum\n"
+            "        loss.backward()\n"
+            "        if (i + 1) % accum == 0:\n"
+            "            optimizer.step()\n"
+            "            optimizer.zero_grad()\n"
+        ),
+        # two optimizers, each reset in its turn (GAN style)
+        Valid(
+            "def fit(gen, disc, opt_g, opt_d, loader):\n"
+            "    for x in loader:\n"
+            "        opt_d.zero_grad()\n"
+            "        disc(x).backward()\n"
+            "        opt_d.step()\n"
+            "        opt_g.zero_grad()\n"
+            "        disc(gen(x)).backward()\n"
+            "        opt_g.step()\n"
+        ),
+        # manual reset, the scheduler's step is not an optimizer step
+        Valid(
+            "def fit(model, optimizer, scheduler, loader):\n"
+            "    for g in loader:\n"
+            "        for p in model.parameters():\n"
+            "            p.grad = None\n"
+            "        model(g).backward()\n"
+            "        optimizer.step()\n"
+            "        scheduler.step()\n"
+        ),
+        # reset inside a helper method called per iteration, across files
+        Valid({
+            "engine.py": (
+                "class Trainer:\n"
+                "    def __init__(self, model, optimizer):\n"
+                "        self.model, self.optimizer = model, optimizer\n"
+                "    def train_step(self, g):\n"
+                "        loss = self.model(g)\n"
+                "        self.optimizer.zero_grad()\n"
+                "        loss.backward()\n"
+                "        self.optimizer.step()\n"
+            ),
+            "train.py": (
+                "from engine import Trainer\n"
+                "def main(model, optimizer, loader):\n"
+                "    trainer = Trainer(model, optimizer)\n"
+                "    for g in loader:\n"
+                "        trainer.train_step(g)\n"
+            ),
+        }),
+    ]
+    INVALID = [
+        Invalid(
+            "def fit(model, opt, loader):\n"
+            "    opt.zero_grad()\n"
+            "    for g in loader:\n"
+            "        loss = model(g)\n"
+            "        loss.backward()\n"
+            "        opt.step()\n",
+            line=5, message_contains="never reset",
+        ),
+        Invalid(
+            "def fit(model, opt, loader):\n"
+            "    for g in loader:\n"
+            "        loss = model(g)\n"
+            "        loss.backward()\n"
+            "        opt.zero_grad(set_to_none=True)\n"
+            "        opt.step()\n",
+            line=5, column=9,
+        ),
+        # reset, step, backward: the step of each iteration sees zero gradients
+        Invalid(
+            "def fit(model, opt, loader):\n"
+            "    for g in loader:\n"
+            "        opt.zero_grad()\n"
+            "        opt.step()\n"
+            "        model(g).backward()\n",
+            line=3,
+        ),
+        # accumulation that forgets the reset
+        Invalid(
+            "def fit(model, optimizer, loader, accum=4):\n"
+            "    for i, g in enumerate(loader):\n"
+            "        loss = model(g) / accum\n"
+            "        loss.backward()\n"
+            "        if (i + 1) % accum == 0:\n"
+            "            optimizer.step()\n",
+            line=4,
+        ),
+        # the step lives in a helper in another file; the reset was dropped from it
+        Invalid({
+            "engine.py": (
+                "class Trainer:\n"
+                "    def __init__(self, model, optimizer):\n"
+                "        self.model, self.optimizer = model, optimizer\n"
+                "    def train_step(self, g):\n"
+                "        loss = self.model(g)\n"
+                "        loss.backward()\n"
+                "        self.optimizer.step()\n"
+            ),
+            "train.py": (
+                "from engine import Trainer\n"
+                "def main(model, optimizer, loader):\n"
+                "    trainer = Trainer(model, optimizer)\n"
+                "    for g in loader:\n"
+                "        trainer.train_step(g)\n"
+            ),
+        }, path="engine.py", line=6),
+        # model.zero_grad() between backward and step, under a GradScaler
+        Invalid(
+            "def fit(model, opt, scaler, loader):\n"
+            "    for g in loader:\n"
+            "        scaler.scale(model(g)).backward()\n"
+            "        model.zero_grad()\n"
+            "        scaler.step(opt)\n"
+            "        scaler.update()\n",
+            line=4,
+        ),
+    ]
+
+    @classmethod
+    def check_project(cls, project: Project) -> Iterable[Finding]:
+        seen: set[tuple[str, int, int]] = set()
+        for loop in Training.of(project).training_loops():
+            where = f"{loop.fn.path}:{min(e.span.line for e in loop.fn.events if loop.loop_id in e.loop_ids)}"
+            for action, message, fix in cls._problems(loop, where):
+                span = action.event.span
+                key = (action.fn.path, span.line, span.column)
+                if key not in seen:
+                    seen.add(key)
+                    yield cls.make_finding(action.fn.path, span, message, fix)
+
+    @classmethod
+    def _problems(cls, loop: TrainingLoop, where: str) -> Iterable[tuple[Action, str, str]]:
+        if not loop.of("reset"):
+            back = loop.of("backward")[0]
+            yield (back,
+                   f"gradients are never reset in the training loop at {where}: this backward "
+                   f"adds into `.grad` every iteration, so each optimizer step applies the sum "
+                   f"of all gradients so far",
+                   "call `optimizer.zero_grad()` once per optimizer step (before the backward, or "
+                   "right after `optimizer.step()`)")
+            return
+        actions = loop.actions
+        n = len(actions)
+        for s, step in enumerate(actions):
+            if step.kind != "step":
+                continue
+            for back in range(1, n + 1):
+                prev = actions[(s - back) % n]
+                if prev.kind == "backward":
+                    break
+                if prev.kind == "reset" and _same_optimizer(prev, step, loop):
+                    yield (prev,
+                           f"`{prev.event.text}` runs after the backward and before "
+                           f"`{step.event.text}` ({step.fn.path}:{step.event.span.line}): the "
+                           f"step applies zeroed gradients and the model does not learn",
+                           "move the reset before the backward pass (or after the optimizer step)")
+                    break
+
+    @classmethod
+    def confirm(cls, finding: Finding, evidence: Any) -> Optional[Verdict]:
+        if not evidence.ran(finding.path, finding.line, finding.end_line):
+            return Verdict(Status.UNEXERCISED, ["the line never ran"])
+        resets = evidence.calls_at(finding.path, finding.line, kind="zero_grad",
+                                   end_line=finding.end_line)
+        if resets:  # the reset itself was reported: between backward and step
+            late = [r for r in resets if any(r.values("after_backward"))]
+            if late:
+                return Verdict(Status.CONFIRMED, [f"zero_grad at line {finding.line} ran after a "
+                                                  f"backward and before the optimizer step "
+                                                  f"({late[0].count} times)"])
+            return Verdict(Status.REFUTED, ["zero_grad never ran between a backward and a step"])
+        stepped = [s for s in evidence.steps if s.optimizer_steps > 0]
+        if len(stepped) >= 2:
+            unreset = [s for s in stepped[1:] if s.zero_grad_calls == 0]
+            if len(unreset) == len(stepped) - 1:
+                return Verdict(Status.CONFIRMED, [f"no zero_grad in {len(unreset)} of "
+                                                  f"{len(stepped)} steps: gradients accumulated "
+                                                  f"across steps"])
+            return Verdict(Status.REFUTED, ["gradients were reset between optimizer steps"])
+        return None

@@ -1,0 +1,297 @@
+"""GM105 optimizer-stale-model: the optimizer holds the parameters of another model instance
+than the one trained."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Optional
+
+from auditor.findings import Finding, Severity, Status
+from auditor.rule import Invalid, Rule, Valid, Verdict
+from auditor.static.facts import FunctionInfo, Span
+from auditor.static.project import Project
+from auditor.static.training import Origin, OptimizerBuild, Training, is_optimizer_class
+
+
+class OptimizerStaleModel(Rule):
+    code = "GM105"
+    name = "optimizer-stale-model"
+    severity = Severity.ERROR
+    summary = "optimizer built over another model instance than the one trained"
+    prefilter = ("optim", ".backward(", "deepcopy")
+    doc = """
+## What it does
+For every training loop, follows two objects back to where they were created, across
+assignments, `self.` attributes, function parameters and return values in any file:
+
+- the optimizer that `step()`s, and the module(s) whose `.parameters()` it was given;
+- the model whose forward produces the backpropagated loss.
+
+It reports when the trained model was created by another statement than the optimizer's model:
+re-created (`model = GraphMAE(...)` after the optimizer), deep-copied (`copy.deepcopy(model)`, for
+example in a `Trainer.__init__`), or when the optimizer got the parameters of a throwaway
+instance (`Adam(GraphMAE(cfg).parameters())`). It also reports replacing a submodule or parameter
+(`model.decoder = nn.Linear(...)`, `model.mask_token = nn.Parameter(...)`) after the optimizer was
+built. Calls that return the same module (`.to(device)`, `.cuda()`, `DistributedDataParallel(model)`,
+`torch.compile(model)`) keep the parameters and are not reported.
+
+## Why is this bad?
+The optimizer updates tensors the training forward never uses, so the trained model's parameters
+stay at their initialisation (their gradients just accumulate). In a GraphMAE the encoder,
+decoder and mask token all stay random: the reconstruction is noise shaped by the architecture,
+while a replaced submodule leaves only that part untrained — for example a decoder head
+re-initialised after the optimizer was built decodes the masked nodes from random weights.
+
+## Example
+```python
+model = GraphMAE.from_config(cfg, in_dim)
+optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+model = copy.deepcopy(model).to(device)   # the optimizer still holds the old parameters
+```
+
+## Use instead
+```python
+model = GraphMAE.from_config(cfg, in_dim).to(device)
+optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+```
+
+## Fix safety
+No automatic fix: build the optimizer after the model is final (moved, wrapped, loaded).
+
+## References
+- https://pytorch.org/docs/stable/optim.html#constructing-it
+"""
+
+    VALID = [
+        # .to() returns the same module: the optimizer's parameters are the trained ones
+        Valid(
+            "import torch\nfrom torch import nn\n"
+            "model = nn.Linear(4, 4)\n"
+            "opt = torch.optim.Adam(model.parameters())\n"
+            "model = model.to('cpu')\n"
+            "for x in data:\n"
+            "    opt.zero_grad()\n"
+            "    model(x).sum().backward()\n"
+            "    opt.step()\n"
+        ),
+        # a deep copy kept for EMA / best weights is not trained
+        Valid(
+            "import copy\nimport torch\nfrom torch import nn\n"
+            "model = nn.Linear(4, 4)\n"
+            "opt = torch.optim.Adam(model.parameters())\n"
+            "best = copy.deepcopy(model)\n"
+            "for x in data:\n"
+            "    opt.zero_grad()\n"
+            "    model(x).sum().backward()\n"
+            "    opt.step()\n"
+        ),
+        # re-created, then a new optimizer built over the new instance
+        Valid(
+            "import torch\nfrom torch import nn\n"
+            "model = nn.Linear(4, 4)\n"
+            "opt = torch.optim.Adam(model.parameters())\n"
+            "model = nn.Linear(4, 8)\n"
+            "opt = torch.optim.Adam(model.parameters())\n"
+            "for x in data:\n"
+            "    opt.zero_grad()\n"
+            "    model(x).sum().backward()\n"
+            "    opt.step()\n"
+        ),
+        # DDP wrapping after the optimizer shares the parameters
+        Valid(
+            "import torch\nfrom torch import nn\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+            "model = nn.Linear(4, 4)\n"
+            "opt = torch.optim.Adam(model.parameters())\n"
+            "model = DDP(model)\n"
+            "for x in data:\n"
+            "    opt.zero_grad()\n"
+            "    model(x).sum().backward()\n"
+            "    opt.step()\n"
+        ),
+        # Trainer storing the model it was given, across files
+        Valid({
+            "engine.py": (
+                "class Trainer:\n"
+                "    def __init__(self, model, optimizer):\n"
+                "        self.model = model\n"
+                "        self.optimizer = optimizer\n"
+                "    def step(self, x):\n"
+                "        loss = self.model(x).sum()\n"
+                "        self.optimizer.zero_grad()\n"
+                "        loss.backward()\n"
+                "        self.optimizer.step()\n"
+            ),
+            "train.py": (
+                "import torch\nfrom torch import nn\nfrom engine import Trainer\n"
+                "model = nn.Linear(4, 4).to('cpu')\n"
+                "trainer = Trainer(model, torch.optim.Adam(model.parameters()))\n"
+                "for x in data:\n"
+                "    trainer.step(x)\n"
+            ),
+        }),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nfrom torch import nn\n"
+            "model = nn.Linear(4, 4)\n"
+            "opt = torch.optim.Adam(model.parameters())\n"
+            "model = nn.Linear(4, 4)\n"
+            "for x in data:\n"
+            "    opt.zero_grad()\n"
+            "    model(x).sum().backward()\n"
+            "    opt.step()\n",
+            line=5, column=9,
+        ),
+        # the optimizer over a throwaway instance
+        Invalid(
+            "import torch\nfrom torch import nn\n"
+            "model = nn.Linear(4, 4)\n"
+            "opt = torch.optim.Adam(nn.Linear(4, 4).parameters())\n"
+            "for x in data:\n"
+            "    opt.zero_grad()\n"
+            "    model(x).sum().backward()\n"
+            "    opt.step()\n",
+            line=4,
+        ),
+        # a Trainer that deep-copies the model it is given, across files
+        Invalid({
+            "engine.py": (
+                "import copy\n"
+                "class Trainer:\n"
+                "    def __init__(self, model, optimizer, device):\n"
+                "        self.model = copy.deepcopy(model).to(device)\n"
+                "        self.optimizer = optimizer\n"
+                "    def step(self, x):\n"
+                "        loss = self.model(x).sum()\n"
+                "        self.optimizer.zero_grad()\n"
+                "        loss.backward()\n"
+                "        self.optimizer.step()\n"
+            ),
+            "train.py": (
+                "import torch\nfrom model import Net\nfrom engine import Trainer\n"
+                "model = Net()\n"
+                "optimizer = torch.optim.Adam(model.parameters())\n"
+                "trainer = Trainer(model, optimizer, 'cpu')\n"
+                "for x in data:\n"
+                "    trainer.step(x)\n"
+            ),
+            "model.py": "from torch import nn\nclass Net(nn.Module):\n    pass\n",
+        }, path="engine.py", line=4, message_contains="copy"),
+        # a submodule replaced after the optimizer was built
+        Invalid(
+            "import torch\nfrom torch import nn\n"
+            "def main(model, loader):\n"
+            "    opt = torch.optim.Adam(model.parameters())\n"
+            "    model.head = nn.Linear(16, 3)\n"
+            "    for g in loader:\n"
+            "        opt.zero_grad()\n"
+            "        model(g).sum().backward()\n"
+            "        opt.step()\n",
+            line=5,
+        ),
+    ]
+
+    @classmethod
+    def check_project(cls, project: Project) -> Iterable[Finding]:
+        t = Training.of(project)
+        seen: set[tuple[str, int, int]] = set()
+        for finding in [*cls._stale_instances(t), *cls._replaced_parts(t)]:
+            key = (finding.path, finding.line, finding.column)
+            if key not in seen:
+                seen.add(key)
+                yield finding
+
+    @classmethod
+    def _optimizer_builds(cls, t: Training, fn: FunctionInfo, i: int, receiver: str
+                          ) -> list[OptimizerBuild]:
+        builds = {(b.fn.qualname, b.index): b for b in t.optimizers()}
+        out = []
+        for o in t.origins(fn, receiver, i):
+            if o.kind != "new" or not is_optimizer_class(o.cls):
+                return []  # an optimizer we cannot follow: no verdict
+            build = builds.get((o.fn, o.index))
+            if build is None or not (build.modules or build.made):
+                return []
+            out.append(build)
+        return out
+
+    @classmethod
+    def _stale_instances(cls, t: Training) -> Iterable[Finding]:
+        for loop in t.training_loops():
+            trained: list[Origin] = []
+            for back in loop.of("backward"):
+                for sfn, j in t.loss_slice(back.fn, back.index):
+                    if j < 0 or (sfn.class_name and t.is_module_class(sfn.class_name)):
+                        continue  # calls inside a module are its submodules
+                    if t.module_call(sfn, j):
+                        trained += [o for o in t.origins(sfn, sfn.events[j].func, j)
+                                    if o.known and t.is_module_class(o.cls)]
+            for step in loop.of("step"):
+                for build in cls._optimizer_builds(t, step.fn, step.index, step.receiver):
+                    given = t.param_origins(build)
+                    if not given or not all(o.known for o in given):
+                        continue
+                    for o in trained:
+                        if o in given:
+                            continue
+                        yield cls._stale(t, o, build)
+
+    @classmethod
+    def _stale(cls, t: Training, trained: Origin, build: OptimizerBuild) -> Finding:
+        made_fn = t.project.function(trained.fn)
+        optimizer = f"{build.fn.path}:{build.event.span.line}"
+        later = trained.fn == build.fn.qualname and trained.index > build.index
+        if made_fn is not None and trained.span is not None and (trained.kind == "copy" or later):
+            what = "a deep copy" if trained.kind == "copy" else "a new instance"
+            return cls.make_finding(
+                made_fn.path, trained.span,
+                f"the trained model is {what} made here, but the optimizer built at {optimizer} "
+                f"holds the parameters of the original: the trained parameters never update",
+                fix="build the optimizer over the model that is trained, after it is final",
+            )
+        return cls.make_finding(
+            build.fn.path, build.event.span,
+            f"this optimizer holds the parameters of another instance than the model trained "
+            f"(created at {made_fn.path if made_fn else '?'}:"
+            f"{trained.span.line if trained.span else '?'}): the trained parameters never update",
+            fix="pass the trained model's `.parameters()` to the optimizer",
+        )
+
+    @classmethod
+    def _replaced_parts(cls, t: Training) -> Iterable[Finding]:
+        for build in t.optimizers():
+            fn = build.fn
+            for module in build.modules:
+                for j in range(build.index + 1, len(fn.events)):
+                    e = fn.events[j]
+                    if e.kind != "assign" or not any(x.startswith(module + ".") for x in e.targets):
+                        continue
+                    if not any(o.known and (t.is_module_class(o.cls) or o.cls.endswith("Parameter"))
+                               for o in t.origins(fn, e.targets[0], j + 1)):
+                        continue
+                    if not any(module in later.uses or any(u.startswith(module + ".")
+                                                           for u in later.uses)
+                               for later in fn.events[j + 1:]):
+                        continue
+                    span: Span = e.span
+                    yield cls.make_finding(
+                        fn.path, span,
+                        f"`{e.targets[0]}` is replaced by a new module/parameter after the "
+                        f"optimizer was built at line {build.event.span.line}: the optimizer "
+                        f"still holds the old one and the new one never trains",
+                        fix="replace submodules before building the optimizer (or add the new "
+                            "parameters with optimizer.add_param_group)",
+                    )
+
+    @classmethod
+    def confirm(cls, finding: Finding, evidence: Any) -> Optional[Verdict]:
+        if not evidence.ran(finding.path, finding.line, finding.end_line):
+            return Verdict(Status.UNEXERCISED, ["the line never ran"])
+        for opt in evidence.optimizers:
+            if opt.missing_model_params:
+                names = ", ".join(opt.missing_model_params[:4])
+                return Verdict(Status.CONFIRMED,
+                               [f"{len(opt.missing_model_params)} parameters used in the forward "
+                                f"are in no optimizer group ({names})"])
+        if evidence.optimizers:
+            return Verdict(Status.REFUTED, ["every parameter of the trained model is optimised"])
+        return None

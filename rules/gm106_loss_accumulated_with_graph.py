@@ -1,0 +1,248 @@
+"""GM106 loss-accumulated-with-graph: a loss tensor kept, with its autograd graph, across steps."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Optional
+
+from auditor.findings import Finding, Severity, Status
+from auditor.rule import Invalid, Rule, Valid, Verdict
+from auditor.static.facts import FunctionInfo
+from auditor.static.project import Project
+from auditor.static.training import Training, TrainingLoop, detached_text, is_backward
+
+
+def _graph_names(t: Training, fn: FunctionInfo, depth: int = 0) -> set[str]:
+    """Names in ``fn`` holding tensors with an autograd graph: the backpropagated loss and what
+    it was computed from, module outputs, and values returned so by project functions."""
+    names: set[str] = set()
+    assigned = {x for e in fn.events for x in e.targets}
+    for i, e in enumerate(fn.events):
+        if is_backward(e):
+            # what is backpropagated: locals (not `self` in `(loss / self.accum).backward()`)
+            names |= {u for u in e.uses if not u.endswith(".backward") and u != "self"
+                      and (u in assigned or not u.startswith("self."))}
+            names |= {x for f, j in t.loss_slice(fn, i) if f is fn and j >= 0
+                      for x in f.events[j].targets}
+        elif e.kind == "call" and e.targets and (t.module_call(fn, i) or "loss" in e.func.lower()):
+            names |= set(e.targets)
+        elif e.kind == "call" and e.targets and depth < 3 and any(
+                _returns_graph(t, t.project.function(q), depth + 1)
+                for q in t.resolve(fn, e) if t.project.function(q) is not None):
+            names |= set(e.targets)
+    return names
+
+
+def _returns_graph(t: Training, fn: Optional[FunctionInfo], depth: int) -> bool:
+    if fn is None or not (t.contains(fn.qualname, "backward") or "loss" in fn.name.lower()):
+        return False
+    graph = _graph_names(t, fn, depth)
+    for e in fn.events:
+        if e.kind == "return" and any(n in graph and not detached_text(e.text, n) for n in e.uses):
+            return True
+    return False
+
+
+class LossAccumulatedWithGraph(Rule):
+    code = "GM106"
+    name = "loss-accumulated-with-graph"
+    severity = Severity.WARNING
+    summary = "loss tensor accumulated across steps with its autograd graph (`total += loss`)"
+    prefilter = (".backward(", "loss")
+    doc = """
+## What it does
+Finds, in a training loop (a loop whose body, helpers included, runs `.backward()` and an
+optimizer step), a running total or list that lives across iterations (`total += loss`,
+`total = total + loss`, `losses.append(loss)`) fed with a tensor that carries an autograd graph:
+the backpropagated loss, a value it was computed from (loss components, the model's output), or
+such a tensor returned by a training-step helper in another file.
+
+Not reported: `loss.item()`, `loss.detach()`, `float(loss)`, `.tolist()`; accumulators reset inside
+the loop (summing component losses within one step before the backward); loops without a
+backward and a step (an inner loop over micro-batches of one step).
+
+## Why is this bad?
+Each stored loss keeps its whole graph alive — every intermediate activation of the GAT
+encoder and decoder for that batch — until the total is dropped, usually at the end of the
+epoch. Memory grows with the number of steps, the run slows down or dies with out-of-memory
+on the full dataset although batch_size=1 "works", and a later `total.backward()` would
+backpropagate through every stale graph again. It does not change a single gradient of a
+correct step, so it is a warning: but it is often why a pipeline was "fixed" by shrinking the
+model or the data until the reconstruction got worse.
+
+## Example
+```python
+total = 0.0
+for g in loader:
+    loss, _ = model(g, g.ndata["feat"])
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    total += loss
+```
+
+## Use instead
+```python
+total = 0.0
+for g in loader:
+    ...
+    total += loss.item()
+```
+
+## Fix safety
+Safe in intent (`.item()` or `.detach()` keeps the value and drops the graph); not applied
+automatically because a tensor total may be used later on purpose.
+
+## References
+- https://pytorch.org/docs/stable/notes/faq.html#my-model-reports-cuda-runtime-error-2-out-of-memory
+"""
+
+    VALID = [
+        Valid(
+            "def fit(model, opt, loader):\n"
+            "    total, losses = 0.0, []\n"
+            "    for g in loader:\n"
+            "        loss = model(g)\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+            "        total += loss.item()\n"
+            "        losses.append(loss.detach())\n"
+            "        total += float(loss)\n"
+            "    return total\n"
+        ),
+        # summing component losses within one step, before the backward
+        Valid(
+            "def fit(model, opt, loader, weights):\n"
+            "    for g in loader:\n"
+            "        parts = model(g)\n"
+            "        loss = 0\n"
+            "        for name, value in parts.items():\n"
+            "            loss += weights[name] * value\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+        ),
+        # a helper in another file that returns plain numbers
+        Valid({
+            "engine.py": (
+                "def train_step(model, opt, g):\n"
+                "    loss = model(g)\n"
+                "    opt.zero_grad()\n"
+                "    loss.backward()\n"
+                "    opt.step()\n"
+                "    return {'loss': loss.item()}\n"
+            ),
+            "train.py": (
+                "from engine import train_step\n"
+                "def main(model, optimizer, loader):\n"
+                "    total = 0.0\n"
+                "    for g in loader:\n"
+                "        record = train_step(model, optimizer, g)\n"
+                "        total += record['loss']\n"
+            ),
+        }),
+        # micro-batches summed into one step's loss, the outer loop resets it
+        Valid(
+            "def fit(model, opt, loader):\n"
+            "    for batch in loader:\n"
+            "        total = 0\n"
+            "        for mb in batch:\n"
+            "            total = total + model(mb)\n"
+            "        opt.zero_grad()\n"
+            "        total.backward()\n"
+            "        opt.step()\n"
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "def fit(model, opt, loader):\n"
+            "    total = 0.0\n"
+            "    for g in loader:\n"
+            "        loss = model(g)\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+            "        total += loss\n"
+            "    return total / len(loader)\n",
+            line=8, column=9,
+        ),
+        Invalid(
+            "def fit(model, opt, loader):\n"
+            "    history = []\n"
+            "    for g in loader:\n"
+            "        loss, parts = model(g)\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+            "        history.append(parts['coord'])\n",
+            line=8,
+        ),
+        # the step helper returns the loss tensor; the epoch loop sums it, across files
+        Invalid({
+            "engine.py": (
+                "def train_step(model, opt, g):\n"
+                "    loss = model(g)\n"
+                "    opt.zero_grad()\n"
+                "    loss.backward()\n"
+                "    opt.step()\n"
+                "    return {'loss': loss}\n"
+            ),
+            "train.py": (
+                "from engine import train_step\n"
+                "def main(model, optimizer, loader):\n"
+                "    total = 0.0\n"
+                "    for g in loader:\n"
+                "        record = train_step(model, optimizer, g)\n"
+                "        total = total + record['loss']\n"
+            ),
+        }, path="train.py", line=6),
+    ]
+
+    @classmethod
+    def check_project(cls, project: Project) -> Iterable[Finding]:
+        t = Training.of(project)
+        seen: set[tuple[str, int, int]] = set()
+        for loop in t.training_loops():
+            for i, acc, value in cls._accumulations(t, loop):
+                event = loop.fn.events[i]
+                key = (loop.fn.path, event.span.line, event.span.column)
+                if key in seen:
+                    continue
+                seen.add(key)
+                yield cls.make_finding(
+                    loop.fn.path, event.span,
+                    f"`{acc}` accumulates `{value}` across training steps with its autograd "
+                    f"graph: every step's activations stay in memory until `{acc}` is dropped",
+                    fix=f"accumulate `{value}.item()` (or `{value}.detach()`)",
+                )
+
+    @classmethod
+    def _accumulations(cls, t: Training, loop: TrainingLoop) -> Iterable[tuple[int, str, str]]:
+        fn = loop.fn
+        graph = _graph_names(t, fn)
+        body = [i for i, e in enumerate(fn.events) if loop.loop_id in e.loop_ids]
+        reset_inside = {x for i in body for x in fn.events[i].targets
+                        if fn.events[i].kind == "assign"
+                        and not set(fn.events[i].targets) & set(fn.events[i].uses)}
+        backwarded = {u for i in body if is_backward(fn.events[i]) for u in fn.events[i].uses}
+        for i in body:
+            e = fn.events[i]
+            if e.kind == "augassign" or (e.kind == "assign" and len(e.targets) == 1
+                                         and e.targets[0] in e.uses):
+                acc, values = e.targets[0], [u for u in e.uses if u != e.targets[0]]
+            elif e.kind == "call" and e.method in ("append", "extend", "add_") and e.receiver:
+                acc, values = e.receiver, [u for u in e.uses if not u.startswith(e.receiver)]
+            else:
+                continue
+            if acc in reset_inside or acc in backwarded or acc in graph:
+                continue
+            for value in values:
+                if value in graph and not detached_text(e.text, value):
+                    yield i, acc, value
+                    break
+
+    @classmethod
+    def confirm(cls, finding: Finding, evidence: Any) -> Optional[Verdict]:
+        if not evidence.ran(finding.path, finding.line, finding.end_line):
+            return Verdict(Status.UNEXERCISED, ["the accumulation never ran"])
+        return None  # the probe records no retained-graph / memory facts yet

@@ -1,0 +1,342 @@
+"""GM201 eval-mode-leak: ``.eval()`` on the trained model that reaches the next training step
+without ``.train()`` in between."""
+
+from __future__ import annotations
+
+from typing import Hashable, Iterable, Optional
+
+from auditor.findings import Finding, Severity, Status
+from auditor.rule import Invalid, Rule, Valid, Verdict
+from auditor.static.facts import Event, FunctionInfo
+from auditor.static.paths import TRAINED, PathSearch, Step, is_same_or_parent, training_visitor
+from auditor.static.project import Project
+
+RESTORED = "restored"
+
+
+def _mode_false(event: Event) -> bool:
+    """``m.train(False)`` / ``m.train(mode=False)``: an eval in disguise."""
+    return event.args[:1] == ["False"] or event.kwargs.get("mode") == "False"
+
+
+def eval_target(event: Event, imports: dict[str, str]) -> Optional[str]:
+    """The module an event puts in eval mode (``model``, ``self``, ``self.encoder``), if any."""
+    if event.kind != "call" or not event.receiver or not event.receiver.replace(".", "").replace(
+            "_", "").isalnum():
+        return None  # `get_model().eval()`, `models[0].eval()`: nothing to follow by name
+    if event.receiver.split(".")[0] in imports:
+        return None  # `pd.eval(...)`, `sympy.eval`: a module function, not nn.Module.eval
+    if event.method == "eval" and not event.args and not event.kwargs:
+        return event.receiver
+    if event.method == "train" and _mode_false(event):
+        return event.receiver
+    return None
+
+
+def visit(step: Step, forwarded: Hashable) -> tuple[Optional[str], Hashable]:
+    """State: has the tracked model run forward (with gradients) since the `.eval()`?"""
+    event, tracked = step.event, step.tracked
+    if event.kind == "call" and tracked and event.method == "train" and not _mode_false(event) \
+            and is_same_or_parent(event.receiver, tracked) and not step.conditional:
+        return RESTORED, forwarded
+    return training_visitor(step, forwarded)
+
+
+class EvalModeLeak(Rule):
+    code = "GM201"
+    name = "eval-mode-leak"
+    severity = Severity.ERROR
+    fix_safety = "unsafe"
+    summary = "`.eval()` on the trained model reaches the next training step without `.train()`"
+    prefilter = (".eval()", "train(False", "train(mode=False")
+    doc = """
+## What it does
+Finds a `.eval()` (or `.train(False)`) on the model being trained, on `self` inside it, or on one
+of its submodules, after which some path through the program (the rest of the loop, the helpers
+it calls such as `evaluate(model)` or `Trainer.validate`, callbacks, across files) reaches the
+next training backward with the model still in eval mode: no `.train()` / `.train(True)` on the
+same model in between. It follows the model through calls (`evaluate(self.model)` -> `model`)
+and constructors (`Trainer(model)` -> `self.model`). It stays silent when every path restores
+training mode, when the module put in eval mode is never run forward with gradients before a
+backward (a frozen teacher, an EMA copy) and when the eval happens after training ends.
+
+## Why is this bad?
+In eval mode Dropout is off and BatchNorm normalises with its running statistics and stops
+updating them. A GraphMAE trained in eval mode after the first validation keeps optimising, so
+the loss curve looks normal, but its encoder now sees a different function than the one that
+was trained so far (BatchNorm statistics frozen at the validation moment, no dropout
+regularisation), and the decoder learns to reconstruct from that: masked-node reconstructions
+drift and the held-out coordinate error grows although the loss still goes down.
+
+## Example
+```python
+def evaluate(model, loader):
+    model.eval()
+    with torch.no_grad():
+        return sum(model(g, g.ndata["feat"])[0].item() for g in loader)
+
+for step, g in enumerate(loader):
+    loss, _ = model(g, g.ndata["feat"])
+    loss.backward(); opt.step(); opt.zero_grad()
+    if step % 100 == 0:
+        evaluate(model, val_loader)   # the model stays in eval mode from here on
+```
+
+## Use instead
+```python
+def evaluate(model, loader):
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            return sum(model(g, g.ndata["feat"])[0].item() for g in loader)
+    finally:
+        model.train(was_training)
+```
+or call `model.train()` at the top of every training iteration.
+
+## Fix safety
+Unsafe: inserting `model.train()` changes what the following code computes (Dropout and
+BatchNorm behave differently); if some code between the eval and the next step relied on eval
+mode (e.g. computing embeddings for a memory bank), it has to move before the `.train()`.
+
+## References
+- https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.eval
+- https://github.com/THUDM/GraphMAE (the reference training loop calls `model.train()` every epoch)
+"""
+
+    VALID = [
+        # validation restores training mode before the next step
+        Valid(
+            "import torch\n"
+            "def evaluate(model, loader):\n"
+            "    model.eval()\n"
+            "    with torch.no_grad():\n"
+            "        out = [model(g) for g in loader]\n"
+            "    model.train()\n"
+            "    return out\n"
+            "def fit(model, opt, loader, val):\n"
+            "    for step, g in enumerate(loader):\n"
+            "        loss = model(g)\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+            "        if step % 10 == 0:\n"
+            "            evaluate(model, val)\n"
+        ),
+        # a frozen teacher in eval mode: never run forward with gradients
+        Valid(
+            "import torch\n"
+            "def fit(model, teacher, opt, loader):\n"
+            "    teacher.eval()\n"
+            "    for g in loader:\n"
+            "        with torch.no_grad():\n"
+            "            target = teacher(g)\n"
+            "        loss = model(g, target)\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+        ),
+        # eval only after training ends
+        Valid(
+            "def main(model, opt, loader):\n"
+            "    model.train()\n"
+            "    for g in loader:\n"
+            "        loss = model(g)\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+            "    model.eval()\n"
+            "    return model(loader.dataset[0])\n"
+            "main(build(), make_opt(), make_loader())\n"
+        ),
+        # a Trainer validating once per epoch; every epoch starts with model.train()
+        Valid({
+            "engine.py":
+                "import torch\n"
+                "class Trainer:\n"
+                "    def __init__(self, model, opt, loader, val):\n"
+                "        self.model = model\n"
+                "        self.opt = opt\n"
+                "        self.loader = loader\n"
+                "        self.val = val\n"
+                "    def train_one_epoch(self):\n"
+                "        self.model.train()\n"
+                "        for g in self.loader:\n"
+                "            loss = self.model(g)\n"
+                "            loss.backward()\n"
+                "            self.opt.step()\n"
+                "    def validate(self):\n"
+                "        self.model.eval()\n"
+                "        with torch.no_grad():\n"
+                "            return [self.model(g) for g in self.val]\n"
+                "    def fit(self, epochs):\n"
+                "        for _ in range(epochs):\n"
+                "            self.train_one_epoch()\n"
+                "            self.validate()\n",
+            "train.py":
+                "from engine import Trainer\n"
+                "trainer = Trainer(build(), opt, loader, val)\n"
+                "trainer.fit(10)\n",
+        }),
+        # the saved mode is restored (`train(was_training)`)
+        Valid(
+            "import torch\n"
+            "def probe(model, g):\n"
+            "    was_training = model.training\n"
+            "    model.eval()\n"
+            "    with torch.no_grad():\n"
+            "        emb = model.embed(g)\n"
+            "    model.train(was_training)\n"
+            "    return emb\n"
+            "for g in loader:\n"
+            "    loss = model(g)\n"
+            "    loss.backward()\n"
+            "    probe(model, g)\n"
+        ),
+        # an EMA copy kept in eval mode, updated without gradients
+        Valid(
+            "import copy\nimport torch\n"
+            "ema = copy.deepcopy(model)\n"
+            "ema.eval()\n"
+            "@torch.no_grad()\n"
+            "def update(ema, model):\n"
+            "    for pe, p in zip(ema.parameters(), model.parameters()):\n"
+            "        pe.mul_(0.99).add_(p, alpha=0.01)\n"
+            "for g in loader:\n"
+            "    loss = model(g)\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+            "    update(ema, model)\n"
+        ),
+    ]
+    INVALID = [
+        # validation inside the loop, never restored
+        Invalid(
+            "import torch\n"
+            "for step, g in enumerate(loader):\n"
+            "    loss = model(g)\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+            "    if step % 100 == 0:\n"
+            "        model.eval()\n"
+            "        with torch.no_grad():\n"
+            "            val = model(val_g)\n",
+            line=7, column=9, message_contains="backward",
+        ),
+        # a helper in another module puts the model in eval mode
+        Invalid({
+            "helpers.py":
+                "import torch\n"
+                "def evaluate(model, loader):\n"
+                "    model.eval()\n"
+                "    with torch.no_grad():\n"
+                "        return [model(g) for g in loader]\n",
+            "train.py":
+                "from helpers import evaluate\n"
+                "def main(model, opt, loader, val):\n"
+                "    model.train()\n"
+                "    for step, g in enumerate(loader):\n"
+                "        loss = model(g)\n"
+                "        loss.backward()\n"
+                "        opt.step()\n"
+                "        if step % 50 == 0:\n"
+                "            evaluate(model, val)\n",
+        }, line=3, path="helpers.py", message_contains="train.py"),
+        # a Trainer whose validate() runs inside the batch loop
+        Invalid({
+            "engine.py":
+                "import torch\n"
+                "class Trainer:\n"
+                "    def __init__(self, model, opt):\n"
+                "        self.model = model\n"
+                "        self.opt = opt\n"
+                "    def validate(self, g):\n"
+                "        self.model.eval()\n"
+                "        with torch.no_grad():\n"
+                "            return self.model(g)\n"
+                "    def fit(self, loader):\n"
+                "        self.model.train()\n"
+                "        for i, g in enumerate(loader):\n"
+                "            loss = self.model(g)\n"
+                "            loss.backward()\n"
+                "            self.opt.step()\n"
+                "            if i % 10 == 0:\n"
+                "                self.validate(g)\n",
+        }, line=7, path="engine.py"),
+        # `self.eval()` inside a model method called from the training loop
+        Invalid({
+            "model.py":
+                "import torch\nfrom torch import nn\n"
+                "class GraphMAE(nn.Module):\n"
+                "    def embed(self, g):\n"
+                "        self.eval()\n"
+                "        with torch.no_grad():\n"
+                "            return self.encoder(g)\n",
+            "train.py":
+                "def fit(model, opt, loader, log):\n"
+                "    for g in loader:\n"
+                "        loss = model(g)\n"
+                "        loss.backward()\n"
+                "        opt.step()\n"
+                "        log.append(model.embed(g))\n",
+        }, line=5, path="model.py"),
+        # training mode restored on only one branch
+        Invalid(
+            "import torch\n"
+            "def fit(model, opt, loader, cfg):\n"
+            "    for g in loader:\n"
+            "        model.train(False)\n"
+            "        with torch.no_grad():\n"
+            "            model(g)\n"
+            "        if cfg.restore:\n"
+            "            model.train()\n"
+            "        loss = model(g)\n"
+            "        loss.backward()\n"
+            "        opt.step()\n",
+            line=4,
+        ),
+    ]
+
+    @classmethod
+    def check_project(cls, project: Project) -> Iterable[Finding]:
+        starts: list[tuple[FunctionInfo, int, str]] = []
+        for fn in list(project.functions.values()):
+            imports = project.files[fn.path].imports if fn.path in project.files else {}
+            for i, event in enumerate(fn.events):
+                target = eval_target(event, imports)
+                if target is not None:
+                    starts.append((fn, i, target))
+        for fn, i, target in starts:
+            outcomes = PathSearch(project, visit).run(fn, i, target, False)
+            hit = next((o for o in outcomes if o.verdict == TRAINED and o.step is not None), None)
+            if hit is None or hit.step is None:
+                continue
+            event = fn.events[i]
+            via = f" (via {' -> '.join(hit.trail)})" if hit.trail else ""
+            yield cls.make_finding(
+                fn.path, event.span,
+                f"`{event.text if len(event.text) < 50 else target + '.eval()'}` puts the trained "
+                f"model in eval mode and a path reaches the training backward at {hit.step.where}"
+                f"{via} without `{target}.train()` in between: Dropout stays off and BatchNorm "
+                "stops updating while the model keeps training",
+                fix=f"call `{target}.train()` when the evaluation ends (or at the top of every "
+                "training iteration)",
+            )
+
+    @classmethod
+    def confirm(cls, finding: Finding, evidence) -> Optional[Verdict]:
+        if not evidence.ran(finding.path, finding.line, finding.end_line):
+            return Verdict(Status.UNEXERCISED, ["the `.eval()` line never ran"])
+        evals = evidence.calls_at(finding.path, finding.line, "eval", finding.end_line) \
+            + evidence.calls_at(finding.path, finding.line, "train", finding.end_line)
+        first = min((s for c in evals for s in c.steps), default=0)
+        bad = [(s, mods) for s, mods in evidence.modes_at_backward
+               if s.index >= first and any(not t for t in mods.values())]
+        if bad:
+            step, mods = bad[0]
+            names = [m or "the model" for m, t in mods.items() if not t]
+            return Verdict(Status.CONFIRMED, [
+                f"{', '.join(names[:4])} in eval mode at the backward of step {step.index} "
+                f"({len(bad)} step(s) after this `.eval()` trained in eval mode)"])
+        if evidence.modes_at_backward:
+            return Verdict(Status.REFUTED, [
+                "the `.eval()` ran, but every training backward ran with the model in training mode"])
+        return None

@@ -1,0 +1,319 @@
+"""GM202 batchnorm-stats-touched: BatchNorm running statistics written, reset, frozen or copied
+outside the normal forward; BatchNorm over the few nodes of a single graph."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable, Optional
+
+import libcst as cst
+
+from auditor.findings import Finding, Severity, Status
+from auditor.probe.evidence import Evidence
+from auditor.rule import Invalid, Rule, Valid, Verdict
+from auditor.static.context import dotted
+from auditor.static.facts import Span
+from auditor.static.project import Project
+
+BUFFERS = {"running_mean", "running_var", "num_batches_tracked"}
+INPLACE = {"copy_", "zero_", "fill_", "mul_", "add_", "sub_", "div_", "normal_", "uniform_"}
+BATCHNORMS = {
+    f"torch.nn.{n}" for n in ("BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm",
+                              "LazyBatchNorm1d")
+}
+BN_NAME = re.compile(r"(^|[._])(bn\d*|batch_?norm\w*|norms?\d*)($|[.\[_\d])", re.I)
+BN_TEST = ("BatchNorm", "_NormBase")
+LOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader",
+           "dgl.dataloading.GraphDataLoader"}
+SMALL_GRAPH_NODES = 64  # below this many nodes per forward, batch statistics are noise
+
+
+@dataclass
+class BatchNormBuilt:
+    span: Span
+
+
+@dataclass
+class SingleGraphBatch:
+    span: Span
+    what: str
+
+
+def _is_literal(node: cst.BaseExpression, *values: float) -> bool:
+    try:
+        text = node.value if isinstance(node, (cst.Integer, cst.Float)) else None
+        return text is not None and float(text) in values
+    except ValueError:
+        return False
+
+
+def _kwarg(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
+    return next((a.value for a in call.args if a.keyword and a.keyword.value == name), None)
+
+
+class BatchNormStatsTouched(Rule):
+    code = "GM202"
+    name = "batchnorm-stats-touched"
+    severity = Severity.ERROR
+    summary = "BatchNorm running statistics written, reset, frozen or copied outside the forward"
+    prefilter = ("running_", "track_running_stats", "BatchNorm", "momentum", "_NormBase",
+                 "batch_size=1", "GraphDataLoader", "collate_fn=dgl", "load_state_dict")
+    doc = """
+## What it does
+Finds code that changes a BatchNorm layer's running statistics other than by its own forward:
+
+* assigning or modifying in place `running_mean`, `running_var` or `num_batches_tracked` of a
+  layer (`bn.running_mean = other.running_mean`, `bn.running_var.fill_(1)`);
+* `reset_running_stats()` on a layer, assignments to `track_running_stats` or to the `momentum`
+  of a BatchNorm layer (a receiver named like one, or inside an
+  `isinstance(m, nn.BatchNorm*)` test), `bn.eval()` on a BatchNorm inside such a test (frozen
+  statistics), and `bn.load_state_dict(...)` on one (statistics from another model);
+* `nn.BatchNorm*d(..., momentum=0)` (statistics frozen at their initial 0/1), and, as warnings,
+  `track_running_stats=False` (batch statistics at evaluation too) and a loader that feeds the
+  model one graph at a time (`batch_size=1`, or a `GraphDataLoader` without `batch_size`) in a
+  project whose model has a `BatchNorm`: the statistics are then those of one part's few nodes.
+
+A module's own implementation (`self.running_mean = ...` in a custom normalisation layer) is not
+reported.
+
+## Why is this bad?
+GraphMAE's GAT encoder normalises every layer's node embeddings with BatchNorm. During training it
+uses the batch's statistics and updates the running ones; at evaluation it uses the running ones.
+Touching them outside the forward desynchronises the two: reset or frozen statistics (mean 0,
+var 1) while the embeddings have a very different scale, or statistics copied from another model,
+make every evaluation-time reconstruction come out shifted and scaled — scattered points — while
+the training loss, computed with batch statistics, looks perfectly normal. With one small graph per
+batch, the "batch" statistics are those of a dozen nodes: they differ wildly between parts and
+from the running averages used later.
+
+## Example
+```python
+for m in model.modules():
+    if isinstance(m, nn.BatchNorm1d):
+        m.reset_running_stats()
+        m.momentum = 0.0
+```
+
+## Use instead
+```python
+# let the forward pass maintain the statistics; batch several graphs per step
+loader = GraphDataLoader(train_set, batch_size=8, shuffle=True)
+```
+
+## Fix safety
+No automatic fix: whether the statistics were meant to be frozen (fine-tuning) has to be decided
+by a person, and the reference script must then do the same.
+
+## References
+- https://pytorch.org/docs/stable/generated/torch.nn.BatchNorm1d.html
+- Ioffe & Szegedy, Batch Normalization, ICML 2015.
+"""
+
+    VALID = [
+        # the layer's own implementation updates its buffers
+        Valid(
+            "import torch\nfrom torch import nn\n\nclass MyNorm(nn.Module):\n"
+            "    def __init__(self, d):\n        super().__init__()\n"
+            "        self.running_mean = torch.zeros(d)\n        self.momentum = 0.1\n\n"
+            "    def forward(self, x):\n        m = x.mean(0)\n"
+            "        self.running_mean = 0.9 * self.running_mean + 0.1 * m.detach()\n"
+            "        return x - self.running_mean\n"
+        ),
+        # optimizer momentum is not BatchNorm momentum
+        Valid("import torch\nopt = torch.optim.SGD(params, lr=0.1)\nopt.momentum = 0.9\n"),
+        Valid("import torch.nn as nn\nbn = nn.BatchNorm1d(128, momentum=0.1)\n"),
+        # reading the statistics is fine
+        Valid("def log_bn(bn):\n    print(bn.running_mean.mean().item(), bn.running_var.mean().item())\n"),
+        # several graphs per batch
+        Valid({
+            "model.py": "from torch import nn\n\nclass Enc(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.norm = nn.BatchNorm1d(64)\n",
+            "train.py": "from dgl.dataloading import GraphDataLoader\n"
+            "loader = GraphDataLoader(ds, batch_size=8, shuffle=True)\n",
+        }),
+    ]
+    INVALID = [
+        Invalid(
+            "from torch import nn\n\ndef freeze_bn(model):\n    for m in model.modules():\n"
+            "        if isinstance(m, nn.BatchNorm1d):\n            m.reset_running_stats()\n"
+            "            m.momentum = 0.0\n",
+            line=6, column=13,
+        ),
+        Invalid(
+            "from torch import nn\n\ndef freeze_bn(model):\n    for m in model.modules():\n"
+            "        if isinstance(m, nn.modules.batchnorm._BatchNorm):\n            m.momentum = 0.0\n",
+            line=6,
+        ),
+        Invalid("def sync(dst, src):\n    dst.bn.running_mean = src.bn.running_mean.clone()\n", line=2),
+        Invalid("def fix(enc):\n    enc.norms[0].running_var.fill_(1.0)\n", line=2),
+        Invalid("def tweak(model):\n    model.encoder.bn1.track_running_stats = False\n", line=2),
+        Invalid("import torch.nn as nn\nbn = nn.BatchNorm1d(128, momentum=0.0)\n", line=2),
+        Invalid(
+            "from torch import nn\n\nclass Enc(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.bn = nn.BatchNorm1d(64, track_running_stats=False)\n",
+            line=6,
+        ),
+        Invalid(
+            "def transplant(model, teacher):\n"
+            "    model.encoder.norm.load_state_dict(teacher.encoder.norm.state_dict())\n",
+            line=2,
+        ),
+        # BatchNorm in the model, one graph per batch in the training script
+        Invalid(
+            {
+                "model.py": "from torch import nn\n\nclass Enc(nn.Module):\n    def __init__(self):\n"
+                "        super().__init__()\n        self.norm = nn.BatchNorm1d(64)\n",
+                "train.py": "from torch.utils.data import DataLoader\nimport dgl\n"
+                "loader = DataLoader(ds, batch_size=1, shuffle=True, collate_fn=dgl.batch)\n",
+            },
+            line=3, path="train.py", message_contains="one graph",
+        ),
+    ]
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.bn_tests: list[bool] = []  # enclosing `if` tests: is it an isinstance BatchNorm test?
+
+    def visit_If(self, node: cst.If) -> None:
+        self.bn_tests.append(any(t in self.ctx.code(node.test, 200) for t in BN_TEST))
+
+    def leave_If(self, original_node: cst.If) -> None:
+        self.bn_tests.pop()
+
+    def _looks_bn(self, receiver: str) -> bool:
+        return any(self.bn_tests) or bool(BN_NAME.search(receiver))
+
+    # -- writes --------------------------------------------------------------------------------
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._check_write(target.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._check_write(node.target)
+
+    def _check_write(self, target: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Subscript):  # bn.running_mean[:] = ...
+            target = target.value
+        if not isinstance(target, cst.Attribute):
+            return
+        receiver = dotted(target.value) or self.ctx.code(target.value, 60)
+        attr = target.attr.value
+        if receiver == "self":
+            return  # the layer's own implementation
+        if attr in BUFFERS:
+            self.report(target, f"`{receiver}.{attr}` is overwritten outside the layer's forward: "
+                        "evaluation normalises with these statistics, not those training produced",
+                        fix="let the forward maintain the running statistics; if they must come "
+                        "from another model, load the whole state_dict consistently in both scripts")
+        elif attr == "track_running_stats":
+            self.report(target, f"`{receiver}.track_running_stats` changed after construction: "
+                        "the running statistics stop updating (or are used half-initialised)",
+                        fix="keep the default `track_running_stats=True`")
+        elif attr == "momentum" and self._looks_bn(receiver):
+            self.report(target, f"BatchNorm momentum of `{receiver}` changed outside its "
+                        "construction: the running statistics are frozen or re-weighted",
+                        fix="leave BatchNorm momentum at its default (0.1)")
+
+    # -- calls ---------------------------------------------------------------------------------
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        qualified = self.ctx.qualify(func)
+        if qualified in BATCHNORMS:
+            self._check_constructor(node, qualified)
+            self.fact(BatchNormBuilt(self.ctx.span(node)))
+            return
+        if qualified in LOADERS:
+            self._check_loader(node, qualified)
+            return
+        if not isinstance(func, cst.Attribute):
+            return
+        receiver = dotted(func.value) or self.ctx.code(func.value, 60)
+        method = func.attr.value
+        if receiver == "self" or receiver.startswith("self.running_"):
+            return
+        last = receiver.rsplit(".", 1)[-1]
+        if method == "reset_running_stats":
+            self.report(node, f"`{receiver}.reset_running_stats()` throws away the statistics "
+                        "training accumulated: evaluation normalises with mean 0 / var 1",
+                        fix="do not reset BatchNorm statistics of a trained model")
+        elif method in INPLACE and last in BUFFERS:
+            self.report(node, f"`{receiver}.{method}(...)` modifies BatchNorm statistics in "
+                        "place outside the forward",
+                        fix="let the forward maintain the running statistics")
+        elif method == "eval" and any(self.bn_tests):
+            self.report(node, f"`{receiver}.eval()` on a BatchNorm layer freezes its running "
+                        "statistics (and uses them during training)",
+                        fix="train BatchNorm layers in train mode, as the reference does")
+        elif method == "load_state_dict" and BN_NAME.search(receiver):
+            self.report(node, f"`{receiver}.load_state_dict(...)` loads BatchNorm statistics "
+                        "from another model into this layer alone",
+                        fix="load the whole model's state_dict, in both scripts, or none")
+
+    def _check_constructor(self, node: cst.Call, qualified: str) -> None:
+        name = qualified.rsplit(".", 1)[-1]
+        momentum = _kwarg(node, "momentum")
+        if momentum is not None and _is_literal(momentum, 0.0):
+            self.report(node, f"`{name}(momentum=0)` never updates its running statistics: "
+                        "evaluation uses mean 0 / var 1 whatever the embeddings' scale",
+                        fix="use the default momentum (0.1), or `momentum=None` for a cumulative average")
+        track = _kwarg(node, "track_running_stats")
+        if isinstance(track, cst.Name) and track.value == "False":
+            finding = self.make_finding(
+                self.ctx.path, self.ctx.span(node),
+                f"`{name}(track_running_stats=False)` normalises with batch statistics at "
+                "evaluation too: a part's reconstruction depends on what it is batched with",
+                fix="keep running statistics (the default) unless the reference does the same")
+            finding.severity = Severity.WARNING
+            self.findings.append(finding)
+
+    def _check_loader(self, node: cst.Call, qualified: str) -> None:
+        size = _kwarg(node, "batch_size")
+        graphs = qualified.endswith("GraphDataLoader") or any(
+            a.keyword and a.keyword.value == "collate_fn" and "dgl" in self.ctx.code(a.value)
+            for a in node.args)
+        if (size is not None and _is_literal(size, 1)) or (size is None and graphs):
+            self.fact(SingleGraphBatch(self.ctx.span(node), self.ctx.code(node, 80)))
+
+    @classmethod
+    def check_project(cls, project: Project) -> Iterable[Finding]:
+        if not any(True for _ in _facts(project, BatchNormBuilt)):
+            return []
+        out = []
+        for file, loader in _facts(project, SingleGraphBatch):
+            finding = cls.make_finding(
+                file.path, loader.span,
+                f"`{loader.what}` feeds one graph per step to a model with BatchNorm: the batch "
+                "statistics are those of one part's few nodes, far from the running statistics "
+                "used at evaluation",
+                fix="batch several graphs per step (batch_size >= 8), or use LayerNorm/GraphNorm")
+            finding.severity = Severity.WARNING
+            out.append(finding)
+        return out
+
+    @classmethod
+    def confirm(cls, finding: Finding, evidence: Evidence) -> Optional[Verdict]:
+        """Confirmed by BatchNorm buffer changes (reset, modified, frozen) attributed to the
+        finding's line; for one-graph batches, by the node counts entering the model."""
+        if not evidence:
+            return None
+        if "one graph per step" in finding.message:
+            sizes = [g.num_nodes for g in evidence.graphs if g.where == "forward" and g.num_nodes]
+            if not sizes:
+                return Verdict(Status.UNEXERCISED, ["no graph entered the model"])
+            if max(sizes) < SMALL_GRAPH_NODES:
+                return Verdict(Status.CONFIRMED, [
+                    f"BatchNorm normalised over {min(sizes)}..{max(sizes)} nodes per forward"])
+            return Verdict(Status.REFUTED, [f"graphs of up to {max(sizes)} nodes per forward"])
+        events = [e for e in evidence.batchnorm
+                  if e.path == finding.path and finding.line <= e.line <= finding.end_line]
+        if events:
+            return Verdict(Status.CONFIRMED, [
+                f"{e.kind} {e.module} {', '.join(e.buffers)} (step {e.step})".strip() for e in events[:4]])
+        if evidence.ran(finding.path, finding.line, finding.end_line):
+            return Verdict(Status.REFUTED, ["the line ran but no BatchNorm buffer changed"])
+        return Verdict(Status.UNEXERCISED, ["the line never ran"])
+
+
+def _facts(project: Project, kind: type):
+    return ((f, v) for f, v in project.rule_facts(BatchNormStatsTouched.code) if isinstance(v, kind))

@@ -1,0 +1,326 @@
+"""GM301 autocast-low-precision: fp16 autocast without a GradScaler; a loss computed in fp16/bf16."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable, Optional
+
+from auditor.findings import Finding, Severity, Status
+from auditor.rule import Invalid, Rule, Valid, Verdict
+from auditor.static import dataflow as df
+from auditor.static.facts import Event, FunctionInfo
+from auditor.static.project import Project
+
+AUTOCAST = {"torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast",
+            "torch.cpu.amp.autocast", "torch.amp.autocast_mode.autocast"}
+LOW = re.compile(r"\b(?:torch\.)?(float16|half|bfloat16|bf16|fp16)\b")
+UPCAST = re.compile(r"\.float\(\)|\.double\(\)|torch\.float(32|64)\b|torch\.double\b|'float32'|\"float32\"")
+
+
+def _upcast(fn: FunctionInfo, stmt: df.Statement, hit: set[str]) -> bool:
+    return UPCAST.search(stmt.text) is not None
+
+
+def _precision(text: str) -> str:
+    m = LOW.search(text)
+    if m is None:
+        return ""
+    return "bfloat16" if m.group(1) in ("bfloat16", "bf16") else "float16"
+
+
+class LowPrecisionLoss(Rule):
+    code = "GM301"
+    name = "autocast-low-precision"
+    severity = Severity.ERROR
+    fix_safety = "unsafe"
+    summary = "float16 autocast without a GradScaler, or the loss computed in float16/bfloat16"
+    prefilter = ("autocast", ".half()", "bfloat16", "float16", "torch.half")
+    doc = """
+## What it does
+Finds low-precision training done wrong:
+- **error**: a float16 autocast region (explicit `dtype=torch.float16`, or the CUDA default of
+  `torch.autocast("cuda")` / `torch.cuda.amp.autocast()`) whose outputs reach a backward that is
+  not scaled by a `GradScaler` (`scaler.scale(loss).backward()`);
+- **error**: a model cast to low precision (`model.half()`, `.bfloat16()`,
+  `.to(torch.float16/bfloat16)`) whose loss is computed from its low-precision outputs (no
+  `.float()` on the way) and backpropagated: the loss, the gradients, the parameters and the
+  optimizer updates all live in 16 bits (worse than a loss-only problem, hence an error);
+- **warning**: a float16/bfloat16 autocast region, or tensors cast to low precision, in which the
+  reconstruction loss itself is computed (the loss should run in float32).
+
+It stays silent for bfloat16 autocast around the forward only with the loss computed outside,
+for float16 autocast with a GradScaler and the loss outside, and for values upcast with
+`.float()` before the loss.
+
+## Why is this bad?
+GraphMAE's reconstruction error on normalised coordinates is small and shrinks during training.
+In float16, gradients of that size underflow to zero without loss scaling, so the reconstruction
+stops improving early; a loss computed in bfloat16 keeps only 8 bits of mantissa, so small
+errors round to the same value and the gradient becomes noise; bfloat16 parameters lose every
+Adam update smaller than their 8-bit resolution. The loss curve still goes down, coarsely.
+
+## Example
+```python
+with torch.autocast("cuda"):
+    recon = model(g, x)
+    loss = F.mse_loss(recon[mask], x[mask])
+loss.backward()
+```
+
+## Use instead
+```python
+scaler = torch.cuda.amp.GradScaler()
+with torch.autocast("cuda", dtype=torch.bfloat16):
+    recon = model(g, x)
+loss = F.mse_loss(recon[mask].float(), x[mask])
+scaler.scale(loss).backward()   # required for float16; harmless for bfloat16
+```
+
+## Fix safety
+Unsafe: moving the loss out of the region or adding a scaler changes numerics and memory use.
+
+## References
+- https://pytorch.org/docs/stable/amp.html
+- https://pytorch.org/docs/stable/notes/amp_examples.html
+"""
+
+    VALID = [
+        # bf16 around the forward only; the loss in float32 outside
+        Valid(
+            "import torch\nimport torch.nn.functional as F\n"
+            "def step(model, g, x, mask, opt):\n"
+            "    with torch.autocast('cuda', dtype=torch.bfloat16):\n"
+            "        recon = model(g, x)\n"
+            "    loss = F.mse_loss(recon[mask].float(), x[mask])\n"
+            "    loss.backward()\n"
+        ),
+        # fp16 forward with a GradScaler, loss outside
+        Valid(
+            "import torch\nimport torch.nn.functional as F\n"
+            "scaler = torch.cuda.amp.GradScaler()\n"
+            "def step(model, g, x, opt):\n"
+            "    with torch.cuda.amp.autocast():\n"
+            "        recon = model(g, x)\n"
+            "    loss = F.mse_loss(recon.float(), x)\n"
+            "    scaler.scale(loss).backward()\n"
+            "    scaler.step(opt)\n"
+            "    scaler.update()\n"
+        ),
+        # disabled autocast, and a cast for inference only
+        Valid(
+            "import torch\n"
+            "def export(model, g, x):\n"
+            "    model = model.half()\n"
+            "    with torch.no_grad():\n"
+            "        return model(g, x.half())\n"
+            "def step(model, g, x):\n"
+            "    with torch.autocast('cuda', enabled=False):\n"
+            "        loss = model(g, x)\n"
+            "    loss.backward()\n"
+        ),
+    ]
+    INVALID = [
+        # CUDA autocast defaults to float16; no scaler
+        Invalid(
+            "import torch\nimport torch.nn.functional as F\n"
+            "def step(model, g, x, opt):\n"
+            "    with torch.autocast('cuda'):\n"
+            "        recon = model(g, x)\n"
+            "    loss = F.mse_loss(recon.float(), x)\n"
+            "    loss.backward()\n",
+            line=4, message_contains="GradScaler",
+        ),
+        # bf16 region computing the loss itself (the model returns its loss): a warning
+        Invalid(
+            "import torch\n"
+            "class Trainer:\n"
+            "    def __init__(self, model, opt):\n"
+            "        self.model, self.opt = model, opt\n"
+            "    def step(self, g, x):\n"
+            "        with torch.autocast(device_type='cpu', dtype=torch.bfloat16):\n"
+            "            loss = self.model(g, x)\n"
+            "        loss.backward()\n",
+            line=6, message_contains="computed",
+        ),
+        # the model cast to bfloat16 in a builder in another module
+        Invalid({
+            "build.py": (
+                "import torch\n"
+                "def build_model(cls, cfg):\n"
+                "    model = cls(**cfg)\n"
+                "    return model.to(dtype=torch.bfloat16)\n"
+            ),
+            "train.py": (
+                "import torch.nn.functional as F\n"
+                "from build import build_model\n"
+                "from net import Net\n"
+                "def main(loader, cfg):\n"
+                "    model = build_model(Net, cfg)\n"
+                "    for g, x in loader:\n"
+                "        loss = F.mse_loss(model(g, x), x)\n"
+                "        loss.backward()\n"
+            ),
+            "net.py": "import torch.nn as nn\nclass Net(nn.Module):\n    def forward(self, g, x):\n        return x\n",
+        }, line=4, path="build.py", message_contains="train.py:8"),
+    ]
+
+    # -- project stage -----------------------------------------------------------------------------
+    @classmethod
+    def check_project(cls, project: Project) -> Iterable[Finding]:
+        findings: list[Finding] = []
+        for fn in list(project.functions.values()):
+            for stmt in df.statements(fn):
+                for call in stmt.calls:
+                    func = call.func.removesuffix("()")
+                    if func in AUTOCAST and stmt.kind == "with":
+                        found = cls._autocast(project, fn, stmt, call)
+                    elif cls._is_cast(call):
+                        found = cls._cast(project, fn, stmt, call)
+                    else:
+                        continue
+                    if found:
+                        findings.append(found)
+        return findings
+
+    @staticmethod
+    def _is_cast(call: Event) -> bool:
+        if call.method in ("half", "bfloat16") and not call.args and call.receiver:
+            return True
+        if call.method in ("to", "type") and call.receiver:
+            texts = [*call.args, call.kwargs.get("dtype", "")]
+            return any(_precision(t) for t in texts if t.startswith(("torch.", "'", '"')))
+        return False
+
+    @classmethod
+    def _autocast(cls, project: Project, fn: FunctionInfo, with_stmt: df.Statement,
+                  call: Event) -> Optional[Finding]:
+        func = call.func.removesuffix("()")
+        if call.kwargs.get("enabled") == "False" or (func == "torch.cuda.amp.autocast" and call.args[:1] == ["False"]):
+            return None
+        dtype = call.kwargs.get("dtype") or (call.args[1] if func in ("torch.autocast", "torch.amp.autocast")
+                                              and len(call.args) > 1 else "")
+        device = call.kwargs.get("device_type") or (call.args[0] if func in (
+            "torch.autocast", "torch.amp.autocast") and call.args else "")
+        default = ""
+        if dtype:
+            precision = _precision(dtype)
+        elif func == "torch.cpu.amp.autocast" or device.strip("'\"") == "cpu":
+            precision = "bfloat16"
+        else:
+            precision, default = "float16", " (the CUDA default)"
+        region = [s for s in df.statements(fn)
+                  if s.index > with_stmt.index and df.contains(with_stmt.head.span, s.head.span)]
+        sinks: list[df.Sink] = []
+        loss_at: Optional[str] = None
+        for stmt in region:
+            flow = df.flows_from_statement(project, fn, stmt)
+            sinks += flow.sinks
+            sinks += [s for c in stmt.calls if (s := df.sink_of(fn, c)) is not None]
+            if loss_at is None and (flow.sinks or stmt.kind == "return"):
+                loss_at = cls._loss_in(project, fn, stmt)
+        if not sinks:
+            return None
+        sink = sinks[0]
+        unscaled = [s for s in sinks if not s.scaled]
+        if precision == "float16" and unscaled:
+            message = (f"float16 autocast{default} produces a loss backpropagated at {unscaled[0].where} "
+                       f"without a GradScaler: small reconstruction gradients underflow to zero")
+            if loss_at:
+                message += f"; the loss itself is also computed in float16 ({loss_at})"
+            fix = ("create `scaler = torch.cuda.amp.GradScaler()` and call `scaler.scale(loss).backward()`, "
+                   "`scaler.step(optimizer)`, `scaler.update()`; or use `dtype=torch.bfloat16`")
+            return cls.make_finding(fn.path, call.span, message, fix)
+        if loss_at and precision:
+            finding = cls.make_finding(
+                fn.path, call.span,
+                f"the reconstruction loss is computed inside this {precision} autocast region "
+                f"({loss_at}) and backpropagated at {sink.where}: small errors are rounded away",
+                "close the autocast block after the forward and compute the loss on `.float()` "
+                "predictions outside it",
+            )
+            finding.severity = Severity.WARNING
+            return finding
+        return None
+
+    @classmethod
+    def _loss_in(cls, project: Project, fn: FunctionInfo, stmt: df.Statement) -> Optional[str]:
+        """Where the statement computes a loss (itself, in a function it calls, or a value it
+        names a loss: `loss = model(g, x)` on a model whose class is not known)."""
+        for call in stmt.calls:
+            if df.is_loss_call(project, fn, call):
+                return f"{fn.path}:{call.span.line}"
+            for target in df.call_targets(project, fn, call):
+                callee = project.function(target)
+                if callee is not None:
+                    found = df.loss_calls(project, callee)
+                    if found:
+                        where, event = found[0]
+                        return f"{where.path}:{event.span.line}"
+        if any("loss" in t.rsplit(".", 1)[-1].lower() for t in stmt.targets):
+            return f"{fn.path}:{stmt.line}"
+        return None
+
+    @classmethod
+    def _cast(cls, project: Project, fn: FunctionInfo, stmt: df.Statement, call: Event) -> Optional[Finding]:
+        precision = _precision(" ".join([*call.args, *call.kwargs.values()])) or (
+            "bfloat16" if call.method == "bfloat16" else "float16")
+        module = cls._is_module(project, fn, stmt, call)
+        if stmt.kind in ("assign", "return") or not module:
+            flow = df.flows_from(project, fn, call, stop=_upcast)
+        else:  # `model.half()` converts the module in place
+            flow = df.flows_to(project, fn, [call.receiver], stmt.index + 1, stop=_upcast)
+        if not flow.sinks:
+            return None
+        sink = flow.sinks[0]
+        loss_at = next((cls._loss_in(project, s.fn, s.stmt) for s in flow.steps
+                        if cls._loss_in(project, s.fn, s.stmt)), None)
+        where = f" ({loss_at})" if loss_at else ""
+        if module:
+            message = (f"the model is cast to {precision} and trained: its loss{where} is computed and "
+                       f"backpropagated at {sink.where} in {precision}, and its parameters and optimizer "
+                       f"updates keep only {8 if precision == 'bfloat16' else 11} bits of mantissa")
+            fix = ("keep the model in float32 and use `torch.autocast(..., dtype=torch.bfloat16)` around "
+                   "the forward only, computing the loss in float32")
+            return cls.make_finding(fn.path, call.span, message, fix)
+        finding = cls.make_finding(
+            fn.path, call.span,
+            f"a tensor cast to {precision} flows into the loss{where} backpropagated at {sink.where}: "
+            f"the loss is computed in {precision}",
+            "upcast with `.float()` before computing the loss",
+        )
+        finding.severity = Severity.WARNING
+        return finding
+
+    @staticmethod
+    def _is_module(project: Project, fn: FunctionInfo, stmt: df.Statement, call: Event) -> bool:
+        receiver = call.receiver
+        if "(" not in receiver:
+            classes = df.instance_classes(project, fn, receiver, stmt.index)
+            if classes:
+                return any(df.is_module_class(project, c) for c in classes)
+            return receiver.rsplit(".", 1)[-1].lower() in df.MODEL_NAMES
+        return any(df.is_module_class(project, c) for e in stmt.calls for c in df.constructed_class(project, e))
+
+    # -- runtime -----------------------------------------------------------------------------------
+    @classmethod
+    def confirm(cls, finding: Finding, evidence: Any) -> Optional[Verdict]:
+        if not evidence.ran(finding.path, finding.line, finding.end_line) and not evidence.calls_at(
+            finding.path, finding.line, "autocast", finding.end_line
+        ):
+            return Verdict(Status.UNEXERCISED, ["the line never ran"])
+        low = [s for s in evidence.steps if any(t in (s.loss_dtype or "") for t in ("float16", "bfloat16"))]
+        fp16_unscaled = [s for s in evidence.steps if s.autocast_at_forward
+                         and "float16" in str(s.autocast_at_forward.get("dtype", ""))
+                         and "bfloat16" not in str(s.autocast_at_forward.get("dtype", ""))
+                         and not s.scaler_used]
+        lines = []
+        if low:
+            lines.append(f"the loss was {low[0].loss_dtype} at step {low[0].index}")
+        if fp16_unscaled:
+            lines.append(f"float16 autocast without GradScaler.scale at step {fp16_unscaled[0].index}")
+        if lines:
+            return Verdict(Status.CONFIRMED, lines)
+        if evidence.steps:
+            return Verdict(Status.REFUTED, [f"the loss was {evidence.steps[0].loss_dtype or 'float32'}"
+                                            + (" and scaled" if evidence.steps[0].scaler_used else "")])
+        return None

@@ -1,0 +1,330 @@
+"""GM302 ddp-misuse: DistributedDataParallel without a process group, wrapping a single-process
+run, or bypassed through ``.module`` in the training forward."""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable, Optional
+
+from auditor.findings import Finding, Severity, Status
+from auditor.rule import Invalid, Rule, Valid, Verdict
+from auditor.static.facts import Event, FunctionInfo
+from auditor.static.paths import call_sites_of, under_no_grad
+from auditor.static.project import Project
+
+DDP = {
+    "torch.nn.parallel.DistributedDataParallel",
+    "torch.nn.parallel.distributed.DistributedDataParallel",
+}
+# Calls that set up a process group, or hand it to a framework that does.
+PG_INIT = {
+    "torch.distributed.init_process_group",
+    "torch.distributed.distributed_c10d.init_process_group",
+    "deepspeed.init_distributed",
+    "accelerate.Accelerator",
+    "lightning.Fabric",
+    "lightning.fabric.Fabric",
+}
+LIGHTNING_TRAINERS = {"pytorch_lightning.Trainer", "lightning.Trainer", "lightning.pytorch.Trainer"}
+# torchrun exports these; reading them is how a script learns it was launched distributed
+TORCHRUN_ENV = re.compile(r"\b(LOCAL_RANK|WORLD_SIZE)\b")
+# a condition that only holds in a multi-process launch
+DIST_GUARD = re.compile(
+    r"world_size|\bdistributed\b|\bddp\b|is_initialized|local_rank|\brank\b|WORLD_SIZE|"
+    r"LOCAL_RANK|nprocs|multi_?gpu|(device_count\(\)|n_?gpus?|num_gpus)\s*(>\s*1|>=\s*2)",
+    re.IGNORECASE,
+)
+ALWAYS_TRUE = re.compile(
+    r">=\s*0\b|>\s*-\s*1\b|^\s*(True|1)\s*$|\bor\s+True\b|world_size\s*(>=\s*1|>\s*0)\b"
+)
+MAX_UP = 3
+
+
+def is_ddp(event: Event) -> bool:
+    return event.kind == "call" and event.func.removesuffix("()") in DDP
+
+
+def is_pg_init(event: Event) -> bool:
+    if event.kind == "call":
+        func = event.func.removesuffix("()")
+        if func in PG_INIT or event.method == "init_process_group":
+            return True
+        if func in LIGHTNING_TRAINERS and "strategy" in event.kwargs:
+            return True
+    return ("environ" in event.text or "getenv" in event.text) and bool(
+        TORCHRUN_ENV.search(event.text))
+
+
+def classify_guard(branch: Optional[str]) -> str:
+    """``none`` | ``always`` (a condition that always holds) | ``dist`` | ``other``."""
+    if branch is None or "__name__" in branch:  # the script's main guard is no guard
+        return "none"
+    if ALWAYS_TRUE.search(branch):
+        return "always"
+    return "dist" if DIST_GUARD.search(branch) else "other"
+
+
+class DDPMisuse(Rule):
+    code = "GM302"
+    name = "ddp-misuse"
+    severity = Severity.ERROR
+    fix_safety = "none"
+    summary = "DistributedDataParallel without a process group or wrapping a single-process run"
+    prefilter = ("DistributedDataParallel", "DDP")
+    doc = """
+## What it does
+Finds `DistributedDataParallel(...)` (any import spelling: `torch.nn.parallel.
+DistributedDataParallel`, `nn.parallel.DistributedDataParallel`, a `DDP` alias):
+
+- when nothing initialises a process group before it on the way there (`init_process_group`,
+  in the same function, in a function called earlier, or in a caller before the call; torchrun
+  environment handling (`LOCAL_RANK` / `WORLD_SIZE`); Accelerate / Lightning strategies);
+- when the wrap is unconditional, or guarded by a condition that always holds
+  (`device_count() >= 0`, `world_size >= 1`): a plain `python train.py` then trains a model
+  wrapped in a world of size 1;
+- a DDP-wrapped model whose `.module` is called directly in the training forward.
+
+It stays silent when the wrap is guarded by the world size, the rank, a `--distributed` flag or
+a multi-GPU count, and a process group is initialised on that path. The probe settles the
+rest: it records the world size every wrap actually ran in.
+
+## Why is this bad?
+A single-process run wrapped in DDP (often after `init_process_group(world_size=1)` to make
+the constructor work) is not what the reference script trains: DDP broadcasts parameters and
+buffers from rank 0 at construction, synchronises BatchNorm buffers at every forward, buckets
+and all-reduces gradients, and renames every key with a `module.` prefix, so checkpoints no
+longer load strictly into the bare GraphMAE (which is how `strict=False` creeps in, GM601).
+Calling `model.module(...)` in the training forward skips the gradient hooks: in a real
+multi-process run every rank then trains its own GraphMAE and the replicas silently diverge,
+which shows up as reconstructions that depend on the rank that saved the checkpoint.
+
+## Example
+```python
+dist.init_process_group("gloo", rank=0, world_size=1)
+model = DistributedDataParallel(model)
+```
+
+## Use instead
+```python
+if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+    dist.init_process_group("nccl")
+    model = DistributedDataParallel(model, device_ids=[local_rank])
+```
+
+## Fix safety
+No automatic fix: whether the run is meant to be distributed is the author's decision.
+
+## References
+- https://pytorch.org/docs/stable/notes/ddp.html
+- https://pytorch.org/docs/stable/elastic/run.html (torchrun environment variables)
+"""
+
+    VALID = [
+        Valid(
+            "import os\nimport torch.distributed as dist\n"
+            "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+            "world_size = int(os.environ.get('WORLD_SIZE', '1'))\n"
+            "if world_size > 1:\n"
+            "    dist.init_process_group('nccl')\n"
+            "    model = DDP(model, device_ids=[int(os.environ['LOCAL_RANK'])])\n"
+        ),
+        Valid({
+            "dist_utils.py":
+                "import os\nimport torch.distributed as dist\n"
+                "def setup(args):\n"
+                "    args.rank = int(os.environ['RANK'])\n"
+                "    dist.init_process_group('nccl', rank=args.rank)\n",
+            "train.py":
+                "from torch import nn\nfrom dist_utils import setup\n"
+                "def main(args, model):\n"
+                "    if args.distributed:\n"
+                "        setup(args)\n"
+                "    if args.distributed:\n"
+                "        model = nn.parallel.DistributedDataParallel(model)\n"
+                "    return model\n",
+        }),
+        # `.module` only to save the bare weights, and to evaluate without gradients
+        Valid(
+            "import torch\nimport torch.distributed as dist\n"
+            "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+            "def fit(model, args, loader):\n"
+            "    if args.world_size > 1:\n"
+            "        dist.init_process_group('gloo')\n"
+            "        model = DDP(model)\n"
+            "    for g in loader:\n"
+            "        loss = model(g)\n"
+            "        loss.backward()\n"
+            "    with torch.no_grad():\n"
+            "        model.module(g)\n"
+            "    torch.save(model.module.state_dict(), 'm.pt')\n"
+        ),
+        # the name DDP for something else entirely
+        Valid("def DDP(x):\n    return x\nmodel = DDP(model)\n"),
+    ]
+    INVALID = [
+        Invalid(
+            "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+            "model = DDP(model)\n",
+            line=2, column=9, message_contains="process group",
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\nimport torch.distributed as dist\n"
+            "dist.init_process_group('gloo', rank=0, world_size=1)\n"
+            "if torch.cuda.device_count() >= 0:\n"
+            "    model = nn.parallel.DistributedDataParallel(model)\n",
+            line=6, message_contains="always",
+        ),
+        # a helper wraps unconditionally; the script initialises a world of size 1 for it
+        Invalid({
+            "parallel.py":
+                "import torch\n\n"
+                "def wrap(model):\n"
+                "    return torch.nn.parallel.DistributedDataParallel(model)\n",
+            "train.py":
+                "import torch.distributed as dist\nfrom parallel import wrap\n"
+                "def main(model):\n"
+                "    dist.init_process_group('gloo', init_method='tcp://127.0.0.1:29500',"
+                " rank=0, world_size=1)\n"
+                "    model = wrap(model)\n"
+                "    return model\n",
+        }, line=4, path="parallel.py", message_contains="unconditional"),
+        # `.module` called in the training forward, bypassing the wrapper
+        Invalid(
+            "import os\nimport torch.distributed as dist\n"
+            "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+            "if int(os.environ.get('WORLD_SIZE', 1)) > 1:\n"
+            "    dist.init_process_group('nccl')\n"
+            "    model = DDP(model)\n"
+            "for g in loader:\n"
+            "    loss = model.module(g)\n"
+            "    loss.backward()\n",
+            line=8, message_contains=".module",
+        ),
+        # guarded, but nothing ever creates the process group
+        Invalid(
+            "from torch.nn.parallel import DistributedDataParallel\n"
+            "def build(model, args):\n"
+            "    if args.distributed:\n"
+            "        model = DistributedDataParallel(model)\n"
+            "    return model\n",
+            line=4, message_contains="process group",
+        ),
+    ]
+
+    # -- static ------------------------------------------------------------------------------------
+    @classmethod
+    def _init_before(cls, project: Project, fn: FunctionInfo, index: int, up: int = 0) -> bool:
+        """A process group is set up before event ``index`` of ``fn``: earlier in ``fn``, in a
+        function an earlier call runs, or (walking up) before a call site of ``fn``."""
+        for event in fn.events[:index]:
+            if is_pg_init(event):
+                return True
+            if event.kind == "call":
+                for callee in project.resolve_call(event, fn):
+                    for qual in project.reachable_from(callee):
+                        sub = project.function(qual)
+                        if sub is not None and any(is_pg_init(e) for e in sub.events):
+                            return True
+        if up >= MAX_UP:
+            return False
+        return any(cls._init_before(project, caller, i, up + 1)
+                   for caller, i in call_sites_of(project, fn))
+
+    @classmethod
+    def _guard(cls, project: Project, fn: FunctionInfo, event: Event,
+               up: int = 0) -> tuple[str, str]:
+        """The weakest guard on the way to ``event`` (none/always/other beat dist), and its text."""
+        kind = classify_guard(event.branch)
+        if kind != "none" or up >= MAX_UP:
+            return kind, event.branch or ""
+        sites = call_sites_of(project, fn)
+        if not sites:
+            return "none", ""
+        found = [cls._guard(project, caller, caller.events[i], up + 1) for caller, i in sites]
+        for weakest in ("none", "always", "other"):
+            hit = next((g for g in found if g[0] == weakest), None)
+            if hit is not None:
+                return hit
+        return found[0]
+
+    @classmethod
+    def check_project(cls, project: Project) -> Iterable[Finding]:
+        for fn in list(project.functions.values()):
+            for i, event in enumerate(fn.events):
+                if not is_ddp(event):
+                    continue
+                yield from cls._check_wrap(project, fn, i, event)
+                yield from cls._check_module_calls(project, fn, event)
+
+    @classmethod
+    def _check_wrap(cls, project: Project, fn: FunctionInfo, i: int,
+                    event: Event) -> Iterable[Finding]:
+        initialised = cls._init_before(project, fn, i)
+        guard, text = cls._guard(project, fn, event)
+        fix = ("initialise the process group and wrap only in a multi-process launch: "
+               "`if world_size > 1: dist.init_process_group(...); model = DDP(model, ...)`")
+        if not initialised:
+            yield cls.make_finding(
+                fn.path, event.span,
+                "`DistributedDataParallel(...)` with no process group initialised before it "
+                "(no `init_process_group`, torchrun environment handling or launcher strategy "
+                "on the way here): it fails, or someone makes it construct with a world of size 1",
+                fix=fix,
+            )
+        elif guard in ("none", "always", "other"):
+            why = {
+                "none": "the wrap is unconditional",
+                "always": f"the wrap is guarded by a condition that always holds (`{text}`)",
+                "other": f"the guard `{text}` does not test for a multi-process launch",
+            }[guard]
+            yield cls.make_finding(
+                fn.path, event.span,
+                f"`DistributedDataParallel(...)`: {why}, so a single-process run trains a model "
+                "wrapped in a world of size 1 (parameter broadcast, buffer sync, `module.` keys)",
+                fix=fix,
+            )
+
+    @classmethod
+    def _check_module_calls(cls, project: Project, fn: FunctionInfo,
+                            event: Event) -> Iterable[Finding]:
+        names = set(event.targets)
+        if not names:
+            return
+        scopes = [fn]
+        if any(n.startswith("self.") for n in names) and fn.class_name:
+            scopes = [f for q, f in project.functions.items() if q.startswith(fn.class_name + ".")]
+        for scope in scopes:
+            for e in scope.events:
+                func = e.func.removesuffix("()")
+                if e.kind != "call" or under_no_grad(e) or e.span.line <= event.span.line \
+                        and scope is fn:
+                    continue
+                if any(func in (f"{n}.module", f"{n}.module.forward") for n in names):
+                    yield cls.make_finding(
+                        scope.path, e.span,
+                        f"`{func}(...)` calls the module inside DistributedDataParallel directly "
+                        "in the training forward: DDP's gradient synchronisation never runs and "
+                        "the replicas drift apart",
+                        fix=f"call the wrapper (`{func.rsplit('.module', 1)[0]}(...)`) in training",
+                    )
+
+    # -- runtime -----------------------------------------------------------------------------------
+    @classmethod
+    def confirm(cls, finding: Finding, evidence) -> Optional[Verdict]:
+        if ".module" in finding.message:
+            return None
+        facts = [d for d in evidence.ddp if d.path == finding.path
+                 and finding.line <= d.line <= finding.end_line]
+        if not facts:
+            if not evidence.ran(finding.path, finding.line, finding.end_line):
+                return Verdict(Status.UNEXERCISED, ["the DistributedDataParallel line never ran"])
+            return None
+        single = [d for d in facts if d.single_process]
+        if single:
+            d = single[0]
+            return Verdict(Status.CONFIRMED, [
+                f"DistributedDataParallel wrapped {d.module or 'the model'} with "
+                + ("no process group initialised" if not d.pg_initialized
+                   else f"a process group of world size {d.world_size} ({d.backend or 'backend ?'})")])
+        return Verdict(Status.REFUTED, [
+            f"every wrap ran in a process group of world size {max(d.world_size for d in facts)}"])

@@ -1,0 +1,264 @@
+"""GM401 reduction-sum: a summed reconstruction loss backpropagated without a count."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable, Optional
+
+import libcst as cst
+
+from auditor.findings import Finding, Status
+from auditor.rule import Invalid, Rule, Valid, Verdict
+from auditor.static import dataflow as df
+from auditor.static.facts import Event, FunctionInfo, Span
+from auditor.static.project import Project
+
+# a division whose divisor is not a bare number: `/ n`, `/ mask.sum()`, `.div(len(x))`, `/=`
+NORMALISED = re.compile(
+    r"(?:/=?|\.div_?\(|torch\.div\(|\.true_divide\()(?!\s*[\d.]+\s*(?:$|[)\],;#]))"
+)
+# a reconstruction error: difference, square, absolute value, norm, or a named loss/error
+ERROR_TEXT = re.compile(r"(?<![-+*/(,=\[]\s)(?<![-+*/(,=\[])-(?!\s*1\b)|\*\*\s*2|\.pow\(|\.abs\(|"
+                        r"square|norm\(|loss|err|diff|dist|mse|sce", re.IGNORECASE)
+
+
+def _normalised(fn: FunctionInfo, stmt: df.Statement, hit: set[str]) -> bool:
+    return NORMALISED.search(stmt.text) is not None and "…" not in stmt.text
+
+
+def _is_full_sum(call: Event) -> bool:
+    """``x.sum()`` / ``torch.sum(x)`` reducing everything (not ``sum(dim=-1)``)."""
+    if call.method == "sum" and call.receiver and not call.args:
+        return not any(k in call.kwargs for k in ("dim", "axis"))
+    if call.func.removesuffix("()") == "torch.sum" and len(call.args) == 1:
+        return not any(k in call.kwargs for k in ("dim", "axis"))
+    return False
+
+
+class UnnormalisedSumLoss(Rule):
+    code = "GM401"
+    name = "reduction-sum"
+    fix_safety = "unsafe"
+    summary = "a summed reconstruction loss reaches backward without being divided by a count"
+    prefilter = ("reduction", ".sum()", "torch.sum(", "size_average")
+    doc = """
+## What it does
+Finds loss functions and loss modules called with `reduction='sum'` (or the legacy
+`size_average=False`), and reconstruction errors reduced with a full `.sum()` /
+`torch.sum(...)`, whose value reaches the backward (`loss.backward()`, a scaler, a Lightning
+`training_step`), across functions and files, without being divided by a count on the way
+(number of masked nodes, `numel()`, batch size, `len(...)`, `mask.sum()`).
+
+## Why is this bad?
+GraphMAE's loss is taken on the masked nodes only, and their number changes with every batch (a
+fraction of the nodes of every graph in the batch). A summed loss grows with that number: the
+gradient scale, and so the effective learning rate of SGD, follows the batch composition; with
+Adam, the summed term swamps every other (averaged) term of the loss, so the tangent and normal
+components of the reconstruction are effectively dropped. The loss curve still goes down.
+
+## Example
+```python
+criterion = nn.MSELoss(reduction="sum")
+loss = criterion(recon[mask_nodes], x[mask_nodes])
+loss.backward()
+```
+
+## Use instead
+```python
+criterion = nn.MSELoss()                      # mean over the reconstructed elements
+loss = criterion(recon[mask_nodes], x[mask_nodes])
+loss.backward()
+```
+or divide the sum by the count: `loss = err.sum() / mask_nodes.numel()`.
+
+## Fix safety
+Unsafe: the loss scale changes by the number of reconstructed elements; learning rates and
+loss weights tuned against the summed loss must be revisited.
+
+## References
+- https://pytorch.org/docs/stable/generated/torch.nn.MSELoss.html
+"""
+
+    VALID = [
+        Valid(
+            "import torch.nn.functional as F\n"
+            "def step(model, g, x, mask):\n"
+            "    recon = model(g, x)\n"
+            "    loss = F.mse_loss(recon[mask], x[mask], reduction='sum') / mask.sum()\n"
+            "    loss.backward()\n"
+        ),
+        Valid(
+            "def step(model, g, x, mask):\n"
+            "    recon = model(g, x)\n"
+            "    err = ((recon[mask] - x[mask]) ** 2).sum()\n"
+            "    n = mask.sum()\n"
+            "    loss = err / n\n"
+            "    loss.backward()\n"
+        ),
+        # a sum used only for logging, and counts summed
+        Valid(
+            "import torch.nn.functional as F\n"
+            "def step(model, g, x, mask, log):\n"
+            "    recon = model(g, x)\n"
+            "    loss = F.mse_loss(recon[mask], x[mask])\n"
+            "    loss.backward()\n"
+            "    log.info('sq err %f n %d', ((recon - x) ** 2).sum().item(), mask.sum())\n"
+            "    total = F.mse_loss(recon, x, reduction='sum').item()\n"
+        ),
+        # normalised in the caller, in another module
+        Valid({
+            "losses.py": (
+                "import torch.nn as nn\n"
+                "class SumMSE(nn.Module):\n"
+                "    def __init__(self):\n"
+                "        super().__init__()\n"
+                "        self.crit = nn.MSELoss(reduction='sum')\n"
+                "    def forward(self, pred, target):\n"
+                "        return self.crit(pred, target)\n"
+            ),
+            "train.py": (
+                "from losses import SumMSE\n"
+                "def run(model, batches, opt):\n"
+                "    crit = SumMSE()\n"
+                "    for g, x, mask in batches:\n"
+                "        loss = crit(model(g, x)[mask], x[mask]) / len(mask)\n"
+                "        loss.backward()\n"
+            ),
+        }),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch.nn.functional as F\n"
+            "def step(model, g, x, mask):\n"
+            "    recon = model(g, x)\n"
+            "    loss = F.mse_loss(recon[mask], x[mask], reduction='sum')\n"
+            "    loss.backward()\n",
+            line=4, column=45, message_contains="example.py:5",
+        ),
+        # divided by a constant only: still scales with the number of masked nodes
+        Invalid(
+            "def step(model, g, x, mask):\n"
+            "    recon = model(g, x)\n"
+            "    loss = ((recon[mask] - x[mask]) ** 2).sum() / 2\n"
+            "    loss.backward()\n",
+            line=3,
+        ),
+        # a loss module built in one file with reduction='sum', used by a Trainer in another
+        Invalid({
+            "losses.py": (
+                "import torch.nn as nn\n"
+                "class Recon(nn.Module):\n"
+                "    def __init__(self):\n"
+                "        super().__init__()\n"
+                "        self.crit = nn.MSELoss(reduction='sum')\n"
+                "    def forward(self, pred, target):\n"
+                "        return self.crit(pred, target)\n"
+            ),
+            "trainer.py": (
+                "from losses import Recon\n"
+                "class Trainer:\n"
+                "    def __init__(self, model, opt):\n"
+                "        self.model, self.opt = model, opt\n"
+                "        self.loss_fn = Recon()\n"
+                "    def step(self, g, x, mask):\n"
+                "        loss = self.loss_fn(self.model(g, x)[mask], x[mask])\n"
+                "        self.opt.zero_grad()\n"
+                "        loss.backward()\n"
+            ),
+        }, line=5, path="losses.py", message_contains="trainer.py:9"),
+    ]
+
+    # -- per file: the `reduction=` arguments, for precise positions
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is None or node.keyword.value not in ("reduction", "size_average"):
+            return
+        value = node.value
+        if node.keyword.value == "reduction":
+            if not (isinstance(value, cst.SimpleString) and value.evaluated_value == "sum"):
+                return
+        elif not (isinstance(value, cst.Name) and value.value == "False"):
+            return
+        span = self.ctx.span(node)
+        self.fact((span.line, span.column, span.end_line, span.end_column, self.ctx.code(node)))
+
+    # -- project stage -----------------------------------------------------------------------------
+    @classmethod
+    def check_project(cls, project: Project) -> Iterable[Finding]:
+        findings: list[Finding] = []
+        for facts, (line, col, end_line, end_col, text) in project.rule_facts(cls.code):
+            fn = df.function_of(project, facts.path, line)
+            if fn is None:
+                continue
+            call = next((e for e in fn.events if e.kind == "call" and df.contains(
+                e.span, Span(line, col, end_line, end_col))
+                and any(k in e.kwargs for k in ("reduction", "size_average"))), None)
+            stmt = df.statement_of(fn, call) if call is not None else None
+            if call is None or stmt is None:
+                continue
+            found = cls._judge(project, fn, stmt, call, f"`{text}`", Span(line, col, end_line, end_col))
+            if found:
+                findings.append(found)
+        for fn in list(project.functions.values()):
+            for stmt in df.statements(fn):
+                for call in stmt.calls:
+                    if _is_full_sum(call) and cls._is_error(project, fn, stmt, call):
+                        what = f"`{call.receiver}.sum()`" if call.method == "sum" else "`torch.sum(...)`"
+                        found = cls._judge(project, fn, stmt, call, what, call.span)
+                        if found:
+                            findings.append(found)
+        return findings
+
+    @classmethod
+    def _is_error(cls, project: Project, fn: FunctionInfo, stmt: df.Statement, call: Event) -> bool:
+        """The summed value is a reconstruction error derived from a module's output."""
+        operand = call.receiver if call.method == "sum" else call.args[0]
+        names = [u for u in call.uses if df.mentions(operand, u)]
+        texts = [operand] + [d.text for n in names for d in df.definitions(fn, n, stmt.index)]
+        if not any(ERROR_TEXT.search(t) for t in texts):
+            return False
+        inner = [c for c in stmt.calls if c is not call and df.contains(call.span, c.span)]
+        if any(df.is_module_output(project, fn, c) for c in inner):
+            return True
+        return df.derives_from_module(project, fn, names, stmt.index) is not None
+
+    @classmethod
+    def _judge(cls, project: Project, fn: FunctionInfo, stmt: df.Statement, call: Event, what: str,
+               span: Span) -> Optional[Finding]:
+        if _normalised(fn, stmt, set()) or df.is_scalar_conversion(stmt):
+            return None
+        constructs = bool(df.constructed_class(project, call)) and not df.LOSS_FUNC_RE.match(
+            call.func.removesuffix("()")) or call.func.removesuffix("()").rsplit(".", 1)[-1].endswith("Loss")
+        if constructs:  # a loss module: follow the module object to where it is called
+            names = stmt.targets
+            flow = df.flows_to(project, fn, names, stmt.index, stop=_normalised) if names else df.Flow()
+        else:
+            flow = df.flows_from(project, fn, call, stop=_normalised)
+        if not flow.sinks:
+            return None
+        sink = flow.sinks[0]
+        message = (
+            f"{what} sums the reconstruction error, and the sum reaches the backward at "
+            f"{sink.where} without being divided by a count: the loss and its gradient grow with "
+            f"the number of masked nodes in the batch"
+        )
+        fix = ("use the default `reduction='mean'`, or divide the sum by the number of reconstructed "
+               "elements (`mask_nodes.numel()`, `mask.sum()`, the batch size) before backward")
+        return cls.make_finding(fn.path, span, message, fix)
+
+    # -- runtime -----------------------------------------------------------------------------------
+    @classmethod
+    def confirm(cls, finding: Finding, evidence: Any) -> Optional[Verdict]:
+        losses = [lc for lc in evidence.losses
+                  if lc.path == finding.path and finding.line <= lc.line <= finding.end_line]
+        if losses:
+            summed = [lc for lc in losses if lc.reduction == "sum"]
+            if summed:
+                sizes = sorted({lc.numel for lc in summed if lc.numel})
+                return Verdict(Status.CONFIRMED, [
+                    f"loss called with reduction='sum' {len(summed)} times over "
+                    f"{sizes[0]}..{sizes[-1]} elements" if sizes else "loss called with reduction='sum'"
+                ])
+            return Verdict(Status.REFUTED, [f"loss ran with reduction='{losses[0].reduction}'"])
+        if not evidence.ran(finding.path, finding.line, finding.end_line):
+            return Verdict(Status.UNEXERCISED, ["the line never ran"])
+        return None

@@ -1,0 +1,396 @@
+"""GM402 loss-weights: loss components weighted by zero or a negative number, computed but left out
+of the total, or an extra term added with a weight that dominates the reconstruction loss."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable, Optional
+
+import libcst as cst
+
+from auditor.findings import Finding, Severity, Status
+from auditor.probe.evidence import Evidence
+from auditor.rule import Invalid, Rule, Valid, Verdict
+from auditor.static.context import dotted
+from auditor.static.dataflow import is_loss_call
+from auditor.static.facts import Event, FunctionInfo, Span
+from auditor.static.project import Project
+
+WEIGHTS_DICT = re.compile(r"loss_?(weight|coef|scale|lambda)s?|lambdas|weights?_?loss|loss_?w$", re.I)
+WEIGHT_NAME = re.compile(
+    r"^(w|lambda|lam|coef|coeff|weight|alpha|beta)_\w+$|^\w+_(weight|w|lambda|lam|coef|coeff)$", re.I)
+NOT_A_LOSS_WEIGHT = re.compile(r"decay|init|lr|drop|sample|class|pos_weight|momentum|ema|std|eps",
+                               re.I)
+LOSSY = re.compile(r"loss|err|sce|mse|l1|l2|penalty|reg|kl|cos", re.I)
+LOG_WORDS = (".item()", "log", "print", "writer", "wandb", "append", "history", "record", "detach")
+LARGE_WEIGHT = 10.0
+ASSIGNED_NUMBER = re.compile(r"=\s*(-?\s*\d+(?:\.\d*)?(?:e-?\d+)?)\s*$", re.I)
+
+
+@dataclass
+class WeightDef:
+    """A named scalar loss weight set to a literal <= 0 (config field, default, argparse)."""
+
+    name: str
+    value: float
+    span: Span
+
+
+@dataclass
+class WeightUse:
+    """A name multiplied into a loss expression."""
+
+    name: str
+
+
+def _number(node: cst.BaseExpression) -> Optional[float]:
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        inner = _number(node.expression)
+        return -inner if inner is not None else None
+    if isinstance(node, (cst.Integer, cst.Float)):
+        try:
+            return float(node.value)
+        except ValueError:
+            return None
+    return None
+
+
+def _last(node: cst.BaseExpression) -> str:
+    """The name a weight is known by: ``cfg.w_normal`` -> w_normal, ``w["normal"]`` -> normal."""
+    if isinstance(node, cst.Subscript) and node.slice:
+        index = node.slice[0].slice
+        if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
+            return index.value.evaluated_value if isinstance(index.value.evaluated_value, str) else ""
+    text = dotted(node)
+    return text.rsplit(".", 1)[-1] if text else ""
+
+
+class LossWeights(Rule):
+    code = "GM402"
+    name = "loss-weights"
+    severity = Severity.ERROR
+    summary = "loss component weighted by zero or a negative number, dropped from the total, or dominated by an extra term"
+    prefilter = ("loss", "Loss", "LOSS", "weight", "WEIGHT", "lambda", "coef")
+    doc = """
+## What it does
+Finds, in how the training loss is put together:
+
+* a loss-weights dict (`loss_weights = {"coord": 1.0, "normal": 0.0}`, a config field or the
+  function returning it) with a weight that is zero or negative;
+* a named scalar weight (`w_normal`, `lambda_tan`, `normal_weight`: a config field, a parameter
+  default, an argparse `default=`) that is zero or negative and is multiplied into a loss
+  somewhere in the project;
+* a literal `0 * loss_x` / `-0.5 * loss_x` term;
+* a loss component computed in a function that also sums a total, left out of that total (used
+  only for logging, or not at all);
+* an extra term added with a large literal weight (`loss + 100 * reg`): a warning, since such a
+  term usually exists only in the pipeline, not in the reference that works.
+
+Ordinary positive weights are never reported.
+
+## Why is this bad?
+GraphMAE's reconstruction loss here is a weighted sum: MSE on the coordinates and a scaled cosine
+error on tangents and normals. A zero weight removes a component from the gradient while it is
+still computed and logged, so the logged per-component losses look alive; a negative weight makes
+the optimizer *maximise* that error. A component computed but not added is the same thing without
+a weight. An extra term with a weight of 100 swamps the reconstruction gradient: the loss curve
+goes down (the regulariser is easy to satisfy) while the points come out scattered.
+
+## Example
+```python
+LOSS_WEIGHTS = {"coord": 1.0, "tangent": 0.5, "normal": 0.0}
+loss = l_coord + l_tan  # l_normal computed above, never added
+```
+
+## Use instead
+```python
+LOSS_WEIGHTS = {"coord": 1.0, "tangent": 0.5, "normal": 0.5}
+loss = sum(LOSS_WEIGHTS[k] * parts[k] for k in parts)
+```
+
+## Fix safety
+No automatic fix: the intended weights are the reference configuration's, which only a person can
+confirm.
+
+## References
+- Hou et al., GraphMAE: Self-Supervised Masked Graph Autoencoders, KDD 2022 (scaled cosine error).
+"""
+
+    VALID = [
+        Valid("LOSS_WEIGHTS = {'coord': 1.0, 'tangent': 0.5, 'normal': 0.5}\n"),
+        Valid(
+            "from dataclasses import dataclass\n\n@dataclass\nclass Config:\n"
+            "    weight_decay: float = 0.0\n    w_normal: float = 0.5\n    dropout: float = 0.0\n"
+        ),
+        Valid(
+            "import torch.nn.functional as F\n\ndef loss_fn(p, t, n_p, n_t):\n"
+            "    l_xyz = F.mse_loss(p, t)\n    l_nrm = F.mse_loss(n_p, n_t)\n"
+            "    loss = l_xyz + 0.5 * l_nrm\n    return loss, {'xyz': l_xyz.item(), 'nrm': l_nrm.item()}\n"
+        ),
+        # a weight of zero that no loss uses
+        Valid("import argparse\np = argparse.ArgumentParser()\np.add_argument('--w-warmup', default=0.0)\n"),
+        # every component summed generically
+        Valid(
+            "def total(parts, weights):\n    return sum(weights[k] * v for k, v in parts.items())\n"
+        ),
+    ]
+    INVALID = [
+        Invalid("LOSS_WEIGHTS = {'coord': 1.0, 'tangent': 0.5, 'normal': 0.0}\n", line=1, column=57),
+        Invalid(
+            "def default_loss_weights():\n    return {'coord': 1.0, 'tangent': -0.5, 'normal': 0.5}\n",
+            line=2,
+        ),
+        Invalid(
+            "import torch.nn.functional as F\n\ndef loss_fn(p, t, n_p, n_t, d_p, d_t):\n"
+            "    l_xyz = F.mse_loss(p, t)\n    l_nrm = F.mse_loss(n_p, n_t)\n"
+            "    l_tan = F.mse_loss(d_p, d_t)\n    loss = l_xyz + l_tan\n"
+            "    return loss, {'xyz': l_xyz.item(), 'nrm': l_nrm.item()}\n",
+            line=5, message_contains="l_nrm",
+        ),
+        Invalid("def f(l_coord, l_normal):\n    loss = l_coord + 0 * l_normal\n    return loss\n", line=2),
+        Invalid(
+            "def f(model, l_rec):\n    reg = sum(p.pow(2).sum() for p in model.parameters())\n"
+            "    loss = l_rec + 100.0 * reg\n    return loss\n",
+            line=3, message_contains="100",
+        ),
+        # weight from the config file, used by the loss in another file
+        Invalid(
+            {
+                "config.py": "from dataclasses import dataclass\n\n@dataclass\nclass Config:\n"
+                "    w_coord: float = 1.0\n    w_normal: float = 0.0\n",
+                "model.py": "import torch.nn.functional as F\n\ndef loss(cfg, p, t, pn, tn):\n"
+                "    return cfg.w_coord * F.mse_loss(p, t) + cfg.w_normal * F.mse_loss(pn, tn)\n",
+            },
+            line=6, path="config.py", message_contains="w_normal",
+        ),
+        # argparse default
+        Invalid(
+            {
+                "train.py": "import argparse\np = argparse.ArgumentParser()\n"
+                "p.add_argument('--lambda-tan', type=float, default=-1.0)\nargs = p.parse_args()\n"
+                "loss = l_xyz + args.lambda_tan * l_tan\n",
+            },
+            line=3, path="train.py",
+        ),
+    ]
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.functions: list[str] = []
+        self.target = ""  # text of the assignment being visited: `loss = ...` makes terms lossy
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.functions.append(node.name.value)
+        for param in (*node.params.params, *node.params.kwonly_params):
+            if param.default is not None:
+                self._scalar(param.name.value, param.default, param.default)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.functions.pop()
+
+    # -- weight definitions ----------------------------------------------------------------------
+    def _weights_dict(self, node: Optional[cst.BaseExpression]) -> None:
+        if isinstance(node, cst.Call) and node.args:  # dict(coord=1.0, ...) / field(default_factory=...)
+            for arg in node.args:
+                if arg.keyword is not None and arg.keyword.value not in ("default_factory", "default"):
+                    self._entry(arg.keyword.value, arg.value)
+                elif isinstance(arg.value, cst.Lambda):
+                    self._weights_dict(arg.value.body)
+                else:
+                    self._weights_dict(arg.value)
+            return
+        if not isinstance(node, cst.Dict):
+            return
+        for element in node.elements:
+            if isinstance(element, cst.DictElement):
+                key = element.key
+                name = key.evaluated_value if isinstance(key, cst.SimpleString) else self.ctx.code(key, 40)
+                self._entry(str(name), element.value)
+
+    def _entry(self, name: str, value: cst.BaseExpression) -> None:
+        number = _number(value)
+        if number is not None and number <= 0:
+            what = "zero" if number == 0 else f"negative ({number:g})"
+            self.report(
+                value,
+                f"loss weight `{name}` is {what}: that component "
+                + ("gives no gradient although it is still computed and logged" if number == 0
+                   else "is maximised instead of minimised"),
+                fix="use the reference configuration's positive weight, or remove the component",
+            )
+
+    def _scalar(self, name: str, value: cst.BaseExpression, node: cst.CSTNode) -> None:
+        if not WEIGHT_NAME.match(name) or NOT_A_LOSS_WEIGHT.search(name):
+            return
+        number = _number(value)
+        if number is not None and number <= 0:
+            self.fact(WeightDef(name, number, self.ctx.span(node)))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self.target = " ".join(self.ctx.code(t.target, 60) for t in node.targets)
+        for target in node.targets:
+            self._assigned(target.target, node.value)
+
+    def leave_Assign(self, original_node: cst.Assign) -> None:
+        self.target = ""
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._assigned(node.target, node.value)
+
+    def _assigned(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        name = _last(target)
+        if WEIGHTS_DICT.search(name):
+            self._weights_dict(value)
+        self._scalar(name, value, value)
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if self.functions and WEIGHTS_DICT.search(self.functions[-1]):
+            self._weights_dict(node.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        for arg in node.args:
+            if arg.keyword is not None and WEIGHTS_DICT.search(arg.keyword.value):
+                self._weights_dict(arg.value)
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "add_argument":
+            flag = next((a.value for a in node.args if a.keyword is None
+                         and isinstance(a.value, cst.SimpleString)), None)
+            default = next((a.value for a in node.args if a.keyword and a.keyword.value == "default"), None)
+            if flag is not None and default is not None:
+                name = str(flag.evaluated_value).lstrip("-").replace("-", "_")
+                self._scalar(name, default, default)
+
+    # -- loss expressions ------------------------------------------------------------------------
+    def _lossy(self, node: cst.BaseExpression) -> bool:
+        """A loss term: its text, or the name it is assigned to, says so."""
+        return bool(LOSSY.search(self.ctx.code(node, 120)) or LOSSY.search(self.target))
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if isinstance(node.operator, cst.Multiply):
+            for weight, term in ((node.left, node.right), (node.right, node.left)):
+                name = _last(weight)
+                if name:
+                    self.fact(WeightUse(name))
+                number = _number(weight)
+                if number is not None and number <= 0 and self._lossy(term):
+                    self.report(node, f"`{self.ctx.code(node, 60)}`: a loss term weighted by "
+                                f"{number:g} " + ("contributes nothing" if number == 0 else
+                                                  "is maximised"),
+                                fix="use a positive weight or drop the term")
+        elif isinstance(node.operator, cst.Add):
+            for side in (node.left, node.right):
+                self._large_term(side)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.operator, cst.AddAssign) and LOSSY.search(_last(node.target) or ""):
+            self._large_term(node.value)
+
+    def _large_term(self, node: cst.BaseExpression) -> None:
+        if not (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply)):
+            return
+        for weight, term in ((node.left, node.right), (node.right, node.left)):
+            number = _number(weight)
+            if number is not None and number >= LARGE_WEIGHT and self._lossy(term):
+                finding = self.make_finding(
+                    self.ctx.path, self.ctx.span(node),
+                    f"`{self.ctx.code(node, 60)}` adds a term weighted {number:g}: it dominates the "
+                    "reconstruction loss, whose components are weighted around 1",
+                    fix="check the reference: drop the extra term or give it a weight comparable "
+                    "to the reconstruction components",
+                )
+                finding.severity = Severity.WARNING
+                self.findings.append(finding)
+
+    # -- project stage ---------------------------------------------------------------------------
+    @classmethod
+    def check_project(cls, project: Project) -> Iterable[Finding]:
+        out: list[Finding] = []
+        used = {v.name for _, v in project.rule_facts(cls.code) if isinstance(v, WeightUse)}
+        defs = [(f.path, d) for f, d in project.rule_facts(cls.code) if isinstance(d, WeightDef)]
+        defs += cls._unparsed_definitions(project, used, {d.name for _, d in defs})
+        for path, fact in defs:
+            if fact.name in used:
+                what = "zero" if fact.value == 0 else f"negative ({fact.value:g})"
+                out.append(cls.make_finding(
+                    path, fact.span,
+                    f"loss weight `{fact.name}` is {what} and multiplies a loss term: that "
+                    "component " + ("gives no gradient" if fact.value == 0 else "is maximised"),
+                    fix="use the reference configuration's positive weight",
+                ))
+        for fn in list(project.functions.values()):
+            out += cls._dropped(project, fn)
+        return out
+
+    @classmethod
+    def _unparsed_definitions(cls, project: Project, used: set[str], known: set[str]
+                              ) -> list[tuple[str, WeightDef]]:
+        """Weights used in a loss but defined in a file the prefilter skipped (a config module
+        that never says "loss"): loaded now, read from its assignment events."""
+        out = []
+        for name in sorted(used - known):
+            if not WEIGHT_NAME.match(name) or NOT_A_LOSS_WEIGHT.search(name):
+                continue
+            project.load_mentioning(name)
+            for fn, event in project.events("assign"):
+                match = ASSIGNED_NUMBER.search(event.text)
+                if event.targets and event.targets[0].rsplit(".", 1)[-1] == name and match:
+                    value = float(match.group(1).replace(" ", ""))
+                    if value <= 0:
+                        out.append((fn.path, WeightDef(name, value, event.span)))
+        return out
+
+    @classmethod
+    def _dropped(cls, project: Project, fn: FunctionInfo) -> list[Finding]:
+        comps: dict[str, int] = {}
+        for i, e in enumerate(fn.events):
+            if e.kind == "call" and len(e.targets) == 1 and is_loss_call(project, fn, e):
+                comps.setdefault(e.targets[0], i)
+        if len(comps) < 2:
+            return []
+        totals = [i for i, e in enumerate(fn.events) if e.kind in ("assign", "augassign")
+                  and "+" in e.text and len(set(e.uses) & set(comps)) >= 1
+                  and not set(e.targets) & set(comps)]
+        if not totals:
+            return []
+        total_names = {t for i in totals for t in fn.events[i].targets}
+        summed = {u for i in totals for u in fn.events[i].uses}
+        out = []
+        for name, i in comps.items():
+            if name in summed or i > totals[-1]:
+                continue
+            later = [e for e in fn.events[i + 1:] if name in e.uses]
+            if any(not _only_logged(e, total_names) for e in later):
+                continue
+            event = fn.events[i]
+            out.append(cls.make_finding(
+                fn.path, event.span,
+                f"loss component `{name}` is computed but never added to the total "
+                f"(`{fn.events[totals[-1]].text[:60]}`): it gets no gradient",
+                fix=f"add `{name}` (with its weight) to the total loss, or stop computing it",
+            ))
+        return out
+
+    @classmethod
+    def confirm(cls, finding: Finding, evidence: Evidence) -> Optional[Verdict]:
+        """Confirmed when the line ran while training; the evidence gives each loss component's
+        value at the first step, so its share of the total can be read off."""
+        if not evidence:
+            return None
+        if not evidence.ran(finding.path, finding.line, finding.end_line) and not evidence.losses:
+            return Verdict(Status.UNEXERCISED, ["the line never ran"])
+        first = [c for c in evidence.losses if c.step <= 1 and c.value is not None]
+        parts = ", ".join(f"{c.fn}@{c.line}={c.value:.4g}" for c in first[:6])
+        total = next((s.loss_value for s in evidence.steps if s.loss_value is not None), None)
+        lines = [f"step 1 loss components: {parts}" if parts else "no loss component recorded"]
+        if total is not None:
+            lines.append(f"step 1 total loss {total:.4g}")
+        return Verdict(Status.CONFIRMED, lines)
+
+
+def _only_logged(event: Event, totals: set[str]) -> bool:
+    """A later use of a component that does not feed the optimisation: logging, or a return next
+    to the total (``return loss, {"normal": l_normal.item()}``)."""
+    if any(w in event.text for w in LOG_WORDS):
+        return True
+    return event.kind == "return" and bool(set(event.uses) & totals)

@@ -1,0 +1,501 @@
+"""GM501 self-loop-twice: self loops added to a graph that already carries them."""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass
+from typing import Iterable, Optional
+
+from auditor.findings import Finding, Severity, Status
+from auditor.rule import Invalid, Rule, Valid, Verdict
+from auditor.static.facts import Event, FunctionInfo, Span
+from auditor.static.project import Project
+
+ADD_FUNCS = {"dgl.add_self_loop", "dgl.transforms.add_self_loop",
+             "dgl.transforms.functional.add_self_loop"}
+REMOVE_FUNCS = {"dgl.remove_self_loop", "dgl.transforms.remove_self_loop",
+                "dgl.transforms.functional.remove_self_loop"}
+ADD_TRANSFORMS = {"dgl.AddSelfLoop", "dgl.transforms.AddSelfLoop",
+                  "dgl.transforms.module.AddSelfLoop"}
+REMOVE_TRANSFORMS = {"dgl.RemoveSelfLoop", "dgl.transforms.RemoveSelfLoop",
+                     "dgl.transforms.module.RemoveSelfLoop"}
+# reading these from a graph gives tensors/counts, not a graph or its edge list
+NOT_GRAPH = {"ndata", "edata", "srcdata", "dstdata", "num_nodes", "number_of_nodes", "num_edges",
+             "number_of_edges", "in_degrees", "out_degrees", "device", "idtype", "batch_size",
+             "batch_num_nodes", "batch_num_edges", "nodes", "ntypes", "etypes", "shape",
+             "dtype", "num_src_nodes", "num_dst_nodes"}
+CONTAINER_ADDS = {"append", "extend", "insert", "add"}
+MAX_ROUNDS = 8
+BUILTINS = frozenset(dir(builtins))
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a graph's self loops were added."""
+
+    path: str
+    line: int
+    text: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line} (`{self.text}`)"
+
+
+@dataclass
+class Op:
+    kind: str  # add | remove | make_adder | make_remover | add_via_transform
+    event: Event
+    source: str = ""  # the text of the graph the op reads ("" when it creates a new one)
+    in_place: bool = False
+
+    @property
+    def graph(self) -> str:
+        return _root(self.source)
+
+
+Taint = frozenset  # of Origin: where the self loops a graph carries were added
+CLEAN: frozenset = frozenset()
+
+
+def _root(text: str) -> str:
+    return text.split("[")[0].split("(")[0].strip()
+
+
+class Flow:
+    """Name-level taint "this graph already has self loops", across the project's functions."""
+
+    def __init__(self, project: Project) -> None:
+        self.project = project
+        self.entry: dict[str, dict[str, Taint]] = {}
+        self.returns: dict[str, Taint] = {}
+        self.attrs: dict[tuple[str, str], Taint] = {}
+        self.adders: dict[str, set[str]] = {}  # function -> names bound to AddSelfLoop()
+        self.findings: dict[tuple[str, int, int], tuple[Span, str, Taint]] = {}
+        self.changed = False
+        self.forwards = [f for f in project.functions.values() if f.name == "forward"]
+
+    # -- classifying calls -------------------------------------------------------------------------
+    def op(self, fn: FunctionInfo, e: Event) -> Optional[Op]:
+        func = e.func.removesuffix("()")
+        adders = self.adders.get(fn.qualname, set())
+        if func in ADD_FUNCS:
+            return Op("add", e, e.args[0] if e.args else e.kwargs.get("g", ""))
+        if func in REMOVE_FUNCS or (e.method == "remove_self_loop" and e.receiver):
+            return Op("remove", e, e.receiver)
+        if e.method == "add_self_loop" and e.receiver:
+            return Op("add", e, e.receiver)
+        if func in ADD_TRANSFORMS:
+            return Op("make_adder", e)
+        if func in REMOVE_TRANSFORMS:
+            return Op("make_remover", e)
+        if func in adders:
+            return Op("add", e, e.args[0] if e.args else "")
+        if e.method == "add_edges":
+            args = e.args if e.receiver and func != "dgl.add_edges" else e.args[1:]
+            graph = e.receiver if func != "dgl.add_edges" else (e.args[0] if e.args else "")
+            # every node at once (`g.nodes()`, `torch.arange(n)`): `add_edges(j, j)` in a loop
+            # over nodes adds one loop per node and is the loop-building idiom itself
+            if len(args) >= 2 and args[0] == args[1] and ("nodes(" in args[0] or "range(" in args[0]):
+                return Op("add", e, graph, in_place=func != "dgl.add_edges")
+        for key in ("transform", "pre_transform"):
+            value = e.kwargs.get(key, "")
+            if "AddSelfLoop" in value or value in adders:
+                return Op("add_via_transform", e)
+        return None
+
+    # -- taint lookups -----------------------------------------------------------------------------
+    def lookup(self, fn: FunctionInfo, env: dict[str, Taint], name: str) -> Taint:
+        name = _root(name)
+        if name in env:
+            return env[name]
+        if name.startswith("self.") and fn.class_name:
+            return CLEAN.union(*(self.attrs.get((cls[:-2], name), CLEAN)
+                                 for cls in self.project.method_candidates(fn.class_name, "x")))
+        return CLEAN
+
+    def tainted_use(self, fn: FunctionInfo, env: dict[str, Taint], uses: list[str]) -> Taint:
+        """A graph-valued read of a tainted name (``g``, ``g.to``, ``g.edges``; not
+        ``g.ndata`` or ``g.num_nodes()``)."""
+        out = CLEAN
+        for u in uses:
+            origin = self.lookup(fn, env, u)
+            if not origin:
+                continue
+            attrs = [x[len(u) + 1:].split(".")[0] for x in uses if x.startswith(u + ".")]
+            if not attrs or any(a not in NOT_GRAPH for a in attrs):
+                out |= origin
+        return out
+
+    def _set(self, store: dict, key, origin: Taint) -> None:
+        old = store.get(key, CLEAN)
+        if not origin <= old:
+            store[key] = old | origin
+            self.changed = True
+
+    def assign(self, fn: FunctionInfo, env: dict[str, Taint], names: Iterable[str],
+               origin: Taint) -> None:
+        for name in names:
+            if not origin:
+                env.pop(name, None)
+                continue
+            env[name] = origin
+            if name.startswith("self.") and fn.class_name:
+                self._set(self.attrs, (fn.class_name, name), origin)
+
+    # -- one function --------------------------------------------------------------------------------
+    def run_function(self, fn: FunctionInfo) -> None:
+        env: dict[str, Taint] = dict(self.entry.get(fn.qualname, {}))
+        events = fn.events
+        i = 0
+        while i < len(events):
+            head = events[i]
+            group = [head]
+            j = i + 1
+            if head.kind in ("assign", "augassign", "return"):
+                while j < len(events) and events[j].kind == "call" and \
+                        head.span.line <= events[j].span.line <= head.span.end_line:
+                    group.append(events[j])
+                    j += 1
+            self.run_statement(fn, env, group)
+            i = j
+
+    def run_statement(self, fn: FunctionInfo, env: dict[str, Taint], group: list[Event]) -> None:
+        head = group[0]
+        calls = [e for e in group if e.kind == "call"]
+        result: Taint = CLEAN
+        decided = False
+        for e in reversed(calls):  # innermost first: `dgl.add_self_loop(dgl.remove_self_loop(g))`
+            op = self.op(fn, e)
+            if op is None:
+                result |= self.call(fn, env, e)
+                continue
+            if op.kind == "make_adder":
+                self.adders.setdefault(fn.qualname, set()).update(head.targets)
+                decided = True
+            elif op.kind == "remove":
+                result, decided = CLEAN, True
+            elif op.kind in ("add", "add_via_transform"):
+                earlier = self.graph_input(fn, env, op, e)
+                here = Origin(fn.path, e.span.line, _short(e.text))
+                if earlier - {here}:
+                    key = (fn.path, e.span.line, e.span.column)
+                    seen = self.findings.get(key, (e.span, fn.path, CLEAN))[2]
+                    self.findings[key] = (e.span, fn.path, seen | (earlier - {here}))
+                result, decided = earlier | {here}, True
+                if op.in_place:
+                    self.assign(fn, env, [op.graph], result)
+        if head.kind == "call":
+            return
+        if head.kind == "return":
+            origin = result if decided else result | self.tainted_use(fn, env, head.uses)
+            if origin:
+                self._set(self.returns, fn.qualname, origin)
+            return
+        if not decided:
+            result |= self.tainted_use(fn, env, head.uses)
+        if head.kind == "augassign" and not result:
+            return
+        self.assign(fn, env, head.targets, result)
+
+    def graph_input(self, fn: FunctionInfo, env: dict[str, Taint], op: Op, e: Event) -> Taint:
+        """Taint of the graph an add reads: a name, or the names inside a nested call."""
+        if "(" not in op.source:
+            return self.lookup(fn, env, op.graph) if op.graph else CLEAN
+        if "remove_self_loop(" in op.source or "RemoveSelfLoop" in op.source:
+            return CLEAN
+        return self.tainted_use(fn, env, [u for u in e.uses if u != e.func])
+
+    def call(self, fn: FunctionInfo, env: dict[str, Taint], e: Event) -> Taint:
+        """Flow a call's tainted arguments into project callees; the callee's return taint."""
+        arg_taint = [self.tainted_use(fn, env, [a]) if a.replace(".", "").replace("_", "")
+                     .isalnum() else CLEAN for a in e.args]
+        kw_taint = {k: self.tainted_use(fn, env, [v]) for k, v in e.kwargs.items()
+                    if v.replace(".", "").replace("_", "").isalnum()}
+        any_taint = CLEAN.union(*arg_taint, *kw_taint.values())
+        if e.method in CONTAINER_ADDS and e.receiver and any_taint:
+            self.assign(fn, env, [_root(e.receiver)], any_taint)
+        callees = [q for q in self.project.resolve_call(e, fn)]
+        if any_taint and "collate_fn" in e.kwargs:
+            callees_collate = self.project.resolve_call(
+                Event("call", e.span, func=self._qualify(fn, e.kwargs["collate_fn"])), fn)
+            for q in callees_collate:
+                callee = self.project.function(q)
+                if callee is not None and callee.params:
+                    self._set(self.entry.setdefault(q, {}), callee.params[0], any_taint)
+        if not callees and any_taint and self._module_call(fn, e):
+            callees = [f.qualname for f in self.forwards if f.class_name != fn.class_name]
+        out = CLEAN
+        for q in callees:
+            callee = self.project.function(q)
+            if callee is None:
+                continue
+            params = list(callee.params)
+            if callee.class_name and params and params[0] == "self":
+                params = params[1:]
+            for p, origin in zip(params, arg_taint):
+                if origin:
+                    self._set(self.entry.setdefault(q, {}), p, origin)
+            for k, origin in kw_taint.items():
+                if origin and k in params:
+                    self._set(self.entry.setdefault(q, {}), k, origin)
+            out |= self.returns.get(q, CLEAN)
+            if callee.name == "__init__" and callee.class_name:
+                # an instance of a dataset whose items carry self loops is a looped graph source
+                for method in ("__getitem__", "__iter__"):
+                    for cand in self.project.method_candidates(callee.class_name, method):
+                        out |= self.returns.get(cand, CLEAN)
+        return out
+
+    def _qualify(self, fn: FunctionInfo, name: str) -> str:
+        facts = self.project.files.get(fn.path)
+        if facts is not None and name in facts.imports:
+            return facts.imports[name]
+        return name
+
+    def _module_call(self, fn: FunctionInfo, e: Event) -> bool:
+        """``model(g, x)`` / ``self.model(g)``: calling something the project cannot resolve
+        that is not a library function (a module instance whose class is not known)."""
+        func = e.func.removesuffix("()")
+        facts = self.project.files.get(fn.path)
+        root = func.split(".")[0]
+        if not func or root in (facts.imports if facts else {}) or root in BUILTINS:
+            return False
+        if e.method and not (root == "self" and func.count(".") == 1):
+            return False
+        if not e.method and func not in fn.params and not any(
+                x.kind == "call" and func in x.targets and self.project.resolve_call(x, fn)
+                for x in fn.events):
+            return False  # a loop variable (`for conv in self.layers`), not the model
+        return not self._library_built(fn, func)
+
+    def _library_built(self, fn: FunctionInfo, name: str) -> bool:
+        """``name`` was last built by a library call (``self.conv = GATConv(...)``)."""
+        scopes = [fn]
+        if name.startswith("self.") and fn.class_name:
+            scopes = [f for q, f in self.project.functions.items()
+                      if q.startswith(fn.class_name + ".")]
+        for scope in scopes:
+            facts = self.project.files.get(scope.path)
+            libraries = {q.split(".")[0] for q in (facts.imports.values() if facts else ())}
+            for e in scope.events:
+                if e.kind == "call" and name in e.targets and e.func.split(".")[0] in libraries \
+                        and not self.project.resolve_call(e, scope):
+                    return True
+        return False
+
+    def run(self) -> None:
+        for _ in range(MAX_ROUNDS):
+            self.changed = False
+            for fn in list(self.project.functions.values()):
+                self.run_function(fn)
+            if not self.changed:
+                break
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
+class SelfLoopTwice(Rule):
+    code = "GM501"
+    name = "self-loop-twice"
+    severity = Severity.ERROR
+    fix_safety = "none"
+    summary = "`add_self_loop` on a graph that already carries self loops"
+    prefilter = ("add_self_loop", "AddSelfLoop", "add_edges")
+    doc = """
+## What it does
+Follows graphs along the data path (dataset processing, `__getitem__`, transforms, `collate`,
+the loader, the training loop, the model's `forward`, edge-drop augmentation) across functions
+and files, and finds `dgl.add_self_loop(g)`, `g.add_self_loop()`, a `dgl.AddSelfLoop()`
+transform, or `g.add_edges(nodes, nodes)` applied to a graph that already had self loops added
+earlier on that path with no `remove_self_loop` in between. The finding is at the later call and
+names the earlier one. A single add, and `remove_self_loop` followed by `add_self_loop`, are
+silent. A graph rebuilt from the edge list of a looped graph (`dgl.graph(g.edges())`, as edge
+dropping does) still carries its loops.
+
+## Why is this bad?
+`add_self_loop` does not check for existing loops: every node gets a second self edge. In
+GAT/GCN message passing a node's own features then count twice in its aggregation (GCN's
+degree normalisation and GAT's attention softmax both change), so the encoder of the pipeline
+is a different function from the minimal script's even with identical weights. GraphMAE is hit
+hardest on the masked nodes: their input is the mask token, and the doubled self loop amplifies
+the token relative to the neighbours the reconstruction depends on, so the decoded points
+scatter while the loss still decreases.
+
+## Example
+```python
+# data.py
+g = dgl.add_self_loop(dgl.graph((src, dst), num_nodes=n))
+# model.py
+def forward(self, g, x):
+    g = dgl.add_self_loop(g)
+    ...
+```
+
+## Use instead
+```python
+def forward(self, g, x):
+    g = dgl.add_self_loop(dgl.remove_self_loop(g))  # idempotent
+```
+or add the loops in exactly one place on the data path.
+
+## Fix safety
+No automatic fix: which of the two adds is the intended one depends on the other code paths
+(e.g. graphs built elsewhere without loops).
+
+## References
+- https://docs.dgl.ai/generated/dgl.add_self_loop.html ("does not remove existing self loops")
+- https://github.com/THUDM/GraphMAE (`g = g.remove_self_loop().add_self_loop()`)
+"""
+
+    VALID = [
+        Valid("import dgl\ng = dgl.remove_self_loop(g)\ng = dgl.add_self_loop(g)\n"),
+        Valid("import dgl\ng = dgl.graph((src, dst))\ng = dgl.add_self_loop(g)\n"),
+        # loops in the dataset only; the model uses the graph as it comes
+        Valid({
+            "data.py":
+                "import dgl\n"
+                "class Parts:\n"
+                "    def __init__(self, edges):\n"
+                "        self.graphs = [dgl.add_self_loop(dgl.graph(e)) for e in edges]\n"
+                "    def __getitem__(self, i):\n"
+                "        return self.graphs[i]\n",
+            "model.py":
+                "class Net:\n"
+                "    def forward(self, g, x):\n"
+                "        n = g.num_nodes()\n"
+                "        return self.conv(g, x)\n",
+            "train.py":
+                "from data import Parts\nfrom model import Net\n"
+                "ds = Parts(edges)\nmodel = Net()\n"
+                "for g in ds:\n"
+                "    loss = model(g, g.ndata['x'])\n",
+        }),
+        # loops added in the dataset, made idempotent again in the model
+        Valid({
+            "data.py":
+                "import dgl\n"
+                "def build(e):\n"
+                "    return dgl.add_self_loop(dgl.graph(e))\n",
+            "train.py":
+                "import dgl\nfrom data import build\n"
+                "g = build(edges)\n"
+                "g = dgl.add_self_loop(dgl.remove_self_loop(g))\n",
+        }),
+        # edge dropping on a loop-free graph, then loops added once
+        Valid(
+            "import dgl\n"
+            "def drop_edges(g, p):\n"
+            "    g = dgl.remove_self_loop(g)\n"
+            "    src, dst = g.edges()\n"
+            "    keep = torch.rand(len(src)) > p\n"
+            "    ng = dgl.graph((src[keep], dst[keep]), num_nodes=g.num_nodes())\n"
+            "    return ng.add_self_loop()\n"
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "import dgl\ng = dgl.add_self_loop(g)\nh = g.to('cpu')\nh = h.add_self_loop()\n",
+            line=4, message_contains="example.py:2",
+        ),
+        # the dataset adds loops; the model's forward adds them again
+        Invalid({
+            "data.py":
+                "import dgl\nfrom torch.utils.data import DataLoader\n"
+                "class Parts:\n"
+                "    def __init__(self, edges):\n"
+                "        self.graphs = [self.build(e) for e in edges]\n"
+                "    def build(self, e):\n"
+                "        g = dgl.graph(e)\n"
+                "        return dgl.add_self_loop(g)\n"
+                "    def __getitem__(self, i):\n"
+                "        return self.graphs[i]\n"
+                "def collate(graphs):\n"
+                "    return dgl.batch(graphs)\n"
+                "def make_loader(ds):\n"
+                "    return DataLoader(ds, batch_size=8, collate_fn=collate)\n",
+            "model.py":
+                "import dgl\nfrom torch import nn\n"
+                "class Net(nn.Module):\n"
+                "    def forward(self, g, x):\n"
+                "        g = dgl.add_self_loop(g)\n"
+                "        return self.conv(g, x)\n",
+            "train.py":
+                "from data import Parts, make_loader\nfrom model import Net\n"
+                "loader = make_loader(Parts(edges))\nmodel = Net()\n"
+                "for g in loader:\n"
+                "    loss = model(g, g.ndata['x'])\n",
+        }, line=5, path="model.py", message_contains="data.py:8"),
+        # a transform object and an explicit add
+        Invalid(
+            "import dgl\n"
+            "transform = dgl.AddSelfLoop()\n"
+            "g = transform(g)\n"
+            "g = dgl.add_self_loop(g)\n",
+            line=4,
+        ),
+        # edge-drop augmentation rebuilds the graph from a looped graph's edges, re-adds loops
+        Invalid(
+            "import dgl\nimport torch\n"
+            "def drop_edges(g, p):\n"
+            "    src, dst = g.edges()\n"
+            "    keep = torch.rand(len(src)) > p\n"
+            "    ng = dgl.graph((src[keep], dst[keep]), num_nodes=g.num_nodes())\n"
+            "    return ng.add_self_loop()\n"
+            "g = dgl.add_self_loop(base)\n"
+            "aug = drop_edges(g, 0.2)\n",
+            line=7,
+        ),
+        Invalid(
+            "import dgl\n"
+            "g = dgl.add_self_loop(g)\n"
+            "g.add_edges(g.nodes(), g.nodes())\n",
+            line=3,
+        ),
+    ]
+
+    @classmethod
+    def check_project(cls, project: Project) -> Iterable[Finding]:
+        sites = sum(1 for _, e in project.events("call")
+                    if e.method in ("add_self_loop", "add_edges", "AddSelfLoop"))
+        if sites == 0:
+            return
+        if sites > 1:
+            # the data path runs through files that never mention self loops (train loop)
+            project.load_mentioning("")
+        flow = Flow(project)
+        flow.run()
+        for span, path, earlier in flow.findings.values():
+            # name the add farthest up the data path: another file first, then the earliest line
+            named = sorted(earlier, key=lambda o: (o.path == path, o.path, o.line))
+            also = f" (and {len(named) - 1} more)" if len(named) > 1 else ""
+            yield cls.make_finding(
+                path, span,
+                f"self loops added to a graph that already has them: they were added at "
+                f"{named[0]}{also} on the same data path, with no `remove_self_loop` in between; "
+                "every node now has two self loops",
+                fix="add self loops in one place only, or `dgl.remove_self_loop(g)` first",
+            )
+
+    @classmethod
+    def confirm(cls, finding: Finding, evidence) -> Optional[Verdict]:
+        if not evidence.ran(finding.path, finding.line, finding.end_line):
+            return Verdict(Status.UNEXERCISED, ["the add_self_loop line never ran"])
+        entering = [g for g in evidence.graphs if g.where == "forward"]
+        doubled = [g for g in entering if g.duplicate_self_loops]
+        if doubled:
+            g = doubled[0]
+            return Verdict(Status.CONFIRMED, [
+                f"a graph entering {g.module or 'the model'} at step {g.step} had "
+                f"{g.multi_loop_nodes} of {g.num_nodes} nodes with more than one self loop"])
+        here = [c for c in evidence.calls_at(finding.path, finding.line, "add_self_loop",
+                                             finding.end_line)]
+        after = [a.get("after") or {} for c in here for a in c.args]
+        if any(isinstance(a, dict) and a.get("multi_loop_nodes") for a in after):
+            return Verdict(Status.CONFIRMED, ["the add produced nodes with two self loops"])
+        if entering:
+            return Verdict(Status.REFUTED, [
+                "no graph entering the model had a node with more than one self loop"])
+        return None

@@ -1,0 +1,339 @@
+"""GM502 per-batch-normalisation: features standardised with the statistics of the current batch
+(or sample) instead of the dataset's."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Optional
+
+import libcst as cst
+
+from auditor.findings import Finding, Severity, Status
+from auditor.probe.evidence import Evidence
+from auditor.rule import Invalid, Rule, Valid, Verdict
+from auditor.static.dataflow import function_of
+from auditor.static.facts import Span
+from auditor.static.project import Project
+from auditor.static.stages import GETITEM, TRANSFORM, stage_of
+
+CENTER = {"mean", "nanmean", "median", "min", "amin"}
+SPREAD = {"std", "nanstd", "var", "max", "amax", "norm"}
+_LIBS = ("torch.", "numpy.")
+
+
+@dataclass
+class Normalisation:
+    span: Span
+    what: str  # the expression, shortened
+
+
+def _key(ctx, node: cst.CSTNode) -> str:
+    return "".join(ctx.code(node, 200).split())
+
+
+def _root(key: str) -> str:
+    """``x[...,:3]`` -> ``x``: the tensor a subscripted view belongs to."""
+    return key.split("[")[0]
+
+
+def _is_zero(node: Optional[cst.BaseExpression]) -> bool:
+    if node is None:
+        return True  # no axis: statistics over the whole batch tensor
+    if isinstance(node, (cst.Tuple, cst.List)) and node.elements:
+        node = node.elements[0].value
+    return isinstance(node, cst.Integer) and node.value == "0"
+
+
+def _axis_arg(call: cst.Call, positional: int) -> tuple[bool, Optional[cst.BaseExpression]]:
+    """(given, value) of the reduction axis: keyword dim/axis or the ``positional``-th argument."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value in ("dim", "axis"):
+            return True, arg.value
+    plain = [a for a in call.args if a.keyword is None]
+    if len(plain) > positional:
+        return True, plain[positional].value
+    return False, None
+
+
+def _unwrap(node: cst.BaseExpression) -> cst.BaseExpression:
+    """``x.min(0)[0]`` / ``x.max(0).values`` -> the reduction call."""
+    if isinstance(node, cst.Subscript):
+        return node.value
+    if isinstance(node, cst.Attribute) and node.attr.value in ("values", "data"):
+        return node.value
+    return node
+
+
+class PerBatchNormalisation(Rule):
+    code = "GM502"
+    name = "per-batch-normalisation"
+    severity = Severity.ERROR
+    summary = "features normalised with per-batch statistics instead of dataset statistics"
+    prefilter = (".mean(", ".std(", ".var(", "fit_transform", "torch.mean", "np.mean", ".min(0",
+                 ".amin(")
+    doc = """
+## What it does
+Finds features standardised with statistics of the data at hand — `x - x.mean(0)`,
+`(x - x.mean(dim=0)) / x.std(dim=0)`, `x /= x.std(0)`, a min-max over dimension 0,
+`scaler.fit_transform(batch)` — in code that runs per batch or per sample while training: a
+collate function, a dataset's `__getitem__` or transform, a module's `forward`, or the training
+step itself (anything it calls before the backward). The statistics must be taken over the first
+(node / batch) dimension, or over the whole tensor; per-point normalisation over another
+dimension (`dim=-1`) is not reported.
+
+Severity: an error in a collate function, a forward or the training step (statistics of the batch:
+they depend on which graphs were batched together); a warning in `__getitem__` and transforms,
+where each sample is normalised by its own statistics — a design choice only if the reference and
+the evaluation do exactly the same.
+
+Statistics computed once over the dataset (a `compute_stats()` called from a dataset's
+constructor, the `NormStats` of the fixtures), `nn.LayerNorm` / `nn.BatchNorm1d` modules and
+evaluation metrics are not reported.
+
+## Why is this bad?
+GraphMAE reconstructs the masked nodes' coordinates in the units of its input. With per-batch
+statistics those units change from batch to batch: the same part is shifted and scaled differently
+depending on which other parts share its batch (and with `batch_size=1`, by its own centroid), so
+the decoder is asked for a moving target and the reconstructions come out scattered while the loss,
+measured in each batch's own units, goes down normally. Held-out data normalised with the training
+set's statistics is then in different units from anything the model saw.
+
+## Example
+```python
+def collate(graphs):
+    g = dgl.batch(graphs)
+    x = g.ndata["feat"]
+    g.ndata["feat"] = (x - x.mean(dim=0)) / x.std(dim=0)
+    return g
+```
+
+## Use instead
+```python
+stats = train_set.compute_stats()  # once, over the training split
+
+def collate(graphs):
+    g = dgl.batch(graphs)
+    g.ndata["feat"] = (g.ndata["feat"] - stats.mean) / stats.std
+    return g
+```
+
+## Fix safety
+No automatic fix: the dataset statistics have to be computed and passed in.
+
+## References
+- Hou et al., GraphMAE: Self-Supervised Masked Graph Autoencoders, KDD 2022.
+- https://scikit-learn.org/stable/modules/preprocessing.html#standardization-or-mean-removal-and-variance-scaling
+"""
+
+    VALID = [
+        # dataset statistics, computed once in the constructor and applied per sample
+        Valid(
+            "import numpy as np\nfrom torch.utils.data import Dataset\n\nclass Parts(Dataset):\n"
+            "    def __init__(self, parts):\n        self.parts = parts\n"
+            "        xyz = np.concatenate(parts)\n        self.mean = xyz.mean(axis=0)\n"
+            "        self.std = xyz.std(axis=0)\n\n    def __getitem__(self, i):\n"
+            "        return (self.parts[i] - self.mean) / self.std\n"
+        ),
+        # per-point normalisation over the last dimension
+        Valid(
+            "import dgl\n\ndef collate(graphs):\n    g = dgl.batch(graphs)\n    x = g.ndata['feat']\n"
+            "    g.ndata['feat'] = x - x.mean(dim=-1, keepdim=True)\n    return g\n"
+        ),
+        # an evaluation metric: the mean baseline of the targets
+        Valid(
+            "def metrics(pred, target):\n    mean = target.mean(dim=0, keepdim=True)\n"
+            "    return (mean - target).norm(dim=-1).mean()\n"
+        ),
+        # a module does the normalising
+        Valid(
+            "import torch\nfrom torch import nn\n\nclass Net(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.norm = nn.LayerNorm(16)\n\n"
+            "    def forward(self, x):\n        return self.norm(x)\n"
+        ),
+        # one-off preprocessing script, not per batch
+        Valid("import numpy as np\nx = np.load('a.npy')\nx = (x - x.mean(0)) / x.std(0)\nnp.save('b.npy', x)\n"),
+    ]
+    INVALID = [
+        Invalid(
+            "import dgl\n\ndef collate(graphs):\n    g = dgl.batch(graphs)\n    x = g.ndata['feat']\n"
+            "    g.ndata['feat'] = (x - x.mean(dim=0)) / x.std(dim=0)\n    return g\n",
+            line=6, column=23,
+        ),
+        Invalid(
+            "import torch\n\ndef train(model, loader, opt):\n    for g in loader:\n"
+            "        x = g.ndata['feat']\n        mu = x.mean(0, keepdim=True)\n        sd = x.std(0)\n"
+            "        x = (x - mu) / sd\n        loss = model(g, x)\n        loss.backward()\n"
+            "        opt.step()\n",
+            line=8,
+        ),
+        Invalid(
+            "from torch.utils.data import Dataset\n\nclass Parts(Dataset):\n"
+            "    def __getitem__(self, i):\n        pts = self.parts[i]\n"
+            "        pts -= pts.mean(axis=0)\n        return pts\n",
+            line=6, message_contains="sample",
+        ),
+        # the normalising helper lives in another file; the training step calls it
+        Invalid(
+            {
+                "prep.py": "def standardise(x):\n    return (x - x.mean(0)) / (x.std(0) + 1e-6)\n",
+                "train.py": "from prep import standardise\n\ndef step(model, g, opt):\n"
+                "    x = standardise(g.ndata['feat'])\n    loss = model(g, x)\n    loss.backward()\n"
+                "    opt.step()\n",
+            },
+            line=2, path="prep.py",
+        ),
+        Invalid(
+            "from sklearn.preprocessing import StandardScaler\n\ndef collate_fn(batch):\n"
+            "    feats = StandardScaler().fit_transform(batch)\n    return feats\n",
+            line=4,
+        ),
+    ]
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.bound: list[dict[str, tuple[str, str]]] = [{}]  # per function: name -> (base, stat)
+
+    # -- scopes and bindings ---------------------------------------------------------------------
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.bound.append({})
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.bound.pop()
+
+    def _reduction(self, node: cst.BaseExpression) -> Optional[tuple[str, str]]:
+        """(base, stat) when ``node`` is a reduction over dim 0 (or all dims) of ``base``."""
+        node = _unwrap(node)
+        if isinstance(node, cst.Name):
+            return self.bound[-1].get(node.value)
+        if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+            return None
+        stat = node.func.attr.value
+        if stat not in CENTER | SPREAD:
+            return None
+        qualified = self.ctx.qualify(node.func)
+        if qualified.startswith(_LIBS) and qualified.rsplit(".", 1)[-1] == stat:
+            if not node.args or node.args[0].keyword is not None:
+                return None
+            base = node.args[0].value
+            given, axis = _axis_arg(node, 1)
+        else:
+            base = node.func.value
+            given, axis = _axis_arg(node, 0)
+        if stat == "norm" and not given:
+            return None  # a vector norm, not a statistic
+        if not _is_zero(axis):
+            return None
+        return _key(self.ctx, base), stat
+
+    def _same(self, base: str, node: cst.BaseExpression) -> bool:
+        return _root(_key(self.ctx, node)) == _root(base)
+
+    def _contains_spread(self, node: cst.CSTNode, base: str) -> bool:
+        stack = [node]
+        while stack:
+            cur = stack.pop()
+            if isinstance(cur, cst.BaseExpression):
+                red = self._reduction(cur)
+                # std/var, or a range `x.max(0) - x.min(0)`, of the same tensor
+                if red is not None and red[1] in SPREAD | {"min", "amin"} and _root(red[0]) == _root(base):
+                    return True
+            stack.extend(cur.children)
+        return False
+
+    def _centered(self, node: cst.BaseExpression) -> Optional[str]:
+        """The base of ``x - center(x)``, else None."""
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract):
+            red = self._reduction(node.right)
+            if red is not None and red[1] in CENTER and self._same(red[0], node.left):
+                return red[0]
+        return None
+
+    def _normalisation(self, node: cst.BaseExpression) -> bool:
+        if self._centered(node) is not None:
+            return True
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
+            base = self._centered(node.left) or _key(self.ctx, node.left)
+            return self._contains_spread(node.right, base)
+        return False
+
+    def _check_value(self, node: Optional[cst.BaseExpression]) -> None:
+        if node is not None and self._normalisation(node):
+            self.fact(Normalisation(self.ctx.span(node), self.ctx.code(node, 80)))
+
+    # -- statements ------------------------------------------------------------------------------
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self._check_value(node.value)
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            red = self._reduction(node.value)
+            name = node.targets[0].target.value
+            if red is not None:
+                self.bound[-1][name] = red
+            else:
+                self.bound[-1].pop(name, None)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        red = self._reduction(node.value)
+        if red is None or not self._same(red[0], node.target):
+            return
+        if (isinstance(node.operator, cst.SubtractAssign) and red[1] in CENTER) or (
+            isinstance(node.operator, cst.DivideAssign) and red[1] in SPREAD
+        ):
+            self.fact(Normalisation(self.ctx.span(node), self.ctx.code(node, 80)))
+
+    def visit_Return(self, node: cst.Return) -> None:
+        self._check_value(node.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        for arg in node.args:
+            self._check_value(arg.value)
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "fit_transform":
+            self.fact(Normalisation(self.ctx.span(node), self.ctx.code(node, 80)))
+
+    # -- project stage ---------------------------------------------------------------------------
+    @classmethod
+    def check_project(cls, project: Project) -> Iterable[Finding]:
+        facts = list(project.rule_facts(cls.code))
+        if not facts:
+            return []
+        out = []
+        for file, norm in facts:
+            fn = function_of(project, file.path, norm.span.line)
+            stage = stage_of(project, fn.qualname) if fn is not None else None
+            if stage is None:
+                continue
+            where = {"getitem": "`__getitem__`", "collate": "the collate function",
+                     "transform": "a per-sample transform", "forward": "a module's forward",
+                     "train_step": "the training step"}[stage]
+            if stage in (GETITEM, TRANSFORM):
+                message = (f"`{norm.what}` normalises each sample with its own statistics in "
+                           f"{where}: every part ends up in different units, unlike statistics "
+                           "computed once over the training split")
+            else:
+                message = (f"`{norm.what}` normalises with the statistics of the current batch in "
+                           f"{where} (`{fn.qualname}`): the units change with the batch's "
+                           "composition, so the reconstruction target moves from batch to batch")
+            finding = cls.make_finding(
+                file.path, norm.span, message,
+                fix="compute mean and std once over the training split (as a dataset attribute) "
+                "and apply those everywhere: training, evaluation and the reference script",
+            )
+            if stage in (GETITEM, TRANSFORM):
+                finding.severity = Severity.WARNING
+            out.append(finding)
+        return out
+
+    @classmethod
+    def confirm(cls, finding: Finding, evidence: Evidence) -> Optional[Verdict]:
+        """Confirmed when the per-batch normalisation ran during training steps; the evidence
+        lists how the loss targets' spread varied between batches."""
+        if not evidence:
+            return None
+        calls = evidence.hits(finding.path, finding.line, finding.end_line)
+        if not calls:
+            return Verdict(Status.UNEXERCISED, ["the normalisation never ran"])
+        stds = [c.target_std for c in evidence.losses if c.target_std is not None]
+        lines = [f"ran {calls}x while training"]
+        if len(stds) >= 2:
+            lines.append(f"loss target spread per batch ranged {min(stds):.3g}..{max(stds):.3g}")
+        return Verdict(Status.CONFIRMED, lines)
+

@@ -1,0 +1,337 @@
+"""GM503 inconsistent-augmentation: training-time augmentation that breaks the geometry of the
+points (coordinates rotated without their tangents and normals, noise on unit vectors) or mutates
+cached samples in place so that it compounds across epochs."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Iterable, Optional
+
+import libcst as cst
+
+from auditor.findings import Finding, Severity, Status
+from auditor.probe.evidence import Evidence
+from auditor.rule import Invalid, Rule, Valid, Verdict
+from auditor.static.dataflow import function_of
+from auditor.static.facts import Span
+from auditor.static.project import Project
+from auditor.static.stages import stage_of
+
+XYZ, TANGENT, NORMAL, ALL = "coordinates", "tangents", "normals", "all features"
+_SLICES = ((re.compile(r"(?<![\d.])0?\s*:\s*3\s*\]"), XYZ), (re.compile(r"3\s*:\s*6"), TANGENT),
+           (re.compile(r"6\s*:\s*9"), NORMAL))
+_NAMES = ((re.compile(r"tan", re.I), TANGENT),
+          (re.compile(r"normal(?!i[sz])|nrm|\bnor\b|\bn_", re.I), NORMAL),
+          (re.compile(r"xyz|pos|coord|\bpts\b|points?\b|\bp\b", re.I), XYZ))
+ROTATION = re.compile(r"\brot|rotation|\bR\b|\bR\.T\b|\bQ\b", re.I)
+RANDOM = re.compile(r"rand|normal\(|uniform|noise|jitter|gauss", re.I)
+RENORMALISE = re.compile(r"normali[sz]e|\.norm\(|linalg\.norm", re.I)
+COPY = re.compile(r"\.clone\(|\.copy\(|deepcopy|\.detach\(\)\.clone|local_var")
+
+
+def channel(text: str) -> Optional[str]:
+    """Which part of the point features an expression is: slices first, then names."""
+    for pattern, what in _SLICES:
+        if pattern.search(text):
+            return what
+    for pattern, what in _NAMES:
+        if pattern.search(text):
+            return what
+    return None
+
+
+@dataclass
+class Augmentation:
+    kind: str  # rotation | jitter | cached
+    span: Span
+    message: str
+
+
+@dataclass
+class _Scope:
+    rotated: dict[str, Span] = field(default_factory=dict)  # channel -> first rotation
+    jitters: list[tuple[str, Span, int]] = field(default_factory=list)  # channel, span, line
+    renormalised_after: list[int] = field(default_factory=list)  # lines of renormalisations
+    cached: set[str] = field(default_factory=set)
+    mutations: list[tuple[str, Span]] = field(default_factory=list)
+    draws: bool = False
+
+
+class InconsistentAugmentation(Rule):
+    code = "GM503"
+    name = "inconsistent-augmentation"
+    severity = Severity.ERROR
+    summary = "augmentation that rotates coordinates but not tangents/normals, jitters unit vectors, or mutates cached samples"
+    prefilter = ("@", "matmul", "einsum", "rand", "noise", "jitter", "augment", "rotat")
+    doc = """
+## What it does
+Finds augmentation that runs per sample or per batch while training (in `__getitem__`, a
+transform, a collate function, a forward or the training step, followed across files) and:
+
+* rotates the coordinates (`xyz @ R.T`, `torch.matmul(pts[..., :3], rot)`, `np.dot`, `einsum`)
+  without rotating the tangents and normals that the same features carry;
+* adds random noise to tangents or normals (or to whole feature vectors that contain them)
+  without renormalising them afterwards;
+* modifies a sample the dataset keeps in memory (`g = self.graphs[idx]; g.ndata["feat"] += noise`)
+  instead of a copy, so the augmentation piles up epoch after epoch.
+
+A rotation applied to every channel (`for j in range(0, 9, 3): pts[..., j:j+3] @= R.T`) on a copy
+is not reported, nor is augmentation in one-off data generation.
+
+## Why is this bad?
+A node's features are points *with their frame*: xyz, unit tangent, unit normal. Rotating only the
+coordinates produces samples whose tangents point the wrong way; the decoder is trained on
+geometry that does not exist and its reconstructions of real parts are scattered. Noise on unit
+vectors makes them non-unit, while the scaled cosine error only looks at directions: the targets
+become inconsistent with what evaluation compares against. In-place augmentation of cached samples
+compounds: after 20 epochs the training parts are rotated or jittered 20 times and drift away from
+the held-out distribution, while the loss curve still goes down normally. And since GraphMAE
+reconstructs its own input, noise on the input is noise on the reconstruction target.
+
+## Example
+```python
+def __getitem__(self, idx):
+    g = self.graphs[idx]
+    pts = g.ndata["feat"].view(-1, 12, 9)
+    pts[..., :3] = pts[..., :3] @ random_rotation().T
+    return g
+```
+
+## Use instead
+```python
+def __getitem__(self, idx):
+    g = self.graphs[idx].clone()
+    pts = g.ndata["feat"].view(-1, 12, 9).clone()
+    R = random_rotation().T
+    for j in (0, 3, 6):  # xyz, tangent, normal
+        pts[..., j:j + 3] = pts[..., j:j + 3] @ R
+    g.ndata["feat"] = pts.view(len(pts), -1)
+    return g
+```
+
+## Fix safety
+No automatic fix: whether the reference used augmentation at all, and of which kind, decides.
+
+## References
+- Hou et al., GraphMAE: Self-Supervised Masked Graph Autoencoders, KDD 2022.
+"""
+
+    VALID = [
+        # every channel rotated, on a copy
+        Valid(
+            "import torch\n\nclass DS:\n    def __getitem__(self, i):\n"
+            "        pts = self.parts[i].clone()\n        R = random_rotation()\n"
+            "        pts[..., 0:3] = pts[..., 0:3] @ R.T\n        pts[..., 3:6] = pts[..., 3:6] @ R.T\n"
+            "        pts[..., 6:9] = pts[..., 6:9] @ R.T\n        return pts\n"
+        ),
+        Valid(
+            "import torch\n\nclass DS:\n    def __getitem__(self, i):\n"
+            "        xyz, tangent, normal = self.load(i)\n        rot = random_rotation()\n"
+            "        return xyz @ rot.T, tangent @ rot.T, normal @ rot.T\n"
+        ),
+        # jitter on directions, renormalised
+        Valid(
+            "import torch\nimport torch.nn.functional as F\n\ndef collate(batch):\n"
+            "    normals = batch['normal'] + 0.01 * torch.randn_like(batch['normal'])\n"
+            "    normals = F.normalize(normals, dim=-1)\n    return normals\n"
+        ),
+        # data generation, not training-time augmentation
+        Valid(
+            "import numpy as np\n\ndef generate_part(rng):\n    pts = make_profile(rng)\n"
+            "    R = random_rotation(rng)\n    pts[..., :3] = pts[..., :3] @ R.T\n    return pts\n"
+        ),
+        # coordinate-only features: nothing else to rotate
+        Valid(
+            "class DS:\n    def __getitem__(self, i):\n        pos = self.pos[i].clone()\n"
+            "        return pos @ random_rotation().T\n"
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\n\nclass DS:\n    def __getitem__(self, i):\n"
+            "        pts = self.parts[i].clone()  # xyz, tangent, normal\n        R = random_rotation()\n"
+            "        pts[..., :3] = pts[..., :3] @ R.T\n        return pts\n",
+            line=7, message_contains="tangents",
+        ),
+        Invalid(
+            "import torch\n\nclass DS:\n    def __getitem__(self, i):\n"
+            "        xyz, tangent, normal = self.load(i)\n        rot = random_rotation()\n"
+            "        return xyz @ rot.T, tangent @ rot.T, normal\n",
+            line=7, message_contains="normals",
+        ),
+        Invalid(
+            "import torch\n\ndef collate(batch):\n"
+            "    normals = batch['normal'] + 0.01 * torch.randn_like(batch['normal'])\n"
+            "    return normals\n",
+            line=4, message_contains="unit",
+        ),
+        Invalid(
+            "import torch\n\nclass DS:\n    def __getitem__(self, idx):\n        g = self.graphs[idx]\n"
+            "        g.ndata['feat'] += 0.01 * torch.randn_like(g.ndata['feat'])\n        return g\n",
+            line=6, message_contains="in place",
+        ),
+        # augmentation helper in another file, called from the dataset
+        Invalid(
+            {
+                "aug.py": "import torch\n\ndef augment(feat):\n    pts = feat.view(feat.shape[0], -1, 9)\n"
+                "    R = random_rotation()\n    pts[..., 0:3] = pts[..., 0:3] @ R.T\n"
+                "    pts[..., 3:6] = pts[..., 3:6] @ R.T  # normals forgotten\n    return feat\n",
+                "data.py": "from aug import augment\n\nclass DS:\n    def __getitem__(self, i):\n"
+                "        return augment(self.feats[i].clone())\n",
+            },
+            line=6, path="aug.py", message_contains="normals",
+        ),
+    ]
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.scopes: list[_Scope] = [_Scope()]
+        self.names: list[str] = ["<module>"]
+        source = ctx.source
+        self.has = {TANGENT: bool(re.search(r"tan|3\s*:\s*6", source, re.I)),
+                    NORMAL: bool(re.search(r"normal(?!i[sz])|nrm|6\s*:\s*9", source, re.I))}
+
+    # -- scopes ----------------------------------------------------------------------------------
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.scopes.append(_Scope())
+        self.names.append(node.name.value)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        scope = self.scopes.pop()
+        name = self.names.pop()
+        self._conclude(scope, name)
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        self._conclude(self.scopes[0], "<module>")
+
+    def _conclude(self, scope: _Scope, name: str) -> None:
+        if XYZ in scope.rotated:
+            missing = [c for c in (TANGENT, NORMAL) if self.has[c] and c not in scope.rotated]
+            if missing and ALL not in scope.rotated:
+                self.fact(Augmentation(
+                    "rotation", scope.rotated[XYZ],
+                    f"the coordinates are rotated but the {' and '.join(missing)} are not: the "
+                    "augmented samples carry a frame that does not match their points"))
+        for what, span, line in scope.jitters:
+            if any(r > line for r in scope.renormalised_after):
+                continue
+            self.fact(Augmentation(
+                "jitter", span,
+                f"random noise is added to {what} (unit vectors) without renormalising them: the "
+                "directions stop being unit length and the reconstruction target is perturbed"))
+        if name == "__getitem__" and scope.draws:
+            for text, span in scope.mutations:
+                self.fact(Augmentation(
+                    "cached", span,
+                    f"`{text}` augments a sample the dataset keeps in memory, in place: the change "
+                    "compounds every epoch"))
+
+    # -- statements ------------------------------------------------------------------------------
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if isinstance(node.operator, cst.MatrixMultiply):
+            self._rotation(node, [node.left, node.right])
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = self.ctx.qualify(node.func) or self.ctx.code(node.func, 60)
+        scope = self.scopes[-1]
+        if RANDOM.search(func) or "augment" in func.lower() or "rotat" in func.lower():
+            scope.draws = True
+        if RENORMALISE.search(func):
+            scope.renormalised_after.append(self.ctx.span(node).line)
+        last = func.rsplit(".", 1)[-1]
+        if last in ("matmul", "dot", "einsum", "mm", "bmm"):
+            self._rotation(node, [a.value for a in node.args if not isinstance(a.value, cst.SimpleString)])
+        if isinstance(node.func, cst.Attribute) and last.endswith("_") and not last.startswith("_"):
+            self._mutation(node.func.value, node)
+
+    def _rotation(self, node: cst.CSTNode, operands: list[cst.BaseExpression]) -> None:
+        texts = [self.ctx.code(o, 120) for o in operands]
+        rotations = [t for t in texts if ROTATION.search(t)]
+        if not rotations:
+            return
+        for text in texts:
+            if text in rotations:
+                continue
+            what = channel(text) or ALL
+            self.scopes[-1].rotated.setdefault(what, self.ctx.span(node))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        scope = self.scopes[-1]
+        value = self.ctx.code(node.value, 200)
+        for target in node.targets:
+            text = self.ctx.code(target.target, 80)
+            if RENORMALISE.search(value):
+                scope.renormalised_after.append(self.ctx.span(node).line)
+            # `t = t + noise`: jitter on this channel
+            if isinstance(node.value, cst.BinaryOperation) and isinstance(node.value.operator, cst.Add):
+                self._jitter(text, self.ctx.code(node.value.right, 120), node)
+            if isinstance(target.target, cst.Name) and self._from_cache(node.value):
+                scope.cached.add(target.target.value)
+            elif isinstance(target.target, cst.Name) and _root(value) in scope.cached and not COPY.search(value):
+                scope.cached.add(target.target.value)  # a view of a cached sample
+            elif not isinstance(target.target, cst.Name):
+                self._mutation(target.target, node)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        text = self.ctx.code(node.target, 80)
+        if isinstance(node.operator, cst.AddAssign):
+            self._jitter(text, self.ctx.code(node.value, 120), node)
+        self._mutation(node.target, node)
+
+    def _jitter(self, target: str, added: str, node: cst.CSTNode) -> None:
+        if not RANDOM.search(added):
+            return
+        what = channel(target) or channel(added)
+        if what in (TANGENT, NORMAL) or (what is None and (self.has[TANGENT] or self.has[NORMAL])):
+            span = self.ctx.span(node)
+            self.scopes[-1].jitters.append((what or ALL, span, span.line))
+
+    def _from_cache(self, value: cst.BaseExpression) -> bool:
+        """``self.graphs[idx]`` (no copy): the object the dataset keeps."""
+        return isinstance(value, cst.Subscript) and isinstance(value.value, cst.Attribute) and \
+            self.ctx.code(value.value, 60).startswith("self.")
+
+    def _mutation(self, target: cst.BaseExpression, node: cst.CSTNode) -> None:
+        scope = self.scopes[-1]
+        text = self.ctx.code(target, 80)
+        root = _root(text)
+        if root in scope.cached or (text.startswith("self.") and "[" in text):
+            scope.mutations.append((self.ctx.code(node, 60), self.ctx.span(node)))
+
+    # -- project stage ---------------------------------------------------------------------------
+    @classmethod
+    def check_project(cls, project: Project) -> Iterable[Finding]:
+        out = []
+        for file, aug in project.rule_facts(cls.code):
+            if aug.kind != "cached":
+                fn = function_of(project, file.path, aug.span.line)
+                if fn is None or stage_of(project, fn.qualname) is None:
+                    continue  # one-off data generation, not training-time augmentation
+            out.append(cls.make_finding(
+                file.path, aug.span, aug.message,
+                fix={"rotation": "apply the same rotation to xyz, tangents and normals",
+                     "jitter": "renormalise the directions after the noise (F.normalize), or "
+                     "jitter only the coordinates",
+                     "cached": "augment a copy (`.clone()`), never the cached sample"}[aug.kind],
+            ))
+        return out
+
+    @classmethod
+    def confirm(cls, finding: Finding, evidence: Evidence) -> Optional[Verdict]:
+        """Confirmed when the augmentation ran while training; predicted normals/tangents far
+        from unit length (the probe's ``normalize`` records) are added as evidence."""
+        if not evidence:
+            return None
+        hits = evidence.hits(finding.path, finding.line, finding.end_line)
+        if not hits:
+            return Verdict(Status.UNEXERCISED, ["the augmentation never ran"])
+        lines = [f"ran {hits}x while training"]
+        norms = [o.mean_norm for o in evidence.outputs if o.mean_norm is not None]
+        if norms:
+            lines.append(f"mean norm of predicted direction vectors {min(norms):.3g}..{max(norms):.3g}")
+        return Verdict(Status.CONFIRMED, lines)
+
+
+def _root(text: str) -> str:
+    return re.split(r"[.\[(]", text, maxsplit=1)[0]

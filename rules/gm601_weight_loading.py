@@ -1,0 +1,401 @@
+"""GM601 weight-loading: foreign, partial or aliased weights loaded into the model being trained."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Iterable, Optional
+
+from auditor.findings import Finding, Severity, Status
+from auditor.rule import Invalid, Rule, Valid, Verdict
+from auditor.static.facts import Event, FunctionInfo
+from auditor.static.paths import call_sites_of, trains_after
+from auditor.static.project import Project
+
+FILE_LOADERS = {
+    "torch.load", "torch.serialization.load", "torch.hub.load_state_dict_from_url",
+    "torch.utils.model_zoo.load_url", "safetensors.torch.load_file",
+}
+# `{k: v for k, v in sd.items() if ...}`: a state dict with some keys dropped
+KEY_FILTER = re.compile(r"\bfor\s+\w+\s*,\s*\w+\s+in\s+[^:]*\.items\(\)\s+if\b")
+BY_REFERENCE = re.compile(r"^\s*([\w.]+)\s*=\s*([\w.]+)\.state_dict\(\)\s*$")
+# identifiers a gate tests: args.pretrained, cfg["init_from"], config.get("resume")
+GATE_NAME = re.compile(
+    r"\b(?:args|opt|opts|cfg|config|conf|hparams|params|flags|options|settings)\s*"
+    r"(?:\.\s*(\w+)|\[\s*[\"'](\w+)[\"']\s*\]|\.get\(\s*[\"'](\w+)[\"'])"
+)
+OFF_VALUES = {"None", "False", '""', "''", "0", "[]", "{}"}
+MAX_UP = 3
+
+
+def _is_strict_false(event: Event) -> bool:
+    return event.kwargs.get("strict") == "False" or event.args[1:2] == ["False"]
+
+
+def _derived_names(fn: FunctionInfo, name: str, before: int) -> list[Event]:
+    """Events before line ``before`` that produced ``name`` (transitively through assigns)."""
+    todo, seen, out = [name.split("[")[0]], set(), []
+    while todo:
+        cur = todo.pop()
+        if cur in seen:
+            continue
+        seen.add(cur)
+        for e in fn.events:
+            if e.span.line >= before or cur not in e.targets:
+                continue
+            out.append(e)
+            if e.kind in ("assign", "augassign"):
+                todo += [u for u in e.uses if "." not in u]
+    return out
+
+
+def flag_default(project: Project, flag: str) -> Optional[tuple[str, str]]:
+    """(default value text, where) of a command-line flag / config key / settings field named
+    ``flag``, searched in every project file that mentions it; None when not found."""
+    dashed = flag.replace("_", "-")
+    patterns = [
+        re.compile(r"add_argument\(\s*[\"']--(?:%s|%s)[\"'](?P<rest>[^)]*)\)" % (flag, dashed), re.S),
+        re.compile(r"[\"']%s[\"']\s*:\s*(?P<value>[^,\n}]+)" % flag),
+        re.compile(r"^\s*%s\s*(?::[^=\n]+)?=\s*(?P<value>[^\n#]+)" % flag, re.M),
+    ]
+    project.load_mentioning(flag)
+    for path in sorted(project.files):
+        try:
+            text = Path(path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for pat in patterns:
+            m = pat.search(text)
+            if not m:
+                continue
+            line = text.count("\n", 0, m.start()) + 1
+            if "rest" in m.groupdict():
+                rest = m.group("rest")
+                if re.search(r"action\s*=\s*[\"']store_true", rest):
+                    return "False", f"{path}:{line}"
+                d = re.search(r"default\s*=\s*([^,\n]+)", rest)
+                return (d.group(1).strip() if d else "None"), f"{path}:{line}"
+            return m.group("value").strip().rstrip(","), f"{path}:{line}"
+    return None
+
+
+class WeightLoading(Rule):
+    code = "GM601"
+    name = "weight-loading"
+    severity = Severity.ERROR
+    fix_safety = "unsafe"
+    summary = "weights loaded into the trained model: strict=False, partial, by default, aliased"
+    prefilter = ("load_state_dict",)
+    doc = """
+## What it does
+Finds `load_state_dict` calls that put other weights into the model the pipeline trains:
+
+- `load_state_dict(..., strict=False)` on the trained model (missing and unexpected keys are
+  silently ignored);
+- partial loads: a state dict whose keys were filtered (`{k: v for k, v in sd.items() if ...}`);
+- a checkpoint or pretrained file (`torch.load`, `load_state_dict_from_url`) loaded into the
+  model before training *by default*: unconditionally, whenever the file exists, or behind a flag
+  whose default (argparse `default=`, a config dict value, a settings field) turns it on;
+- a state dict kept by reference (`best = model.state_dict()` with no `copy.deepcopy` or
+  `.clone()`) and later loaded back.
+
+"The trained model" is followed across calls and files: a module that runs forward with
+gradients before a backward after the load (a frozen teacher loaded with `strict=False` is not
+reported). A strict resume of a checkpoint behind an opt-in flag whose default is off is silent.
+
+## Why is this bad?
+GraphMAE's reconstruction depends on every layer: the mask token, the encoder, the
+`encoder_to_decoder` projection and the decoder. A `strict=False` or key-filtered load mixes
+pretrained layers with freshly initialised ones (typically after a renamed module or a
+`module.` prefix from DDP, *no* key matches and nothing is loaded at all), and a stale default
+checkpoint starts training from weights fitted to other data or another normalisation: the loss
+still decreases, but the reconstructions are scattered compared with the minimal script. A state
+dict kept by reference tracks the live parameters, so "restoring the best model" restores the
+last one.
+
+## Example
+```python
+parser.add_argument("--init-from", default="runs/pretrained.pt")
+...
+state = torch.load(args.init_from, weights_only=True)
+model.load_state_dict(state, strict=False)
+```
+
+## Use instead
+```python
+parser.add_argument("--init-from", default=None)
+...
+if args.init_from:
+    missing, unexpected = model.load_state_dict(torch.load(args.init_from, weights_only=True))
+best = copy.deepcopy(model.state_dict())
+```
+
+## Fix safety
+Unsafe: making a load strict turns silent mismatches into errors, and turning a default
+checkpoint off changes what the run starts from; both change results on purpose.
+
+## References
+- https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.load_state_dict
+- https://pytorch.org/tutorials/beginner/saving_loading_models.html
+"""
+
+    VALID = [
+        # strict resume behind an opt-in flag whose default is off
+        Valid(
+            "import argparse\nimport torch\n"
+            "p = argparse.ArgumentParser()\n"
+            "p.add_argument('--resume', default=None)\n"
+            "args = p.parse_args()\n"
+            "if args.resume:\n"
+            "    model.load_state_dict(torch.load(args.resume, weights_only=True))\n"
+            "for g in loader:\n"
+            "    loss = model(g)\n"
+            "    loss.backward()\n"
+        ),
+        # best weights copied, reloaded after training for the final evaluation
+        Valid(
+            "import copy\n"
+            "best = None\n"
+            "for g in loader:\n"
+            "    loss = model(g)\n"
+            "    loss.backward()\n"
+            "    best = copy.deepcopy(model.state_dict())\n"
+            "model.load_state_dict(best)\n"
+        ),
+        # a frozen teacher loaded leniently: never trained
+        Valid(
+            "import torch\n"
+            "teacher.load_state_dict(torch.load('t.pt', weights_only=True), strict=False)\n"
+            "for g in loader:\n"
+            "    with torch.no_grad():\n"
+            "        t = teacher(g)\n"
+            "    loss = model(g, t)\n"
+            "    loss.backward()\n"
+        ),
+        # opt-in through a config dict in another module, off by default
+        Valid({
+            "config.py": "CONFIG = {\n    'lr': 1e-3,\n    'init_from': None,\n}\n",
+            "train.py":
+                "import torch\nfrom config import CONFIG as cfg\n"
+                "def main(model, loader):\n"
+                "    if cfg['init_from']:\n"
+                "        model.load_state_dict(torch.load(cfg['init_from'], weights_only=True))\n"
+                "    for g in loader:\n"
+                "        loss = model(g)\n"
+                "        loss.backward()\n",
+        }),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\n"
+            "model.load_state_dict(torch.load('pre.pt', weights_only=True), strict=False)\n"
+            "for g in loader:\n"
+            "    loss = model(g)\n"
+            "    loss.backward()\n",
+            line=2, column=1, message_contains="strict=False",
+        ),
+        # a pretrained file by default: the flag's default is a path
+        Invalid(
+            "import argparse\nimport torch\n"
+            "p = argparse.ArgumentParser()\n"
+            "p.add_argument('--init-from', default='runs/pretrained.pt')\n"
+            "args = p.parse_args()\n"
+            "if args.init_from:\n"
+            "    model.load_state_dict(torch.load(args.init_from, weights_only=True))\n"
+            "for g in loader:\n"
+            "    loss = model(g)\n"
+            "    loss.backward()\n",
+            line=7, message_contains="default",
+        ),
+        # a helper in another module drops the decoder keys
+        Invalid({
+            "ckpt.py":
+                "import torch\n"
+                "def load_encoder(model, path):\n"
+                "    state = torch.load(path, weights_only=True)\n"
+                "    state = {k: v for k, v in state.items() if not k.startswith('decoder')}\n"
+                "    own = model.state_dict()\n"
+                "    own.update(state)\n"
+                "    model.load_state_dict(own)\n",
+            "train.py":
+                "from ckpt import load_encoder\n"
+                "def main(model, opt, loader):\n"
+                "    load_encoder(model, 'enc.pt')\n"
+                "    for g in loader:\n"
+                "        loss = model(g)\n"
+                "        loss.backward()\n"
+                "        opt.step()\n",
+        }, line=7, path="ckpt.py", message_contains="partial"),
+        # the "best" state dict is a reference to the live parameters
+        Invalid(
+            "best = None\n"
+            "for g in loader:\n"
+            "    loss = model(g)\n"
+            "    loss.backward()\n"
+            "    best = model.state_dict()\n"
+            "model.load_state_dict(best)\n",
+            line=6, message_contains="reference",
+        ),
+        # auto-resume: whatever checkpoint a previous run left behind
+        Invalid(
+            "import os\nimport torch\n"
+            "if os.path.exists('ckpt/last.pt'):\n"
+            "    model.load_state_dict(torch.load('ckpt/last.pt', weights_only=True))\n"
+            "for g in loader:\n"
+            "    loss = model(g)\n"
+            "    loss.backward()\n",
+            line=4, message_contains="exists",
+        ),
+    ]
+
+    # -- static ------------------------------------------------------------------------------------
+    @classmethod
+    def check_project(cls, project: Project) -> Iterable[Finding]:
+        for fn in list(project.functions.values()):
+            for i, event in enumerate(fn.events):
+                if event.kind == "call" and event.method == "load_state_dict" and event.receiver:
+                    finding = cls._check_load(project, fn, i, event)
+                    if finding is not None:
+                        yield finding
+
+    @classmethod
+    def _check_load(cls, project: Project, fn: FunctionInfo, i: int,
+                    event: Event) -> Optional[Finding]:
+        arg = event.args[0] if event.args else event.kwargs.get("state_dict", "")
+        target = event.receiver
+        origins = _derived_names(fn, arg, event.span.line) if arg else []
+        updates = [e for e in fn.events if e.kind == "call" and e.method == "update"
+                   and e.receiver == arg and e.span.line < event.span.line]
+        for up in updates:
+            origins += _derived_names(fn, up.args[0], up.span.line) if up.args else []
+
+        by_ref = next((e for e in origins if BY_REFERENCE.match(e.text)
+                       and not updates and cls._trained_between(project, fn, e, event)), None)
+        if by_ref is None and arg.startswith("self.") and fn.class_name:
+            # kept on the instance by one method, loaded back by another
+            by_ref = next((e for q, f in project.functions.items()
+                           if q.startswith(fn.class_name + ".") and f is not fn for e in f.events
+                           if arg in e.targets and BY_REFERENCE.match(e.text)), None)
+        if by_ref is not None:
+            return cls.make_finding(
+                fn.path, event.span,
+                f"`{arg}` is a reference to the live parameters (`{by_ref.text.strip()}` at "
+                f"{fn.path}:{by_ref.span.line}): loading it back restores the current weights, "
+                "not the ones saved then",
+                fix=f"keep a copy: `{arg} = copy.deepcopy({target}.state_dict())`",
+            )
+
+        trained = trains_after(project, fn, i, target)
+        if trained is None and not cls._optimised_here(fn, target):
+            return None
+        if _is_strict_false(event):
+            return cls.make_finding(
+                fn.path, event.span,
+                f"`{target}.load_state_dict(..., strict=False)` on the trained model: missing and "
+                "unexpected keys are ignored silently, so some layers keep their fresh "
+                "initialisation (or nothing is loaded at all)",
+                fix="load strictly, and map renamed keys explicitly if the checkpoint differs",
+            )
+        filtered = next((e for e in origins if KEY_FILTER.search(e.text)), None)
+        if filtered is not None:
+            return cls.make_finding(
+                fn.path, event.span,
+                f"partial load: the state dict loaded into `{target}` was filtered by key "
+                f"({fn.path}:{filtered.span.line}); the dropped layers keep their initialisation",
+                fix="load the whole state dict strictly, or re-initialise and train the dropped "
+                "layers on purpose",
+            )
+        inline = [e for e in fn.events if e.kind == "call" and e.func in FILE_LOADERS
+                  and event.span.line <= e.span.line <= event.span.end_line]
+        from_file = inline + [e for e in origins if e.kind == "call" and e.func in FILE_LOADERS]
+        from_file += [e for e in origins if e.kind == "call" and any(
+            project.function(q) is not None and any(
+                x.kind == "call" and x.func in FILE_LOADERS for x in project.function(q).events)
+            for q in project.resolve_call(e, fn))]
+        if not from_file or trained is None:
+            return None
+        default_on = cls._default_on(project, fn, event)
+        if default_on is None:
+            return None
+        return cls.make_finding(
+            fn.path, event.span,
+            f"a checkpoint/pretrained file is loaded into the trained model before training "
+            f"{default_on}: the run does not start from the fresh initialisation the reference "
+            "script trains",
+            fix="make loading opt-in (a flag whose default is off) and load strictly",
+        )
+
+    @staticmethod
+    def _trained_between(project: Project, fn: FunctionInfo, saved: Event, load: Event) -> bool:
+        """The parameters changed between ``saved`` (a state_dict() taken) and ``load``: a
+        backward or optimizer step between them, or around both in a loop."""
+        def steps(e: Event) -> bool:
+            if e.kind != "call":
+                return False
+            if e.method in ("backward", "step"):
+                return True
+            return any(project.function(q) is not None and any(
+                x.method in ("backward", "step") for x in project.function(q).events)
+                for c in project.resolve_call(e, fn) for q in project.reachable_from(c))
+        for e in fn.events:
+            between = saved.span.line < e.span.line < load.span.line
+            same_loop = bool(set(e.loop_ids) & set(saved.loop_ids))
+            if (between or same_loop) and steps(e):
+                return True
+        return False
+
+    @staticmethod
+    def _optimised_here(fn: FunctionInfo, target: str) -> bool:
+        return any(e.kind == "call" and e.func.startswith("torch.optim.")
+                   and any(a.startswith(f"{target}.parameters") for a in e.args) for e in fn.events)
+
+    @classmethod
+    def _default_on(cls, project: Project, fn: FunctionInfo, event: Event,
+                    up: int = 0) -> Optional[str]:
+        """Why the load runs by default ("unconditionally", "by default: --x defaults to ..."),
+        or None when it is opt-in (or the gate cannot be decided)."""
+        gate = event.branch
+        if gate is None or "__name__" in gate:  # the script's main guard is no opt-in
+            if up >= MAX_UP:
+                return "unconditionally"
+            sites = call_sites_of(project, fn)
+            if not sites:
+                return "unconditionally"
+            reasons = [cls._default_on(project, c, c.events[i], up + 1) for c, i in sites]
+            return next((r for r in reasons if r is not None), None)
+        names = [n for m in GATE_NAME.finditer(gate) for n in m.groups() if n]
+        for name in names:
+            found = flag_default(project, name)
+            if found is None:
+                continue
+            value, where = found
+            if value in OFF_VALUES:
+                return None
+            return f"by default: `{name}` defaults to {value} ({where})"
+        if "exists(" in gate:
+            return f"whenever the file exists (`{gate}`), i.e. whatever a previous run left behind"
+        return None
+
+    # -- runtime -----------------------------------------------------------------------------------
+    @classmethod
+    def confirm(cls, finding: Finding, evidence) -> Optional[Verdict]:
+        loads = [f for f in evidence.loads_at(finding.path, finding.line, finding.end_line)
+                 if f.kind == "load_state_dict"]
+        if not loads:
+            if not evidence.ran(finding.path, finding.line, finding.end_line):
+                return Verdict(Status.UNEXERCISED, ["the load_state_dict line never ran"])
+            return None
+        lines = []
+        for f in loads:
+            if f.missing or f.unexpected:
+                lines.append(f"{len(f.missing)} missing and {len(f.unexpected)} unexpected keys "
+                             f"(e.g. {(f.missing + f.unexpected)[0]})")
+            if f.trained and f.changed:
+                lines.append(f"the load replaced {f.changed} parameter tensors of the trained "
+                             f"{f.module or 'model'}")
+        if lines:
+            return Verdict(Status.CONFIRMED, lines)
+        if all(f.trained is False or not f.changed for f in loads):
+            return Verdict(Status.REFUTED, [
+                "the load ran without changing the trained model's parameters or skipping keys"])
+        return None

@@ -1,0 +1,258 @@
+"""GM603 incomplete-seeding: a global RNG drawn from (masks, dropout, weight init, shuffling,
+sampling, augmentation) that is never seeded while the pipeline seeds the others."""
+
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+from auditor.findings import Finding, Severity, Status
+from auditor.probe.evidence import Evidence
+from auditor.rule import Invalid, Rule, Valid, Verdict
+from auditor.static.facts import Event, FunctionInfo
+from auditor.static.project import Project
+from auditor.static.training import is_backward
+from auditor.static.rng import FAMILIES, Draw, draw_of, project_seeding
+
+_SEED_CALL = {
+    "random": "random.seed(seed)",
+    "numpy": "np.random.seed(seed)",
+    "torch": "torch.manual_seed(seed)",
+    "torch.cuda": "torch.cuda.manual_seed_all(seed)",
+    "dgl": "dgl.seed(seed)",
+}
+
+
+class IncompleteSeeding(Rule):
+    code = "GM603"
+    name = "incomplete-seeding"
+    severity = Severity.WARNING
+    fix_safety = "safe"
+    summary = "an RNG (random, numpy, torch, CUDA, dgl) is drawn from but never seeded while others are"
+    prefilter = (
+        "rand", "seed", "shuffle", "ropout", "sampling", "Sampler", "Linear", "Conv", "Embedding",
+        "init.", "normal_", "uniform_", "bernoulli", "multinomial", "DropEdge", "DropNode",
+        "FeatMask",
+    )
+    doc = """
+## What it does
+Collects, across the project, the calls that seed a global RNG (`random.seed`, `np.random.seed`,
+`torch.manual_seed` — which also seeds every CUDA device —, `torch.cuda.manual_seed[_all]`,
+`dgl.seed`, `seed_everything`-style framework helpers) and the calls that draw from one:
+`torch.randperm`/`rand*`/dropout/weight initialisation of `nn.Linear`, GAT and other layers,
+`DataLoader(shuffle=True)` without a seeded `generator`, `np.random.*`, `random.shuffle` & co.,
+`dgl.sampling.*` and DGL samplers/transforms. It reports the first draw in each file from an RNG
+that is never seeded while at least one other RNG is.
+
+Seeding is followed into helpers across files: a `set_seed()` in `utils.py` counts only when some
+module body reaches it through calls; one that nothing calls seeds nothing. Calls given their own
+`generator=` and `np.random.default_rng(seed)` generators are private and need no global seed;
+`np.random.default_rng()` *without* a seed draws fresh OS entropy and is reported whenever the
+project seeds anything.
+
+Severity: a warning when other RNGs are seeded (the project wants reproducibility and does not get
+it). When the project seeds nothing at all, one info-level finding per RNG at its first draw, and
+only in a training project (one that calls `.backward()`): that is a choice, not an oversight.
+
+## Why is this bad?
+GraphMAE's result depends on random draws at every stage: weight initialisation, which nodes are
+masked (`torch.randperm`), dropout, shuffling, augmentation. Debugging a pipeline that reconstructs
+badly means running it next to a minimal script that works, with the same seeds, and finding the
+first tensor that differs. One unseeded RNG makes every run different, so the comparison shows
+differences everywhere — the real cause (a detached tensor, a frozen BatchNorm) cannot be told
+from seed noise, and a "fix" may only be a lucky seed.
+
+## Example
+```python
+random.seed(0)
+np.random.seed(0)
+perm = torch.randperm(num_nodes)  # torch is never seeded
+```
+
+## Use instead
+```python
+random.seed(0)
+np.random.seed(0)
+torch.manual_seed(0)  # also seeds CUDA
+dgl.seed(0)
+perm = torch.randperm(num_nodes)
+```
+
+## Fix safety
+Safe: adding the missing seeding call next to the existing ones changes which random numbers are
+drawn, never what the code computes with them.
+
+## References
+- https://pytorch.org/docs/stable/notes/randomness.html
+- https://docs.dgl.ai/en/latest/generated/dgl.seed.html
+"""
+
+    VALID = [
+        Valid(
+            "import random\nimport numpy as np\nimport torch\nimport dgl\n"
+            "random.seed(0)\nnp.random.seed(0)\ntorch.manual_seed(0)\ndgl.seed(0)\n"
+            "perm = torch.randperm(10)\nnp.random.shuffle(items)\n"
+            "nodes = dgl.sampling.sample_neighbors(g, seeds, 5)\n"
+        ),
+        # private, seeded generators need no global seed
+        Valid(
+            "import random\nimport numpy as np\nimport torch\nrandom.seed(0)\n"
+            "gen = torch.Generator()\ngen.manual_seed(0)\nperm = torch.randperm(10, generator=gen)\n"
+            "rng = np.random.default_rng(0)\nidx = rng.permutation(10)\n"
+        ),
+        # torch.manual_seed also seeds the CUDA generators
+        Valid("import torch\ntorch.manual_seed(0)\nx = torch.rand(3, device='cuda')\n"),
+        # seeding helper in another module, reached from the script
+        Valid({
+            "utils.py": "import random\nimport numpy as np\nimport torch\n\n"
+            "def set_seed(s):\n    random.seed(s)\n    np.random.seed(s)\n    torch.manual_seed(s)\n",
+            "train.py": "import random\nimport numpy as np\nimport torch\nfrom utils import set_seed\n\n"
+            "def main():\n    set_seed(0)\n    random.shuffle(items)\n    np.random.permutation(5)\n"
+            "    torch.randperm(5)\n\nmain()\n",
+        }),
+        # nothing seeded and no training: silent
+        Valid("import random\nrandom.shuffle(items)\n"),
+    ]
+    INVALID = [
+        Invalid(
+            "import random\nimport numpy as np\nimport torch\nrandom.seed(0)\nnp.random.seed(0)\n"
+            "mask = torch.randperm(100)[:40]\n",
+            line=6, column=8, message_contains="torch",
+        ),
+        Invalid(
+            "import numpy as np\nimport torch\nimport dgl\ntorch.manual_seed(0)\nnp.random.seed(0)\n"
+            "sg = dgl.sampling.sample_neighbors(g, nodes, 10)\n",
+            line=6, message_contains="dgl",
+        ),
+        Invalid(
+            "import random\nimport torch\ntorch.manual_seed(0)\n\ndef augment(x):\n"
+            "    if random.random() < 0.5:\n        x = -x\n    return x\n",
+            line=6, message_contains="random",
+        ),
+        Invalid(
+            "import numpy as np\nimport torch\ntorch.manual_seed(0)\nrng = np.random.default_rng()\n",
+            line=4,
+        ),
+        # the seeding helper exists but is never called: nothing is seeded
+        Invalid(
+            {
+                "utils.py": "import torch\nimport numpy as np\n\ndef set_seed(s):\n    torch.manual_seed(s)\n"
+                "    np.random.seed(s)\n",
+                "train.py": "import random\nimport numpy as np\nimport torch\nimport utils\n\n"
+                "np.random.seed(0)\nmodel = torch.nn.Linear(4, 4)\nloss = model(x).sum()\nloss.backward()\n",
+            },
+            line=7, path="train.py", message_contains="never called",
+        ),
+        # seeding helper in another file forgets numpy; the draw is in a third file
+        Invalid(
+            {
+                "utils.py": "import random\nimport torch\n\ndef seed_everything(s):\n    random.seed(s)\n"
+                "    torch.manual_seed(s)\n",
+                "data.py": "import numpy as np\n\nclass Jitter:\n    def __call__(self, pts):\n"
+                "        return pts + np.random.normal(0, 0.01, pts.shape)\n",
+                "train.py": "from utils import seed_everything\nfrom data import Jitter\n\n"
+                "seed_everything(0)\naug = Jitter()\n",
+            },
+            line=5, path="data.py", message_contains="numpy",
+        ),
+        # nothing seeded at all in a training script: info
+        Invalid(
+            "import torch\nmodel = torch.nn.Linear(4, 4)\nloss = model(x).sum()\nloss.backward()\n",
+            line=2, message_contains="nothing in the project seeds",
+        ),
+    ]
+
+    @classmethod
+    def check_project(cls, project: Project) -> Iterable[Finding]:
+        seeding = project_seeding(project)
+        seeded = seeding.seeded
+        # each training script on its own: the one that trains must seed what the project draws
+        # (minimal.py seeding torch does not make train.py reproducible)
+        for entry, reached in seeding.reach.items():
+            if not any(is_backward(e) for q in reached for e in cls._events(project, q)):
+                continue
+            own = seeding.seeded_from(entry)
+            if own:
+                seeded = seeded & own if seeded else own
+        draws: list[tuple[FunctionInfo, Event, Draw]] = []
+        trains = False
+        for fn, event in project.events("call"):
+            trains = trains or event.method == "backward"
+            draw = draw_of(event)
+            if draw is not None:
+                draws.append((fn, event, draw))
+        draws.sort(key=lambda d: (d[0].path, d[1].span.line, d[1].span.column))
+        out: list[Finding] = []
+        reported: set[tuple[str, str]] = set()
+        for fn, event, draw in draws:
+            if draw.unseedable:
+                if seeded:
+                    out.append(cls.make_finding(
+                        fn.path, event.span,
+                        f"`{draw.what}` draws fresh OS entropy: no seed reaches it, although the "
+                        f"pipeline seeds {', '.join(sorted(seeded))}",
+                        fix="pass a seed: `np.random.default_rng(seed)`",
+                    ))
+                continue
+            if draw.family in seeded:
+                continue
+            key = (fn.path, draw.family) if seeded else ("", draw.family)
+            if key in reported or not (seeded or trains):
+                continue
+            reported.add(key)
+            out.append(cls._unseeded(fn, event, draw, seeded, seeding))
+        return out
+
+    @staticmethod
+    def _events(project: Project, qualname: str) -> list[Event]:
+        fn = project.function(qualname)
+        return fn.events if fn is not None else []
+
+    @classmethod
+    def _unseeded(cls, fn: FunctionInfo, event: Event, draw: Draw, seeded: set[str], seeding) -> Finding:
+        unreached = seeding.unreached_for(draw.family)
+        note = ""
+        if unreached:
+            helper = unreached[0].function
+            note = f"; `{helper.qualname}` ({helper.path}) would seed it but is never called"
+        fix = f"seed it with the others: `{_SEED_CALL[draw.family]}`"
+        if seeded:
+            where = seeding.where(next(iter(sorted(seeded))))
+            finding = cls.make_finding(
+                fn.path, event.span,
+                f"`{draw.what}` draws from the {draw.family} RNG, which is never seeded, while "
+                f"{', '.join(sorted(seeded))} {'is' if len(seeded) == 1 else 'are'} seeded "
+                f"(in `{where}`): runs with the same seed differ{note}",
+                fix=fix,
+            )
+            return finding
+        finding = cls.make_finding(
+            fn.path, event.span,
+            f"nothing in the project seeds an RNG; `{draw.what}` draws from the {draw.family} RNG, "
+            f"so no two training runs can be compared step by step{note}",
+            fix=f"seed every RNG once at start-up ({', '.join(sorted(set(_SEED_CALL.values())))})",
+        )
+        finding.severity = Severity.INFO
+        return finding
+
+    @classmethod
+    def confirm(cls, finding: Finding, evidence: Evidence) -> Optional[Verdict]:
+        """Confirmed when the RNG was drawn from and never seeded during the run; refuted when
+        it was seeded after all (e.g. by a library, or a path the static pass did not follow)."""
+        family = next((f for f in sorted(FAMILIES, key=len, reverse=True)
+                       if f"the {f} RNG" in finding.message), None)
+        if family is None or not evidence:
+            return None
+        rng = _PROBE_NAMES.get(family, family)
+        draws = evidence.rng_draws.get(rng)
+        seeded = evidence.seeded_rngs
+        if rng in seeded:
+            where = next((f"{s.path}:{s.line}" for s in evidence.seeds if s.rng == rng), "")
+            return Verdict(Status.REFUTED, [f"the {family} RNG was seeded at run time ({where})"])
+        if draws is not None and draws.count:
+            return Verdict(Status.CONFIRMED, [
+                f"the {family} RNG was drawn from {draws.count}x (first at {draws.path}:{draws.line}) "
+                f"and never seeded; seeded: {', '.join(sorted(seeded)) or 'none'}"])
+        return Verdict(Status.UNEXERCISED, [f"the {family} RNG was never drawn from"])
+
+
+_PROBE_NAMES = {"torch.cuda": "cuda"}  # the probe's names of the RNGs (auditor.probe.evidence)

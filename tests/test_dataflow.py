@@ -1,0 +1,113 @@
+"""The shared data-flow helper (auditor/static/dataflow.py) and the runtime verdicts of the rules
+built on it (GM101, GM301, GM401)."""
+
+import pytest
+
+from auditor.config import Config
+from auditor.findings import Finding, Severity, Status
+from auditor.probe.evidence import Evidence
+from auditor.registry import all_rules
+from auditor.static import dataflow as df
+from auditor.static.engine import run_check
+from auditor.testing import write_sources
+
+PROJECT = {
+    "model.py": (
+        "import torch.nn as nn\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.enc = nn.Linear(4, 4)\n"
+        "    def forward(self, x):\n"
+        "        return self.enc(x)\n"
+    ),
+    "engine.py": (
+        "class Trainer:\n"
+        "    def __init__(self, model):\n"
+        "        self.model = model\n"
+        "    def step(self, x):\n"
+        "        pred = self.model(x)\n"
+        "        loss = ((pred - x) ** 2).mean()\n"
+        "        loss.backward()\n"
+        "        return loss.item()\n"
+    ),
+    "train.py": (
+        "from model import Net\nfrom engine import Trainer\n"
+        "def main(x):\n"
+        "    model = Net()\n"
+        "    Trainer(model).step(x)\n"
+    ),
+}
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    # files the prefilter skips are loaded on demand, relative to the working directory
+    write_sources(PROJECT, tmp_path)
+    monkeypatch.chdir(tmp_path)
+    result = run_check(["."], Config(root=tmp_path), [all_rules()["GM101"]], jobs=1, use_cache=False)
+    return result.project
+
+
+def test_instance_call_resolves_through_constructor_argument(project):
+    step = project.function("engine.Trainer.step")
+    call = next(e for e in step.events if e.kind == "call" and e.func == "self.model")
+    assert "model.Net.forward" in df.call_targets(project, step, call)
+    assert df.is_module_output(project, step, call)
+    assert (step, call) in [(f, e) for f, e in df.callers_of(project, "model.Net.forward")]
+
+
+def test_flow_reaches_backward_across_files_and_stops_at_item(project):
+    fwd = project.function("model.Net.forward")
+    ret = next(s for s in df.statements(fwd) if s.kind == "return")
+    flow = df.flows_from_statement(project, fwd, ret)
+    assert [s.where for s in flow.sinks] == ["engine.py:7"]
+    assert ("engine.Trainer.step", "loss") in flow.values
+    assert not any(s.stmt.kind == "return" and s.fn.name == "step" for s in flow.steps)
+
+
+def test_derives_from_module_and_stop(project):
+    step = project.function("engine.Trainer.step")
+    loss_stmt = next(s for s in df.statements(step) if "loss" in s.targets)
+    origin = df.derives_from_module(project, step, ["pred"], loss_stmt.index)
+    assert origin is not None and origin.where == "engine.py:5"
+    flow = df.flows_to(project, step, ["pred"], loss_stmt.index, stop=lambda fn, st, hit: True)
+    assert not flow.sinks
+
+
+def _finding(code: str, line: int = 10) -> Finding:
+    rule = all_rules()[code]
+    return Finding(rule=code, name=rule.name, severity=Severity.ERROR, path="m.py", line=line,
+                   column=1, end_line=line, end_column=5, message="")
+
+
+def _evidence(calls=(), steps=(), lines=()):
+    return Evidence([{"pid": 1, "calls": list(calls), "steps": list(steps), "lines": list(lines)}])
+
+
+def test_gm101_verdicts():
+    rule = all_rules()["GM101"]
+    f = _finding("GM101")
+    assert rule.confirm(f, _evidence()).status == Status.UNEXERCISED
+    cut = {"kind": "detach", "path": "m.py", "line": 10, "count": 3, "args": [{"requires_grad": True}]}
+    blocked = {"index": 1, "params_used": ["enc.weight", "dec.weight"], "params_reached": ["dec.weight"]}
+    assert rule.confirm(f, _evidence([cut], [blocked])).status == Status.CONFIRMED
+    fine = dict(blocked, params_reached=["enc.weight", "dec.weight"])
+    assert rule.confirm(f, _evidence([cut], [fine])).status == Status.REFUTED
+    no_grad = dict(cut, args=[{"requires_grad": False}])
+    assert rule.confirm(f, _evidence([no_grad], [blocked])).status == Status.REFUTED
+
+
+def test_gm301_and_gm401_verdicts():
+    gm301, gm401 = all_rules()["GM301"], all_rules()["GM401"]
+    ran = [["m.py", 10, 5]]
+    bf16 = {"index": 1, "loss_dtype": "torch.bfloat16"}
+    assert gm301.confirm(_finding("GM301"), _evidence(steps=[bf16], lines=ran)).status == Status.CONFIRMED
+    fp32 = {"index": 1, "loss_dtype": "torch.float32", "scaler_used": True,
+            "autocast_at_forward": {"dtype": "torch.float16"}}
+    assert gm301.confirm(_finding("GM301"), _evidence(steps=[fp32], lines=ran)).status == Status.REFUTED
+    summed = {"kind": "loss", "path": "m.py", "line": 10, "count": 2, "args": []}
+    ev = Evidence([{"pid": 1, "calls": [summed], "losses": [
+        {"path": "m.py", "line": 10, "fn": "mse_loss", "reduction": "sum", "numel": 480}]}])
+    assert gm401.confirm(_finding("GM401"), ev).status == Status.CONFIRMED
+    assert gm401.confirm(_finding("GM401"), _evidence()).status == Status.UNEXERCISED

@@ -62,6 +62,11 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("paths", nargs="*", default=["."], metavar="PATH")
     check.add_argument("--report-unused-ignores", action="store_true",
                        help="report `# gm-audit: ignore` comments that suppress nothing (GM001)")
+    check.add_argument("--fix", action="store_true", help="apply the safe fixes in place")
+    check.add_argument("--diff", action="store_true",
+                       help="print the fixes as a unified diff; write nothing")
+    check.add_argument("--unsafe-fixes", action="store_true",
+                       help="with --fix/--diff: also the fixes that change behaviour on purpose")
     common_options(check)
 
     probe = sub.add_parser("probe", help="run a training command under the probe: gm-audit probe -- CMD...")
@@ -74,6 +79,12 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("candidate_cmd", metavar="CANDIDATE_CMD")
     common_options(diff)
     _probe_options(diff)
+    diff.add_argument("--seed", type=int, default=0, help="seed of every RNG at start-up (default 0)")
+    diff.add_argument("--atol", type=float, default=None, help="absolute tolerance (default 1e-5)")
+    diff.add_argument("--rtol", type=float, default=None, help="relative tolerance (default 1e-4)")
+    diff.add_argument("--calibrate", action="store_true",
+                      help="also run each command a second time and widen the tolerances to cover "
+                      "its self-difference (automatic when a run used CUDA)")
 
     rules = sub.add_parser("rules", help="list the rules")
     rules.add_argument("--format", choices=["text", "json"], default="text")
@@ -168,6 +179,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     from auditor.discovery import PathMissing
 
     config, chosen, fail_on = settings(args)
+    if args.unsafe_fixes and not (args.fix or args.diff):
+        raise UsageError("--unsafe-fixes needs --fix or --diff")
     try:
         result = run_check(
             args.paths, config, chosen, jobs=args.jobs, use_cache=not args.no_cache,
@@ -175,6 +188,10 @@ def cmd_check(args: argparse.Namespace) -> int:
         )
     except PathMissing as exc:
         raise UsageError(str(exc)) from None
+    if args.fix or args.diff:
+        from auditor.fix import fix_command
+
+        return fix_command(args, result, config, chosen, emit, fail_on)
     report = Report("check", result.findings, result.errors, result.files, result.seconds)
     return emit(report, args, fail_on)
 

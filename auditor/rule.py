@@ -8,7 +8,13 @@ A rule declares its code, name, severity and doc, and then any of:
 * :meth:`Rule.check_project`: the cross-file stage, run once over the :class:`Project`
   (every file's functions and events, the rules' own facts, and a networkx call graph).
 * :meth:`Rule.confirm`: the runtime confirmation, deciding a static finding from probe evidence.
-* ``VALID`` / ``INVALID``: code examples the generic rule test runs through the whole engine.
+* :meth:`Rule.fix`: the autofix of one finding (``gm-audit check --fix``): a
+  :class:`auditor.fix.Fix` of libcst edits built with ``fixer.source(path)``'s helpers
+  (``replace``, ``insert_before``/``insert_after``, ``remove``, ``add_import``), or None. Its
+  ``fix_safety`` says whether ``--fix`` applies it (safe) or only ``--unsafe-fixes`` (unsafe).
+  The driver applies, re-checks (the finding must be gone, nothing new) and writes atomically.
+* ``VALID`` / ``INVALID``: code examples the generic rule test runs through the whole engine
+  (an ``Invalid`` may give ``fixed``: the source its fixes must produce).
 """
 
 from __future__ import annotations
@@ -17,12 +23,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Optional, Union
 
 import libcst as cst
-from libcst import BatchableCSTVisitor
 
 from auditor.findings import Finding, Severity, Status
 from auditor.static.facts import Span
+from auditor.static.visitor import Visitor
 
 if TYPE_CHECKING:
+    from auditor.fix import Fix, Fixer
     from auditor.static.context import FileContext
     from auditor.static.project import Project
 
@@ -45,6 +52,7 @@ class Invalid:
     path: str = ""
     column: Optional[int] = None
     message_contains: str = ""
+    fixed: Optional[Source] = None  # what `--fix --unsafe-fixes` must turn ``code`` into
 
 
 @dataclass
@@ -55,7 +63,7 @@ class Verdict:
     evidence: list[str] = field(default_factory=list)
 
 
-class Rule(BatchableCSTVisitor):
+class Rule(Visitor):
     code: ClassVar[str]
     name: ClassVar[str]
     severity: ClassVar[Severity] = Severity.ERROR
@@ -90,6 +98,12 @@ class Rule(BatchableCSTVisitor):
     @classmethod
     def confirm(cls, finding: Finding, evidence: Any) -> Optional[Verdict]:
         """Decide a finding of this rule from the probe's evidence; None: no opinion."""
+        return None
+
+    # -- autofix -----------------------------------------------------------------------------------
+    @classmethod
+    def fix(cls, finding: Finding, fixer: "Fixer") -> Optional["Fix"]:
+        """The rewrite that removes ``finding`` (see auditor/fix.py); None: no automatic fix."""
         return None
 
     # -- helpers -----------------------------------------------------------------------------------

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Iterable, Optional
 
 import libcst as cst
 
 from auditor.findings import Finding, Status
+from auditor.fix import Fix, Fixer
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static import dataflow as df
 from auditor.static.context import dotted
@@ -25,12 +27,20 @@ def _under_no_grad(context: Iterable[str]) -> Optional[str]:
     return None
 
 
+# `x.data`, not the `data` module of dgl / torch.utils / torch_geometric
+_DATA_ATTRIBUTE = re.compile(r"(?<!dgl)(?<!utils)(?<!geometric)\.data\b(?!set|loader)")
+
+
 class DetachInLossPath(Rule):
     code = "GM101"
     name = "detach-in-loss-path"
     fix_safety = "unsafe"
     summary = "a module's output is detached (or computed under no_grad) on its way into the loss"
-    prefilter = (".detach(", ".detach_(", ".data", "no_grad", "inference_mode")
+    prefilter = (".detach(", ".detach_(", "no_grad", "inference_mode")
+
+    @classmethod
+    def matches_text(cls, text: str) -> bool:
+        return any(p in text for p in cls.prefilter) or bool(_DATA_ATTRIBUTE.search(text))
     doc = """
 ## What it does
 Finds `.detach()`, `.detach_()`, `.data`, and values computed under `torch.no_grad()` /
@@ -151,6 +161,21 @@ review that the value was not meant to be a frozen target.
             "    loss = -F.cosine_similarity(z1, z2.detach()).mean()\n"
             "    loss.backward()\n"
         ),
+        # truncated backpropagation through time: the state fed back into the same module
+        Valid(
+            "import torch.nn as nn\n"
+            "class Seq(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.rnn, self.head = nn.GRU(4, 4), nn.Linear(4, 1)\n"
+            "    def fit(self, chunks):\n"
+            "        h = None\n"
+            "        for x, y in chunks:\n"
+            "            out, h = self.rnn(x, h)\n"
+            "            loss = ((self.head(out) - y) ** 2).mean()\n"
+            "            loss.backward()\n"
+            "            h = h.detach()\n"
+        ),
         # a custom autograd.Function defines the gradient by hand
         Valid(
             "import torch\n"
@@ -214,6 +239,19 @@ review that the value was not meant to be a frozen target.
             "    scaler.scale(loss).backward()\n",
             line=3,
         ),
+        # a Lightning module: the loss `training_step` returns is what Lightning backpropagates
+        Invalid(
+            "import pytorch_lightning as pl\nimport torch.nn.functional as F\n"
+            "class LitMAE(pl.LightningModule):\n"
+            "    def __init__(self, model):\n"
+            "        super().__init__()\n"
+            "        self.model = model\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        g, x = batch\n"
+            "        recon = self.model(g, x).detach()\n"
+            "        return F.mse_loss(recon, x)\n",
+            line=9, message_contains="example.py:10",
+        ),
         # the embedding computed under no_grad, then decoded and backpropagated
         Invalid(
             "import torch\nimport torch.nn.functional as F\n"
@@ -229,7 +267,7 @@ review that the value was not meant to be a frozen target.
 
     # -- per file: `.data` reads (writes such as `p.data.mul_()` and `p.data = ...` are skipped)
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        if node.attr.value != "data":
+        if node.attr.value != "data" or self.ctx.in_import:
             return
         text = dotted(node.value)
         if text is not None and self.ctx.qualify(node.value) != text:
@@ -336,7 +374,7 @@ review that the value was not meant to be a frozen target.
             flow = df.flows_from(project, fn, call)
         else:
             flow = df.flows_from_statement(project, fn, stmt)
-        if not flow.sinks or _is_target(project, flow, inner, call, receiver):
+        if not flow.sinks or _is_target(project, flow, inner, call, receiver, origin):
             return None
         sink = flow.sinks[0]
         message = (
@@ -347,6 +385,28 @@ review that the value was not meant to be a frozen target.
         fix = ("remove the detach / `no_grad` so the loss trains the module that produced the value; "
                "if a stop-gradient target was meant, detach the target, not the prediction")
         return cls.make_finding(fn.path, span, message, fix)
+
+    # -- autofix -----------------------------------------------------------------------------------
+    @classmethod
+    def fix(cls, finding: Finding, fixer: Fixer) -> Optional[Fix]:
+        """``x.detach()`` / ``x.data`` -> ``x`` inside an expression. A value computed under
+        ``no_grad`` is left alone: moving code out of the ``with`` block is a refactoring."""
+        src = fixer.source(finding.path)
+        node = src.node_at(finding, cst.Call, cst.Attribute) if src else None
+        if src is None or node is None:
+            return None
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and node.func.attr.value in CUTS and not node.args:
+            if isinstance(src.parent(node), cst.Expr):
+                return None  # `x.detach_()` as a statement: nothing to unwrap
+            kept = node.func.value
+        elif isinstance(node, cst.Attribute) and node.attr.value == "data":
+            kept = node.value
+        else:
+            return None
+        return Fix(f"drop the `{src.code(node)[len(src.code(kept)):]}` on the loss path",
+                   [src.replace(node, kept.with_changes(lpar=node.lpar, rpar=node.rpar)
+                                if node.lpar else kept)])
 
     # -- runtime -----------------------------------------------------------------------------------
     @classmethod
@@ -371,9 +431,11 @@ review that the value was not meant to be a frozen target.
 
 
 def _is_target(project: Project, flow: df.Flow, inner: list[Event], cut: Optional[Event],
-               receiver: str) -> bool:
+               receiver: str, origin: df.Origin) -> bool:
     """Decide, walking the flow in order, whether the cut value first meets a prediction that
-    still carries gradient (a target: benign) or feeds a module (the cut hurts)."""
+    still carries gradient (a target: benign) or feeds a module (the cut hurts). Fed back into
+    the very module that produced it (a recurrent state, truncated backpropagation through
+    time) it is benign too: that module still gets its gradient from the new step."""
     for step in flow.steps:
         stmt, fn = step.stmt, step.fn
         excluded = {id(c) for c in inner}
@@ -386,8 +448,8 @@ def _is_target(project: Project, flow: df.Flow, inner: list[Event], cut: Optiona
             carries = (step.inner is not None and df.contains(call.span, step.inner.span)) or any(
                 df.mentions(a, h) for a in [*call.args, *call.kwargs.values()] for h in step.hit
             )
-            if carries:
-                return False  # the cut value is an input of a module: its gradient is lost
+            if carries:  # the cut value is an input of a module: its gradient is lost
+                return df.callee_text(call) == origin.what.removesuffix("(...)")
         # calls around the flow's expression (`mse(student(x), <cut>)`) are live inputs; calls
         # inside it (`remask(self.proj(h))`, a callee's arguments) fed the cut value itself
         live_calls = [c for c in stmt.calls if id(c) not in excluded and df.is_module_output(project, fn, c)

@@ -243,6 +243,24 @@ automatically because a tensor total may be used later on purpose.
 
     @classmethod
     def confirm(cls, finding: Finding, evidence: Any) -> Optional[Verdict]:
+        """From the graphs held across steps (``Evidence.growing_holders``): confirmed when the
+        accumulator the finding names held more autograd nodes at each backward, ending above one
+        step's whole loss graph; refuted when the accumulation ran repeatedly and no holder grew."""
         if not evidence.ran(finding.path, finding.line, finding.end_line):
             return Verdict(Status.UNEXERCISED, ["the accumulation never ran"])
-        return None  # the probe records no retained-graph / memory facts yet
+        acc = finding.message.split("`")[1] if finding.message.count("`") >= 2 else ""
+        name = acc.rsplit(".", 1)[-1]
+        growing = evidence.growing_holders()
+        mine = [(h, rs) for h, rs in growing if h.rsplit(".", 1)[-1] == name]
+        if mine:
+            holder, rs = mine[0]
+            trail = ", ".join(f"{r.nodes} at step {r.step}" for r in rs[-3:])
+            return Verdict(Status.CONFIRMED, [
+                f"`{holder}` kept autograd nodes alive across steps: {trail} (one step's loss "
+                f"graph: {rs[-1].loss_nodes} nodes)"])
+        hits = evidence.hits(finding.path, finding.line, finding.end_line)
+        if not growing and hits >= 2 and evidence.total_steps >= 3:
+            return Verdict(Status.REFUTED, [
+                f"the accumulation ran {hits}x, but no tensor held across steps kept a growing "
+                "autograd graph"])
+        return None

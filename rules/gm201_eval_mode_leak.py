@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from typing import Hashable, Iterable, Optional
 
+import libcst as cst
+
 from auditor.findings import Finding, Severity, Status
+from auditor.fix import Fix, Fixer
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.facts import Event, FunctionInfo
 from auditor.static.paths import TRAINED, PathSearch, Step, is_same_or_parent, training_visitor
@@ -40,6 +43,12 @@ def visit(step: Step, forwarded: Hashable) -> tuple[Optional[str], Hashable]:
             and is_same_or_parent(event.receiver, tracked) and not step.conditional:
         return RESTORED, forwarded
     return training_visitor(step, forwarded)
+
+
+def _is_docstring(statement: cst.BaseStatement) -> bool:
+    return (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1
+            and isinstance(statement.body[0], cst.Expr)
+            and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))
 
 
 class EvalModeLeak(Rule):
@@ -322,14 +331,49 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
             )
 
     @classmethod
+    def fix(cls, finding: Finding, fixer: Fixer) -> Optional[Fix]:
+        """``<model>.train()`` at the top of the training step the eval leaks into: the body of
+        the innermost loop around that backward, else the top of its function."""
+        project = fixer.project
+        start = next(((fn, i, t) for fn in list(project.functions.values()) if fn.path == finding.path
+                      for i, e in enumerate(fn.events)
+                      if (e.span.line, e.span.column) == (finding.line, finding.column)
+                      for t in [eval_target(e, project.files[fn.path].imports
+                                            if fn.path in project.files else {})] if t), None)
+        if start is None:
+            return None
+        outcomes = PathSearch(project, visit).run(start[0], start[1], start[2], False)
+        hit = next((o for o in outcomes if o.verdict == TRAINED and o.step is not None), None)
+        if hit is None or hit.step is None or not hit.step.tracked:
+            return None
+        step = hit.step
+        src = fixer.source(step.fn.path)
+        backward = src.node_at(step.event.span, cst.Call) if src else None
+        if src is None or backward is None:
+            return None
+        block = src.enclosing(backward, (cst.For, cst.While), stop=(cst.FunctionDef,)) \
+            or src.enclosing(backward, (cst.FunctionDef,))
+        body = getattr(block, "body", None)
+        if not isinstance(body, cst.IndentedBlock) or not body.body:
+            return None
+        first = body.body[0]
+        if isinstance(block, cst.FunctionDef) and len(body.body) > 1 and _is_docstring(first):
+            first = body.body[1]
+        call = f"{step.tracked}.train()"
+        return Fix(f"call `{call}` at the top of the training step ({step.where})",
+                   [src.insert_before(first, call)])
+
+    @classmethod
     def confirm(cls, finding: Finding, evidence) -> Optional[Verdict]:
         if not evidence.ran(finding.path, finding.line, finding.end_line):
             return Verdict(Status.UNEXERCISED, ["the `.eval()` line never ran"])
         evals = evidence.calls_at(finding.path, finding.line, "eval", finding.end_line) \
             + evidence.calls_at(finding.path, finding.line, "train", finding.end_line)
+        # CallRecord.steps counts the steps completed when the call ran (k: while preparing
+        # step k + 1); StepFacts.index is 1-based: the first backward after it has index k + 1
         first = min((s for c in evals for s in c.steps), default=0)
         bad = [(s, mods) for s, mods in evidence.modes_at_backward
-               if s.index >= first and any(not t for t in mods.values())]
+               if s.index > first and any(not t for t in mods.values())]
         if bad:
             step, mods = bad[0]
             names = [m or "the model" for m, t in mods.items() if not t]

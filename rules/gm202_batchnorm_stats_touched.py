@@ -293,8 +293,11 @@ by a person, and the reference script must then do the same.
 
     @classmethod
     def confirm(cls, finding: Finding, evidence: Evidence) -> Optional[Verdict]:
-        """Confirmed by BatchNorm buffer changes (reset, modified, frozen) attributed to the
-        finding's line; for one-graph batches, by the node counts entering the model."""
+        """From what the probe saw of the BatchNorm buffers: a reset or buffer change recorded
+        at the finding's line; otherwise, once the line ran, the effect its kind of write has
+        (running statistics that training forwards cannot update, eval-mode BatchNorm during
+        training, buffers changed between forwards, statistics loaded at that line). For
+        one-graph batches, the node counts entering the model."""
         if not evidence:
             return None
         if "one graph per step" in finding.message:
@@ -308,11 +311,51 @@ by a person, and the reference script must then do the same.
         events = [e for e in evidence.batchnorm
                   if e.path == finding.path and finding.line <= e.line <= finding.end_line]
         if events:
-            return Verdict(Status.CONFIRMED, [
-                f"{e.kind} {e.module} {', '.join(e.buffers)} (step {e.step})".strip() for e in events[:4]])
-        if evidence.ran(finding.path, finding.line, finding.end_line):
-            return Verdict(Status.REFUTED, ["the line ran but no BatchNorm buffer changed"])
-        return Verdict(Status.UNEXERCISED, ["the line never ran"])
+            return Verdict(Status.CONFIRMED, [_describe(e) for e in events[:4]])
+        if not evidence.ran(finding.path, finding.line, finding.end_line):
+            return Verdict(Status.UNEXERCISED, ["the line never ran"])
+        if "load_state_dict" in finding.message:
+            loads = evidence.loads_at(finding.path, finding.line, finding.end_line)
+            if loads:
+                return Verdict(Status.CONFIRMED, [f"load_state_dict into {loads[0].module} at this "
+                                                  "line replaced its running statistics"])
+            return None
+        effect = _effect_of(finding.message)
+        seen = [e for e in evidence.batchnorm if e.kind == effect]
+        if seen:
+            return Verdict(Status.CONFIRMED, [_describe(e) for e in seen[:4]])
+        if effect and any(s.kind == "backward" for s in evidence.steps):
+            return Verdict(Status.REFUTED, [
+                f"the line ran and {len(evidence.steps)} training step(s) followed, but no "
+                f"BatchNorm layer was {EFFECTS[effect]}"])
+        return None
+
+
+# the runtime effect of each kind of static finding (BatchNormEvent.kind), by its message
+EFFECTS = {"stalled": "left unable to update its running statistics in a training forward",
+           "frozen": "in eval mode during a training forward",
+           "modified": "changed outside its own forward",
+           "reset": "reset"}
+
+
+def _effect_of(message: str) -> Optional[str]:
+    if "momentum" in message or "track_running_stats" in message:
+        return "stalled"
+    if "freezes its running" in message:
+        return "frozen"
+    if "reset_running_stats" in message:
+        return "reset"
+    if "overwritten" in message or "in place" in message:
+        return "modified"
+    return None
+
+
+def _describe(e) -> str:
+    what = {"stalled": f"running statistics not updated by training forwards ({e.detail})",
+            "frozen": "in eval mode during a training forward: running statistics frozen",
+            "modified": f"{', '.join(e.buffers)} changed outside the forward",
+            "reset": "running statistics reset"}.get(e.kind, e.kind)
+    return f"{e.module or 'BatchNorm'}: {what} (after {e.step} step(s))"
 
 
 def _facts(project: Project, kind: type):

@@ -38,15 +38,16 @@ class LowPrecisionLoss(Rule):
     doc = """
 ## What it does
 Finds low-precision training done wrong:
-- **error**: a float16 autocast region (explicit `dtype=torch.float16`, or the CUDA default of
-  `torch.autocast("cuda")` / `torch.cuda.amp.autocast()`) whose outputs reach a backward that is
-  not scaled by a `GradScaler` (`scaler.scale(loss).backward()`);
-- **error**: a model cast to low precision (`model.half()`, `.bfloat16()`,
-  `.to(torch.float16/bfloat16)`) whose loss is computed from its low-precision outputs (no
-  `.float()` on the way) and backpropagated: the loss, the gradients, the parameters and the
-  optimizer updates all live in 16 bits (worse than a loss-only problem, hence an error);
-- **warning**: a float16/bfloat16 autocast region, or tensors cast to low precision, in which the
-  reconstruction loss itself is computed (the loss should run in float32).
+- **error**: float16 training without loss scaling: a float16 autocast region (explicit
+  `dtype=torch.float16`, or the CUDA default of `torch.autocast("cuda")` /
+  `torch.cuda.amp.autocast()`), or a model cast with `.half()` / `.to(torch.float16)`, whose
+  outputs reach a backward that is not scaled by a `GradScaler` (`scaler.scale(loss).backward()`);
+- **warning**: the reconstruction loss computed in low precision: inside a float16/bfloat16
+  autocast region, or from a model or tensors cast to bfloat16 (or to float16 with a scaler)
+  with no `.float()` before the loss. The loss, and for a cast model the parameters and the
+  optimizer updates, keep 8 (bfloat16) or 11 (float16) bits of mantissa. A warning because the
+  damage depends on the scale of the errors and the learning rate (on the fixtures, a bfloat16
+  model trained as well as the float32 one); the probe reports the dtype the loss really had.
 
 It stays silent for bfloat16 autocast around the forward only with the loss computed outside,
 for float16 autocast with a GradScaler and the loss outside, and for values upcast with
@@ -142,7 +143,17 @@ Unsafe: moving the loss out of the region or adding a scaler changes numerics an
             "        loss.backward()\n",
             line=6, message_contains="computed",
         ),
-        # the model cast to bfloat16 in a builder in another module
+        # a model cast to float16 with no scaler: an error
+        Invalid(
+            "import torch.nn.functional as F\n"
+            "def fit(model, loader, opt):\n"
+            "    model.half()\n"
+            "    for g, x in loader:\n"
+            "        loss = F.mse_loss(model(g, x.half()), x.half())\n"
+            "        loss.backward()\n",
+            line=3, message_contains="underflow",
+        ),
+        # the model cast to bfloat16 in a builder in another module (a warning)
         Invalid({
             "build.py": (
                 "import torch\n"
@@ -168,18 +179,21 @@ Unsafe: moving the loss out of the region or adding a scaler changes numerics an
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
         findings: list[Finding] = []
+        casts: list[tuple[Finding, bool, str]] = []  # (finding, of a module, backward it reaches)
         for fn in list(project.functions.values()):
             for stmt in df.statements(fn):
                 for call in stmt.calls:
-                    func = call.func.removesuffix("()")
-                    if func in AUTOCAST and stmt.kind == "with":
+                    if call.func.removesuffix("()") in AUTOCAST and stmt.kind == "with":
                         found = cls._autocast(project, fn, stmt, call)
+                        if found:
+                            findings.append(found)
                     elif cls._is_cast(call):
-                        found = cls._cast(project, fn, stmt, call)
-                    else:
-                        continue
-                    if found:
-                        findings.append(found)
+                        cast = cls._cast(project, fn, stmt, call)
+                        if cast:
+                            casts.append(cast)
+        # one problem, one finding: a cast model's finding covers the inputs cast to match it
+        model_sinks = {sink for _, module, sink in casts if module}
+        findings += [f for f, module, sink in casts if module or sink not in model_sinks]
         return findings
 
     @staticmethod
@@ -261,7 +275,8 @@ Unsafe: moving the loss out of the region or adding a scaler changes numerics an
         return None
 
     @classmethod
-    def _cast(cls, project: Project, fn: FunctionInfo, stmt: df.Statement, call: Event) -> Optional[Finding]:
+    def _cast(cls, project: Project, fn: FunctionInfo, stmt: df.Statement,
+              call: Event) -> Optional[tuple[Finding, bool, str]]:
         precision = _precision(" ".join([*call.args, *call.kwargs.values()])) or (
             "bfloat16" if call.method == "bfloat16" else "float16")
         module = cls._is_module(project, fn, stmt, call)
@@ -276,12 +291,17 @@ Unsafe: moving the loss out of the region or adding a scaler changes numerics an
                         if cls._loss_in(project, s.fn, s.stmt)), None)
         where = f" ({loss_at})" if loss_at else ""
         if module:
+            unscaled = precision == "float16" and any(not s.scaled for s in flow.sinks)
             message = (f"the model is cast to {precision} and trained: its loss{where} is computed and "
                        f"backpropagated at {sink.where} in {precision}, and its parameters and optimizer "
-                       f"updates keep only {8 if precision == 'bfloat16' else 11} bits of mantissa")
+                       f"updates keep only {8 if precision == 'bfloat16' else 11} bits of mantissa"
+                       + ("; float16 gradients without a GradScaler underflow to zero" if unscaled else ""))
             fix = ("keep the model in float32 and use `torch.autocast(..., dtype=torch.bfloat16)` around "
                    "the forward only, computing the loss in float32")
-            return cls.make_finding(fn.path, call.span, message, fix)
+            finding = cls.make_finding(fn.path, call.span, message, fix)
+            if not unscaled:
+                finding.severity = Severity.WARNING
+            return finding, True, sink.where
         finding = cls.make_finding(
             fn.path, call.span,
             f"a tensor cast to {precision} flows into the loss{where} backpropagated at {sink.where}: "
@@ -289,7 +309,7 @@ Unsafe: moving the loss out of the region or adding a scaler changes numerics an
             "upcast with `.float()` before computing the loss",
         )
         finding.severity = Severity.WARNING
-        return finding
+        return finding, False, sink.where
 
     @staticmethod
     def _is_module(project: Project, fn: FunctionInfo, stmt: df.Statement, call: Event) -> bool:

@@ -8,6 +8,7 @@ from typing import Any, Iterable, Optional
 import libcst as cst
 
 from auditor.findings import Finding, Status
+from auditor.fix import Fix, Fixer
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static import dataflow as df
 from auditor.static.facts import Event, FunctionInfo, Span
@@ -244,6 +245,27 @@ loss weights tuned against the summed loss must be revisited.
         fix = ("use the default `reduction='mean'`, or divide the sum by the number of reconstructed "
                "elements (`mask_nodes.numel()`, `mask.sum()`, the batch size) before backward")
         return cls.make_finding(fn.path, span, message, fix)
+
+    # -- autofix -----------------------------------------------------------------------------------
+    @classmethod
+    def fix(cls, finding: Finding, fixer: Fixer) -> Optional[Fix]:
+        """``reduction='sum'`` (or ``size_average=False``) -> ``reduction='mean'``; a full
+        ``x.sum()`` / ``torch.sum(x)`` -> ``x.mean()`` / ``torch.mean(x)``: the error divided by
+        the number of its elements."""
+        src = fixer.source(finding.path)
+        node = src.node_at(finding, cst.Arg, cst.Call) if src else None
+        if src is None or node is None:
+            return None
+        if isinstance(node, cst.Arg) and node.keyword is not None:
+            quote = node.value.quote if isinstance(node.value, cst.SimpleString) else "'"
+            mean = node.with_changes(keyword=cst.Name("reduction"),
+                                     value=cst.SimpleString(f"{quote}mean{quote}"))
+            return Fix("use `reduction='mean'`", [src.replace(node, mean)])
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and node.func.attr.value == "sum":
+            return Fix("average instead of summing: `.sum()` -> `.mean()`",
+                       [src.replace(node.func.attr, cst.Name("mean"))])
+        return None
 
     # -- runtime -----------------------------------------------------------------------------------
     @classmethod

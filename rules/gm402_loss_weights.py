@@ -71,7 +71,9 @@ class LossWeights(Rule):
     name = "loss-weights"
     severity = Severity.ERROR
     summary = "loss component weighted by zero or a negative number, dropped from the total, or dominated by an extra term"
-    prefilter = ("loss", "Loss", "LOSS", "weight", "WEIGHT", "lambda", "coef")
+    # the anchor is where a loss is put together; weights defined in a config module the
+    # prefilter skipped are loaded on demand (see check_project)
+    prefilter = ("loss", "Loss", "LOSS", "criterion")
     doc = """
 ## What it does
 Finds, in how the training loss is put together:
@@ -373,19 +375,65 @@ confirm.
 
     @classmethod
     def confirm(cls, finding: Finding, evidence: Evidence) -> Optional[Verdict]:
-        """Confirmed when the line ran while training; the evidence gives each loss component's
-        value at the first step, so its share of the total can be read off."""
+        """From each loss component's coefficient in the backpropagated loss (d loss / d
+        component, per step: see ``LossComponent``): a zero weight or a dropped component shows
+        as coefficient 0, a negative weight as a negative one, a dominating extra term as a share
+        of the loss above one half (a component's, or what the recorded components leave
+        unexplained). Components are matched to the finding by the name it reports."""
         if not evidence:
             return None
-        if not evidence.ran(finding.path, finding.line, finding.end_line) and not evidence.losses:
+        steps = [s for s in evidence.steps if s.components][:3]
+        ran = evidence.ran(finding.path, finding.line, finding.end_line)
+        if not ran and not steps:
             return Verdict(Status.UNEXERCISED, ["the line never ran"])
-        first = [c for c in evidence.losses if c.step <= 1 and c.value is not None]
-        parts = ", ".join(f"{c.fn}@{c.line}={c.value:.4g}" for c in first[:6])
-        total = next((s.loss_value for s in evidence.steps if s.loss_value is not None), None)
-        lines = [f"step 1 loss components: {parts}" if parts else "no loss component recorded"]
-        if total is not None:
-            lines.append(f"step 1 total loss {total:.4g}")
-        return Verdict(Status.CONFIRMED, lines)
+        if not steps:
+            return None
+        comps = steps[0].components
+        named = [c for c in comps if _matches(finding.message, c.name)]
+        shares = ", ".join(f"{c.name} {c.share:.0%} (x{c.coef:.3g})" for c in comps
+                           if c.share is not None)
+        context = f"step {steps[0].index} loss {steps[0].loss_value:.4g}: {shares}" \
+            if steps[0].loss_value is not None else f"step {steps[0].index}: {shares}"
+        if "dominates" in finding.message:
+            explained = sum(c.share for c in comps if c.share is not None and c.in_graph)
+            top = max((c for c in named if c.share is not None), key=lambda c: c.share, default=None)
+            if top is not None and top.share > 0.5:
+                return Verdict(Status.CONFIRMED, [f"{top.name} carries {top.share:.0%} of the loss",
+                                                  context])
+            if 1 - explained > 0.5:
+                return Verdict(Status.CONFIRMED, [f"{1 - explained:.0%} of the loss comes from terms "
+                                                  "other than the model's loss components", context])
+            return Verdict(Status.REFUTED, ["no term carries more than half of the loss", context])
+        negative = "negative" in finding.message or "maximised" in finding.message
+        pool = named or comps
+        if negative:
+            bad = [c for c in pool if c.coef is not None and c.coef < 0]
+        else:
+            bad = [c for c in pool if c.dropped]
+        if bad:
+            what = "is maximised (negative coefficient)" if negative else \
+                "contributes nothing to the gradient (coefficient 0)"
+            return Verdict(Status.CONFIRMED, [
+                f"{', '.join(c.name for c in bad[:4])} {what} in {len(steps)} step(s)", context])
+        if named and all(c.coef is not None and c.coef > 0 for c in named):
+            return Verdict(Status.REFUTED, [
+                f"{', '.join(c.name for c in named[:4])} weighted positively in the loss", context])
+        return None
+
+
+_GENERIC = {"w", "weight", "weights", "lambda", "lam", "coef", "coeff", "loss", "losses", "l",
+            "cfg", "config", "args", "self", "the", "term", "total"}
+
+
+def _matches(message: str, component: str) -> bool:
+    """Does a component name (``normal``, ``output[1]``, ``mse_loss@model.py:12``) share a
+    specific word with the name the finding quotes first (`w_normal`, `l_nrm`, `0 * l_normal`)?"""
+    quoted = re.findall(r"`([^`]+)`", message)[:1]
+    words = {w for q in quoted for w in re.split(r"[^A-Za-z]+", q.lower()) if w} - _GENERIC
+    own = {w for w in re.split(r"[^A-Za-z]+", component.lower()) if w} - _GENERIC
+    return bool(words & own) or any(len(w) >= 3 and any(o.startswith(w) or w.startswith(o)
+                                                        for o in own if len(o) >= 3)
+                                    for w in words)
 
 
 def _only_logged(event: Event, totals: set[str]) -> bool:

@@ -72,6 +72,7 @@ class Flow:
         self.adders: dict[str, set[str]] = {}  # function -> names bound to AddSelfLoop()
         self.findings: dict[tuple[str, int, int], tuple[Span, str, Taint]] = {}
         self.changed = False
+        self.touched: set[tuple[str, object]] = set()  # what changed this round (worklist)
         self.forwards = [f for f in project.functions.values() if f.name == "forward"]
 
     # -- classifying calls -------------------------------------------------------------------------
@@ -126,11 +127,12 @@ class Flow:
                 out |= origin
         return out
 
-    def _set(self, store: dict, key, origin: Taint) -> None:
+    def _set(self, store: dict, key, origin: Taint, what: tuple[str, object] = ("all", None)) -> None:
         old = store.get(key, CLEAN)
         if not origin <= old:
             store[key] = old | origin
             self.changed = True
+            self.touched.add(what)
 
     def assign(self, fn: FunctionInfo, env: dict[str, Taint], names: Iterable[str],
                origin: Taint) -> None:
@@ -140,7 +142,7 @@ class Flow:
                 continue
             env[name] = origin
             if name.startswith("self.") and fn.class_name:
-                self._set(self.attrs, (fn.class_name, name), origin)
+                self._set(self.attrs, (fn.class_name, name), origin, ("attr", fn.class_name))
 
     # -- one function --------------------------------------------------------------------------------
     def run_function(self, fn: FunctionInfo) -> None:
@@ -170,6 +172,9 @@ class Flow:
                 result |= self.call(fn, env, e)
                 continue
             if op.kind == "make_adder":
+                if not set(head.targets) <= self.adders.get(fn.qualname, set()):
+                    self.changed = True
+                    self.touched.add(("entry", fn.qualname))
                 self.adders.setdefault(fn.qualname, set()).update(head.targets)
                 decided = True
             elif op.kind == "remove":
@@ -189,7 +194,7 @@ class Flow:
         if head.kind == "return":
             origin = result if decided else result | self.tainted_use(fn, env, head.uses)
             if origin:
-                self._set(self.returns, fn.qualname, origin)
+                self._set(self.returns, fn.qualname, origin, ("return", fn.qualname))
             return
         if not decided:
             result |= self.tainted_use(fn, env, head.uses)
@@ -221,7 +226,7 @@ class Flow:
             for q in callees_collate:
                 callee = self.project.function(q)
                 if callee is not None and callee.params:
-                    self._set(self.entry.setdefault(q, {}), callee.params[0], any_taint)
+                    self._set(self.entry.setdefault(q, {}), callee.params[0], any_taint, ("entry", q))
         if not callees and any_taint and self._module_call(fn, e):
             callees = [f.qualname for f in self.forwards if f.class_name != fn.class_name]
         out = CLEAN
@@ -234,10 +239,10 @@ class Flow:
                 params = params[1:]
             for p, origin in zip(params, arg_taint):
                 if origin:
-                    self._set(self.entry.setdefault(q, {}), p, origin)
+                    self._set(self.entry.setdefault(q, {}), p, origin, ("entry", q))
             for k, origin in kw_taint.items():
                 if origin and k in params:
-                    self._set(self.entry.setdefault(q, {}), k, origin)
+                    self._set(self.entry.setdefault(q, {}), k, origin, ("entry", q))
             out |= self.returns.get(q, CLEAN)
             if callee.name == "__init__" and callee.class_name:
                 # an instance of a dataset whose items carry self loops is a looped graph source
@@ -271,9 +276,9 @@ class Flow:
     def _library_built(self, fn: FunctionInfo, name: str) -> bool:
         """``name`` was last built by a library call (``self.conv = GATConv(...)``)."""
         scopes = [fn]
-        if name.startswith("self.") and fn.class_name:
-            scopes = [f for q, f in self.project.functions.items()
-                      if q.startswith(fn.class_name + ".")]
+        cls = self.project.classes.get(fn.class_name) if name.startswith("self.") else None
+        if cls is not None:
+            scopes = [self.project.functions[q] for q in cls.methods if q in self.project.functions]
         for scope in scopes:
             facts = self.project.files.get(scope.path)
             libraries = {q.split(".")[0] for q in (facts.imports.values() if facts else ())}
@@ -284,12 +289,40 @@ class Flow:
         return False
 
     def run(self) -> None:
+        """Chaotic iteration to the fixpoint: after a first pass over every function, only the
+        functions that read something that changed are run again."""
+        todo = list(self.project.functions.values())
         for _ in range(MAX_ROUNDS):
             self.changed = False
-            for fn in list(self.project.functions.values()):
+            self.touched = set()
+            for fn in todo:
                 self.run_function(fn)
             if not self.changed:
                 break
+            todo = self._dependents(self.touched)
+
+    def _dependents(self, touched: set[tuple[str, object]]) -> list[FunctionInfo]:
+        functions = self.project.functions
+        if ("all", None) in touched:
+            return list(functions.values())
+        dirty: set[str] = set()
+        classes: set[str] = set()
+        for kind, key in touched:
+            if kind == "entry":
+                dirty.add(str(key))
+            elif kind == "attr":
+                classes.add(str(key))
+            elif kind == "return":
+                name = str(key).rsplit(".", 1)[-1]
+                if name in ("forward", "__getitem__", "__iter__"):
+                    return list(functions.values())  # reached through unresolved module calls
+                dirty.update(self.project.callers(str(key)))
+        if classes:
+            for fn in functions.values():
+                if fn.class_name and any(
+                        c[:-2] in classes for c in self.project.method_candidates(fn.class_name, "x")):
+                    dirty.add(fn.qualname)
+        return [functions[q] for q in dirty if q in functions]
 
 
 def _short(text: str) -> str:

@@ -324,16 +324,30 @@ No automatic fix: the dataset statistics have to be computed and passed in.
 
     @classmethod
     def confirm(cls, finding: Finding, evidence: Evidence) -> Optional[Verdict]:
-        """Confirmed when the per-batch normalisation ran during training steps; the evidence
-        lists how the loss targets' spread varied between batches."""
+        """From the statistics of the feature matrices entering the model's training forwards
+        (first batches): with per-batch (or per-sample) statistics, the normalised columns have
+        the same batch mean (or std, min, max) in every batch, while dataset statistics leave
+        them varying from batch to batch. Refuted when the line ran and three or more batches
+        show no such column."""
         if not evidence:
             return None
         calls = evidence.hits(finding.path, finding.line, finding.end_line)
         if not calls:
             return Verdict(Status.UNEXERCISED, ["the normalisation never ran"])
-        stds = [c.target_std for c in evidence.losses if c.target_std is not None]
-        lines = [f"ran {calls}x while training"]
-        if len(stds) >= 2:
-            lines.append(f"loss target spread per batch ranged {min(stds):.3g}..{max(stds):.3g}")
-        return Verdict(Status.CONFIRMED, lines)
+        pinned = evidence.pinned_inputs()
+        if pinned:
+            return Verdict(Status.CONFIRMED, [f"ran {calls}x while training",
+                                              *(p.summary() for p in pinned[:2])])
+        batches = max((len(v) for v in _batches(evidence).values()), default=0)
+        if batches >= 3:
+            return Verdict(Status.REFUTED, [
+                f"ran {calls}x, but over {batches} training batches no input column has batch "
+                "statistics pinned the way per-batch normalisation pins them"])
+        return None
 
+
+def _batches(evidence: Evidence) -> dict[tuple, list]:
+    out: dict[tuple, list] = {}
+    for x in evidence.inputs:
+        out.setdefault((x.pid, x.module, x.input), []).append(x)
+    return out

@@ -20,7 +20,9 @@ from auditor.static.stages import stage_of
 
 XYZ, TANGENT, NORMAL, ALL = "coordinates", "tangents", "normals", "all features"
 _SLICES = ((re.compile(r"(?<![\d.])0?\s*:\s*3\s*\]"), XYZ), (re.compile(r"3\s*:\s*6"), TANGENT),
-           (re.compile(r"6\s*:\s*9"), NORMAL))
+           (re.compile(r"6\s*:\s*9"), NORMAL),
+           # `pts[..., j : j + 3]` in a loop over the 3-vectors of a point: every channel
+           (re.compile(r"\b([A-Za-z_]\w*)\s*:\s*\1\s*\+\s*3\b"), ALL))
 _NAMES = ((re.compile(r"tan", re.I), TANGENT),
           (re.compile(r"normal(?!i[sz])|nrm|\bnor\b|\bn_", re.I), NORMAL),
           (re.compile(r"xyz|pos|coord|\bpts\b|points?\b|\bp\b", re.I), XYZ))
@@ -28,6 +30,9 @@ ROTATION = re.compile(r"\brot|rotation|\bR\b|\bR\.T\b|\bQ\b", re.I)
 RANDOM = re.compile(r"rand|normal\(|uniform|noise|jitter|gauss", re.I)
 RENORMALISE = re.compile(r"normali[sz]e|\.norm\(|linalg\.norm", re.I)
 COPY = re.compile(r"\.clone\(|\.copy\(|deepcopy|\.detach\(\)\.clone|local_var")
+# prefilter: augmentation touches geometry (a matmul, a rotation), adds Gaussian noise, or
+# changes a dataset item
+AUGMENTING = re.compile(r"[\w)\]]\s*@\s*[\w(]|rotat|matmul|einsum|bmm|noise|jitter|augment|randn|normal\(|__getitem__")
 
 
 def channel(text: str) -> Optional[str]:
@@ -63,7 +68,12 @@ class InconsistentAugmentation(Rule):
     name = "inconsistent-augmentation"
     severity = Severity.ERROR
     summary = "augmentation that rotates coordinates but not tangents/normals, jitters unit vectors, or mutates cached samples"
-    prefilter = ("@", "matmul", "einsum", "rand", "noise", "jitter", "augment", "rotat")
+    prefilter = ("rand", "noise", "jitter", "augment")
+
+    @classmethod
+    def matches_text(cls, text: str) -> bool:
+        # augmentation is random, and touches geometry (a matmul, a rotation) or a dataset item
+        return bool(RANDOM.search(text) and AUGMENTING.search(text))
     doc = """
 ## What it does
 Finds augmentation that runs per sample or per batch while training (in `__getitem__`, a
@@ -129,6 +139,16 @@ No automatic fix: whether the reference used augmentation at all, and of which k
             "import torch\n\nclass DS:\n    def __getitem__(self, i):\n"
             "        xyz, tangent, normal = self.load(i)\n        rot = random_rotation()\n"
             "        return xyz @ rot.T, tangent @ rot.T, normal @ rot.T\n"
+        ),
+        # every channel rotated in a loop over the point's 3-vectors
+        Valid(
+            "import torch\n\ndef rotate_part(feat, k, rotation):\n"
+            "    pts = feat.reshape(feat.shape[0], k, 9).clone()\n"
+            "    for j in range(0, 9, 3):\n"
+            "        pts[..., j : j + 3] = pts[..., j : j + 3] @ rotation.T\n"
+            "    return pts.reshape(feat.shape[0], -1)\n\n"
+            "class DS:\n    def __getitem__(self, i):\n"
+            "        return rotate_part(self.feats[i], 12, random_rotation())\n"
         ),
         # jitter on directions, renormalised
         Valid(
@@ -319,18 +339,53 @@ No automatic fix: whether the reference used augmentation at all, and of which k
 
     @classmethod
     def confirm(cls, finding: Finding, evidence: Evidence) -> Optional[Verdict]:
-        """Confirmed when the augmentation ran while training; predicted normals/tangents far
-        from unit length (the probe's ``normalize`` records) are added as evidence."""
+        """From the point features entering the training forwards and the samples drawn again:
+        a coordinate-only rotation leaves tangents that no longer follow the points (mean |cos|
+        between a tangent and the step to the next point far below 1); noise on directions makes
+        them non-unit; an in-place change of a cached sample returns the very same object with
+        other values when it is drawn again (needs a run past one epoch)."""
         if not evidence:
             return None
         hits = evidence.hits(finding.path, finding.line, finding.end_line)
         if not hits:
             return Verdict(Status.UNEXERCISED, ["the augmentation never ran"])
         lines = [f"ran {hits}x while training"]
-        norms = [o.mean_norm for o in evidence.outputs if o.mean_norm is not None]
-        if norms:
-            lines.append(f"mean norm of predicted direction vectors {min(norms):.3g}..{max(norms):.3g}")
-        return Verdict(Status.CONFIRMED, lines)
+        drift = [f"{s.changed} of {s.refetched} {s.dataset} samples drawn again came back with "
+                 f"other features ({s.inplace} of them the same object, changed in place)"
+                 for s in evidence.samples if s.refetched]
+        frames = [f for f in evidence.frames if f.batches]
+        if "in place" in finding.message:
+            inplace = [s for s in evidence.samples if s.inplace]
+            if inplace:
+                return Verdict(Status.CONFIRMED, lines + drift)
+            if any(s.refetched for s in evidence.samples):
+                return Verdict(Status.REFUTED, lines + drift)
+            return None  # no sample was drawn twice: the run stopped within the first epoch
+        if "rotated" in finding.message:
+            aligned = [f for f in frames if f.unit_directions and f.tangent_alignment is not None]
+            bad = [f for f in aligned if f.tangent_alignment < ALIGNED_BROKEN]
+            if bad:
+                return Verdict(Status.CONFIRMED, lines + drift + [
+                    f"tangents of input `{f.input}` follow their points with mean |cos| "
+                    f"{f.tangent_alignment:.2f} (a consistent frame gives about 1)" for f in bad[:2]])
+            if aligned and all(f.tangent_alignment >= ALIGNED_OK for f in aligned):
+                return Verdict(Status.REFUTED, lines + [
+                    f"tangents follow their points (mean |cos| {aligned[0].tangent_alignment:.3f})"])
+            return None
+        if "noise" in finding.message:
+            bad = [f for f in frames if not f.unit_directions]
+            if bad:
+                return Verdict(Status.CONFIRMED, lines + [
+                    f"direction vectors of input `{f.input}` are not unit length (worst |len - 1|: "
+                    f"tangents {f.tangent_norm_dev:.2g}, normals {f.normal_norm_dev:.2g})"
+                    for f in bad[:2]])
+            if frames:
+                return Verdict(Status.REFUTED, lines + ["tangents and normals stay unit length"])
+        return None
+
+
+ALIGNED_BROKEN = 0.9  # mean |cos(tangent, step to the next point)| below this: frames rotated away
+ALIGNED_OK = 0.97  # a consistent frame (lines exactly 1, arcs and curves about 0.99)
 
 
 def _root(text: str) -> str:

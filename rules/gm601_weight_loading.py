@@ -6,7 +6,10 @@ import re
 from pathlib import Path
 from typing import Iterable, Optional
 
+import libcst as cst
+
 from auditor.findings import Finding, Severity, Status
+from auditor.fix import Fix, Fixer, keyword_arg
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.facts import Event, FunctionInfo
 from auditor.static.paths import call_sites_of, trains_after
@@ -375,6 +378,22 @@ checkpoint off changes what the run starts from; both change results on purpose.
         if "exists(" in gate:
             return f"whenever the file exists (`{gate}`), i.e. whatever a previous run left behind"
         return None
+
+    # -- autofix -----------------------------------------------------------------------------------
+    @classmethod
+    def fix(cls, finding: Finding, fixer: Fixer) -> Optional[Fix]:
+        """``load_state_dict(..., strict=False)`` -> ``strict=True``. The other kinds (a default
+        checkpoint, a key filter, a reference) need a decision only the author can make."""
+        src = fixer.source(finding.path)
+        call = src.node_at(finding, cst.Call) if src else None
+        if src is None or not isinstance(call, cst.Call) or "strict=False" not in finding.message:
+            return None
+        strict = keyword_arg(call, "strict")
+        if strict is None and len(call.args) > 1 and call.args[1].keyword is None:
+            strict = call.args[1]
+        if strict is None or not (isinstance(strict.value, cst.Name) and strict.value.value == "False"):
+            return None
+        return Fix("load strictly: `strict=True`", [src.replace(strict.value, cst.Name("True"))])
 
     # -- runtime -----------------------------------------------------------------------------------
     @classmethod

@@ -7,6 +7,7 @@ from typing import Any, Optional
 import libcst as cst
 
 from auditor.findings import Finding, Severity, Status
+from auditor.fix import Fix, Fixer, set_keyword
 from auditor.rule import Invalid, Rule, Valid, Verdict
 
 LOADERS = {"torch.load", "torch.serialization.load"}
@@ -22,7 +23,12 @@ class UnsafeTorchLoad(Rule):
     severity = Severity.WARNING
     fix_safety = "safe"
     summary = "`torch.load` without `weights_only=True` unpickles arbitrary code"
-    prefilter = ("load",)
+    prefilter = ("load(",)
+
+    @classmethod
+    def matches_text(cls, text: str) -> bool:
+        # resolving a call to torch.load needs torch imported in the same file
+        return "load(" in text and "torch" in text
     doc = """
 ## What it does
 Finds calls to `torch.load` that do not pass `weights_only=True`, or that pass
@@ -85,6 +91,16 @@ plain containers will then fail to load, loudly, instead of executing code.
             + (" (explicitly disabled)" if flag is not None else ""),
             fix="pass `weights_only=True` so only tensors and plain containers are loaded",
         )
+
+    @classmethod
+    def fix(cls, finding: Finding, fixer: Fixer) -> Optional[Fix]:
+        """Pass ``weights_only=True`` (or turn an explicit ``False`` into ``True``)."""
+        src = fixer.source(finding.path)
+        call = src.node_at(finding, cst.Call) if src else None
+        if src is None or not isinstance(call, cst.Call):
+            return None
+        return Fix("pass `weights_only=True` to `torch.load`",
+                   [src.replace(call, lambda c: set_keyword(c, "weights_only", cst.Name("True")))])
 
     @classmethod
     def confirm(cls, finding: Finding, evidence: Any) -> Optional[Verdict]:

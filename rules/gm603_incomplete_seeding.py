@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
+import libcst as cst
+
 from auditor.findings import Finding, Severity, Status
+from auditor.fix import Fix, Fixer
 from auditor.probe.evidence import Evidence
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.facts import Event, FunctionInfo
@@ -235,6 +238,42 @@ drawn, never what the code computes with them.
         return finding
 
     @classmethod
+    def fix(cls, finding: Finding, fixer: Fixer) -> Optional[Fix]:
+        """The missing seeding call, right after the last seeding call of the function that
+        seeds the others for the entry points lacking this RNG (a shared ``seed_everything()``
+        rather than one script's own lines), with the same seed argument; the module imported
+        there if it is not yet."""
+        family = next((f for f in sorted(FAMILIES, key=len, reverse=True)
+                       if f"the {f} RNG, which is never seeded" in finding.message), None)
+        if family is None:
+            return None  # nothing seeded at all, or a fresh generator: no existing seed to follow
+        seeding = project_seeding(fixer.project)
+        lacking = [reached for entry, reached in seeding.reach.items()
+                   if seeding.seeded_from(entry) and family not in seeding.seeded_from(entry)]
+        calls = [c for c in seeding.calls if c.reached and (c.event.args or "seed" in c.event.kwargs)
+                 and any(c.function.qualname in reached for reached in lacking)]
+        if not calls:
+            return None
+        score: dict[str, tuple[int, int]] = {}
+        for c in calls:
+            q = c.function.qualname
+            score[q] = (sum(q in reached for reached in lacking), score.get(q, (0, 0))[1] + 1)
+        home = max(sorted(score), key=lambda q: score[q])
+        anchor = max((c for c in calls if c.function.qualname == home),
+                     key=lambda c: (c.event.span.line, c.event.span.column))
+        src = fixer.source(anchor.function.path)
+        node = src.node_at(anchor.event.span, cst.Call) if src else None
+        statement = src.statement_of(node) if src and node else None
+        if src is None or statement is None:
+            return None
+        seed = anchor.event.args[0] if anchor.event.args else anchor.event.kwargs["seed"]
+        module, template, asname = _SEEDER[family]
+        name, edits = src.import_name(module, asname)
+        call = template.format(name=name, seed=seed)
+        return Fix(f"seed the {family} RNG with the others: `{call}` in `{home}`",
+                   [*edits, src.insert_after(statement, call)])
+
+    @classmethod
     def confirm(cls, finding: Finding, evidence: Evidence) -> Optional[Verdict]:
         """Confirmed when the RNG was drawn from and never seeded during the run; refuted when
         it was seeded after all (e.g. by a library, or a path the static pass did not follow)."""
@@ -255,4 +294,12 @@ drawn, never what the code computes with them.
         return Verdict(Status.UNEXERCISED, [f"the {family} RNG was never drawn from"])
 
 
+# family -> (module to import, the seeding call, the usual import alias)
+_SEEDER = {
+    "random": ("random", "{name}.seed({seed})", None),
+    "numpy": ("numpy", "{name}.random.seed({seed})", "np"),
+    "torch": ("torch", "{name}.manual_seed({seed})", None),
+    "torch.cuda": ("torch", "{name}.cuda.manual_seed_all({seed})", None),
+    "dgl": ("dgl", "{name}.seed({seed})", None),
+}
 _PROBE_NAMES = {"torch.cuda": "cuda"}  # the probe's names of the RNGs (auditor.probe.evidence)

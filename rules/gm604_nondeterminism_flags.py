@@ -10,6 +10,7 @@ from typing import Iterable, Optional
 import libcst as cst
 
 from auditor.findings import Finding, Severity, Status
+from auditor.fix import Fix, Fixer
 from auditor.probe.evidence import Evidence
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.facts import Span
@@ -214,6 +215,34 @@ Safe: renaming a misspelled flag to the real one, or setting `benchmark = False`
             finding.severity = Severity.WARNING
             out.append(finding)
         return out
+
+    @classmethod
+    def fix(cls, finding: Finding, fixer: Fixer) -> Optional[Fix]:
+        """A misspelled flag renamed to the real one under the same namespace (as written:
+        ``cudnn.determinstic`` -> ``cudnn.deterministic``); ``benchmark = True`` set to False and
+        ``deterministic = False`` to True. ``use_deterministic_algorithms(False)`` is left alone:
+        switching it on raises at run time on ops without a deterministic kernel."""
+        src = fixer.source(finding.path)
+        target = src.node_at(finding, cst.Attribute) if src else None
+        assign = src.enclosing(target, (cst.Assign,)) if src and target else None
+        if src is None or not isinstance(target, cst.Attribute) or not isinstance(assign, cst.Assign):
+            return None
+        qualified = src.qualify(target)
+        namespace, _, flag = qualified.rpartition(".")
+        if namespace not in REAL_FLAGS:
+            return None
+        if flag not in REAL_FLAGS[namespace]:
+            meant = suggest(qualified)
+            if meant is None or not meant.startswith(namespace + "."):
+                return None  # another namespace altogether: which flag was meant is a guess
+            spelled = src.code(target.value) + meant[len(namespace):]
+            return Fix(f"assign `{meant}` instead of the misspelled `{qualified}`",
+                       [src.replace(target, cst.parse_expression(spelled))])
+        value = {"benchmark": ("True", "False"), "deterministic": ("False", "True")}.get(flag)
+        if value is None or _literal(assign.value) != value[0]:
+            return None
+        return Fix(f"set `cudnn.{flag} = {value[1]}` for reproducible runs",
+                   [src.replace(assign.value, cst.Name(value[1]))])
 
     @classmethod
     def confirm(cls, finding: Finding, evidence: Evidence) -> Optional[Verdict]:

@@ -9,6 +9,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from auditor.static.collector import FactCollector
 from auditor.static.context import FileContext
+from auditor.static.walk import walk
 
 TRICKY = '''
 import torch.nn.functional as F
@@ -33,7 +34,7 @@ class K(Base, metaclass=M):
 def compare(text: str):
     module = cst.parse_module(text)
     ctx = FileContext("x.py", text, module, "x")
-    cst.visit_batched(module, [FactCollector(ctx)])
+    walk(module, [FactCollector(ctx)])
     assert ctx.positions_consistent()
     exact = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     checked = 0
@@ -66,6 +67,6 @@ def test_mismatch_falls_back_to_exact_positions():
     text = "x = f(1)\n"
     module = cst.parse_module(text)
     ctx = FileContext("x.py", text, module, "x")
-    cst.visit_batched(module, [FactCollector(ctx)])
+    walk(module, [FactCollector(ctx)])
     ctx._ast_spans["call"].append(ctx._ast_spans["call"][0])
     assert not ctx.positions_consistent()

@@ -28,6 +28,12 @@ Quick tour (``ev`` is an :class:`Evidence`)::
     ev.seeds, ev.seeded_rngs, ev.rng_draws
     ev.batchnorm                        # BatchNorm buffer events outside the forward
     ev.optimizers                       # optimizer params vs the trained model's, per step
+    ev.inputs, ev.pinned_inputs()       # feature statistics of training inputs; columns whose
+                                        #   batch statistics never move (per-batch normalising)
+    ev.frames                           # xyz/tangent/normal consistency of point features
+    ev.samples                          # dataset samples drawn again: changed? same object?
+    s.components                        # loss components of a step: value, d loss/d component
+    ev.retained, ev.growing_holders()   # graphs held across steps outside the loss graph
     ev.processes                        # one Evidence per process (DDP / torchrun ranks)
 
 Call kinds recorded by :meth:`calls_at` (``args`` keys in brackets):
@@ -170,6 +176,8 @@ class StepFacts:
     param_change: dict[str, float] = field(default_factory=dict)  # max |after - before| per param
     nonfinite_module: Optional[str] = None  # first module whose output went non-finite
     nonfinite_grads: list[str] = field(default_factory=list)
+    # scalar tensors of the root forward's output and loss-function outputs, at the backward
+    components: list["LossComponent"] = field(default_factory=list)
     pid: int = 0
     rank: Optional[int] = None
 
@@ -191,6 +199,27 @@ class StepFacts:
     @property
     def eval_modules_at_forward(self) -> list[str]:
         return [m for m, t in self.training_at_forward.items() if not t]
+
+
+@dataclass
+class LossComponent:
+    """A candidate loss component of one step: a scalar tensor with a graph returned by the
+    model's forward (``name`` its dict key, or ``output[i]``) or produced by a loss function
+    (``fn@path:line``). ``coef`` is d loss / d component for the backpropagated loss (the
+    component's effective weight: 0 when weighted by zero or left out of the total, negative when
+    maximised; ``in_graph`` False when the loss does not depend on it at all); ``share`` is
+    ``coef * value / loss``."""
+
+    name: str
+    value: Optional[float] = None
+    coef: Optional[float] = None
+    share: Optional[float] = None
+    in_graph: bool = True
+
+    @property
+    def dropped(self) -> bool:
+        """Computed, but contributing nothing to the gradient of the loss."""
+        return self.coef == 0.0 and bool(self.value)
 
 
 @dataclass
@@ -299,7 +328,8 @@ class DrawFacts:
 class BatchNormEvent:
     """``kind``: reset (reset_running_stats/reset_parameters called), modified (buffers changed
     outside the module's own forward, detected at ``step``), frozen (forward ran in eval mode
-    during a training step, so the running stats did not update)."""
+    during a training step, so the running stats did not update), stalled (a training-mode
+    forward that cannot update them: ``momentum`` 0 or ``track_running_stats`` off)."""
 
     kind: str
     module: str
@@ -307,6 +337,7 @@ class BatchNormEvent:
     line: int = 0
     step: int = 0
     buffers: list[str] = field(default_factory=list)
+    detail: str = ""  # stalled: momentum=0 | track_running_stats=False
     pid: int = 0
     rank: Optional[int] = None
 
@@ -342,6 +373,112 @@ class OutputFacts:
 
 
 @dataclass
+class InputStats:
+    """Statistics of one float feature matrix (rows = nodes) entering a training forward of the
+    model (first batches only): per column ``mean``, ``std``, ``min``, ``max`` and whether every
+    value is integral. ``input``: ``argN`` or ``argN.ndata.KEY`` of a DGL graph argument.
+    ``frame``: for point features laid out as K x (xyz, tangent, normal), see
+    :attr:`Evidence.frames`."""
+
+    path: str = ""
+    line: int = 0
+    module: str = ""
+    input: str = ""
+    step: int = 0
+    rows: int = 0
+    cols: int = 0
+    mean: list[float] = field(default_factory=list)
+    std: list[float] = field(default_factory=list)
+    min: list[float] = field(default_factory=list)
+    max: list[float] = field(default_factory=list)
+    integral: list[bool] = field(default_factory=list)
+    frame: Optional[dict[str, float]] = None
+    pid: int = 0
+    rank: Optional[int] = None
+
+
+@dataclass
+class PinnedInput:
+    """Columns of one model input whose batch statistic is the same in every batch while the
+    values vary within each batch: the signature of normalising with each batch's own
+    statistics (``x - x.mean(0)`` pins the mean, ``/ x.std(0)`` the std, min-max scaling the
+    min and max). ``pinned`` maps mean/std/min/max to column indices."""
+
+    input: str
+    module: str
+    batches: int
+    cols: int
+    pinned: dict[str, list[int]]
+    values: dict[str, float]  # the pinned value of the first pinned column, per statistic
+
+    @property
+    def columns(self) -> list[int]:
+        return sorted({c for cols in self.pinned.values() for c in cols})
+
+    def summary(self) -> str:
+        stats = ", ".join(f"{k} {self.values[k]:.3g}" for k in self.pinned)
+        return (f"{len(self.columns)} of {self.cols} columns of {self.module} input "
+                f"`{self.input}` have the same batch statistic ({stats}) in all {self.batches} "
+                f"batches while varying within each batch")
+
+
+@dataclass
+class FrameFacts:
+    """Point features (K x xyz, tangent, normal) of the training inputs, averaged over the
+    recorded batches: ``tangent_norm``/``normal_norm`` mean lengths and ``*_norm_dev`` the worst
+    deviation from 1; ``tangent_alignment`` mean |cos| between a tangent and the step to the
+    next point (about 1 when frames match points; far lower when xyz was rotated alone);
+    ``tangent_normal_cos`` mean |cos| between tangent and normal (0 for a consistent frame)."""
+
+    input: str
+    batches: int
+    tangent_norm: float
+    tangent_norm_dev: float
+    normal_norm: float
+    normal_norm_dev: float
+    tangent_normal_cos: float
+    tangent_alignment: Optional[float] = None
+
+    @property
+    def unit_directions(self) -> bool:
+        return self.tangent_norm_dev < UNIT_DEV and self.normal_norm_dev < UNIT_DEV
+
+
+@dataclass
+class SampleFacts:
+    """Samples of a map-style dataset (``dataset`` class) drawn by a DataLoader in the training
+    process: ``refetched`` drawn again (a later epoch), ``changed`` came back with other feature
+    values (augmentation), ``inplace`` came back as the very same object with other values (a
+    cached sample modified in place: the change compounds), ``max_change`` the largest relative
+    change of the content fingerprint."""
+
+    dataset: str
+    fetched: int = 0
+    refetched: int = 0
+    changed: int = 0
+    inplace: int = 0
+    max_change: float = 0.0
+
+
+@dataclass
+class RetainedGraph:
+    """Tensors with an autograd graph held by ``holder`` (``function.variable`` in the frames
+    around the backward, or ``Class.attribute`` of their ``self``) at the backward of ``step``,
+    outside that step's loss graph: ``nodes`` autograd nodes kept alive (counted up to four times
+    ``loss_nodes``, the size of the step's own loss graph)."""
+
+    step: int
+    holder: str
+    nodes: int = 0
+    loss_nodes: int = 0
+    tensors: int = 0
+    path: str = ""
+    line: int = 0
+    pid: int = 0
+    rank: Optional[int] = None
+
+
+@dataclass
 class RunFacts:
     """How the process ended: ``status`` running (no end written: killed or crashed hard) | exit
     | budget (the probe stopped it after its step budget) | exception | signal."""
@@ -356,6 +493,10 @@ class RunFacts:
     devices: list[str] = field(default_factory=list)  # devices of the tensors of the model
     torch_imported: bool = False
     error: str = ""  # exception type and message when status == exception
+
+
+PINNED = 1e-3  # spread of a batch statistic across batches, relative to the within-batch std
+UNIT_DEV = 1e-3  # |length - 1| above this: not unit vectors
 
 
 def _num(x: Any) -> Optional[float]:
@@ -453,6 +594,8 @@ class Evidence:
             s = dict(s)
             s["grads"] = {k: _build(GradFacts, v) for k, v in (s.get("grads") or {}).items()
                           if isinstance(v, dict)}
+            s["components"] = [_build(LossComponent, c) for c in s.get("components") or []
+                               if isinstance(c, dict) and "name" in c]
             out.append(_build(StepFacts, s, **self._who(d)))
         return out
 
@@ -559,6 +702,96 @@ class Evidence:
     @property
     def outputs(self) -> list[OutputFacts]:
         return self._typed("outputs", OutputFacts)
+
+    @property
+    def inputs(self) -> list[InputStats]:
+        return self._typed("inputs", InputStats)
+
+    def _input_groups(self) -> dict[tuple, list[InputStats]]:
+        groups: dict[tuple, list[InputStats]] = {}
+        for x in self.inputs:
+            groups.setdefault((x.pid, x.module, x.input, x.cols), []).append(x)
+        return groups
+
+    def pinned_inputs(self, min_batches: int = 3) -> list[PinnedInput]:
+        """Model inputs with columns whose batch mean, std, min or max is the same in every
+        recorded batch (spread below ``PINNED`` times the column's within-batch std) although
+        the column varies within batches; integral columns (one-hot, indices) are left out of
+        min/max. Empty when fewer than ``min_batches`` batches were recorded."""
+        out = []
+        for (_, module, name, cols), batches in self._input_groups().items():
+            if len(batches) < min_batches:
+                continue
+            pinned: dict[str, list[int]] = {}
+            values: dict[str, float] = {}
+            for c in range(cols):
+                try:
+                    within = [b.std[c] for b in batches]
+                    integral = all(b.integral[c] for b in batches)
+                except (IndexError, TypeError):
+                    continue
+                if not all(finite(w) and w > 1e-6 for w in within):
+                    continue
+                scale = sum(within) / len(within)
+                for stat in ("mean", "std", "min", "max"):
+                    if integral and stat in ("min", "max"):
+                        continue
+                    vals = [getattr(b, stat)[c] for b in batches]
+                    if all(finite(v) for v in vals) and max(vals) - min(vals) < PINNED * scale:
+                        pinned.setdefault(stat, []).append(c)
+                        values.setdefault(stat, vals[0])
+            if pinned:
+                out.append(PinnedInput(name, module, len(batches), cols, pinned, values))
+        return out
+
+    @property
+    def frames(self) -> list[FrameFacts]:
+        """Per model input with point features: the frame statistics averaged over batches."""
+        out = []
+        for (_, _, name, _), batches in self._input_groups().items():
+            frames = [b.frame for b in batches if isinstance(b.frame, dict)]
+            if not frames:
+                continue
+
+            def avg(key: str) -> Optional[float]:
+                vals = [f[key] for f in frames if finite(f.get(key))]
+                return sum(vals) / len(vals) if vals else None
+
+            def worst(key: str) -> float:
+                return max((f[key] for f in frames if finite(f.get(key))), default=0.0)
+
+            out.append(FrameFacts(name, len(frames), avg("tangent_norm") or 0.0,
+                                  worst("tangent_norm_dev"), avg("normal_norm") or 0.0,
+                                  worst("normal_norm_dev"), avg("tangent_normal_cos") or 0.0,
+                                  avg("tangent_alignment")))
+        return out
+
+    @property
+    def samples(self) -> list[SampleFacts]:
+        out = []
+        for d in self.docs:
+            for name, v in (d.get("samples") or {}).items():
+                if isinstance(v, dict):
+                    out.append(_build(SampleFacts, v, dataset=name))
+        return out
+
+    @property
+    def retained(self) -> list[RetainedGraph]:
+        return self._typed("retained", RetainedGraph)
+
+    def growing_holders(self) -> list[tuple[str, list[RetainedGraph]]]:
+        """Holders whose retained graph grew from one recorded step to the next and ended
+        larger than one step's loss graph: graphs accumulated across steps."""
+        by: dict[tuple, list[RetainedGraph]] = {}
+        for r in self.retained:
+            by.setdefault((r.pid, r.holder), []).append(r)
+        out = []
+        for (_, holder), rs in by.items():
+            rs.sort(key=lambda r: r.step)
+            grew = any(b.nodes > a.nodes for a, b in zip(rs, rs[1:]))
+            if len(rs) >= 2 and grew and rs[-1].nodes > rs[-1].loss_nodes:
+                out.append((holder, rs))
+        return out
 
     @property
     def runs(self) -> list[RunFacts]:

@@ -36,6 +36,8 @@ MAX_STEP_TAGS = 64
 MAX_RECORDS = 2000  # per list (losses, graphs, outputs...): a long run stays bounded
 FLUSH_EVERY_S = 0.5
 MIN_AUTO_STEPS = 3
+MAX_INPUT_BATCHES = 12  # training forwards whose input feature statistics are recorded
+MAX_SAMPLE_PRINTS = 50_000  # dataset samples fingerprinted (GM503: a sample drawn again)
 LOSS_FUNCTIONS = (
     "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "cosine_embedding_loss",
@@ -75,7 +77,8 @@ class Recorder:
         self.calls: dict[tuple[str, str, int], dict] = {}
         self.steps: list[dict] = []
         self.lists: dict[str, list] = {k: [] for k in (
-            "ddp", "losses", "graphs", "loads", "seeds", "batchnorm", "optimizers", "outputs")}
+            "ddp", "losses", "graphs", "loads", "seeds", "batchnorm", "optimizers", "outputs",
+            "inputs", "retained")}
         self.rng_draws: dict[str, dict] = {}
         self.rng_state: dict[str, object] = {}
         self.step_count = 0
@@ -96,6 +99,10 @@ class Recorder:
         self.special: dict[int, list] = {}  # id(model) -> [(name, module)] Dropout / BatchNorm
         self.bn_versions: dict[int, tuple] = {}
         self.bn_frozen_seen: set[int] = set()
+        self.bn_stalled_seen: set[int] = set()
+        self.input_batches = 0
+        self.samples: dict[str, dict] = {}  # dataset class -> samples drawn again
+        self.sample_prints: dict[tuple, tuple] = {}  # (id(dataset), index) -> (weakref, print)
         self.opt_seen: set[int] = set()
         self.snapshots: dict[int, list] = {}
         self.last_model = None  # weakref of the model of the latest backward
@@ -113,6 +120,7 @@ class Recorder:
         self.line_hits: dict[tuple[str, int], int] = {}
         self.code_lines: dict[object, object] = {}
         self.tracing = False
+        self.snapshot = _snapshot_mode(self)  # gm-audit diff: seeds and tensor snapshots
 
     # -- call sites --------------------------------------------------------------------------------
     def rel(self, filename: str):
@@ -297,6 +305,7 @@ class Recorder:
                 "lines": [[p, n, c] for (p, n), c in self.line_hits.items()],
                 "steps": list(self.steps),
                 "rng_draws": {k: dict(v) for k, v in self.rng_draws.items()},
+                "samples": {k: dict(v) for k, v in self.samples.items()},
                 **{k: list(v) for k, v in self.lists.items()},
                 "loads": [self.resolve_load(item) for item in self.lists["loads"]],
             }
@@ -330,6 +339,8 @@ class Recorder:
     def at_exit(self) -> None:
         if self.run["status"] == "running":
             self.run["status"] = "exit"
+        if self.snapshot is not None:
+            self.snapshot.write()
         self.check_rngs()
         self.flush(force=True)
 
@@ -339,6 +350,8 @@ class Recorder:
             return
         self.stopping = True
         self.run["status"] = "budget"
+        if self.snapshot is not None:
+            self.snapshot.write()
         self.check_rngs()
         self.flush(force=True)
         for stream in (sys.stdout, sys.stderr):
@@ -358,7 +371,7 @@ class Recorder:
     # -- steps --------------------------------------------------------------------------------------
     def _new_step_acc(self) -> dict:
         return {"used": set(), "roots": {}, "finite": [], "graphs": {}, "scaler": False,
-                "zero_grad": 0}
+                "zero_grad": 0, "components": []}
 
     def register_root(self, root) -> None:
         """Name a model's modules and parameters the first time it runs a root forward."""
@@ -409,9 +422,11 @@ class Recorder:
             name = f"<param {tuple(p.shape)}>"
         return name
 
-    def reached_params(self, tensors) -> set:
-        """ids of the leaf tensors the autograd graph of ``tensors`` reaches."""
-        seen, out, stack = set(), set(), []
+    def reached_params(self, tensors, seen=None) -> set:
+        """ids of the leaf tensors the autograd graph of ``tensors`` reaches (``seen``, when
+        given, is filled with the graph's nodes)."""
+        seen = set() if seen is None else seen
+        out, stack = set(), []
         for t in tensors:
             if t.grad_fn is not None:
                 stack.append(t.grad_fn)
@@ -432,7 +447,10 @@ class Recorder:
 
     def before_backward(self, tensors, site) -> dict:
         torch = self.torch
-        reached = self.reached_params(tensors)
+        if self.snapshot is not None:
+            self.snapshot.before_backward(tensors)
+        nodes: set = set()
+        reached = self.reached_params(tensors, nodes)
         acc = self.cur
         models = [self.roots[m]() for m in acc["roots"]] or [r() for r in self.roots.values()]
         models = [m for m in models if m is not None]
@@ -481,6 +499,14 @@ class Recorder:
                         break
                 except Exception:
                     continue
+        try:
+            self.loss_components(loss, step)
+        except Exception:
+            pass
+        try:
+            self.retained_graphs(tensors, nodes, step)
+        except Exception:
+            pass
         return {"step": step, "model": best}
 
     def param_name_by_id(self, pid: int) -> str:
@@ -512,8 +538,171 @@ class Recorder:
             self.opt_after_backward = True
             self.cur = self._new_step_acc()
             self.dirty = True
+        if self.snapshot is not None:
+            self.snapshot.after_backward()
         self.check_rngs()
         self.flush(force=self.step_count <= 2)
+
+    # -- loss components (GM402) ---------------------------------------------------------------
+    def collect_components(self, output, prefix: str = "", depth: int = 0) -> None:
+        """Scalar tensors with a graph in a root forward's output (``(loss, {"coord": ...})``):
+        candidate loss components, held by weak reference until the step's backward."""
+        torch = self.torch
+        items = output.items() if isinstance(output, dict) else (
+            enumerate(output) if isinstance(output, (tuple, list)) else ())
+        for key, value in list(items)[:32]:
+            name = str(key) if isinstance(output, dict) else f"{prefix or 'output'}[{key}]"
+            if isinstance(value, torch.Tensor):
+                if value.grad_fn is not None and value.numel() == 1:
+                    self.cur["components"].append((name, weakref.ref(value)))
+            elif depth == 0 and isinstance(value, (dict, tuple, list)):
+                self.collect_components(value, name, depth + 1)
+
+    def loss_components(self, loss, step: dict) -> None:
+        """Each component's value, its coefficient in the backpropagated loss (d loss / d
+        component, one cheap ``autograd.grad`` over the top of the graph) and its share of the
+        loss: a component weighted 0, or left out of the total, gets coefficient 0."""
+        torch = self.torch
+        if loss is None or loss.numel() != 1 or loss.grad_fn is None:
+            return
+        comps, ids = [], {id(loss)}
+        for name, ref in self.cur["components"]:
+            t = ref()
+            if t is not None and id(t) not in ids and t.grad_fn is not None:
+                ids.add(id(t))
+                comps.append((name, t))
+        if not comps:
+            return
+        comps = comps[:16]
+        try:
+            grads = torch.autograd.grad(loss, [t for _, t in comps], retain_graph=True,
+                                        allow_unused=True)
+        except Exception:
+            return
+        values = torch.stack([t.detach().float().reshape(()) for _, t in comps])
+        coefs = torch.stack([g.detach().float().reshape(()) if g is not None
+                             else torch.zeros((), device=values.device) for g in grads])
+        total = float(loss.detach().float().item())
+        out = []
+        for (name, _), v, c, g in zip(comps, values.tolist(), coefs.tolist(), grads):
+            share = c * v / total if total and math.isfinite(total) else None
+            out.append({"name": name, "value": v, "coef": c, "share": share,
+                        "in_graph": g is not None})
+        step["components"] = out
+
+    # -- graphs held across steps (GM106) ------------------------------------------------------
+    def retained_graphs(self, tensors, nodes: set, step: dict) -> None:
+        """Tensors with an autograd graph held in the user's frames (locals of the functions
+        around the backward, and their ``self`` attributes), outside this step's loss graph:
+        how many autograd nodes they keep alive. A holder that grows step after step (``total
+        += loss``, ``losses.append(loss)``) keeps every step's graph."""
+        torch = self.torch
+        roots = {id(t) for t in tensors}
+        frames, f = [], sys._getframe(1)
+        while f is not None and len(frames) < 4:
+            if self.rel(f.f_code.co_filename) is not None:
+                frames.append(f)
+            f = f.f_back
+        holders: dict[str, list] = {}
+
+        def add(name, value, depth=0):
+            if isinstance(value, torch.Tensor):
+                if value.grad_fn is not None and id(value) not in roots \
+                        and value.grad_fn not in nodes:
+                    holders.setdefault(name, []).append(value.grad_fn)
+            elif depth < 2 and isinstance(value, (list, tuple)):
+                for v in value[-64:]:
+                    add(name, v, depth + 1)
+            elif depth < 2 and isinstance(value, dict):
+                for v in list(value.values())[:64]:
+                    add(name, v, depth + 1)
+
+        for fr in frames:
+            where = fr.f_code.co_name
+            for name, value in list(fr.f_locals.items()):
+                add(f"{where}.{name}", value)
+                if name == "self" and hasattr(value, "__dict__") and \
+                        not isinstance(value, torch.nn.Module):
+                    for attr, v in list(vars(value).items()):
+                        add(f"{type(value).__name__}.{attr}", v)
+        if not holders:
+            return
+        cap = 4 * len(nodes) + 64  # enough to tell several steps' graphs from one
+        for holder, fns in holders.items():
+            seen, stack = set(), list(fns)
+            while stack and len(seen) < cap:
+                fn = stack.pop()
+                if fn in seen or fn in nodes:
+                    continue
+                seen.add(fn)
+                for nxt, _ in getattr(fn, "next_functions", ()):
+                    if nxt is not None:
+                        stack.append(nxt)
+            self.add("retained", {"step": step["index"], "holder": holder, "nodes": len(seen),
+                                  "loss_nodes": len(nodes), "tensors": len(fns),
+                                  "path": step.get("path", ""), "line": step.get("line", 0)})
+
+    # -- model inputs (GM502, GM503) -----------------------------------------------------------
+    def input_stats(self, module, args, path, line) -> None:
+        """Per-column statistics of the float feature matrices entering a training forward
+        (tensor arguments and the node features of DGL graph arguments), for the first
+        ``MAX_INPUT_BATCHES`` batches; for point features laid out as K x (xyz, tangent,
+        normal), the lengths of the direction vectors and how well tangents follow the points."""
+        torch = self.torch
+        if self.input_batches >= MAX_INPUT_BATCHES:
+            return
+        self.input_batches += 1
+        found, seen = [], set()
+        for i, a in enumerate(args):
+            if isinstance(a, torch.Tensor):
+                found.append((f"arg{i}", a))
+            elif _is_graph(a):
+                found += [(f"arg{i}.ndata.{k}", a.ndata[k]) for k in a.ndata.keys()
+                          if isinstance(a.ndata[k], torch.Tensor)]
+        for name, x in found:
+            if id(x) in seen or x.dim() != 2 or x.shape[0] < 2 or not x.is_floating_point() \
+                    or x.shape[1] > 4096:
+                continue
+            seen.add(id(x))
+            xf = x.detach().float()
+            rows = torch.stack([xf.mean(0), xf.std(0), xf.amin(0), xf.amax(0),
+                                (xf == xf.round()).all(0).float()]).cpu().tolist()
+            item = {"path": path or "", "line": line, "module": type(module).__name__,
+                    "input": name, "step": self.step_count, "rows": int(x.shape[0]),
+                    "cols": int(x.shape[1]), "mean": rows[0], "std": rows[1], "min": rows[2],
+                    "max": rows[3], "integral": [bool(v) for v in rows[4]]}
+            if x.shape[1] % 9 == 0:
+                item["frame"] = _frame_stats(torch, xf)
+            self.add("inputs", item)
+
+    # -- samples drawn again (GM503) -----------------------------------------------------------
+    def note_samples(self, dataset, indices, items) -> None:
+        """A sample drawn again from a map-style dataset: did its features change, and is it
+        the very object returned last time (a cached sample augmented in place)?"""
+        facts = self.samples.setdefault(type(dataset).__name__, {
+            "fetched": 0, "refetched": 0, "changed": 0, "inplace": 0, "max_change": 0.0})
+        for idx, item in zip(indices, items):
+            key = (id(dataset), idx if isinstance(idx, (int, str)) else repr(idx))
+            fp = _fingerprint(self.torch, item)
+            if fp is None:
+                continue
+            facts["fetched"] += 1
+            old = self.sample_prints.get(key)
+            if old is not None:
+                facts["refetched"] += 1
+                change = abs(fp - old[1]) / max(abs(old[1]), 1e-12)
+                if change > 1e-6:
+                    facts["changed"] += 1
+                    facts["max_change"] = max(facts["max_change"], change)
+                    if old[0] is not None and old[0]() is item:
+                        facts["inplace"] += 1
+            if old is not None or len(self.sample_prints) < MAX_SAMPLE_PRINTS:
+                try:
+                    ref = weakref.ref(item)
+                except TypeError:
+                    ref = None
+                self.sample_prints[key] = (ref, fp)
+        self.dirty = True
 
     # -- RNG use, by state comparison (no per-draw wrapping) -----------------------------------
     def rng_states(self) -> dict:
@@ -568,6 +757,54 @@ class Recorder:
         zero_in = int((g.in_degrees() == 0).sum())
         return {"num_nodes": int(n), "num_edges": int(g.num_edges()), "self_loops": loops,
                 "multi_loop_nodes": multi, "zero_in_degree": zero_in}
+
+
+def _frame_stats(torch, xf) -> dict:
+    """Point features read as K x (xyz, tangent, normal): mean length of tangents and normals
+    and their worst deviation from 1, mean |cos| between tangent and normal, and mean |cos|
+    between each tangent and the step to the next point of its entity (about 1 when the frames
+    match the points)."""
+    pts = xf.reshape(xf.shape[0], -1, 9)
+    xyz, tan, nrm = pts[..., 0:3], pts[..., 3:6], pts[..., 6:9]
+    tl, nl = tan.norm(dim=-1), nrm.norm(dim=-1)
+    out = [tl.mean(), (tl - 1).abs().max(), nl.mean(), (nl - 1).abs().max(),
+           ((tan * nrm).sum(-1).abs() / (tl * nl).clamp_min(1e-12)).mean()]
+    align = None
+    if pts.shape[1] >= 2:
+        step = xyz[:, 1:] - xyz[:, :-1]
+        sl = step.norm(dim=-1)
+        cos = (step * tan[:, :-1]).sum(-1).abs() / (sl * tl[:, :-1]).clamp_min(1e-12)
+        valid = sl > 1e-6 * sl.max()
+        out.append(cos[valid].mean())
+        align = True
+    vals = torch.stack(out).tolist()
+    facts = dict(zip(("tangent_norm", "tangent_norm_dev", "normal_norm", "normal_norm_dev",
+                      "tangent_normal_cos"), vals))
+    if align and math.isfinite(vals[5]):
+        facts["tangent_alignment"] = vals[5]
+    return facts
+
+
+def _fingerprint(torch, item):
+    """A cheap content fingerprint of a dataset sample (a tensor, a DGL graph's node and edge
+    features, or the tensors of a tuple/list/dict); None when it holds no float tensor."""
+    if isinstance(item, torch.Tensor):
+        tensors = [item]
+    elif _is_graph(item):
+        tensors = [*(item.ndata[k] for k in item.ndata.keys()),
+                   *(item.edata[k] for k in item.edata.keys())]
+    elif isinstance(item, (tuple, list)):
+        tensors = list(item[:8])
+    elif isinstance(item, dict):
+        tensors = list(item.values())[:8]
+    else:
+        return None
+    floats = [t.detach() for t in tensors if isinstance(t, torch.Tensor) and t.is_floating_point()]
+    if not floats:
+        return None
+    sums = torch.stack([torch.stack([t.double().sum(), t.double().abs().sum()]) for t in floats])
+    a, b = sums.sum(0).tolist()
+    return a + 1.618 * b
 
 
 def _is_graph(x) -> bool:
@@ -658,6 +895,11 @@ def patch_torch(rec: Recorder, torch) -> None:
                 "autocast": facts["autocast_at_forward"],
                 "eval_submodules": [n for n, t in facts["training_at_forward"].items() if not t],
             })
+            if facts["grad_enabled_at_forward"] and module.training:
+                try:
+                    rec.input_stats(module, args, path, line)
+                except Exception:
+                    pass
         params = module._parameters
         if params:
             used = rec.cur["used"]
@@ -673,6 +915,11 @@ def patch_torch(rec: Recorder, torch) -> None:
     @guarded
     def post(module, args, output):
         tls.depth = max(0, tls.depth - 1)
+        if tls.depth == 0 and torch.is_grad_enabled():
+            try:
+                rec.collect_components(output)
+            except Exception:
+                pass
         if torch.is_grad_enabled():
             out = output[0] if isinstance(output, (tuple, list)) and output else output
             if isinstance(out, torch.Tensor) and out.is_floating_point():
@@ -690,11 +937,20 @@ def patch_torch(rec: Recorder, torch) -> None:
         now = bn_versions(m)
         name = rec.module_names.get(id(m), type(m).__name__)
         if old is not None:
-            changed = [b for b, (o, n) in zip(("running_mean", "running_var", "num_batches_tracked"),
-                                              zip(old, now)) if o[0] == n[0] and o[1] != n[1]]
+            # same tensor with a new version: written in place; another tensor: reassigned
+            changed = [b if o[0] == n[0] else f"{b} (replaced)" for b, (o, n) in
+                       zip(("running_mean", "running_var", "num_batches_tracked"), zip(old, now))
+                       if o != n]
             if changed:
                 rec.add("batchnorm", {"kind": "modified", "module": name, "step": rec.step_count,
                                       "buffers": changed})
+        if m.training and torch.is_grad_enabled() and id(m) not in rec.bn_stalled_seen and (
+                m.momentum == 0 or not m.track_running_stats):
+            # a training forward that leaves the running statistics where they are
+            rec.bn_stalled_seen.add(id(m))
+            rec.add("batchnorm", {"kind": "stalled", "module": name, "step": rec.step_count,
+                                  "detail": "momentum=0" if m.momentum == 0
+                                  else "track_running_stats=False"})
         if not m.training and torch.is_grad_enabled() and id(m) not in rec.bn_frozen_seen:
             rec.bn_frozen_seen.add(id(m))
             rec.add("batchnorm", {"kind": "frozen", "module": name, "step": rec.step_count})
@@ -801,6 +1057,28 @@ def patch_torch(rec: Recorder, torch) -> None:
         rec.record("optimizer.step", path, line, info)
         if rec.budget_spent():
             rec.stop_for_budget()
+
+    # -- samples drawn from map-style datasets (in this process: not in DataLoader workers) -----
+    fetch_mod = importlib.import_module("torch.utils.data._utils.fetch")
+
+    def fetch_wrapper(original):
+        def fetch(self, possibly_batched_index):
+            if tls.busy or not getattr(self, "auto_collation", False) or rec.pid != os.getpid():
+                return original(self, possibly_batched_index)
+            collate = self.collate_fn
+
+            def spy(data):
+                guarded(rec.note_samples)(self.dataset, possibly_batched_index, data)
+                return collate(data)
+
+            self.collate_fn = spy
+            try:
+                return original(self, possibly_batched_index)
+            finally:
+                self.collate_fn = collate
+        return fetch
+
+    rec.patch(fetch_mod._MapDatasetFetcher, "fetch", fetch_wrapper)
 
     rec.handles.append(optim_mod.register_optimizer_step_pre_hook(opt_pre))
     rec.handles.append(optim_mod.register_optimizer_step_post_hook(opt_post))
@@ -1008,6 +1286,8 @@ def patch_torch(rec: Recorder, torch) -> None:
                 item.update(pred_std=stats[0], target_std=stats[1], pred_rms=stats[2],
                             target_rms=stats[3])
         rec.add("losses", item)
+        if isinstance(out, torch.Tensor) and out.grad_fn is not None and out.numel() == 1:
+            rec.cur["components"].append((f"{fname}@{path}:{line}", weakref.ref(out)))
         rec.record("loss", path, line, {k: item.get(k) for k in
                                         ("fn", "reduction", "dtype", "value", "numel")})
 
@@ -1253,6 +1533,30 @@ def patch_dgl(rec: Recorder, dgl) -> None:
 _PATCHERS = {"torch": patch_torch, "numpy": patch_numpy, "dgl": patch_dgl}
 
 
+def _patch(rec: Recorder, name: str, module) -> None:
+    if rec.snapshot is not None:
+        # first: start-up seeding, and snapshot hooks that run before the recorder's own
+        rec.snapshot.imported(name, module)
+    _PATCHERS[name](rec, module)
+
+
+def _snapshot_mode(rec: Recorder):
+    """``gm-audit diff`` sets GM_AUDIT_DIFF_DIR: load ``auditor/diff/snapshot.py`` by file path."""
+    if not os.environ.get("GM_AUDIT_DIFF_DIR"):
+        return None
+    try:
+        import importlib.util
+
+        path = os.path.join(_AUDITOR_DIR, "diff", "snapshot.py")
+        spec = importlib.util.spec_from_file_location("_gm_audit_snapshot", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module.load(rec)
+    except Exception as exc:  # the user's program runs regardless
+        sys.stderr.write("gm-audit diff: snapshot mode not installed: %r\n" % (exc,))
+        return None
+
+
 class _PostImportFinder:
     """A meta-path finder that lets the real finders find a module and patches it once its own
     code has run: torch is never imported by the recorder itself."""
@@ -1285,7 +1589,7 @@ class _PostImportFinder:
 
             def exec_module(self, module):
                 loader.exec_module(module)
-                rec.guarded(_PATCHERS[fullname])(rec, module)
+                rec.guarded(_patch)(rec, fullname, module)
 
             def __getattr__(self, name):
                 return getattr(loader, name)
@@ -1322,9 +1626,9 @@ def install() -> "Recorder | None":
 
     seed_wrap(rec, random, "seed", "random", "random.seed")
     rec.rng_state.update(rec.rng_states())
-    for name, patcher in _PATCHERS.items():
+    for name in _PATCHERS:
         if name in sys.modules:
-            rec.guarded(patcher)(rec, sys.modules[name])
+            rec.guarded(_patch)(rec, name, sys.modules[name])
     finder = _PostImportFinder(rec)
     finder.pending -= {n for n in _PATCHERS if n in sys.modules}
     sys.meta_path.insert(0, finder)

@@ -8,7 +8,7 @@ import itertools
 from typing import Optional, Union
 
 import libcst as cst
-from libcst import BatchableCSTVisitor
+from auditor.static.visitor import Visitor
 
 from auditor.static.context import MODULE_SCOPE, FileContext, dotted
 from auditor.static.facts import ClassInfo, Event, FunctionInfo
@@ -104,7 +104,7 @@ def condition_text(line: str) -> str:
     return line[:-1].rstrip() if line.endswith(":") else line
 
 
-class FactCollector(BatchableCSTVisitor):
+class FactCollector(Visitor):
     def __init__(self, ctx: FileContext) -> None:
         super().__init__()
         self.ctx = ctx
@@ -123,11 +123,10 @@ class FactCollector(BatchableCSTVisitor):
         self.loop_ids = itertools.count(1)  # unique per file, so cached facts are stable
         self.branches: list[str] = []
         self.statement: Optional[tuple[list[str], str]] = None  # (targets, text)
-        self.in_import = 0
 
     # -- position numbering (see positions.py) ------------------------------------------------
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        if not self.in_import:  # ast has no Attribute nodes for `import a.b` names
+        if not self.ctx.in_import:  # ast has no Attribute nodes for `import a.b` names
             self.ctx.number(node, "attr")
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
@@ -139,13 +138,13 @@ class FactCollector(BatchableCSTVisitor):
 
     # -- imports -------------------------------------------------------------------------------
     def leave_Import(self, original_node: cst.Import) -> None:
-        self.in_import -= 1
+        self.ctx.in_import -= 1
 
     def leave_ImportFrom(self, original_node: cst.ImportFrom) -> None:
-        self.in_import -= 1
+        self.ctx.in_import -= 1
 
     def visit_Import(self, node: cst.Import) -> None:
-        self.in_import += 1
+        self.ctx.in_import += 1
         for alias in node.names:
             full = dotted(alias.name) or ""
             if alias.asname is not None:
@@ -155,7 +154,7 @@ class FactCollector(BatchableCSTVisitor):
                 self.ctx.add_import(root, root)
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        self.in_import += 1
+        self.ctx.in_import += 1
         mod = dotted(node.module) if node.module is not None else None
         level = len(node.relative)
         base = self.ctx.resolve_relative(level, mod) if level else (mod or "")

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional, Sequence
 
 import libcst as cst
-from libcst import visit_batched
 
 from auditor.config import Config, per_file_ignored
 from auditor.discovery import discover
@@ -26,6 +25,7 @@ from auditor.static.collector import FactCollector
 from auditor.static.context import FileContext, module_name_for
 from auditor.static.facts import FileFacts
 from auditor.static.project import Project
+from auditor.static.walk import walk
 from auditor.suppression import Ignores, is_suppressed, parse_ignores
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
@@ -134,12 +134,12 @@ def analyze_source(
     try:
         ctx = FileContext(path, text, tree, module)
         visitors: list[Rule] = [r(ctx) for r in wanted]
-        visit_batched(tree, [FactCollector(ctx), *visitors])
+        walk(tree, [FactCollector(ctx), *visitors])
         if not ctx.positions_consistent():
             # ast and libcst disagreed on this file's shape: redo it with libcst's positions
             ctx = FileContext(path, text, tree, module, exact=True)
             visitors = [r(ctx) for r in wanted]
-            visit_batched(tree, [FactCollector(ctx), *visitors])
+            walk(tree, [FactCollector(ctx), *visitors])
     except RecursionError:
         result.error = FileError(path, "skipped: nesting too deep for the analyser")
         return result

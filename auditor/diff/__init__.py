@@ -1,0 +1,1 @@
+"""``gm-audit diff``: a reference and a candidate run side by side, first divergence."""

@@ -1,0 +1,173 @@
+"""Which recorded event of the candidate run explains the first divergence: rule, file, line.
+
+Per stage, the probe's evidence (``auditor/probe/evidence.py``) of both runs is searched for an
+event the candidate has and the reference has not:
+
+=========  ==========================================================================
+init       ``load_state_dict`` before the first backward (GM601); parameters of another dtype
+           (GM301); otherwise differently seeded or consumed RNGs (GM603)
+input      ``add_self_loop`` making nodes carry several self loops (GM501); features that
+           differ (GM502 normalisation, GM503 augmentation); masks that differ (GM603)
+mode       ``.eval()`` / ``.train(False)`` before the step (GM201)
+forward    an autocast region (GM301)
+loss       a loss call with ``reduction='sum'`` (GM401); a low-precision loss (GM301); other
+           weights or terms (GM402)
+grad       frozen parameters (GM103); a user ``.detach()``/``.data`` (GM101); a
+           ``no_grad``/``set_grad_enabled``/``inference_mode`` region (GM102); gradients of
+           several steps accumulated without ``zero_grad`` (GM104)
+update     trained parameters in no optimizer, or an optimizer over other ones (GM105)
+=========  ==========================================================================
+
+The location is then refined with the static pass: a static finding of the chosen rule whose
+lines ran in the candidate (and not in the reference) names the offending call itself (the
+decorator of a ``no_grad`` function, the ``requires_grad = False`` assignment, the ``deepcopy``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+from auditor.diff.compare import Item
+from auditor.findings import Finding
+from auditor.probe.evidence import CallRecord, Evidence
+
+
+@dataclass
+class Cause:
+    rule: Optional[str]
+    path: str = ""
+    line: int = 0
+    why: str = ""
+
+
+def _first_user(records: Sequence, before_step: Optional[int] = None) -> Optional[CallRecord]:
+    """The latest recorded call that ran before step ``before_step`` completed."""
+    picked = None
+    for r in records:
+        steps = getattr(r, "steps", None) or [getattr(r, "step", 0)]
+        if before_step is None or min(steps) < before_step:
+            picked = r
+    return picked
+
+
+def _sites(ev: Evidence, kind: str) -> set[tuple[str, int]]:
+    return {(r.path, r.line) for r in ev.calls(kind)}
+
+
+def _new_calls(ref: Evidence, cand: Evidence, kinds: Sequence[str]) -> list[CallRecord]:
+    """Calls of ``kinds`` in the candidate at sites the reference never used, or more often."""
+    out = []
+    for kind in kinds:
+        ref_counts = {(r.path, r.line): r.count for r in ref.calls(kind)}
+        ref_total = sum(ref_counts.values())
+        cand_total = sum(r.count for r in cand.calls(kind))
+        for r in cand.calls(kind):
+            if (r.path, r.line) not in ref_counts and cand_total > ref_total:
+                out.append(r)
+    return out
+
+
+def explain(stage: str, item: Item, ref: Evidence, cand: Evidence, ref_snap: dict,
+            cand_snap: dict) -> Cause:
+    step = item.step
+    detail = item.detail
+    if stage == "init":
+        loads = [x for x in cand.loads if x.kind == "load_state_dict" and x.step == 0]
+        ref_loads = {(x.path, x.line) for x in ref.loads if x.kind == "load_state_dict"}
+        loads = [x for x in loads if (x.path, x.line) not in ref_loads] or loads
+        if loads:
+            x = loads[-1]
+            return Cause("GM601", x.path, x.line,
+                         f"load_state_dict(strict={x.strict}) into {x.module or 'the model'} "
+                         "before the first forward")
+        if "dtype" in detail:
+            return Cause("GM301", why="the model's parameters have another dtype")
+        return Cause("GM603", why="the runs initialise differently: an RNG seeded or consumed "
+                                  "differently before the model was built")
+    if stage == "input":
+        if item.name.startswith("graph→"):
+            for r in _new_calls(ref, cand, ("add_self_loop",)):
+                return Cause("GM501", r.path, r.line, "dgl.add_self_loop on a graph that already "
+                                                      "has self loops")
+            calls = cand.calls("add_self_loop")
+            if "self_loops" in detail and calls:
+                r = calls[-1]
+                return Cause("GM501", r.path, r.line, "dgl.add_self_loop")
+            return Cause(None, why="the graphs entering the model differ")
+        if item.name.startswith("mask"):
+            return Cause("GM603", why="the masks differ: the RNG is seeded or consumed differently")
+        return Cause("GM502", why="the node features differ: normalisation (GM502) or "
+                                  "augmentation (GM503)")
+    if stage == "mode":
+        evals = [r for r in cand.calls("eval") if r.arg("is_root") is not False]
+        evals += [r for r in cand.calls("train") if r.arg("mode") is False]
+        r = _first_user(evals, step)
+        if r is not None:
+            return Cause("GM201", r.path, r.line, ".eval() before the training step")
+        return Cause("GM201", why="modules in eval mode at the training forward")
+    if stage == "forward":
+        calls = [r for r in _new_calls(ref, cand, ("autocast",)) if r.arg("enabled", True)]
+        if calls:
+            return Cause("GM301", calls[0].path, calls[0].line, "autocast region")
+        return Cause(None, why="the modules compute differently from equal inputs")
+    if stage == "loss":
+        ref_sums = {(x.fn, x.reduction) for x in ref.losses}
+        for x in cand.losses:
+            if x.reduction == "sum" and (x.fn, "sum") not in ref_sums:
+                return Cause("GM401", x.path, x.line, f"{x.fn}(reduction='sum')")
+        if "dtype" in detail:
+            return Cause("GM301", why="the loss is computed in low precision")
+        return Cause("GM402", why="loss weights or terms differ")
+    if stage == "grad":
+        cand_steps = cand.steps
+        s = next((x for x in cand_steps if x.index == step), None)
+        param = item.name
+        if s is not None and param in s.params_frozen:
+            for r in cand.calls("requires_grad_"):
+                if r.arg("flag") is False:
+                    return Cause("GM103", r.path, r.line, "requires_grad_(False)")
+            return Cause("GM103", why=f"{param} has requires_grad=False")
+        if "no gradient in the candidate" in detail:
+            detaches = [r for r in cand.calls("detach") + cand.calls("data")
+                        if r.arg("requires_grad") and r.arg("grad_fn")]
+            ref_sites = _sites(ref, "detach") | _sites(ref, "data")
+            detaches = [r for r in detaches if (r.path, r.line) not in ref_sites] or detaches
+            r = _first_user(detaches, step)
+            if r is not None:
+                return Cause("GM101", r.path, r.line, ".detach() of a tensor on the loss path")
+            blocks = [r for r in _new_calls(ref, cand, ("no_grad", "inference_mode", "set_grad_enabled"))
+                      if r.kind == "no_grad" or r.arg("mode") is False or r.kind == "inference_mode"]
+            r = _first_user(blocks, step)
+            if r is not None:
+                return Cause("GM102", r.path, r.line, f"{r.kind} region in the training forward")
+            return Cause("GM101", why="the loss's autograd graph does not reach these parameters")
+        if step > 1 and s is not None and s.zero_grad_calls == 0:
+            return Cause("GM104", s.path, s.line, "no zero_grad() since the previous step: "
+                                                  "gradients accumulate")
+        return Cause(None, why="the gradients differ")
+    if stage == "update":
+        for o in cand.optimizers:
+            if o.missing_model_params or o.foreign_params:
+                return Cause("GM105", o.path, o.line, "the optimizer does not hold the trained "
+                                                      "model's parameters")
+        return Cause(None, why="the optimizer updates differ")
+    return Cause(None)
+
+
+def refine(cause: Cause, static: Sequence[Finding], ref: Evidence, cand: Evidence) -> Cause:
+    """The static finding of the same rule that ran in the candidate only, when there is one."""
+    if cause.rule is None:
+        return cause
+    ran = [f for f in static if f.rule == cause.rule
+           and cand.ran(f.path, f.line, f.end_line) and not ref.ran(f.path, f.line, f.end_line)]
+    if not ran:
+        return cause
+    if cause.path:
+        same = [f for f in ran if f.path == cause.path and f.line == cause.line]
+        if same:
+            return cause
+        near = [f for f in ran if f.path == cause.path]
+        ran = near or ran
+    f = ran[0]
+    return Cause(cause.rule, f.path, f.line, cause.why or f.message)

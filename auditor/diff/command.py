@@ -1,0 +1,280 @@
+"""``gm-audit diff [OPTIONS] REF_CMD CANDIDATE_CMD``: both runs under the probe, side by side.
+
+Each command runs under the probe's recorder (``auditor/probe/launch.py``) in snapshot mode
+(``auditor/diff/snapshot.py``): every RNG seeded with ``--seed`` at start-up, ``--steps`` training
+steps (default 1) recorded stage by stage, the process stopped after the last one. The two runs go
+concurrently. Then ``auditor/diff/compare.py`` finds the first divergence and
+``auditor/diff/attribute.py`` the event and line that explain it.
+
+Tolerances: ``--atol`` 1e-5 and ``--rtol`` 1e-4 by default. On CPU the kernels these pipelines use
+are deterministic (two runs of one script are bit-identical), and float32 re-association noise
+between two equivalent scripts is about 1e-7 relative: 1e-4 leaves three orders of margin, while
+the bugs the diff is for move values by 1e-2 and more. ``--calibrate`` (automatic when a run used
+CUDA, whose scatter kernels are not deterministic) runs each command once more and widens
+``atol`` to ten times the largest self-difference measured.
+
+Exit codes: 0 the runs agree, 1 they diverge, 2 usage error or a run that crashed, timed out or
+ended before its first training step (its last output lines are shown, no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import shutil
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from auditor.config import Config
+from auditor.diff.attribute import Cause, explain, refine
+from auditor.diff.compare import Tolerance, compare_runs, self_noise
+from auditor.diff.snapshot import ENV_DIR, ENV_SEED
+from auditor.findings import Finding, Severity, Status
+from auditor.probe.command import _resolve_executable
+from auditor.probe.evidence import Evidence
+from auditor.probe.launch import RunOutcome, prepare, run_command
+from auditor.reports import Report
+
+DEFAULT_TIMEOUT_S = 300.0
+EXIT_CLEAN, EXIT_DIVERGED, EXIT_ERROR = 0, 1, 2
+TOP_ITEMS = 5
+
+
+@dataclass
+class Run:
+    role: str  # reference | candidate
+    cmd: list[str]
+    outcome: Optional[RunOutcome] = None
+    evidence: Evidence = field(default_factory=Evidence)
+    snapshot: dict = field(default_factory=dict)
+
+    @property
+    def steps(self) -> int:
+        return len(self.snapshot.get("steps") or [])
+
+    def facts(self) -> dict[str, Any]:
+        o = self.outcome
+        return {"command": " ".join(shlex.quote(c) for c in self.cmd), "steps": self.steps,
+                "exit": o.exit_code if o else None, "stopped": o.stopped if o else "",
+                "seconds": round(o.seconds, 2) if o else 0.0,
+                "device": ", ".join(self.evidence.devices) or "cpu",
+                "model": (self.snapshot.get("steps") or [{}])[0].get("model", "")}
+
+
+def _options(args: argparse.Namespace, config: Config) -> dict[str, Any]:
+    from auditor.cli import UsageError
+
+    def opt(name: str, default: Any) -> Any:
+        value = getattr(args, name.replace("-", "_"), None)
+        return config.probe.get(name, default) if value is None else value
+
+    steps = str(opt("steps", "1")).strip()
+    if not steps.isdigit() or int(steps) < 1:
+        raise UsageError(f"diff: --steps must be a positive number, not {steps!r}")
+    try:
+        timeout = float(opt("timeout", DEFAULT_TIMEOUT_S))
+        tol = Tolerance(float(opt("atol", Tolerance.atol)), float(opt("rtol", Tolerance.rtol)))
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"diff: invalid option: {exc}") from None
+    if timeout <= 0 or tol.atol < 0 or tol.rtol < 0:
+        raise UsageError("diff: --timeout must be positive, --atol and --rtol not negative")
+    cmds = []
+    for text in (args.ref_cmd, args.candidate_cmd):
+        try:
+            cmd = shlex.split(text)
+        except ValueError as exc:
+            raise UsageError(f"diff: cannot parse command {text!r}: {exc}") from None
+        if not cmd:
+            raise UsageError("diff: empty command; quote each one: "
+                             'gm-audit diff "python minimal.py" "python train.py"')
+        cmds.append(cmd)
+    device = opt("device", "auto")
+    return {"cmds": cmds, "steps": int(steps), "timeout": timeout, "tol": tol, "device": device,
+            "seed": int(getattr(args, "seed", 0) or 0), "paths": opt("paths", None) or ["."],
+            "calibrate": bool(getattr(args, "calibrate", False))}
+
+
+def _execute(run: Run, opts: dict, watch: list, cwd: Path) -> Run:
+    run_dir = Path(tempfile.mkdtemp(prefix=f"gm-audit-diff-{run.role}-"))
+    try:
+        env = prepare(run_dir, cwd, str(opts["steps"]), watch, opts["device"])
+        snap_dir = run_dir / "snapshot"
+        snap_dir.mkdir()
+        env[ENV_DIR] = str(snap_dir)
+        env[ENV_SEED] = str(opts["seed"])
+        cmd = _resolve_executable(run.cmd, env)
+        run.outcome = run_command(cmd, env, cwd, opts["timeout"], run_dir / "output.log")
+        run.evidence = Evidence.load(run_dir / "evidence")
+        run.snapshot = _load_snapshot(snap_dir)
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    return run
+
+
+def _load_snapshot(folder: Path) -> dict:
+    import torch
+
+    files = sorted(folder.glob("snapshot-*.pt"), key=lambda p: p.stat().st_mtime)
+    for path in files:  # several processes (torchrun ranks): the first that trained
+        try:
+            doc = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception:
+            continue
+        if doc.get("steps"):
+            return doc
+    return {}
+
+
+def _failure(run: Run) -> Optional[str]:
+    o = run.outcome
+    if o is None:
+        return "did not run"
+    if o.stopped == "error":
+        return o.message
+    if o.stopped == "timeout":
+        return f"timed out after {o.seconds:.0f} s"
+    if o.exit_code not in (0, None):
+        return f"exited with code {o.exit_code}"
+    if not run.steps:
+        return "ended before its first training step (no backward was observed)"
+    return None
+
+
+def _cause_for(stage: str, item, ref: Run, cand: Run, static: list[Finding]) -> Cause:
+    cause = explain(stage, item, ref.evidence, cand.evidence, ref.snapshot, cand.snapshot)
+    return refine(cause, static, ref.evidence, cand.evidence)
+
+
+def _finding(cause: Cause, stage: str, item, rules: dict) -> Optional[Finding]:
+    rule = rules.get(cause.rule) if cause.rule else None
+    if rule is None or not cause.path:
+        return None
+    return Finding(rule=rule.code, name=rule.name, severity=rule.severity, path=cause.path,
+                   line=max(cause.line, 1), column=1, end_line=max(cause.line, 1), end_column=1,
+                   message=f"first divergence from the reference at stage {stage}: "
+                           f"{item.name}: {item.detail}",
+                   fix="", status=Status.RUNTIME,
+                   evidence=[cause.why] if cause.why else [])
+
+
+def _notes(ref: Run, cand: Run) -> list[str]:
+    notes = []
+    a, b = ref.facts()["model"], cand.facts()["model"]
+    if a and b and a != b:
+        notes.append(f"the scripts train different model classes: {a} (reference) vs {b} "
+                     "(candidate); parameters are compared by name where they match")
+    ca = (ref.snapshot.get("steps") or [{}])[0].get("classes") or {}
+    cb = (cand.snapshot.get("steps") or [{}])[0].get("classes") or {}
+    other = [n for n in ca.keys() & cb.keys() if ca[n] != cb[n] and n]
+    if other:
+        notes.append("modules of another class under the same name: " + ", ".join(
+            f"{n} ({ca[n]} vs {cb[n]})" for n in sorted(other)[:5]))
+    only_a, only_b = sorted(ca.keys() - cb.keys()), sorted(cb.keys() - ca.keys())
+    if only_a:
+        notes.append("modules in the reference only: " + ", ".join(only_a[:8]))
+    if only_b:
+        notes.append("modules in the candidate only: " + ", ".join(only_b[:8]))
+    if ref.steps != cand.steps:
+        notes.append(f"steps recorded: {ref.steps} (reference) vs {cand.steps} (candidate); "
+                     "compared the first {0}".format(min(ref.steps, cand.steps)))
+    return notes
+
+
+def _text(stages: list, first: Optional[dict], runs: dict, tol: Tolerance,
+          notes: list[str]) -> list[str]:
+    lines = []
+    for role in ("reference", "candidate"):
+        r = runs[role]
+        lines.append(f"diff: {role:<9} {r['command']}  ({r['model'] or '?'}, {r['steps']} step(s), "
+                     f"{r['seconds']:.1f} s)")
+    lines.append(f"diff: tolerance atol {tol.atol:g}, rtol {tol.rtol:g}")
+    lines.append("")
+    lines.append(f"  {'stage':<8} {'status':<8} compared  differing items")
+    for s in stages:
+        lines.append(f"  {s['stage']:<8} {s['status']:<8} {s['compared']:>8}  "
+                     f"{sum(1 for i in s['items'] if i['status'] == 'differs')}")
+        for i in s["items"][:TOP_ITEMS]:
+            at = f" (step {i['step']})" if i["step"] > 1 else ""
+            lines.append(f"      {i['status']:<14} {i['name']}{at}: {i['detail']}")
+        if len(s["items"]) > TOP_ITEMS:
+            lines.append(f"      … {len(s['items']) - TOP_ITEMS} more")
+    lines.append("")
+    lines.extend(f"diff note: {n}" for n in notes)
+    if first is None:
+        lines.append("diff: verdict: no divergence — the runs agree at every stage")
+    else:
+        where = f" at {first['path']}:{first['line']}" if first.get("path") else ""
+        rule = f" [{first['rule']}]" if first.get("rule") else ""
+        lines.append(f"diff: verdict: first divergence at stage {first['stage']}: {first['name']} "
+                     f"— {first['detail']}{rule}{where}")
+    return lines
+
+
+def run_diff_command(args: argparse.Namespace, config: Config, rules: list, fail_on: Severity,
+                     emit: Callable[[Report, argparse.Namespace, Severity], int]) -> int:
+    from auditor.cli import UsageError
+    from auditor.discovery import PathMissing
+    from auditor.static.engine import run_check
+
+    opts = _options(args, config)
+    start = time.perf_counter()
+    try:
+        static = run_check(opts["paths"], config, rules, jobs=args.jobs, use_cache=not args.no_cache)
+    except PathMissing as exc:
+        raise UsageError(str(exc)) from None
+    watch = sorted({(f.path, f.line, f.end_line) for f in static.findings})
+    cwd = Path.cwd()
+    ref, cand = Run("reference", opts["cmds"][0]), Run("candidate", opts["cmds"][1])
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        list(pool.map(lambda r: _execute(r, opts, watch, cwd), (ref, cand)))
+    # a crash says more than a run that merely never trained: report it first
+    failures = sorted(((run, _failure(run)) for run in (ref, cand)),
+                      key=lambda x: bool(x[0].outcome and x[0].outcome.exit_code == 0))
+    for run, why in failures:
+        if why:
+            tail = run.outcome.tail if run.outcome else []
+            print(f"gm-audit diff: the {run.role} run `{' '.join(run.cmd)}` {why}", file=sys.stderr)
+            for t in tail[-12:]:
+                print(f"  | {t}", file=sys.stderr)
+            return EXIT_ERROR
+    tol = opts["tol"]
+    uses_cuda = any(d.startswith("cuda") for r in (ref, cand) for d in r.evidence.devices)
+    if opts["calibrate"] or uses_cuda:
+        again = [Run(r.role, r.cmd) for r in (ref, cand)]
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            list(pool.map(lambda r: _execute(r, opts, watch, cwd), again))
+        noise = max(self_noise(r.snapshot, a.snapshot) for r, a in zip((ref, cand), again))
+        tol = Tolerance(max(tol.atol, 10 * noise), tol.rtol)
+    results, first = compare_runs(ref.snapshot, cand.snapshot, tol)
+    by_code = {r.code: r for r in rules}
+    findings: list[Finding] = []
+    first_json = None
+    if first is not None:
+        stage_result, item = first
+        cause = _cause_for(stage_result.stage, item, ref, cand, static.findings)
+        step = f" (step {item.step})" if item.step > 1 else ""
+        first_json = {"stage": stage_result.stage, "name": item.name,
+                      "detail": item.detail + step, "rule": cause.rule,
+                      "path": cause.path or None, "line": cause.line or None}
+        found = _finding(cause, stage_result.stage, item, by_code)
+        if found is not None:
+            findings.append(found)
+    stages = [r.to_json() for r in results]
+    runs = {"reference": ref.facts(), "candidate": cand.facts()}
+    notes = _notes(ref, cand)
+    extra: dict[str, Any] = {"first_divergence": first_json, "stages": stages, "runs": runs,
+                             "tolerance": {"atol": tol.atol, "rtol": tol.rtol}, "notes": notes}
+    if args.format == "text":
+        extra = {"text_sections": _text(stages, first_json, runs, tol, notes)}
+    report = Report("diff", findings, static.errors, static.files, time.perf_counter() - start,
+                    extra=extra)
+    code = emit(report, args, fail_on)
+    if args.exit_zero:
+        return EXIT_CLEAN
+    return EXIT_DIVERGED if first is not None else (code if code == EXIT_ERROR else EXIT_CLEAN)
+

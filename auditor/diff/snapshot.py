@@ -1,0 +1,401 @@
+"""Snapshot mode of the probe's recorder, for ``gm-audit diff``.
+
+Loaded by ``auditor/probe/recorder.py`` by file path when ``GM_AUDIT_DIFF_DIR`` is set (it imports
+nothing of gm-audit and only the standard library at module level: it runs inside the user's
+program). It seeds every RNG at start-up (``random`` now, numpy / torch (and so CUDA) / dgl as
+soon as the program imports them) with ``GM_AUDIT_DIFF_SEED``, then records, per training step
+of the step budget, by object identity:
+
+* ``init``: parameters and buffers of every candidate model before the first forward,
+* ``input``: facts of each DGL graph entering a module (counts, self loops, in-degree histogram)
+  and the node features of graphs entering a root forward; the masks (``torch.randperm`` called
+  directly by user code),
+* ``mode``: the ``training`` flag of every module at the step's first forward,
+* ``forward``: the outputs of every module,
+* ``loss``: the backpropagated tensor, and the root model's scalar outputs (loss components),
+* ``grad``: ``.grad`` of every parameter after the backward,
+* ``update``: the parameters after the first ``optimizer.step()`` that follows it.
+
+Names are resolved at the backward, once the trained model is known: the top-level module (found
+in the user's frames) whose parameters the loss's autograd graph reaches most, unwrapped from
+DistributedDataParallel / DataParallel / ``torch.compile``, so names are stable across scripts
+(``encoder.layers.0.fc.weight``) whatever the wrapping or call order. Output:
+``$GM_AUDIT_DIFF_DIR/snapshot-<pid>.pt`` (plain dicts, lists and CPU tensors: loadable with
+``torch.load(weights_only=True)``), written when the recorder stops or the program exits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import sys
+import weakref
+
+ENV_DIR = "GM_AUDIT_DIFF_DIR"
+ENV_SEED = "GM_AUDIT_DIFF_SEED"
+FULL_NUMEL = 1 << 20  # step 1: tensors up to this size are stored in full
+SMALL_NUMEL = 4096  # later steps: only these in full, the rest as summary + hash + sample
+SAMPLE = 512
+MAX_MASKS = 8
+MAX_HIST = 64
+WRAPPERS = ("DistributedDataParallel", "DataParallel", "OptimizedModule")
+
+
+def strip_prefixes(name: str) -> str:
+    """``module.encoder.x`` / ``_orig_mod.encoder.x`` -> ``encoder.x``."""
+    while True:
+        for prefix in ("module.", "_orig_mod."):
+            if name.startswith(prefix):
+                name = name[len(prefix):]
+                break
+        else:
+            return "" if name in ("module", "_orig_mod") else name
+
+
+class Snapshot:
+    def __init__(self, rec, out_dir: str, seed: int) -> None:
+        self.rec = rec
+        self.dir = out_dir
+        self.seed = seed
+        self.torch = None
+        self.depth = 0
+        self.steps: list[dict] = []
+        self.cur = None  # capture of the step in progress
+        self.masks: list = []  # randperm outputs since the last backward
+        self.init: dict[int, dict] = {}  # id(top-level module) -> {name: record}
+        self.model = None  # weakref of the trained model (resolved at the backward)
+        self.written = False
+        random.seed(seed)
+
+    # -- start-up seeding, hooks ---------------------------------------------------------------
+    def imported(self, name: str, module) -> None:
+        """Called by the recorder right after the program imported numpy, torch or dgl."""
+        try:
+            self.seed_and_hook(name, module)
+        except Exception as exc:  # the user's program runs regardless
+            sys.stderr.write("gm-audit diff: cannot seed %s: %r\n" % (name, exc))
+
+    def seed_and_hook(self, name: str, module) -> None:
+        if name == "numpy" and hasattr(module, "random"):
+            module.random.seed(self.seed)
+        elif name == "dgl" and hasattr(module, "seed"):
+            module.seed(self.seed)
+        elif name == "torch":
+            self.torch = module
+            module.manual_seed(self.seed)  # every CUDA device too, lazily
+            self.install_hooks(module)
+
+    def install_hooks(self, torch) -> None:
+        rec = self.rec
+        mm = torch.nn.modules.module
+        # registered before the recorder's own hooks: they run first, in particular before the
+        # optimizer hook that ends the process when the step budget is spent
+        rec.handles.append(mm.register_module_forward_pre_hook(rec.guarded(self.pre)))
+        rec.handles.append(mm.register_module_forward_hook(rec.guarded(self.post)))
+        optim = sys.modules.get("torch.optim.optimizer")
+        if optim is None:
+            import importlib
+
+            optim = importlib.import_module("torch.optim.optimizer")
+        rec.handles.append(optim.register_optimizer_step_post_hook(rec.guarded(self.after_step)))
+        snap = self
+
+        def randperm_wrapper(original):
+            def randperm(*args, **kwargs):
+                out = original(*args, **kwargs)
+                if not rec.tls.busy and rec.direct_user_caller(2) is not None:
+                    rec.guarded(snap.note_mask)(out)
+                return out
+            return randperm
+
+        rec.patch(torch, "randperm", randperm_wrapper)
+
+    def budget(self) -> int:
+        return self.rec.budget_steps or 1
+
+    # -- records -------------------------------------------------------------------------------
+    def tensor(self, t, full: bool) -> dict:
+        torch = self.torch
+        t = t.detach()
+        c = t.to("cpu") if t.device.type != "cpu" else t
+        c = c.contiguous()
+        out = {"shape": list(c.shape), "dtype": str(c.dtype).replace("torch.", ""),
+               "numel": int(c.numel())}
+        flat = c.reshape(-1)
+        try:
+            out["hash"] = hashlib.sha1(flat.view(torch.uint8).numpy().tobytes()).hexdigest()
+        except Exception:
+            out["hash"] = ""
+        if c.is_floating_point() or c.is_complex():
+            f = flat.float() if c.is_floating_point() else flat.abs().float()
+            if f.numel():
+                finite = torch.isfinite(f)
+                ff = f[finite]
+                stats = torch.stack([ff.sum(), ff.norm(), ff.abs().max() if ff.numel() else ff.sum()])
+                out["stats"] = {"sum": float(stats[0]), "norm": float(stats[1]),
+                                "absmax": float(stats[2]),
+                                "nonfinite": int(f.numel() - int(finite.sum()))}
+        if full or out["numel"] <= SMALL_NUMEL:
+            out["values"] = c.clone()
+        else:
+            idx = torch.linspace(0, out["numel"] - 1, SAMPLE).long()
+            out["sample"] = flat[idx].clone()
+        return out
+
+    def full(self) -> bool:
+        return len(self.steps) == 0
+
+    def tensors_of(self, value, prefix: str, out: list, depth: int = 0) -> None:
+        """Flatten a module output: tensors of tuples, lists and dicts, two levels deep."""
+        torch = self.torch
+        if isinstance(value, torch.Tensor):
+            out.append((prefix, value))
+        elif depth < 2 and isinstance(value, (tuple, list)):
+            for i, v in enumerate(value):
+                self.tensors_of(v, f"{prefix}[{i}]", out, depth + 1)
+        elif depth < 2 and isinstance(value, dict):
+            for k, v in value.items():
+                self.tensors_of(v, f"{prefix}.{k}", out, depth + 1)
+
+    def graph(self, g) -> dict:
+        torch = self.torch
+        facts = self.rec.graph_facts(g)
+        deg = g.in_degrees().long().clamp(max=MAX_HIST - 1).cpu()
+        facts["in_degree_hist"] = [int(x) for x in torch.bincount(deg).tolist()]
+        return facts
+
+    # -- candidate models ----------------------------------------------------------------------
+    def frame_modules(self) -> list:
+        """Modules held by the user's frames (locals, and attributes of locals such as a
+        Trainer's ``self.model``)."""
+        nn = self.torch.nn
+        found: dict[int, object] = {}
+        f = sys._getframe(1)
+        while f is not None:
+            if self.rec.rel(f.f_code.co_filename) is not None:
+                for v in list(f.f_locals.values()):
+                    if isinstance(v, nn.Module):
+                        found[id(v)] = v
+                    elif hasattr(v, "__dict__") and not isinstance(v, type):
+                        try:
+                            attrs = list(vars(v).values())
+                        except TypeError:
+                            continue
+                        for a in attrs:
+                            if isinstance(a, nn.Module):
+                                found[id(a)] = a
+            f = f.f_back
+        return list(found.values())
+
+    @staticmethod
+    def top_level(modules: list) -> list:
+        inner: set[int] = set()
+        for m in modules:
+            inner.update(id(x) for x in m.modules() if x is not m)
+        seen: set[int] = set()
+        out = []
+        for m in modules:
+            if id(m) not in inner and id(m) not in seen:
+                seen.add(id(m))
+                out.append(m)
+        return out
+
+    @staticmethod
+    def unwrap(model):
+        while type(model).__name__ in WRAPPERS:
+            inner = getattr(model, "module", None) or getattr(model, "_orig_mod", None)
+            if inner is None:
+                break
+            model = inner
+        return model
+
+    def state(self, model) -> dict:
+        model = self.unwrap(model)
+        out = {}
+        for name, p in model.named_parameters():
+            out[strip_prefixes(name)] = self.tensor(p, True)
+        for name, b in model.named_buffers():
+            if b is not None:
+                out[strip_prefixes(name)] = self.tensor(b, True)
+        return out
+
+    # -- hooks ---------------------------------------------------------------------------------
+    def pre(self, module, args) -> None:
+        torch = self.torch
+        root = self.depth == 0
+        self.depth += 1
+        if root and self.cur is not None and "grad" in self.cur and torch.is_grad_enabled():
+            self.finish_step()  # the previous step had no optimizer step (accumulation)
+        if root and self.cur is None and len(self.steps) < self.budget() \
+                and torch.is_grad_enabled() and not torch.is_inference_mode_enabled():
+            self.start_step(module)
+        cur = self.cur
+        if cur is None:
+            return
+        for a in args:
+            if type(a).__name__ == "DGLGraph" and id(module) not in cur["graph_of"]:
+                cur["graph_of"][id(module)] = True
+                cur["graphs"].append((id(module), self.graph(a)))
+                if root:
+                    for key, v in a.ndata.items():
+                        if isinstance(v, torch.Tensor) and v.is_floating_point():
+                            cur["features"].append((id(module), f"ndata.{key}",
+                                                    self.tensor(v, self.full())))
+        if root:
+            for i, a in enumerate(args):
+                if isinstance(a, torch.Tensor):
+                    cur["features"].append((id(module), f"arg{i}", self.tensor(a, self.full())))
+
+    def start_step(self, module) -> None:
+        cands = self.top_level([module, *self.frame_modules()])
+        modes = {}
+        for top in cands:
+            for m in top.modules():
+                modes[id(m)] = bool(m.training)
+        if not self.steps and not self.init:
+            for top in cands:
+                self.init[id(top)] = self.state(top)
+        self.cur = {"cands": [weakref.ref(m) for m in cands], "modes": modes, "graphs": [],
+                    "graph_of": {}, "features": [], "outputs": [], "classes": {},
+                    "masks": list(self.masks)}
+        self.masks = []
+
+    def post(self, module, args, output) -> None:
+        self.depth = max(0, self.depth - 1)
+        cur = self.cur
+        if cur is None or "loss" in cur:
+            return
+        flat: list = []
+        self.tensors_of(output, "", flat)
+        cur["outputs"].append((id(module), type(module).__name__,
+                               [(k, self.tensor(t, self.full())) for k, t in flat]))
+
+    def note_mask(self, out) -> None:
+        target = self.cur["masks"] if self.cur is not None and "loss" not in self.cur else self.masks
+        if len(target) < MAX_MASKS:
+            target.append(self.tensor(out, True))
+
+    def before_backward(self, tensors) -> None:
+        """Called by the recorder before a backward: the loss, and which model is trained."""
+        try:
+            cur = self.cur
+            self.depth = 0
+            if cur is None or "loss" in cur or not tensors:
+                return
+            loss = tensors[0]
+            cur["loss"] = self.tensor(loss, True)
+            reached = self.rec.reached_params(tensors)
+            cands = [r() for r in cur["cands"]]
+            cands = self.top_level([m for m in cands if m is not None] + self.frame_modules())
+            best, best_n = None, -1
+            for m in cands:
+                n = sum(1 for p in m.parameters() if id(p) in reached)
+                if n > best_n:
+                    best, best_n = m, n
+            cur["top"] = id(best) if best is not None else None
+            cur["model"] = weakref.ref(self.unwrap(best)) if best is not None else None
+        except Exception:
+            if os.environ.get("GM_AUDIT_DEBUG"):
+                import traceback
+
+                traceback.print_exc()
+
+    def after_backward(self) -> None:
+        try:
+            cur = self.cur
+            if cur is None or cur.get("model") is None or "grad" in cur:
+                return
+            model = cur["model"]()
+            if model is None:
+                return
+            cur["grad"] = {strip_prefixes(n): (None if p.grad is None else self.tensor(p.grad, self.full()))
+                           for n, p in model.named_parameters()}
+        except Exception:
+            if os.environ.get("GM_AUDIT_DEBUG"):
+                import traceback
+
+                traceback.print_exc()
+
+    def after_step(self, optimizer, args, kwargs) -> None:
+        cur = self.cur
+        if cur is None or "grad" not in cur:
+            return
+        model = cur["model"]()
+        if model is not None:
+            cur["update"] = {strip_prefixes(n): self.tensor(p, self.full())
+                             for n, p in model.named_parameters()}
+        self.finish_step()
+
+    def finish_step(self) -> None:
+        """Names for everything recorded by identity; the step joins ``self.steps``."""
+        cur, self.cur = self.cur, None
+        model = cur.get("model") and cur["model"]()
+        if model is None:
+            return
+        names = {id(m): strip_prefixes(n) for n, m in model.named_modules()}
+        wrappers = {id(r()) for r in cur["cands"] if r() is not None
+                    and type(r()).__name__ in WRAPPERS}
+
+        def name_of(mid: int, cls: str, used: dict) -> str:
+            base = names.get(mid, f"<{cls}>")
+            used[base] = used.get(base, 0) + 1
+            return base if used[base] == 1 else f"{base}#{used[base]}"
+
+        classes = {strip_prefixes(n): type(m).__name__ for n, m in model.named_modules()}
+        step = {"index": len(self.steps) + 1, "model": type(model).__name__,
+                "classes": classes if not self.steps else {},
+                "modes": {strip_prefixes(n): cur["modes"][id(m)]
+                          for n, m in model.named_modules() if id(m) in cur["modes"]},
+                "graphs": {}, "features": {}, "masks": cur["masks"], "forward": {},
+                "loss": {"loss": cur["loss"]}, "grad": cur.get("grad"), "update": cur.get("update")}
+        used: dict = {}
+        for mid, facts in cur["graphs"]:
+            step["graphs"][name_of(mid, "module", used)] = facts
+        for mid, key, t in cur["features"]:
+            step["features"][f"{names.get(mid, '<input>')}.{key}".lstrip(".")] = t
+        used = {}
+        for mid, cls, outs in cur["outputs"]:
+            if mid in wrappers:
+                continue
+            name = name_of(mid, cls, used)
+            for key, t in outs:
+                if name == "" and names.get(mid) == "":
+                    step["loss"][f"output{key}"] = t  # the model's own outputs: loss components
+                else:
+                    step["forward"][f"{name}{key}"] = t
+        if not self.steps:
+            step["init"] = self.init.get(cur.get("top"))
+            self.init.clear()
+        self.steps.append(step)
+
+    # -- output --------------------------------------------------------------------------------
+    def write(self) -> None:
+        try:
+            self.save()
+        except Exception as exc:
+            sys.stderr.write("gm-audit diff: snapshot not written: %r\n" % (exc,))
+
+    def save(self) -> None:
+        if self.written or self.torch is None or os.getpid() != self.rec.pid:
+            return
+        self.written = True
+        if self.cur is not None and "loss" in self.cur:
+            self.finish_step()  # a backward without an optimizer step after it
+        doc = {"version": 1, "seed": self.seed, "steps": self.steps}
+        target = os.path.join(self.dir, f"snapshot-{os.getpid()}.pt")
+        tmp = target + ".tmp"
+        self.torch.save(doc, tmp)
+        os.replace(tmp, target)
+
+
+def load(rec) -> "Snapshot | None":
+    """The snapshot mode of this process's recorder, when ``gm-audit diff`` asked for it."""
+    out_dir = os.environ.get(ENV_DIR)
+    if not out_dir:
+        return None
+    try:
+        seed = int(os.environ.get(ENV_SEED, "0"))
+    except ValueError:
+        seed = 0
+    return Snapshot(rec, out_dir, seed)

@@ -1,0 +1,84 @@
+"""One read-only, pre-order traversal of a libcst tree, dispatching to every visitor.
+
+libcst's own ``visit`` rebuilds every node on the way back up (it is built for transformers):
+that reconstruction cost about three times the parse. Linting never replaces nodes, so this walk
+only reads. Children are visited in libcst's own order (read from each node class's
+``_visit_and_replace_children``), so pre-order is source order, as the positions mapping and
+the events' order need; whitespace and punctuation nodes are skipped (no rule looks at them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import re
+from typing import Callable, Iterable
+
+import libcst as cst
+
+from auditor.static.visitor import Visitor
+
+_VISIT_CALL = re.compile(
+    r"visit_(?:required|optional|sequence|sentinel|body_sequence|iterable)\(\s*self,\s*\"(\w+)\""
+)
+# tokens and formatting: never an expression inside
+_TRIVIA = frozenset({"lpar", "rpar", "lbracket", "rbracket", "lbrace", "rbrace", "comma",
+                     "semicolon", "leading_lines", "lines_after_decorators", "header", "footer",
+                     "colon", "equal", "dot", "first_colon", "second_colon", "operator",
+                     "asynchronous", "star", "posonly_ind", "relative", "trailing_comma"})
+_ORDER: dict[type, tuple[str, ...]] = {}
+
+
+def _is_trivia(name: str) -> bool:
+    return name in _TRIVIA or "whitespace" in name
+
+
+def child_fields(node_type: type) -> tuple[str, ...]:
+    """The fields holding child nodes, in the order libcst itself visits them."""
+    order = _ORDER.get(node_type)
+    if order is None:
+        names = [f.name for f in dataclasses.fields(node_type)]
+        method = node_type.__dict__.get("_visit_and_replace_children")
+        if method is not None:
+            try:
+                seen = list(dict.fromkeys(_VISIT_CALL.findall(inspect.getsource(method))))
+            except (OSError, TypeError):
+                seen = []
+            names = seen + [n for n in names if n not in seen]
+        order = tuple(n for n in names if not _is_trivia(n))
+        _ORDER[node_type] = order
+    return order
+
+
+def walk(module: cst.Module, visitors: Iterable[Visitor]) -> None:
+    """Call each visitor's ``visit_<Type>`` before a node's children and ``leave_<Type>`` after,
+    in the order the visitors are given (the engine's collector first)."""
+    visits: dict[str, list[Callable]] = {}
+    for v in visitors:
+        for name, method in v.get_visitors().items():
+            visits.setdefault(name, []).append(method)
+    table: dict[type, tuple[list[Callable], list[Callable]]] = {}
+
+    def handlers(t: type) -> tuple[list[Callable], list[Callable]]:
+        found = table.get(t)
+        if found is None:
+            found = table[t] = (visits.get(f"visit_{t.__name__}", []), visits.get(f"leave_{t.__name__}", []))
+        return found
+
+    def go(node: cst.CSTNode) -> None:
+        t = type(node)
+        enter, leave = handlers(t)
+        for fn in enter:
+            fn(node)
+        for name in child_fields(t):
+            value = getattr(node, name)
+            if isinstance(value, cst.CSTNode):
+                go(value)
+            elif isinstance(value, (tuple, list)):
+                for item in value:
+                    if isinstance(item, cst.CSTNode):
+                        go(item)
+        for fn in leave:
+            fn(node)
+
+    go(module)

@@ -3,9 +3,11 @@
 PYTHON ?= python3.11
 VENV   := .venv
 PY     := $(VENV)/bin/python
+GM     := $(abspath $(VENV))/bin/gm-audit
 STAMP  := $(VENV)/.installed
+DEMO   := build/demo
 
-.PHONY: venv demo test bench clean
+.PHONY: venv demo test browser bench clean
 
 venv: $(STAMP)
 
@@ -15,15 +17,29 @@ $(STAMP): pyproject.toml requirements/constraints.txt requirements/dev.txt
 	$(PY) -m pip install --quiet -c requirements/constraints.txt -r requirements/dev.txt -e .
 	touch $(STAMP)
 
-# gm-audit on the bundled fixture pipeline: the static pass, then the probe on a bug variant.
+# The bundled fixture with one injected bug (a .detach() in a helper module), next to the clean
+# reference: the static check, the probe on the real training command, the diff.
 demo: venv
-	$(VENV)/bin/gm-audit check fixtures/pipeline --exit-zero
+	rm -rf $(DEMO) && mkdir -p $(DEMO)
+	$(PY) fixtures/build.py gm101-bug $(DEMO)/pipeline >/dev/null
+	$(PY) fixtures/build.py clean $(DEMO)/reference >/dev/null
+	cd $(DEMO)/pipeline && $(GM) check . --exit-zero
+	cd $(DEMO)/pipeline && PATH=$(abspath $(VENV))/bin:$$PATH $(GM) probe --exit-zero -- python train.py
+	cd $(DEMO)/pipeline && PATH=$(abspath $(VENV))/bin:$$PATH $(GM) diff --exit-zero \
+	    "python ../reference/minimal.py" "python train.py"
 
-test: venv
-	$(PY) -m pytest
+# The HTML report is tested in a real headless browser: Debian's chromium, installed if missing.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium; }
+
+test: venv browser
+	GM_AUDIT_REQUIRE_BROWSER=1 $(PY) -m pytest
 
 bench: venv
 	$(PY) benchmarks/static_bench.py
+	$(PY) benchmarks/probe_bench.py
 
 clean:
-	rm -rf $(VENV) .gm_audit_cache .pytest_cache
+	rm -rf $(VENV) $(DEMO) .gm_audit_cache .pytest_cache

@@ -212,7 +212,8 @@ def cmd_rules(args: argparse.Namespace) -> int:
     table = Table("code", "name", "severity", "fix", "summary", box=None, header_style="bold")
     for r in rules.values():
         table.add_row(r.code, r.name, r.severity.value, r.fix_safety, r.summary)
-    Console(soft_wrap=False).print(table)
+    # a pipe or file gets full lines, not a table wrapped at 80 columns
+    Console(width=None if sys.stdout.isatty() else 200).print(table)
     return EXIT_CLEAN
 
 

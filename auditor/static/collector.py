@@ -251,7 +251,7 @@ class FactCollector(Visitor):
 
     # -- statements ------------------------------------------------------------------------------
     def _enter_statement(self, node: AssignLike, targets: list[str]) -> None:
-        self.statement = (targets, self.ctx.line_text(self.ctx.span(node).line))
+        self.statement = (targets, self.ctx.code(node))  # sliced from the source: cheap
         value = node.value
         if value is not None:
             kind = "augassign" if isinstance(node, cst.AugAssign) else "assign"
@@ -325,7 +325,7 @@ class FactCollector(Visitor):
                 context=context,
                 loop_ids=list(self.loops),
                 branch=self.branches[-1] if self.branches else None,
-                text=text or self.ctx.line_text(span.line),
+                text=text or (self.ctx.line_text(span.line) if kind == "with" else self.ctx.code(node)),
                 **data,  # type: ignore[arg-type]
             )
         )

@@ -15,7 +15,7 @@ from typing import Callable, Optional, Sequence
 from auditor import __version__
 from auditor.config import Config, ConfigError, load_config
 from auditor.findings import Severity
-from auditor.registry import UnknownRule, all_rules, select
+from auditor.registry import RUNTIME_CHECKS, UnknownRule, all_rules, select
 from auditor.reports import FORMATS, Report, render, write_atomic
 
 COMMANDS = ("check", "probe", "diff", "rules", "explain")
@@ -196,35 +196,46 @@ def cmd_check(args: argparse.Namespace) -> int:
     return emit(report, args, fail_on)
 
 
+def rule_rows() -> list[dict[str, str]]:
+    """Every code: the rules, then the probe-only runtime checks."""
+    rows = [{"code": r.code, "name": r.name, "severity": r.severity.value, "summary": r.summary,
+             "fix": r.fix_safety} for r in all_rules().values()]
+    rows += [{"code": code, "name": name, "severity": sev.value, "summary": f"{summary} (probe only)",
+              "fix": "none"} for code, (name, sev, summary) in RUNTIME_CHECKS.items()]
+    return rows
+
+
 def cmd_rules(args: argparse.Namespace) -> int:
-    rules = all_rules()
     if args.format == "json":
         import json
 
-        print(json.dumps([
-            {"code": r.code, "name": r.name, "severity": r.severity.value,
-             "summary": r.summary, "fix": r.fix_safety} for r in rules.values()
-        ], indent=2))
+        print(json.dumps(rule_rows(), indent=2))
         return EXIT_CLEAN
     from rich.console import Console
     from rich.table import Table
 
     table = Table("code", "name", "severity", "fix", "summary", box=None, header_style="bold")
-    for r in rules.values():
-        table.add_row(r.code, r.name, r.severity.value, r.fix_safety, r.summary)
+    for row in rule_rows():
+        table.add_row(row["code"], row["name"], row["severity"], row["fix"], row["summary"])
     # a pipe or file gets full lines, not a table wrapped at 80 columns
     Console(width=None if sys.stdout.isatty() else 200).print(table)
     return EXIT_CLEAN
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    rule = all_rules().get(args.code.strip().upper())
-    if rule is None:
+    code = args.code.strip().upper()
+    rule = all_rules().get(code)
+    if rule is not None:
+        text = f"# {rule.code} {rule.name} ({rule.severity.value})\n\n{rule.summary}\n\n{rule.doc.strip()}\n"
+    elif code in RUNTIME_CHECKS:
+        name, severity, summary = RUNTIME_CHECKS[code]
+        text = (f"# {code} {name} ({severity.value})\n\n{summary}.\n\nA check of the probe "
+                "(`gm-audit probe`) on the run itself: there is no static pattern to report.\n")
+    else:
         raise UsageError(f"unknown rule {args.code!r} (see `gm-audit rules`)")
     from rich.console import Console
     from rich.markdown import Markdown
 
-    text = f"# {rule.code} {rule.name} ({rule.severity.value})\n\n{rule.summary}\n\n{rule.doc.strip()}\n"
     if sys.stdout.isatty():
         Console().print(Markdown(text))
     else:

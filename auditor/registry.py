@@ -8,10 +8,24 @@ import re
 from functools import lru_cache
 from typing import Iterable
 
+from auditor.findings import Severity
 from auditor.rule import Rule
 
 CODE_RE = re.compile(r"^GM\d{3}$")
 PARSE_ERROR = "GM000"
+
+# Checks the probe makes on the run itself, with no static pattern to match (so no rule file):
+# code -> (name, severity, summary). Selected and ignored like rules.
+RUNTIME_CHECKS: dict[str, tuple[str, Severity, str]] = {
+    "GM701": ("non-finite-values", Severity.ERROR,
+              "non-finite loss or gradients (names the first module whose output went non-finite)"),
+    "GM702": ("prediction-collapse", Severity.WARNING,
+              "the prediction collapsed to a near-constant (spread across nodes far below the target's)"),
+    "GM703": ("direction-not-unit-length", Severity.INFO,
+              "predicted normals/tangents far from unit length: a scale-free loss lets them drift"),
+    "GM704": ("prediction-scale", Severity.WARNING,
+              "prediction scale far from the target's under a scale-sensitive loss"),
+}
 
 
 class UnknownRule(ValueError):
@@ -34,7 +48,7 @@ def all_rules() -> dict[str, type[Rule]]:
 
 def expand(selectors: Iterable[str]) -> set[str]:
     """Ruff-style selectors: ``ALL``, a code (``GM101``) or a prefix (``GM1``, ``GM10``)."""
-    codes = set(all_rules())
+    codes = set(all_rules()) | set(RUNTIME_CHECKS)
     out: set[str] = set()
     for sel in selectors:
         sel = sel.strip().upper()
@@ -53,4 +67,10 @@ def expand(selectors: Iterable[str]) -> set[str]:
 def select(select: Iterable[str] | None, ignore: Iterable[str]) -> list[type[Rule]]:
     chosen = expand(select) if select else set(all_rules())
     chosen -= expand(ignore)
-    return [all_rules()[c] for c in sorted(chosen)]
+    return [all_rules()[c] for c in sorted(chosen) if c in all_rules()]
+
+
+def select_runtime_checks(select: Iterable[str] | None, ignore: Iterable[str]) -> set[str]:
+    """The probe-only checks (GM7xx) a selection keeps."""
+    chosen = expand(select) if select else set(RUNTIME_CHECKS)
+    return (chosen - expand(ignore)) & set(RUNTIME_CHECKS)

@@ -15,7 +15,7 @@ loss       a loss call with ``reduction='sum'`` (GM401); a low-precision loss (G
 grad       frozen parameters (GM103); a user ``.detach()``/``.data`` (GM101); a
            ``no_grad``/``set_grad_enabled``/``inference_mode`` region (GM102); gradients of
            several steps accumulated without ``zero_grad`` (GM104)
-update     trained parameters in no optimizer, or an optimizer over other ones (GM105)
+update     BatchNorm running statistics (GM202); trained parameters in no optimizer, or an optimizer over other ones (GM105)
 =========  ==========================================================================
 
 The location is then refined with the static pass: a static finding of the chosen rule whose
@@ -147,6 +147,8 @@ def explain(stage: str, item: Item, ref: Evidence, cand: Evidence, ref_snap: dic
                                                   "gradients accumulate")
         return Cause(None, why="the gradients differ")
     if stage == "update":
+        if item.name.rsplit(".", 1)[-1] in ("running_mean", "running_var", "num_batches_tracked"):
+            return Cause("GM202", why="BatchNorm running statistics updated differently")
         for o in cand.optimizers:
             if o.missing_model_params or o.foreign_params:
                 return Cause("GM105", o.path, o.line, "the optimizer does not hold the trained "
@@ -159,7 +161,8 @@ def refine(cause: Cause, static: Sequence[Finding], ref: Evidence, cand: Evidenc
     """The static finding of the same rule that ran in the candidate only, when there is one."""
     if cause.rule is None:
         return cause
-    ran = [f for f in static if f.rule == cause.rule
+    rules = ("GM502", "GM503") if cause.rule in ("GM502", "GM503") else (cause.rule,)
+    ran = [f for f in static if f.rule in rules
            and cand.ran(f.path, f.line, f.end_line) and not ref.ran(f.path, f.line, f.end_line)]
     if not ran:
         return cause
@@ -170,4 +173,4 @@ def refine(cause: Cause, static: Sequence[Finding], ref: Evidence, cand: Evidenc
         near = [f for f in ran if f.path == cause.path]
         ran = near or ran
     f = ran[0]
-    return Cause(cause.rule, f.path, f.line, cause.why or f.message)
+    return Cause(f.rule, f.path, f.line, cause.why or f.message)

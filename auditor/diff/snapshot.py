@@ -14,7 +14,7 @@ of the step budget, by object identity:
 * ``forward``: the outputs of every module,
 * ``loss``: the backpropagated tensor, and the root model's scalar outputs (loss components),
 * ``grad``: ``.grad`` of every parameter after the backward,
-* ``update``: the parameters after the first ``optimizer.step()`` that follows it.
+* ``update``: the parameters (and buffers) after the first ``optimizer.step()`` that follows it.
 
 Names are resolved at the backward, once the trained model is known: the top-level module (found
 in the user's frames) whose parameters the loss's autograd graph reaches most, unwrapped from
@@ -104,7 +104,9 @@ class Snapshot:
         def randperm_wrapper(original):
             def randperm(*args, **kwargs):
                 out = original(*args, **kwargs)
-                if not rec.tls.busy and rec.direct_user_caller(2) is not None:
+                # training masks only: an evaluation in between samples its own under no_grad
+                if not rec.tls.busy and torch.is_grad_enabled() \
+                        and rec.direct_user_caller(2) is not None:
                     rec.guarded(snap.note_mask)(out)
                 return out
             return randperm
@@ -325,6 +327,9 @@ class Snapshot:
         if model is not None:
             cur["update"] = {strip_prefixes(n): self.tensor(p, self.full())
                              for n, p in model.named_parameters()}
+            # buffers after the step: BatchNorm running statistics the forward updated (or not)
+            cur["update"].update({strip_prefixes(n): self.tensor(b, self.full())
+                                  for n, b in model.named_buffers() if b is not None})
         self.finish_step()
 
     def finish_step(self) -> None:

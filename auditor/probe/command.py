@@ -16,6 +16,7 @@ from auditor.findings import Finding, Severity
 from auditor.probe.evidence import Evidence
 from auditor.probe.launch import RunOutcome, prepare, run_command
 from auditor.probe.verdicts import decide, gradient_flow, runtime_findings
+from auditor.registry import select_runtime_checks
 from auditor.reports import Report
 
 DEFAULT_MAX_STEPS = 20
@@ -168,7 +169,8 @@ def run_probe_command(args: argparse.Namespace, config: Config, rules: list, fai
     notes = list(evidence.notes)
     by_code = {r.code: r for r in rules}
     findings = decide(static.findings, evidence, by_code, notes)
-    findings += runtime_findings(evidence, findings, by_code)
+    checks = select_runtime_checks(args.select or config.select, [*config.ignore, *args.ignore])
+    findings += runtime_findings(evidence, findings, by_code, checks)
     findings.sort(key=Finding.sort_key)
     flow = gradient_flow(evidence)
     summary = describe(stopped, run, opts)

@@ -19,8 +19,8 @@ GM302      DistributedDataParallel built without a process group or in a world o
 GM501      a graph entering the model with nodes carrying more than one self loop
 =========  ==============================================================================
 
-and four codes of the probe's own, outside the static catalogue (they have no static check, so
-they cannot be selected or ignored, and are always reported):
+and four codes of the probe's own, outside the static catalogue (no static check; listed in
+``auditor.registry.RUNTIME_CHECKS``, selected and ignored like rules):
 
 =========  ==============================================================================
 GM701      non-finite loss or gradients (names the first module whose output went non-finite)
@@ -41,14 +41,9 @@ from typing import Iterable, Optional, Sequence
 
 from auditor.findings import Finding, Severity, Status
 from auditor.probe.evidence import Evidence, StepFacts
+from auditor.registry import RUNTIME_CHECKS
 from auditor.rule import Rule, Verdict
 
-RUNTIME_RULES = {
-    "GM701": ("non-finite-values", Severity.ERROR),
-    "GM702": ("prediction-collapse", Severity.WARNING),
-    "GM703": ("direction-not-unit-length", Severity.INFO),
-    "GM704": ("prediction-scale", Severity.WARNING),
-}
 COLLAPSE_RATIO = 1e-3
 SCALE_RATIO = 10.0
 UNIT_TOLERANCE = 0.5  # |mean norm - 1| above this: "far from unit length"
@@ -94,15 +89,18 @@ def _finding(code: str, name: str, severity: Severity, path: str, line: int, mes
 
 
 def runtime_findings(evidence: Evidence, static: Sequence[Finding],
-                     rules: dict[str, type[Rule]]) -> list[Finding]:
+                     rules: dict[str, type[Rule]],
+                     checks: Optional[set[str]] = None) -> list[Finding]:
+    """Problems the run shows by itself; ``checks``: the probe-only codes selected (default all)."""
+    checks = set(RUNTIME_CHECKS) if checks is None else checks
     confirmed = {f.rule for f in static if f.status == Status.CONFIRMED}
     found: list[Finding] = []
 
     def add(code: str, path: str, line: int, message: str, fix: str, ev: list[str]) -> None:
         if code in confirmed:
             return
-        if code in RUNTIME_RULES:
-            name, severity = RUNTIME_RULES[code]
+        if code in checks:
+            name, severity, _ = RUNTIME_CHECKS[code]
         elif code in rules:
             name, severity = rules[code].name, rules[code].severity
         else:

@@ -19,7 +19,10 @@ from auditor.probe.verdicts import decide, gradient_flow, runtime_findings
 from auditor.registry import select_runtime_checks
 from auditor.reports import Report
 
-DEFAULT_MAX_STEPS = 20
+# auto mode stops as soon as every finding is decided; the cap matters only for findings whose
+# code runs late (a validation every few epochs), so it is generous: a step is cheap next to
+# what the user pays for a wrong answer
+DEFAULT_MAX_STEPS = 300
 DEFAULT_TIMEOUT_S = 300.0
 EXIT_ERROR = 2
 

@@ -18,16 +18,31 @@ from typing import Any, Iterable
 from auditor import __version__
 
 CACHE_DIR = ".gm_audit_cache"
+KEEP = 4  # cache files kept side by side
 
 
 def content_digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
+def engine_fingerprint() -> str:
+    """Size and mtime of the analyser's own sources (the engine and every rule): results made by
+    other code are never reused, even within one version (a rule being edited, say)."""
+    from auditor import rules
+
+    folders = [Path(__file__).parent, *map(Path, rules.__path__)]
+    stamp = []
+    for folder in folders:
+        for path in sorted(folder.glob("*.py")):
+            st = path.stat()
+            stamp.append(f"{path.name}:{st.st_size}:{st.st_mtime_ns}")
+    return hashlib.blake2b("|".join(stamp).encode(), digest_size=8).hexdigest()
+
+
 class Cache:
     def __init__(self, root: Path, codes: Iterable[str], enabled: bool = True) -> None:
         key = hashlib.blake2b(
-            f"{__version__}|{sys.version_info[:2]}|{','.join(sorted(codes))}".encode(),
+            f"{__version__}|{sys.version_info[:2]}|{','.join(sorted(codes))}|{engine_fingerprint()}".encode(),
             digest_size=8,
         ).hexdigest()
         self.path = root / CACHE_DIR / f"check-{key}.pickle"
@@ -62,5 +77,10 @@ class Cache:
             with os.fdopen(fd, "wb") as fh:
                 pickle.dump(self.entries, fh, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(tmp, self.path)
+            # other keys (older engines, other selections): keep the few most recent
+            others = sorted(self.path.parent.glob("check-*.pickle"),
+                            key=lambda p: p.stat().st_mtime, reverse=True)
+            for stale in others[KEEP:]:
+                stale.unlink(missing_ok=True)
         except OSError:
             pass  # a read-only tree still gets its report; only the next run is slower

@@ -190,6 +190,73 @@ review that the value was not meant to be a frozen target.
             "    loss = Checkpoint.apply(model, x).sum()\n"
             "    loss.backward()\n"
         ),
+        # linear probe: a frozen encoder's embeddings made once, a fresh head trained on them
+        # for many epochs (without the cut the second backward would fail)
+        Valid({
+            "probe.py": (
+                "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
+                "class Head(nn.Module):\n"
+                "    def __init__(self, d, k):\n"
+                "        super().__init__()\n"
+                "        self.lin = nn.Linear(d, k)\n"
+                "    def forward(self, g, h):\n"
+                "        return self.lin(h)\n"
+                "def fit_head(head, feats, labels, opt, epochs):\n"
+                "    for _ in range(epochs):\n"
+                "        head.train()\n"
+                "        loss = F.cross_entropy(head(None, feats), labels)\n"
+                "        opt.zero_grad()\n"
+                "        loss.backward()\n"
+                "        opt.step()\n"
+                "def probe(pretrained, g, x, labels, n_classes):\n"
+                "    pretrained.eval()\n"
+                "    with torch.no_grad():\n"
+                "        feats = pretrained.encode(g, x)\n"
+                "    head = Head(feats.shape[1], n_classes)\n"
+                "    fit_head(head, feats, labels, torch.optim.SGD(head.parameters(), lr=0.1), 50)\n"
+            ),
+            "main.py": (
+                "import torch.nn as nn\nfrom probe import probe\n"
+                "class Encoder(nn.Module):\n"
+                "    def __init__(self):\n"
+                "        super().__init__()\n"
+                "        self.lin = nn.Linear(4, 4)\n"
+                "    def encode(self, g, x):\n"
+                "        return self.lin(x)\n"
+                "def main(g, x, labels):\n"
+                "    enc = Encoder()\n"
+                "    probe(enc, g, x, labels, 3)\n"
+            ),
+        }),
+        Valid(
+            "import torch\nimport torch.nn.functional as F\n"
+            "def run(backbone, head, x, y, steps):\n"
+            "    z = backbone(x).detach()\n"
+            "    opt = torch.optim.Adam(head.parameters())\n"
+            "    for _ in range(steps):\n"
+            "        opt.zero_grad()\n"
+            "        loss = F.mse_loss(head(z), y)\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+        ),
+        # a target built by two frozen modules, both inside the no_grad block
+        Valid(
+            "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
+            "class Student(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.body, self.proj = nn.Linear(6, 6), nn.Linear(6, 3)\n"
+            "        self.body_t, self.proj_t = nn.Linear(6, 6), nn.Linear(6, 3)\n"
+            "    def forward(self, x):\n"
+            "        with torch.no_grad():\n"
+            "            t = self.body_t(x)\n"
+            "            t = self.proj_t(t)\n"
+            "        return F.mse_loss(self.proj(self.body(x)), t)\n"
+            "def train(model, x, opt):\n"
+            "    loss = model(x)\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+        ),
     ]
     INVALID = [
         # the GraphMAE bug: the encoder's embedding detached before the decoder
@@ -374,9 +441,10 @@ review that the value was not meant to be a frozen target.
             flow = df.flows_from(project, fn, call)
         else:
             flow = df.flows_from_statement(project, fn, stmt)
-        if not flow.sinks or _is_target(project, flow, inner, call, receiver, origin):
+        live = [s for s in flow.sinks if not _reused_across_steps(project, fn, stmt, s)]
+        if not live or _is_target(project, flow, inner, call, receiver, origin):
             return None
-        sink = flow.sinks[0]
+        sink = live[0]
         message = (
             f"{what} cuts the gradient of {origin.what} ({origin.where}), and the value flows into "
             f"the loss backpropagated at {sink.where}: the parameters that produced it get no "
@@ -430,6 +498,21 @@ review that the value was not meant to be a frozen target.
         return None
 
 
+def _reused_across_steps(project: Project, fn: FunctionInfo, stmt: df.Statement,
+                         sink: df.Sink) -> bool:
+    """The cut value is made once and then backpropagated through at every iteration of a loop
+    it was not made in (embeddings of a frozen encoder fed to a probe trained for many epochs).
+    Without the cut the second backward would fail (the graph is freed after the first), so
+    the cut is what makes the code run: the value is a fixed input, not a prediction."""
+    if not sink.event.loop_ids or "retain_graph" in sink.event.text:
+        return False
+    if sink.fn is fn:
+        return bool(set(sink.event.loop_ids) - set(stmt.head.loop_ids))
+    # handed down to a function that trains on it in its own loop (not returned up to a loop)
+    return (sink.fn.qualname in project.reachable_from(fn.qualname)
+            and fn.qualname not in project.reachable_from(sink.fn.qualname))
+
+
 def _is_target(project: Project, flow: df.Flow, inner: list[Event], cut: Optional[Event],
                receiver: str, origin: df.Origin) -> bool:
     """Decide, walking the flow in order, whether the cut value first meets a prediction that
@@ -441,6 +524,8 @@ def _is_target(project: Project, flow: df.Flow, inner: list[Event], cut: Optiona
         excluded = {id(c) for c in inner}
         if cut is not None:
             excluded.add(id(cut))
+        if _under_no_grad(stmt.head.context):
+            continue  # still inside the gradient-free region (a target built by a frozen head)
         callee_names = stmt.callee_names()
         for call in stmt.calls:
             if id(call) in excluded or not df.is_module_output(project, fn, call):

@@ -187,6 +187,26 @@ checkpoint off changes what the run starts from; both change results on purpose.
                 "        loss = model(g)\n"
                 "        loss.backward()\n",
         }),
+        # the encoder's best checkpoint restored after its own training; what trains next is a
+        # probe with its own optimizer, on the encoder's detached output
+        Valid(
+            "import torch\nimport torch.nn.functional as F\n"
+            "def main(enc, head, x, y, epochs):\n"
+            "    opt = torch.optim.Adam(enc.parameters())\n"
+            "    for _ in range(epochs):\n"
+            "        opt.zero_grad()\n"
+            "        enc(x).pow(2).mean().backward()\n"
+            "        opt.step()\n"
+            "        torch.save(enc.state_dict(), 'best.pt')\n"
+            "    head_opt = torch.optim.Adam(head.parameters())\n"
+            "    enc.load_state_dict(torch.load('best.pt', weights_only=True))\n"
+            "    z = enc(x).detach()\n"
+            "    for _ in range(epochs):\n"
+            "        head_opt.zero_grad()\n"
+            "        loss = F.cross_entropy(head(z), y)\n"
+            "        loss.backward()\n"
+            "        head_opt.step()\n"
+        ),
     ]
     INVALID = [
         Invalid(

@@ -112,13 +112,31 @@ def forward_use(event: Event, tracked: str) -> bool:
     return func.startswith(tracked + ".") and event.method not in NOT_FORWARD
 
 
-def optimises_other(fn: FunctionInfo, tracked: Optional[str]) -> bool:
+def _stepped_here(fn: FunctionInfo, built: list[Event], backward: Event) -> list[Event]:
+    """Of the optimizers ``fn`` builds, those stepped in the loop of ``backward`` (a script
+    that first trains an encoder, then a probe on its embeddings, builds both in one
+    function: only the optimizer stepped after this backward is trained by it)."""
+    if not backward.loop_ids:
+        return built
+    inner = backward.loop_ids[-1]
+    stepped = {e.receiver for e in fn.events
+               if e.kind == "call" and e.method == "step" and inner in e.loop_ids}
+    out = [b for b in built if any(
+        a.kind == "assign" and set(a.targets) & stepped
+        and a.span.line <= b.span.line <= a.span.end_line for a in fn.events)]
+    return out or built
+
+
+def optimises_other(fn: FunctionInfo, tracked: Optional[str],
+                    backward: Optional[Event] = None) -> bool:
     """``fn`` builds its own optimizer over something other than the tracked module (an
     explainer optimising masks through a frozen model): its backward does not train it."""
     if not tracked:
         return False
     built = [e for e in fn.events if e.kind == "call" and e.func.startswith("torch.optim.")
              and not e.func.startswith("torch.optim.lr_scheduler")]
+    if backward is not None:
+        built = _stepped_here(fn, built, backward)
     if not built:
         return False
     root = tracked.split(".")[0] if not tracked.startswith("self.") else tracked
@@ -137,7 +155,7 @@ def training_visitor(step: "Step", forwarded: Hashable) -> tuple[Optional[str], 
     gradients on the same path (a frozen teacher run under no_grad never counts)."""
     event, tracked = step.event, step.tracked
     if is_backward(event):
-        trains = forwarded and not step.no_grad and not optimises_other(step.fn, tracked)
+        trains = forwarded and not step.no_grad and not optimises_other(step.fn, tracked, event)
         return (TRAINED, forwarded) if trains else (None, forwarded)
     if tracked and not step.no_grad and not step.resolved and forward_use(event, tracked):
         return None, True

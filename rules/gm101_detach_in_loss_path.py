@@ -195,24 +195,16 @@ review that the value was not meant to be a frozen target.
         Valid({
             "probe.py": (
                 "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
-                "class Head(nn.Module):\n"
-                "    def __init__(self, d, k):\n"
-                "        super().__init__()\n"
-                "        self.lin = nn.Linear(d, k)\n"
-                "    def forward(self, g, h):\n"
-                "        return self.lin(h)\n"
                 "def fit_head(head, feats, labels, opt, epochs):\n"
                 "    for _ in range(epochs):\n"
-                "        head.train()\n"
-                "        loss = F.cross_entropy(head(None, feats), labels)\n"
                 "        opt.zero_grad()\n"
-                "        loss.backward()\n"
+                "        F.cross_entropy(head(feats), labels).backward()\n"
                 "        opt.step()\n"
                 "def probe(pretrained, g, x, labels, n_classes):\n"
                 "    pretrained.eval()\n"
                 "    with torch.no_grad():\n"
                 "        feats = pretrained.encode(g, x)\n"
-                "    head = Head(feats.shape[1], n_classes)\n"
+                "    head = nn.Linear(feats.shape[1], n_classes)\n"
                 "    fit_head(head, feats, labels, torch.optim.SGD(head.parameters(), lr=0.1), 50)\n"
             ),
             "main.py": (

@@ -174,3 +174,35 @@ def test_static_path_never_imports_torch_or_dgl(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
     assert out.stdout.strip().endswith("HEAVY="), out.stdout + out.stderr
+
+
+def test_warm_cache_still_sees_cross_file_changes(tmp_path, cli):
+    """utils.py is unchanged (served from the cache) but its finding depends on train.py."""
+    write(tmp_path, "utils.py", """
+        def evaluate(model, loader):
+            model.eval()
+            for g in loader:
+                model(g)
+    """)
+    train = """
+        from utils import evaluate
+
+
+        def train(model, opt, loader):
+            for epoch in range(3):
+                for g in loader:
+                    loss = model(g)
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+                evaluate(model, loader){restore}
+    """
+    write(tmp_path, "train.py", train.format(restore=""))
+    first = as_json(cli("--format", "json", ".", cwd=tmp_path))["findings"]
+    assert [(f["rule"], f["path"], f["line"]) for f in first] == [("GM201", "utils.py", 3)]
+    write(tmp_path, "train.py", train.format(restore="\n                model.train()"))
+    assert as_json(cli("--format", "json", ".", cwd=tmp_path))["findings"] == []
+    write(tmp_path, "train.py", train.format(restore=""))
+    again = as_json(cli("--format", "json", ".", cwd=tmp_path))["findings"]
+    assert [(f["rule"], f["path"], f["line"]) for f in again] == [("GM201", "utils.py", 3)]
+    assert list((tmp_path / ".gm_audit_cache").glob("check-*.pickle"))  # the cache was used

@@ -245,7 +245,6 @@ parameters only).
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
         t = Training.of(project)
-        seen: set[tuple[str, int, int]] = set()
         for fn, i in t.backward_sites():
             where = f"{fn.path}:{fn.events[i].span.line}"
             for sfn, j in t.loss_slice(fn, i):
@@ -266,10 +265,6 @@ parameters only).
                     span = sfn.events[off].span
                     what = f"`{sfn.events[off].func}(...)`"
                     callee = event.func
-                key = (sfn.path, span.line, span.column)
-                if key in seen:
-                    continue
-                seen.add(key)
                 yield cls.make_finding(
                     sfn.path, span,
                     f"{what} disables gradients around `{callee}`, whose output feeds the loss "

@@ -216,15 +216,10 @@ purpose.
 
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
-        seen: set[tuple[str, int, int]] = set()
         for loop in Training.of(project).training_loops():
             where = f"{loop.fn.path}:{min(e.span.line for e in loop.fn.events if loop.loop_id in e.loop_ids)}"
             for action, message, fix in cls._problems(loop, where):
-                span = action.event.span
-                key = (action.fn.path, span.line, span.column)
-                if key not in seen:
-                    seen.add(key)
-                    yield cls.make_finding(action.fn.path, span, message, fix)
+                yield cls.make_finding(action.fn.path, action.event.span, message, fix)
 
     @classmethod
     def _problems(cls, loop: TrainingLoop, where: str) -> Iterable[tuple[Action, str, str]]:

@@ -193,12 +193,7 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
         t = Training.of(project)
-        seen: set[tuple[str, int, int]] = set()
-        for finding in [*cls._stale_instances(t), *cls._replaced_parts(t)]:
-            key = (finding.path, finding.line, finding.column)
-            if key not in seen:
-                seen.add(key)
-                yield finding
+        return [*cls._stale_instances(t), *cls._replaced_parts(t)]
 
     @classmethod
     def _optimizer_builds(cls, t: Training, fn: FunctionInfo, i: int, receiver: str

@@ -201,16 +201,10 @@ automatically because a tensor total may be used later on purpose.
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
         t = Training.of(project)
-        seen: set[tuple[str, int, int]] = set()
         for loop in t.training_loops():
             for i, acc, value in cls._accumulations(t, loop):
-                event = loop.fn.events[i]
-                key = (loop.fn.path, event.span.line, event.span.column)
-                if key in seen:
-                    continue
-                seen.add(key)
                 yield cls.make_finding(
-                    loop.fn.path, event.span,
+                    loop.fn.path, loop.fn.events[i].span,
                     f"`{acc}` accumulates `{value}` across training steps with its autograd "
                     f"graph: every step's activations stay in memory until `{acc}` is dropped",
                     fix=f"accumulate `{value}.item()` (or `{value}.detach()`)",

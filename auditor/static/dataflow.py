@@ -292,12 +292,7 @@ def sinks(project: Project) -> list[Sink]:
     out = []
     for fn in list(project.functions.values()):
         for stmt in statements(fn):
-            for call in stmt.calls:
-                sink = sink_of(fn, call)
-                if sink is not None:
-                    out.append(sink)
-            if stmt.kind == "return" and fn.name == "training_step":
-                out.append(Sink(fn, stmt.head, "training_step", True))
+            out += _sinks_in(fn, stmt, stmt.calls)
     return out
 
 

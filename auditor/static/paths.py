@@ -169,7 +169,7 @@ def trains_after(project: Project, fn: FunctionInfo, index: int,
     return next((o for o in outcomes if o.verdict == TRAINED and o.step is not None), None)
 
 
-def _bindings(event: Event, callee: FunctionInfo) -> list[tuple[str, str]]:
+def bindings(event: Event, callee: FunctionInfo) -> list[tuple[str, str]]:
     """(parameter, argument text) pairs of a call event bound to ``callee``'s parameters."""
     params = list(callee.params)
     pairs: list[tuple[str, str]] = []
@@ -185,6 +185,16 @@ def _bindings(event: Event, callee: FunctionInfo) -> list[tuple[str, str]]:
     pairs += list(zip(params, positional))
     pairs += [(k, v) for k, v in event.kwargs.items() if k in callee.params]
     return pairs
+
+
+def rebase_across(event: Event, callee: FunctionInfo, name: str, into: bool) -> Optional[str]:
+    """``name`` re-rooted across the call ``event`` of ``callee``: from an argument to its
+    parameter (``into`` the callee) or from a parameter back to the caller's argument."""
+    for param, arg in bindings(event, callee):
+        mapped = rebase(name, arg, param) if into else rebase(name, param, arg)
+        if mapped is not None:
+            return mapped
+    return None
 
 
 def call_sites_of(project: Project, fn: FunctionInfo) -> list[tuple[FunctionInfo, int]]:
@@ -223,10 +233,9 @@ class PathSearch:
                  tracked: Optional[str]) -> Optional[str]:
         if tracked is None:
             return None
-        for param, arg in _bindings(event, callee):
-            mapped = rebase(tracked, arg, param)
-            if mapped is not None:
-                return mapped
+        mapped = rebase_across(event, callee, tracked, into=True)
+        if mapped is not None:
+            return mapped
         if event.receiver and event.method and callee.class_name:
             return self.attribute_alias(caller, event.receiver, callee.class_name, tracked,
                                         event.span.line)
@@ -242,7 +251,7 @@ class PathSearch:
         init = self.project.function(f"{class_name}.__init__")
         if ctor is None or init is None:
             return None
-        for param, arg in _bindings(ctor, init):
+        for param, arg in bindings(ctor, init):
             inner = rebase(tracked, arg, param)
             if inner is None:
                 continue
@@ -255,11 +264,7 @@ class PathSearch:
     def map_up(self, callee: FunctionInfo, event: Event, tracked: Optional[str]) -> Optional[str]:
         if tracked is None:
             return None
-        for param, arg in _bindings(event, callee):
-            mapped = rebase(tracked, param, arg)
-            if mapped is not None:
-                return mapped
-        return None
+        return rebase_across(event, callee, tracked, into=False)
 
     def callers(self, fn: FunctionInfo) -> list[tuple[FunctionInfo, int]]:
         return call_sites_of(self.project, fn)

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from auditor.static.facts import Event, FunctionInfo, Span
-from auditor.static.paths import NO_GRAD_CONTEXTS, _bindings
+from auditor.static.paths import NO_GRAD_CONTEXTS, bindings, rebase
 from auditor.static.project import Project
 
 Site = tuple[FunctionInfo, int]
@@ -445,9 +445,10 @@ class Training:
             for k, e in enumerate(caller.events):
                 if id(e) not in sites:
                     continue
-                for param, arg in _bindings(e, fn):
-                    if expr == param or expr.startswith(param + "."):
-                        out += self.origins(caller, arg + expr[len(param):], k, depth + 1)
+                for param, arg in bindings(e, fn):
+                    outer = rebase(expr, param, arg)
+                    if outer is not None:
+                        out += self.origins(caller, outer, k, depth + 1)
         return out or [Origin("unknown")]
 
     # -- optimizers ----------------------------------------------------------------------------

@@ -11,6 +11,44 @@ from auditor.static.context import MODULE_SCOPE
 from auditor.static.facts import Event, FileFacts, FunctionInfo
 
 
+def module_aliases(files: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """Other names the same module is imported by: ``graphmae/utils.py`` in a folder without
+    ``__init__.py`` is ``utils`` to a script beside it and ``graphmae.utils`` to one at the
+    root (an implicit namespace package). Path-derived dotted name -> the module's own name;
+    a name that is another file's own name is never an alias."""
+    files = list(files)
+    own = {module for _, module in files}
+    aliases: dict[str, str] = {}
+    for path, module in files:
+        if path.startswith("../") or not path.endswith(".py"):
+            continue
+        dotted = path[:-3].removesuffix("/__init__").replace("/", ".")
+        if dotted != module and dotted not in own:
+            aliases[dotted] = module
+    return aliases
+
+
+def canonicalise(facts: FileFacts, aliases: dict[str, str]) -> None:
+    """Rewrite imported names that reach a module by an alias to its own name (in place)."""
+
+    def canon(name: str) -> str:
+        parts = name.split(".")
+        for i in range(len(parts) - 1, 0, -1):
+            target = aliases.get(".".join(parts[:i]))
+            if target is not None:
+                return ".".join([target, *parts[i:]])
+        return aliases.get(name, name)
+
+    facts.imports = {alias: canon(q) for alias, q in facts.imports.items()}
+    for cls in facts.classes.values():
+        cls.bases = [canon(b) for b in cls.bases]
+    for fn in facts.functions.values():
+        fn.decorators = [canon(d) for d in fn.decorators]
+        for event in fn.events:
+            if event.kind == "call":
+                event.func = canon(event.func)
+
+
 class Project:
     """Functions by qualified name, classes, rule facts, and a call graph (networkx DiGraph).
 
@@ -42,6 +80,10 @@ class Project:
         self._constructed: dict[str, dict[str, list[tuple[int, str]]]] = {}
         self._not_skipped: set[str] = set()
         self.graph: nx.DiGraph = nx.DiGraph()
+        files = list(files)
+        self._aliases = module_aliases(
+            [(f.path, f.module) for f in files] + [(p, m) for m, p in self._skipped.items()]
+        )
         for facts in files:
             self._add(facts)
         # Linking never loads skipped files (that would analyse half the tree for nothing);
@@ -52,6 +94,8 @@ class Project:
 
     # -- building --------------------------------------------------------------------------------
     def _add(self, facts: FileFacts) -> None:
+        if self._aliases:
+            canonicalise(facts, self._aliases)
         self._generation += 1
         self.files[facts.path] = facts
         self.modules[facts.module] = facts

@@ -1,0 +1,46 @@
+"""The project graph resolves calls the way Python imports them."""
+
+from auditor.registry import all_rules
+from auditor.testing import check_code
+
+NAMESPACE_LAYOUT = {
+    # no __init__.py: `graphmae` is an implicit namespace package to a script at the root
+    "graphmae/evaluation.py": (
+        "def evaluate(model, loader):\n"
+        "    model.eval()\n"
+        "    for g in loader:\n"
+        "        model(g)\n"
+    ),
+    "main.py": (
+        "from graphmae.evaluation import evaluate\n"
+        "\n"
+        "def train(model, opt, loader):\n"
+        "    for epoch in range(3):\n"
+        "        for g in loader:\n"
+        "            loss = model(g)\n"
+        "            opt.zero_grad()\n"
+        "            loss.backward()\n"
+        "            opt.step()\n"
+        "        evaluate(model, loader)\n"
+    ),
+}
+
+
+def test_imports_through_a_namespace_package_resolve():
+    result = check_code(NAMESPACE_LAYOUT, [all_rules()["GM201"]])
+    assert [(f.rule, f.path, f.line) for f in result.findings] == [
+        ("GM201", "graphmae/evaluation.py", 2)
+    ]
+    project = result.project
+    assert "evaluation.evaluate" in project.callees("main.train")
+
+
+def test_script_style_imports_still_resolve():
+    # the same helper imported the way a script inside the folder does it
+    files = {
+        "graphmae/evaluation.py": NAMESPACE_LAYOUT["graphmae/evaluation.py"],
+        "graphmae/main.py": NAMESPACE_LAYOUT["main.py"].replace(
+            "from graphmae.evaluation import", "from evaluation import"),
+    }
+    result = check_code(files, [all_rules()["GM201"]])
+    assert [(f.path, f.line) for f in result.findings] == [("graphmae/evaluation.py", 2)]

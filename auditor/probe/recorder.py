@@ -68,6 +68,7 @@ class Recorder:
         self.pid = os.getpid()
         self.start = time.time()
         self.budget_steps, self.auto = _parse_budget(budget)
+        self.all_hit_at: int | None = None  # step count when every watched line had run
         self.tls = _Tls()
         self.lock = threading.RLock()
         self.patches: list[tuple[object, str, object, bool]] = []
@@ -366,7 +367,13 @@ class Recorder:
             return False
         if self.step_count >= self.budget_steps:
             return True
-        return self.auto and self.step_count >= MIN_AUTO_STEPS and self.all_watched_hit()
+        if not (self.auto and self.step_count >= MIN_AUTO_STEPS and self.all_watched_hit()):
+            return False
+        # the last watched line may have run just now (an `.eval()` at the end of an epoch):
+        # one more whole step shows its effect
+        if self.all_hit_at is None:
+            self.all_hit_at = self.step_count
+        return self.step_count > self.all_hit_at
 
     # -- steps --------------------------------------------------------------------------------------
     def _new_step_acc(self) -> dict:

@@ -185,6 +185,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         result = run_check(
             args.paths, config, chosen, jobs=args.jobs, use_cache=not args.no_cache,
             report_unused_ignores=args.report_unused_ignores, progress=progress_callback(args),
+            need_project=bool(args.fix or args.diff),
         )
     except PathMissing as exc:
         raise UsageError(str(exc)) from None

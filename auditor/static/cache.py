@@ -13,7 +13,7 @@ import pickle
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Optional
 
 from auditor import __version__
 
@@ -46,15 +46,27 @@ class Cache:
             digest_size=8,
         ).hexdigest()
         self.path = root / CACHE_DIR / f"check-{key}.pickle"
+        # the whole run's answer lives in a small file of its own: an unchanged tree is answered
+        # without unpickling every file's facts
+        self.run_path = self.path.with_name(f"run-{key}.pickle")
         self.enabled = enabled
-        self.entries: dict[str, tuple[str, Any]] = {}
+        self._entries: Optional[dict[str, tuple[str, Any]]] = None
         self.dirty = False
-        if enabled:
-            try:
-                with open(self.path, "rb") as fh:
-                    self.entries = pickle.load(fh)
-            except Exception:  # a missing, stale or corrupt cache is just a cold run
-                self.entries = {}
+
+    @staticmethod
+    def _load(path: Path) -> Any:
+        try:
+            with open(path, "rb") as fh:
+                return pickle.load(fh)
+        except Exception:  # a missing, stale or corrupt cache is just a cold run
+            return None
+
+    @property
+    def entries(self) -> dict[str, tuple[str, Any]]:
+        if self._entries is None:
+            loaded = self._load(self.path) if self.enabled else None
+            self._entries = loaded if isinstance(loaded, dict) else {}
+        return self._entries
 
     def get(self, path: str, digest: str) -> Any:
         hit = self.entries.get(path)
@@ -65,22 +77,33 @@ class Cache:
             self.entries[path] = (digest, result)
             self.dirty = True
 
+    def get_run(self, digest: str) -> Any:
+        hit = self._load(self.run_path) if self.enabled else None
+        return hit[1] if isinstance(hit, tuple) and hit[0] == digest else None
+
+    def put_run(self, digest: str, result: Any) -> None:
+        if self.enabled:
+            self._write(self.run_path, (digest, result))
+
     def save(self) -> None:
-        if not (self.enabled and self.dirty):
-            return
+        if self.enabled and self.dirty:
+            self._write(self.path, self.entries)
+            # other keys (older engines, other selections): keep the few most recent
+            for pattern in ("check-*.pickle", "run-*.pickle"):
+                others = sorted(self.path.parent.glob(pattern),
+                                key=lambda p: p.stat().st_mtime, reverse=True)
+                for stale in others[KEEP:]:
+                    stale.unlink(missing_ok=True)
+
+    def _write(self, target: Path, value: Any) -> None:
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            gitignore = self.path.parent / ".gitignore"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            gitignore = target.parent / ".gitignore"
             if not gitignore.exists():
                 gitignore.write_text("*\n")
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
+            fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
             with os.fdopen(fd, "wb") as fh:
-                pickle.dump(self.entries, fh, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, self.path)
-            # other keys (older engines, other selections): keep the few most recent
-            others = sorted(self.path.parent.glob("check-*.pickle"),
-                            key=lambda p: p.stat().st_mtime, reverse=True)
-            for stale in others[KEEP:]:
-                stale.unlink(missing_ok=True)
+                pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, target)
         except OSError:
             pass  # a read-only tree still gets its report; only the next run is slower

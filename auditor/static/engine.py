@@ -29,6 +29,7 @@ from auditor.static.walk import walk
 from auditor.suppression import Ignores, is_suppressed, parse_ignores
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
+LAZY_PREFIX = "<lazy>"  # cache entries of files analysed on demand
 UNUSED_IGNORE = "GM001"
 
 
@@ -173,7 +174,10 @@ def run_check(
     use_cache: bool = True,
     report_unused_ignores: bool = False,
     progress: Optional[Callable[[int, int], None]] = None,
+    need_project: bool = False,
 ) -> CheckResult:
+    """The static pass. ``need_project``: the caller uses ``CheckResult.project`` (fixes), so a
+    run whose every input is unchanged is not answered from the whole-run cache."""
     start = time.perf_counter()
     codes = tuple(r.code for r in rules)
     found = discover(paths, config.root, config.exclude)
@@ -182,6 +186,7 @@ def run_check(
     results: dict[str, FileResult] = {}
     todo: list[tuple[str, str, bytes, tuple[str, ...]]] = []
     digests: dict[str, str] = {}
+    contents: list[tuple[str, Path, bytes]] = []
     for p in found.files:
         rel = relpath(p)
         try:
@@ -189,14 +194,29 @@ def run_check(
         except OSError as exc:
             errors.append(FileError(rel, f"cannot read file: {exc.strerror or exc}"))
             continue
-        digest = digests[rel] = content_digest(data)
-        hit = cache.get(rel, digest)
+        digests[rel] = content_digest(data)
+        contents.append((rel, p, data))
+    total = len(found.files)
+    # The cross-file stage depends on every file: when no file, setting or engine source changed
+    # since the last run, its answer is reused whole; otherwise it is recomputed from the facts.
+    run_digest = content_digest("|".join([
+        repr(sorted(digests.items())), repr(report_unused_ignores),
+        repr((config.per_file_ignores, sorted(config.exclude))),
+    ]).encode())
+    known_errors = len(errors)  # discovery and read errors: found again on every run
+    previous = None if need_project else cache.get_run(run_digest)
+    if previous is not None:
+        findings, analysis_errors = previous
+        return CheckResult(findings=findings, errors=sorted([*errors, *analysis_errors], key=lambda e: e.path),
+                           files=total, seconds=time.perf_counter() - start, analysed=0,
+                           cached=total)
+    for rel, p, data in contents:
+        hit = cache.get(rel, digests[rel])
         if hit is not None:
             results[rel] = hit
         else:
             todo.append((rel, str(p.resolve()), data, codes))
     cached = len(results)
-    total = len(found.files)
     jobs = jobs or os.cpu_count() or 1
     done = cached
     if progress:
@@ -217,17 +237,21 @@ def run_check(
             done += 1
             if progress:
                 progress(done, total)
-    cache.save()
-
     abspaths = {job[0]: job[1] for job in todo}
 
     def load_skipped(rel: str) -> Optional[FileFacts]:
-        # a prefiltered file that a call leads into: analyse it now, facts only
+        # a prefiltered file that a call leads into: analyse it now (facts only), cached apart
+        digest = digests.get(rel)
+        hit = cache.get(LAZY_PREFIX + rel, digest) if digest else None
+        if hit is not None:
+            return hit
         try:
             data = Path(rel).read_bytes()
         except OSError:
             return None
         res = analyze_source(rel, Path(abspaths.get(rel, rel)).resolve(), data, (), force=True)
+        if digest == content_digest(data):
+            cache.put(LAZY_PREFIX + rel, digest, res.facts)
         return res.facts
 
     analysed = [r.facts for r in results.values() if r.facts is not None]
@@ -248,6 +272,8 @@ def run_check(
 
     findings = apply_suppressions(findings, results, config, report_unused_ignores)
     findings = sorted(dedupe(findings), key=Finding.sort_key)
+    cache.save()
+    cache.put_run(run_digest, (findings, errors[known_errors:]))
     return CheckResult(
         findings=findings,
         errors=sorted(errors, key=lambda e: e.path),

@@ -396,36 +396,39 @@ def callers_of(project: Project, qualname: str) -> list[tuple[FunctionInfo, Even
         project.load_mentioning(fn.class_name.rsplit(".", 1)[-1])
     else:
         project.load_mentioning(fn.name)
-    index = cache.get("callers")
-    if index is None or cache.get("callers_size") != len(project.functions):
-        index = {}
+    # The index grows with the project (files are loaded on demand): each call event is resolved
+    # once; an event nothing resolves yet is tried again, directly and through instance data
+    # flow, when more functions are known. Calls into imported libraries are never retried.
+    index = cache.setdefault("callers", {})
+    if cache.get("callers_size") != len(project.functions) and not cache.get("instance_running"):
         cache["callers_size"] = len(project.functions)
-        cache["callers"] = index
-        direct = cache.setdefault("direct", {})
-        for caller in list(project.functions.values()):
-            for event in caller.events:
-                if event.kind != "call":
-                    continue
-                key = (caller.qualname, event.span.line, event.span.column)
-                if key not in direct:
-                    direct[key] = project.resolve_call(event, caller)
-                for target in direct[key]:
-                    index.setdefault(target, []).append((caller, event))
-        cache["instance_pass"] = False
-    if not cache.get("instance_pass") and not cache.get("instance_running"):
-        # second pass: instance calls whose class is known only through data flow
+        indexed = cache.setdefault("indexed", set())
+        retry = cache.get("unresolved", [])
+        fresh = [(c, e) for c in list(project.functions.values()) if c.qualname not in indexed
+                 for e in c.events if e.kind == "call"]
+        indexed.update(project.functions)
+        unresolved: list[tuple[FunctionInfo, Event]] = []
+        project_roots = {m.split(".")[0] for m in project.modules}
         cache["instance_running"] = True
         try:
-            for caller in list(project.functions.values()):
-                for event in caller.events:
-                    if event.kind == "call" and not project.resolve_call(event, caller):
-                        for target in call_targets(project, caller, event):
-                            entry = (caller, event)
-                            if entry not in index.setdefault(target, []):
-                                index[target].append(entry)
-            cache["instance_pass"] = True
+            for caller, event in [*retry, *fresh]:
+                targets = project.resolve_call(event, caller)
+                if not targets:
+                    facts = project.files.get(caller.path)
+                    library = ({q.split(".")[0] for q in facts.imports.values()} - project_roots
+                               if facts else set())
+                    if event.func.split(".")[0] in library:
+                        continue
+                    unresolved.append((caller, event))
+                    # instance calls whose class is known only through data flow
+                    targets = call_targets(project, caller, event)
+                for target in targets:
+                    entries = index.setdefault(target, [])
+                    if (caller, event) not in entries:
+                        entries.append((caller, event))
         finally:
             cache["instance_running"] = False
+        cache["unresolved"] = unresolved
     return list(index.get(qualname, []))
 
 

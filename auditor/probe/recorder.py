@@ -36,6 +36,8 @@ MAX_STEP_TAGS = 64
 MAX_RECORDS = 2000  # per list (losses, graphs, outputs...): a long run stays bounded
 FLUSH_EVERY_S = 0.5
 MIN_AUTO_STEPS = 3
+DETAIL_STEPS = 6  # steps with every fact recorded (see Recorder.detailed_step)
+DETAIL_EVERY = 10
 MAX_INPUT_BATCHES = 12  # training forwards whose input feature statistics are recorded
 MAX_SAMPLE_PRINTS = 50_000  # dataset samples fingerprinted (GM503: a sample drawn again)
 LOSS_FUNCTIONS = (
@@ -506,15 +508,22 @@ class Recorder:
                         break
                 except Exception:
                     continue
-        try:
-            self.loss_components(loss, step)
-        except Exception:
-            pass
-        try:
-            self.retained_graphs(tensors, nodes, step)
-        except Exception:
-            pass
+        if self.detailed_step():
+            try:
+                self.loss_components(loss, step)
+            except Exception:
+                pass
+            try:
+                self.retained_graphs(tensors, nodes, step)
+            except Exception:
+                pass
         return {"step": step, "model": best}
+
+    def detailed_step(self) -> bool:
+        """The costlier facts (loss components, graphs held across steps, RNG states) are taken
+        on the first steps, where their effects show, then on every DETAIL_EVERY-th step:
+        that keeps the probe's per-step overhead small on long runs."""
+        return self.step_count < DETAIL_STEPS or self.step_count % DETAIL_EVERY == 0
 
     def param_name_by_id(self, pid: int) -> str:
         return self.param_names.get(pid, f"<param #{pid % 10000}>")
@@ -547,7 +556,8 @@ class Recorder:
             self.dirty = True
         if self.snapshot is not None:
             self.snapshot.after_backward()
-        self.check_rngs()
+        if self.detailed_step():
+            self.check_rngs()
         self.flush(force=self.step_count <= 2)
 
     # -- loss components (GM402) ---------------------------------------------------------------

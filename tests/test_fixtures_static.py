@@ -51,3 +51,11 @@ def test_variant_manifests_are_valid_and_readme_table_is_current():
     readme = (REPO / "fixtures" / "README.md").read_text(encoding="utf-8")
     table = readme.split(build.TABLE_START, 1)[1].split(build.TABLE_END, 1)[0]
     assert table.strip() == build.variant_table().strip(), "run: python fixtures/build.py --table"
+
+
+def test_a_stale_patch_fails_loudly_instead_of_reverting_the_clean_file():
+    clean = "a = 1\nb = 2\nc = 3\n"
+    patch = "--- pipeline/x.py\n+++ v/x.py\n@@ -1,3 +1,3 @@\n a = 1\n-b = 2\n+b = 20\n c = 3\n"
+    assert build.apply_patch(clean, patch) == "a = 1\nb = 20\nc = 3\n"
+    with pytest.raises(ValueError, match="does not apply at line 2"):
+        build.apply_patch(clean.replace("b = 2", "b = 5"), patch, "v/x.py.patch")

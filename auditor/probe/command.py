@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shlex
 import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator, Optional
 
 from auditor.config import Config
 from auditor.findings import Finding, Severity
 from auditor.probe.evidence import Evidence
-from auditor.probe.launch import RunOutcome, prepare, run_command
+from auditor.probe.launch import RunOutcome, prepare, run_command, tail
 from auditor.probe.verdicts import decide, gradient_flow, runtime_findings
 from auditor.registry import select_runtime_checks
 from auditor.reports import Report
@@ -141,6 +142,24 @@ def text_sections(run: dict, stopped: str, summary: str, flow: list[dict], tail:
     return lines
 
 
+@contextlib.contextmanager
+def progress_display(args: argparse.Namespace, title: str) -> Iterator[Optional[Callable[[float, Path], None]]]:
+    """On a terminal (and without --quiet): a spinner on stderr with the elapsed time and the
+    program's last output line, so a long training command is visibly alive."""
+    if getattr(args, "quiet", False) or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    with console.status(title) as status:
+        def tick(seconds: float, log: Path) -> None:
+            last = tail(log, 1)
+            status.update(f"{title} · {seconds:.0f}s" + (f" · {last[0][:80]}" if last else ""))
+
+        yield tick
+
+
 def run_probe_command(args: argparse.Namespace, config: Config, rules: list, fail_on: Severity,
                       emit: Callable[[Report, argparse.Namespace, Severity], int]) -> int:
     from auditor.cli import UsageError
@@ -163,7 +182,8 @@ def run_probe_command(args: argparse.Namespace, config: Config, rules: list, fai
     try:
         env = prepare(run_dir, cwd, opts["budget"], watch, opts["device"])
         cmd = _resolve_executable(opts["cmd"], env)
-        outcome = run_command(cmd, env, cwd, opts["timeout"], run_dir / "output.log")
+        with progress_display(args, f"probe: running {shlex.join(cmd)}") as tick:
+            outcome = run_command(cmd, env, cwd, opts["timeout"], run_dir / "output.log", tick)
         evidence = Evidence.load(run_dir / "evidence")
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)

@@ -17,10 +17,11 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 RECORDER = Path(__file__).with_name("recorder.py")
 KILL_GRACE_S = 3.0
+TICK_S = 0.5
 TAIL_LINES = 20
 
 SITECUSTOMIZE = '''\
@@ -125,8 +126,9 @@ def tail(path: Path, n: int = TAIL_LINES) -> list[str]:
 
 
 def run_command(cmd: Sequence[str], env: dict[str, str], cwd: Path, timeout: float,
-                log: Path) -> RunOutcome:
-    """Run ``cmd`` to its end or to ``timeout``; output to ``log``; nothing left running after."""
+                log: Path, on_tick: Optional[Callable[[float, Path], None]] = None) -> RunOutcome:
+    """Run ``cmd`` to its end or to ``timeout``; output to ``log``; nothing left running after.
+    ``on_tick(seconds, log)`` is called about twice a second while it runs (progress display)."""
     start = time.monotonic()
     with open(log, "wb") as out:
         try:
@@ -136,12 +138,19 @@ def run_command(cmd: Sequence[str], env: dict[str, str], cwd: Path, timeout: flo
             return RunOutcome("error", None, 0.0, [],
                               f"cannot start {cmd[0]!r}: {exc.strerror or exc}")
         try:
-            code = proc.wait(timeout=timeout)
-            stopped = "exit"
-        except subprocess.TimeoutExpired:
-            _kill_group(proc.pid)
-            code = proc.wait()
-            stopped = "timeout"
+            while True:
+                try:
+                    code = proc.wait(timeout=min(TICK_S, max(0.0, start + timeout - time.monotonic())))
+                    stopped = "exit"
+                    break
+                except subprocess.TimeoutExpired:
+                    if time.monotonic() >= start + timeout:
+                        _kill_group(proc.pid)
+                        code = proc.wait()
+                        stopped = "timeout"
+                        break
+                    if on_tick is not None:
+                        on_tick(time.monotonic() - start, log)
         except BaseException:  # Ctrl-C: leave nothing behind
             _kill_group(proc.pid)
             proc.wait()

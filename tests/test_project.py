@@ -44,3 +44,20 @@ def test_script_style_imports_still_resolve():
     }
     result = check_code(files, [all_rules()["GM201"]])
     assert [(f.path, f.line) for f in result.findings] == [("graphmae/evaluation.py", 2)]
+
+
+def test_mutually_recursive_returns_do_not_exhaust_the_stack():
+    # `return` chains that call each other forever: every rule must still answer
+    code = (
+        "def a(x):\n    return b(x)\n\n"
+        "def b(x):\n    return a(x)\n\n"
+        "def train(model, opt, loader):\n"
+        "    net = a(model)\n"
+        "    for g in loader:\n"
+        "        loss = net(g)\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+    )
+    result = check_code(code, list(all_rules().values()))
+    assert result.errors == []
+    assert any(f.rule == "GM104" for f in result.findings)  # no zero_grad in the loop

@@ -420,6 +420,8 @@ class Training:
         return [Origin("unknown")]
 
     def returned(self, fn: FunctionInfo, depth: int) -> list[Origin]:
+        if depth > MAX_DEPTH:  # `return f(...)` chains through callees (and back: recursion)
+            return [Origin("unknown")]
         out: list[Origin] = []
         for j, e in enumerate(fn.events):
             if e.kind != "return":

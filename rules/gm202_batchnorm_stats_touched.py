@@ -111,6 +111,15 @@ by a person, and the reference script must then do the same.
 """
 
     VALID = [
+        # a normalisation layer's own methods maintain its own buffers
+        Valid(
+            "import torch\nfrom torch import nn\n"
+            "class MyNorm(nn.Module):\n"
+            "    def reset_running_stats(self):\n"
+            "        self.running_mean.zero_()\n        self.num_batches_tracked.zero_()\n"
+            "    def forward(self, x):\n"
+            "        self.num_batches_tracked.add_(1)\n        return x - self.running_mean\n"
+        ),
         # the layer's own implementation updates its buffers
         Valid(
             "import torch\nfrom torch import nn\n\nclass MyNorm(nn.Module):\n"
@@ -230,9 +239,10 @@ by a person, and the reference script must then do the same.
             return
         receiver = dotted(func.value) or self.ctx.code(func.value, 60)
         method = func.attr.value
-        if receiver == "self" or receiver.startswith("self.running_"):
-            return
         last = receiver.rsplit(".", 1)[-1]
+        if receiver == "self" or (receiver.count(".") == 1 and receiver.startswith("self.")
+                                  and last in BUFFERS):
+            return  # the layer's own buffers (`self.num_batches_tracked.add_(1)`)
         if method == "reset_running_stats":
             self.report(node, f"`{receiver}.reset_running_stats()` throws away the statistics "
                         "training accumulated: evaluation normalises with mean 0 / var 1",

@@ -20,7 +20,8 @@ NORMALISED = re.compile(
 )
 # a reconstruction error: difference, square, absolute value, norm, or a named loss/error
 ERROR_TEXT = re.compile(r"(?<![-+*/(,=\[]\s)(?<![-+*/(,=\[])-(?!\s*1\b)|\*\*\s*2|\.pow\(|\.abs\(|"
-                        r"square|norm\(|loss|err|diff|dist|mse|sce", re.IGNORECASE)
+                        r"square|norm\(|loss|err|diff|\bdists?\b|cdist|distance|mse|sce",
+                        re.IGNORECASE)
 
 
 def _normalised(fn: FunctionInfo, stmt: df.Statement, hit: set[str]) -> bool:
@@ -81,6 +82,15 @@ loss weights tuned against the summed loss must be revisited.
 """
 
     VALID = [
+        # a gradient smoke test sums the raw output of a (wrapped) model: no target, no error
+        Valid(
+            "import torch\n"
+            "from torch.nn.parallel import DistributedDataParallel\n"
+            "def check_grads(model, batch):\n"
+            "    net = DistributedDataParallel(model)\n"
+            "    loss = net(batch).sum()\n"
+            "    loss.backward()\n"
+        ),
         Valid(
             "import torch.nn.functional as F\n"
             "def step(model, g, x, mask):\n"
@@ -214,7 +224,12 @@ loss weights tuned against the summed loss must be revisited.
         """The summed value is a reconstruction error derived from a module's output."""
         operand = call.receiver if call.method == "sum" else call.args[0]
         names = [u for u in call.uses if df.mentions(operand, u)]
-        texts = [operand] + [d.text for n in names for d in df.definitions(fn, n, stmt.index)]
+        # what the summed names were computed from: the right-hand sides, and never a module
+        # construction (`net = DistributedDataParallel(...)` makes `net(x).sum()` no error)
+        texts = [operand] + [
+            d.text.split("=", 1)[-1] for n in names for d in df.definitions(fn, n, stmt.index)
+            if not any(df.constructed_class(project, c) for c in d.calls)
+        ]
         if not any(ERROR_TEXT.search(t) for t in texts):
             return False
         inner = [c for c in stmt.calls if c is not call and df.contains(call.span, c.span)]

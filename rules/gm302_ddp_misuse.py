@@ -8,6 +8,7 @@ from typing import Iterable, Optional
 
 from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
+from auditor.static.context import MODULE_SCOPE
 from auditor.static.facts import Event, FunctionInfo
 from auditor.static.paths import call_sites_of, under_no_grad
 from auditor.static.project import Project
@@ -120,6 +121,22 @@ No automatic fix: whether the run is meant to be distributed is the author's dec
 """
 
     VALID = [
+        # a test method run by the harness, in a project that sets up process groups elsewhere
+        Valid({
+            "harness.py": (
+                "import torch.distributed as dist\n"
+                "def run_worker(rank, world_size, fn):\n"
+                "    dist.init_process_group('gloo', rank=rank, world_size=world_size)\n"
+                "    fn()\n"
+            ),
+            "test_ddp.py": (
+                "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+                "class TestDDP:\n"
+                "    def test_step(self):\n"
+                "        model = DDP(torch.nn.Linear(2, 2))\n"
+                "        model(torch.randn(3, 2)).sum().backward()\n"
+            ),
+        }),
         Valid(
             "import os\nimport torch.distributed as dist\n"
             "from torch.nn.parallel import DistributedDataParallel as DDP\n"
@@ -230,6 +247,12 @@ No automatic fix: whether the run is meant to be distributed is the author's dec
         return any(cls._init_before(project, caller, i, up + 1)
                    for caller, i in call_sites_of(project, fn))
 
+    @staticmethod
+    def _project_inits(project: Project) -> bool:
+        """Some code of the project sets up a process group (files the prefilter skipped too)."""
+        project.load_mentioning("init_process_group")
+        return any(is_pg_init(e) for _, e in project.events("call"))
+
     @classmethod
     def _guard(cls, project: Project, fn: FunctionInfo, event: Event,
                up: int = 0) -> tuple[str, str]:
@@ -260,6 +283,12 @@ No automatic fix: whether the run is meant to be distributed is the author's dec
     def _check_wrap(cls, project: Project, fn: FunctionInfo, i: int,
                     event: Event) -> Iterable[Finding]:
         initialised = cls._init_before(project, fn, i)
+        if not initialised and not call_sites_of(project, fn) and fn.name != MODULE_SCOPE \
+                and cls._project_inits(project):
+            # nothing in the project calls this function (a test harness, `mp.spawn`, a
+            # launcher runs it) while the project does set up process groups: what runs first
+            # is outside the static view, and the probe decides it at run time
+            return
         guard, text = cls._guard(project, fn, event)
         fix = ("initialise the process group and wrap only in a multi-process launch: "
                "`if world_size > 1: dist.init_process_group(...); model = DDP(model, ...)`")

@@ -136,6 +136,17 @@ No automatic fix: whether the run is meant to be distributed is the author's dec
                 "        model = DDP(torch.nn.Linear(2, 2))\n"
                 "        model(torch.randn(3, 2)).sum().backward()\n"
             ),
+            # a helper that only tests call
+            "tests/common.py": (
+                "import torch\n"
+                "def wrapped():\n"
+                "    return torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2))\n"
+            ),
+            "tests/test_more.py": (
+                "from common import wrapped\n"
+                "def test_wrapped():\n"
+                "    wrapped()(1).sum().backward()\n"
+            ),
         }),
         Valid(
             "import os\nimport torch.distributed as dist\n"
@@ -248,6 +259,21 @@ No automatic fix: whether the run is meant to be distributed is the author's dec
                    for caller, i in call_sites_of(project, fn))
 
     @staticmethod
+    def _in_test_code(project: Project, fn: FunctionInfo) -> bool:
+        """``fn`` is test code, or only test code calls it (a `test_*` function, a method of a
+        `Test*` class, a file under tests/ or named test_*.py / *_test.py)."""
+        def is_test(f: FunctionInfo) -> bool:
+            parts = f.path.split("/")
+            cls = f.class_name.rsplit(".", 1)[-1]
+            return (f.name.startswith("test") or cls.startswith("Test") or cls.endswith("Test")
+                    or any(p in ("tests", "test", "testing") for p in parts[:-1])
+                    or parts[-1].startswith("test_") or parts[-1].endswith("_test.py"))
+
+        callers = [project.functions[q] for q in project.ancestors(fn.qualname)
+                   if q in project.functions]
+        return is_test(fn) or (bool(callers) and all(is_test(c) for c in callers))
+
+    @staticmethod
     def _project_inits(project: Project) -> bool:
         """Some code of the project sets up a process group (files the prefilter skipped too)."""
         project.load_mentioning("init_process_group")
@@ -283,11 +309,11 @@ No automatic fix: whether the run is meant to be distributed is the author's dec
     def _check_wrap(cls, project: Project, fn: FunctionInfo, i: int,
                     event: Event) -> Iterable[Finding]:
         initialised = cls._init_before(project, fn, i)
-        if not initialised and not call_sites_of(project, fn) and fn.name != MODULE_SCOPE \
-                and cls._project_inits(project):
-            # nothing in the project calls this function (a test harness, `mp.spawn`, a
-            # launcher runs it) while the project does set up process groups: what runs first
-            # is outside the static view, and the probe decides it at run time
+        if (not call_sites_of(project, fn) or cls._in_test_code(project, fn)) \
+                and fn.name != MODULE_SCOPE and cls._project_inits(project):
+            # a test runner, `mp.spawn` or a launcher runs this (nothing in the project calls
+            # it, or only tests do) while the project does set up process groups: what runs
+            # before the wrap is outside the static view, and the probe decides it at run time
             return
         guard, text = cls._guard(project, fn, event)
         fix = ("initialise the process group and wrap only in a multi-process launch: "

@@ -249,6 +249,10 @@ class Project:
     def callers(self, qualname: str) -> list[str]:
         return list(self.graph.predecessors(qualname)) if qualname in self.graph else []
 
+    def ancestors(self, qualname: str) -> set[str]:
+        """Every function from which a chain of calls leads to ``qualname``."""
+        return nx.ancestors(self.graph, qualname) if qualname in self.graph else set()
+
     def reachable_from(self, qualname: str) -> set[str]:
         """Every function a call to ``qualname`` may run, itself included."""
         if qualname not in self.graph:

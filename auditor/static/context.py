@@ -79,10 +79,6 @@ class FileContext:
         kinds = set(self._counts) | set(self._ast_spans)
         return all(self._counts.get(k, 0) == len(self._ast_spans.get(k, ())) for k in kinds)
 
-    @property
-    def exact_positions(self) -> bool:
-        return self._ast_spans is None
-
     def span(self, node: cst.CSTNode) -> Span:
         if self._ast_spans is not None:
             index = self._order.get(node)

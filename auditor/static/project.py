@@ -69,7 +69,6 @@ class Project:
         self.modules: dict[str, FileFacts] = {}
         self._skipped = dict(skipped or {})  # module name -> path, not yet analysed
         self._loader = loader
-        self._by_name: dict[str, list[str]] = {}
         self._mentioned: set[str] = set()
         # calls whose candidate callee is not (yet) known: linked when a lazy load defines it
         self._pending: dict[str, list[tuple[str, Event]]] = {}
@@ -102,7 +101,6 @@ class Project:
         self.functions.update(facts.functions)
         self.classes.update(facts.classes)
         for qual, fn in facts.functions.items():
-            self._by_name.setdefault(fn.name, []).append(qual)
             self.graph.add_node(qual)
             for caller, event in self._pending.pop(qual, ()):
                 self._add_edge(caller, qual, event)

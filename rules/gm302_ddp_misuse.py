@@ -3,8 +3,9 @@ run, or bypassed through ``.module`` in the training forward."""
 
 from __future__ import annotations
 
+import functools
 import re
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
@@ -298,19 +299,21 @@ No automatic fix: whether the run is meant to be distributed is the author's dec
 
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
+        # one scan of the project's calls, on the first wrap that needs it
+        project_inits = functools.cache(lambda: cls._project_inits(project))
         for fn in list(project.functions.values()):
             for i, event in enumerate(fn.events):
                 if not is_ddp(event):
                     continue
-                yield from cls._check_wrap(project, fn, i, event)
+                yield from cls._check_wrap(project, fn, i, event, project_inits)
                 yield from cls._check_module_calls(project, fn, event)
 
     @classmethod
-    def _check_wrap(cls, project: Project, fn: FunctionInfo, i: int,
-                    event: Event) -> Iterable[Finding]:
+    def _check_wrap(cls, project: Project, fn: FunctionInfo, i: int, event: Event,
+                    project_inits: Callable[[], bool]) -> Iterable[Finding]:
         initialised = cls._init_before(project, fn, i)
         if (not call_sites_of(project, fn) or cls._in_test_code(project, fn)) \
-                and fn.name != MODULE_SCOPE and cls._project_inits(project):
+                and fn.name != MODULE_SCOPE and project_inits():
             # a test runner, `mp.spawn` or a launcher runs this (nothing in the project calls
             # it, or only tests do) while the project does set up process groups: what runs
             # before the wrap is outside the static view, and the probe decides it at run time

@@ -1,0 +1,80 @@
+"""Where the real-code corpus lies and how gm-audit is run on it.
+
+The corpus (``../shared/corpus/``, one folder per repository) is read in place and never copied
+into this repository. ``GM_AUDIT_CORPUS`` points elsewhere. gm-audit runs as a user would, in a
+subprocess through its console entry point, with the cache off (the corpus may be read-only).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Sequence
+
+REPO = Path(__file__).resolve().parents[2]
+CORPUS = Path(os.environ.get("GM_AUDIT_CORPUS", REPO.parent / "shared" / "corpus"))
+FIXTURE = "fixture"  # the bundled clean pipeline, scored beside the corpus repositories
+
+
+def repositories() -> list[str]:
+    """Corpus folder names (``owner+name``), sorted; empty when the corpus is absent."""
+    if not CORPUS.is_dir():
+        return []
+    return sorted(p.name for p in CORPUS.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def repo_path(name: str) -> Path:
+    return CORPUS / name
+
+
+@dataclass(frozen=True)
+class Reported:
+    """One finding as the JSON report gives it, plus the stripped text of its line."""
+
+    rule: str
+    severity: str
+    path: str
+    line: int
+    line_text: str
+    message: str
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """What identifies a finding across runs and edits: rule, file, line text (not number)."""
+        return (self.rule, self.path, self.line_text)
+
+
+def line_text(root: Path, path: str, line: int) -> str:
+    try:
+        lines = (root / path).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    return lines[line - 1].strip() if 0 < line <= len(lines) else ""
+
+
+def run_check(root: Path, extra: Sequence[str] = (), timeout: float = 900) -> dict:
+    """``gm-audit check .`` in ``root``; the parsed JSON report."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "auditor", "check", ".", "--format", "json", "--no-cache",
+         "--exit-zero", "--quiet", *extra],
+        cwd=root, capture_output=True, text=True, timeout=timeout,
+        env={**os.environ, "GM_AUDIT_DEBUG": ""},
+    )
+    if proc.returncode not in (0, 1):
+        raise RuntimeError(f"gm-audit check failed in {root} (exit {proc.returncode}):\n"
+                           f"{proc.stderr[-2000:]}")
+    return json.loads(proc.stdout)
+
+
+def findings(root: Path, extra: Sequence[str] = (), report: Optional[dict] = None) -> list[Reported]:
+    """The findings of ``gm-audit check`` on ``root``, with their line texts."""
+    report = report if report is not None else run_check(root, extra)
+    return [
+        Reported(f["rule"], f["severity"], f["path"], f["line"],
+                 line_text(root, f["path"], f["line"]), f["message"])
+        for f in report["findings"]
+    ]

@@ -1,0 +1,38 @@
+"""A mutant: one injected bug (or benign twin) in a copy of a corpus repository.
+
+Operators (``benchmarks/ecosystem/mutators/``) produce these from a repository's code structure;
+the static score and the runtime score both consume them.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Truth:
+    """Where the injected bug is, as the rule must report it: file and 1-based line."""
+
+    path: str
+    line: int
+
+
+@dataclass
+class Mutant:
+    id: str  # stable across runs: repo, operator, file and site index
+    repo: str  # corpus folder name, or ``fixture``
+    operator: str
+    rule: str  # the code that must report it (for a benign twin: the code that must stay quiet)
+    benign: bool
+    files: dict[str, str]  # relative POSIX path -> the file's whole new text
+    truth: list[Truth] = field(default_factory=list)
+    description: str = ""
+
+    def materialise(self, source: Path, dest: Path) -> Path:
+        """A copy of ``source`` at ``dest`` with this mutant's files written over it."""
+        shutil.copytree(source, dest, symlinks=True, dirs_exist_ok=True)
+        for rel, text in self.files.items():
+            (dest / rel).write_text(text, encoding="utf-8")
+        return dest

@@ -33,6 +33,10 @@ class Mutant:
     def materialise(self, source: Path, dest: Path) -> Path:
         """A copy of ``source`` at ``dest`` with this mutant's files written over it."""
         shutil.copytree(source, dest, symlinks=True, dirs_exist_ok=True)
+        # the corpus is laid out without write bits in CI; the copy must be writable
+        for entry in [dest, *dest.rglob("*")]:
+            if not entry.is_symlink():
+                entry.chmod(entry.stat().st_mode | 0o200)
         for rel, text in self.files.items():
             (dest / rel).write_text(text, encoding="utf-8")
         return dest

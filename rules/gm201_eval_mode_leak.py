@@ -36,13 +36,22 @@ def eval_target(event: Event, imports: dict[str, str]) -> Optional[str]:
     return None
 
 
-def visit(step: Step, forwarded: Hashable) -> tuple[Optional[str], Hashable]:
-    """State: has the tracked model run forward (with gradients) since the `.eval()`?"""
+def visit(step: Step, state: Hashable) -> tuple[Optional[str], Hashable]:
+    """State: has the tracked model run forward (with gradients) since the `.eval()`, and under
+    which condition of which function was `.train()` called on a path that may skip it?"""
+    forwarded, restored_under = state if isinstance(state, tuple) else (state, None)
     event, tracked = step.event, step.tracked
+    if restored_under is not None and restored_under == (step.fn.qualname, event.branch):
+        # `if cond: model.train(); ...; loss.backward()`: the same condition that skipped the
+        # restore skips this step too
+        return RESTORED, state
     if event.kind == "call" and tracked and event.method == "train" and not _mode_false(event) \
-            and is_same_or_parent(event.receiver, tracked) and not step.conditional:
-        return RESTORED, forwarded
-    return training_visitor(step, forwarded)
+            and is_same_or_parent(event.receiver, tracked):
+        if not step.conditional:
+            return RESTORED, state
+        return None, (forwarded, (step.fn.qualname, event.branch))
+    verdict, forwarded = training_visitor(step, forwarded)
+    return verdict, (forwarded, restored_under) if restored_under is not None else forwarded
 
 
 def _is_docstring(statement: cst.BaseStatement) -> bool:
@@ -200,6 +209,55 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
             "    loss.backward()\n"
             "    probe(model, g)\n"
         ),
+        # training mode restored under the condition that also guards the training step
+        Valid(
+            "import torch\n"
+            "def step(model, opt, g, cfg):\n"
+            "    if cfg.sampled:\n"
+            "        model.train()\n"
+            "        loss = model(g)\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+            "def fit(model, opt, loader, cfg):\n"
+            "    for g in loader:\n"
+            "        step(model, opt, g, cfg)\n"
+            "        model.eval()\n"
+            "        with torch.no_grad():\n"
+            "            model(g)\n"
+        ),
+        # a trainer class with its own `train()` method: `self.model.train()` (and any other
+        # module's `.train()`) is nn.Module.train, never a call of that method
+        Valid({
+            "flow.py":
+            "import torch\n"
+            "\n"
+            "\n"
+            "class Flow:\n"
+            "    def __init__(self, model, opt, loader):\n"
+            "        self.model = model\n"
+            "        self.opt = opt\n"
+            "        self.loader = loader\n"
+            "\n"
+            "    def train(self):\n"
+            "        for g in self.loader:\n"
+            "            self.model.train()\n"
+            "            loss = self.model(g)\n"
+            "            loss.backward()\n"
+            "            self.opt.step()\n"
+            "        return self.predict()\n"
+            "\n"
+            "    def predict(self):\n"
+            "        self.model.eval()\n"
+            "        with torch.no_grad():\n"
+            "            return self.model(self.loader[0])\n",
+            "aux.py":
+            "def pretrain(m2v, opt, loader):\n"
+            "    m2v.train()\n"
+            "    for g in loader:\n"
+            "        loss = m2v(g)\n"
+            "        loss.backward()\n"
+            "        opt.step()\n",
+        }),
         # an EMA copy kept in eval mode, updated without gradients
         Valid(
             "import copy\nimport torch\n"

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable, Hashable, Optional
 
-from auditor.static.dataflow import callers_of
+from auditor.static.dataflow import _cache, callers_of
 from auditor.static.facts import Event, FunctionInfo
 from auditor.static.project import Project
 
@@ -201,15 +201,30 @@ def call_sites_of(project: Project, fn: FunctionInfo) -> list[tuple[FunctionInfo
     """(caller, index of the call event) for every call site of ``fn`` in the project."""
     out = [(caller, next(i for i, e in enumerate(caller.events) if e is event))
            for caller, event in callers_of(project, fn.qualname)]
-    if not out and fn.class_name and fn.name not in ("forward", "__call__", "__init__"):
+    if not out and fn.class_name and fn.name not in ("forward", "__call__", "__init__") \
+            and fn.name not in NOT_FORWARD:
         # `model.embed(g)` where nothing tells the instance's class: any `<x>.embed(...)` call
-        # of that method name that resolves nowhere else may be one
-        for caller in list(project.functions.values()):
-            for i, e in enumerate(caller.events):
-                if e.kind == "call" and e.method == fn.name and e.receiver != "self" \
-                        and not project.resolve_call(e, caller):
-                    out.append((caller, i))
+        # of that method name that resolves nowhere else may be one. Not for nn.Module's own
+        # API: an unresolved `m.train()` is Module.train, not every project class's `train`
+        out = list(_unresolved_method_calls(project).get(fn.name, ()))
     return out
+
+
+def _unresolved_method_calls(project: Project) -> dict[str, list[tuple[FunctionInfo, int]]]:
+    """Method calls on a non-``self`` receiver that resolve to no function, by method name;
+    built once per project size (files load on demand), not once per question."""
+    cache = _cache(project)
+    memo = cache.get("unresolved_methods")
+    if memo is not None and memo[0] == len(project.functions):
+        return memo[1]
+    index: dict[str, list[tuple[FunctionInfo, int]]] = {}
+    for caller in list(project.functions.values()):
+        for i, e in enumerate(caller.events):
+            if e.kind == "call" and e.method and e.receiver != "self" \
+                    and not project.resolve_call(e, caller):
+                index.setdefault(e.method, []).append((caller, i))
+    cache["unresolved_methods"] = (len(project.functions), index)
+    return index
 
 
 class PathSearch:

@@ -62,6 +62,43 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
 """
 
     VALID = [
+        # a linear probe trained on embeddings the encoder returns detached: the probe's own
+        # optimizer is the right one, the encoder is not trained by that loss
+        Valid(
+            "import torch\n"
+            "from torch import nn\n"
+            "\n"
+            "\n"
+            "class Encoder(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.lin = nn.Linear(4, 4)\n"
+            "\n"
+            "    def forward(self, x):\n"
+            "        return self.lin(x)\n"
+            "\n"
+            "    def get_embedding(self, x):\n"
+            "        out = self.lin(x)\n"
+            "        return out.detach()\n"
+            "\n"
+            "\n"
+            "def main(loader, x, y):\n"
+            "    model = Encoder()\n"
+            "    opt = torch.optim.Adam(model.parameters())\n"
+            "    for batch in loader:\n"
+            "        loss = model(batch).pow(2).mean()\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+            "    emb = model.get_embedding(x)\n"
+            "    probe = Encoder()\n"
+            "    opt2 = torch.optim.Adam(probe.parameters())\n"
+            "    for _ in range(10):\n"
+            "        loss2 = nn.functional.cross_entropy(probe(emb), y)\n"
+            "        opt2.zero_grad()\n"
+            "        loss2.backward()\n"
+            "        opt2.step()\n"
+        ),
         # .to() returns the same module: the optimizer's parameters are the trained ones
         Valid(
             "import torch\nfrom torch import nn\n"

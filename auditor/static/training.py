@@ -511,6 +511,8 @@ class Training:
                      if fn.events[k].kind == "call" and _span_within(fn.events[k].span, e.span)]
             if calls and fn.events[calls[0]].method in NON_DIFFERENTIABLE:
                 continue  # `pred = logits.argmax(-1)`: no gradient flows back through it
+            if calls and self.returns_detached(fn, fn.events[calls[0]]):
+                continue  # `emb = model.get_embedding(g)` that returns `h.detach()`
             if e.kind == "assign" and e.branch is None and \
                     re.match(r"[\w.]+\s*(,\s*[\w.]+\s*)*=[^=]", e.text):
                 wanted -= set(e.targets)  # a plain assignment: earlier values are overwritten
@@ -520,6 +522,14 @@ class Training:
             if e.kind == "call" and depth < MAX_DEPTH:
                 out += self._into_callees(fn, j, depth + 1, stack)
         return out
+
+    def returns_detached(self, fn: FunctionInfo, call: Event) -> bool:
+        """The call runs only project functions whose every return is explicitly cut from the
+        autograd graph (``return h.detach()``): its result carries no gradient to the modules
+        computed inside it. (A ``@torch.no_grad()`` callee stays on the slice: GM102 reports it.)"""
+        found = [self.project.function(q) for q in self.resolve(fn, call)]
+        callees = [c for c in found if c is not None]
+        return bool(callees) and all(_returns_cut(c) for c in callees)
 
     def _into_callees(self, fn: FunctionInfo, k: int, depth: int, stack: set[str]) -> list[Site]:
         out: list[Site] = []
@@ -612,3 +622,15 @@ class Training:
                 if "backward" in kinds and "step" in kinds:
                     self._loops.append(TrainingLoop(fn, lid, actions))
         return self._loops
+
+
+def _returns_cut(fn: FunctionInfo) -> bool:
+    returns = [i for i, e in enumerate(fn.events) if e.kind == "return"]
+    if not returns:
+        return False
+    for i in returns:
+        ret = fn.events[i]
+        calls = [e for e in fn.events[i:] if e.kind == "call" and _span_within(e.span, ret.span)]
+        if not calls or calls[0].method not in NON_DIFFERENTIABLE:
+            return False
+    return True

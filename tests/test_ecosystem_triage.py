@@ -39,7 +39,7 @@ def test_new_and_gone_are_reported(tmp_path, monkeypatch):
     assert [f.rule for f in reported] == ["GM602"]
     outcome = compare("tiny", reported)
     assert outcome.new == reported and outcome.gone == []
-    stale = triage.Judgement("GM101", "model.py", "return h.detach()", "error",
+    stale = triage.Judgement("GM101", "model.py", 3, "return h.detach()", "error",
                              "true_positive", "checked")
     judged = {**{f.key: triage.untriaged_entry(f) for f in reported}, stale.key: stale}
     judged[reported[0].key].verdict = "true_positive"

@@ -506,13 +506,13 @@ class Training:
             e = fn.events[j]
             if e.kind not in ("assign", "augassign", "call") or not (set(e.targets) & wanted):
                 continue
-            out.append((fn, j))
             calls = [k for k in range(j, len(fn.events))
                      if fn.events[k].kind == "call" and _span_within(fn.events[k].span, e.span)]
+            if calls and self.returns_detached(fn, fn.events[calls[0]]):
+                continue  # `emb = model.get_embedding(g)` that returns `h.detach()`: off the slice
+            out.append((fn, j))
             if calls and fn.events[calls[0]].method in NON_DIFFERENTIABLE:
                 continue  # `pred = logits.argmax(-1)`: no gradient flows back through it
-            if calls and self.returns_detached(fn, fn.events[calls[0]]):
-                continue  # `emb = model.get_embedding(g)` that returns `h.detach()`
             if e.kind == "assign" and e.branch is None and \
                     re.match(r"[\w.]+\s*(,\s*[\w.]+\s*)*=[^=]", e.text):
                 wanted -= set(e.targets)  # a plain assignment: earlier values are overwritten

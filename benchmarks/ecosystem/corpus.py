@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
@@ -42,12 +41,12 @@ class Reported:
     line: int
     line_text: str
     message: str
-    occurrence: int = 0  # how many earlier findings of this rule in this file share the text
 
     @property
-    def key(self) -> tuple[str, str, str, int]:
-        """What identifies a finding across runs and edits: rule, file, line text (not number)."""
-        return (self.rule, self.path, self.line_text, self.occurrence)
+    def key(self) -> tuple[str, str, int, str]:
+        """What identifies a finding across runs: rule, file, line and its text (the corpus is
+        pinned at a commit; the text makes a moved line a new finding, not a wrong match)."""
+        return (self.rule, self.path, self.line, self.line_text)
 
 
 def line_text(root: Path, path: str, line: int) -> str:
@@ -75,11 +74,8 @@ def run_check(root: Path, extra: Sequence[str] = (), timeout: float = 900) -> di
 def findings(root: Path, extra: Sequence[str] = (), report: Optional[dict] = None) -> list[Reported]:
     """The findings of ``gm-audit check`` on ``root``, with their line texts."""
     report = report if report is not None else run_check(root, extra)
-    seen: Counter = Counter()
-    out = []
-    for f in sorted(report["findings"], key=lambda f: (f["path"], f["line"], f["column"])):
-        text = line_text(root, f["path"], f["line"])
-        out.append(Reported(f["rule"], f["severity"], f["path"], f["line"], text, f["message"],
-                            seen[(f["rule"], f["path"], text)]))
-        seen[(f["rule"], f["path"], text)] += 1
-    return out
+    return [
+        Reported(f["rule"], f["severity"], f["path"], f["line"],
+                 line_text(root, f["path"], f["line"]), f["message"])
+        for f in sorted(report["findings"], key=lambda f: (f["path"], f["line"], f["column"]))
+    ]

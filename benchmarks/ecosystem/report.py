@@ -1,8 +1,9 @@
 """The ecosystem report: gm-audit on every corpus repository, compared with the triage.
 
 Prints, like a Ruff ecosystem report, the findings that are new (not in the triage) or gone (in
-the triage, no longer reported), then precision per rule over all severities (true positives
-over true positives plus benign; debatable findings are counted apart).
+the triage, no longer reported: judged findings are kept, so a false alarm that comes back is
+known), then precision per rule over the findings reported now, all severities (true positives
+over true positives plus benign; debatable and untriaged ones are counted apart).
 
     python -m benchmarks.ecosystem.report            # report
     python -m benchmarks.ecosystem.report --update   # also add new findings as `untriaged`
@@ -60,14 +61,18 @@ def precision(counts: Counter) -> Optional[float]:
     return tp / (tp + benign) if tp + benign else None
 
 
-def render(outcomes: Sequence[RepoOutcome]) -> str:
+def render(outcomes: Sequence[RepoOutcome], verbose: bool = False) -> str:
     lines = []
     for o in outcomes:
         lines.append(f"## {o.repo}: {len(o.reported)} findings, {len(o.new)} new, "
                      f"{len(o.gone)} gone")
         lines += [f"+ {f.rule} {f.severity} {f.path}:{f.line}  {f.line_text}" for f in o.new]
-        lines += [f"- {j.rule} {j.severity} {j.path}  {j.line_text}  ({j.verdict})"
-                  for j in o.gone]
+        if verbose:
+            lines += [f"- {j.rule} {j.severity} {j.path}:{j.line}  {j.line_text}  ({j.verdict})"
+                      for j in o.gone]
+        gone = Counter(f"{j.rule} {j.verdict}" for j in o.gone)
+        if gone:
+            lines.append("  gone: " + ", ".join(f"{k} x{n}" for k, n in sorted(gone.items())))
     lines.append("")
     lines.append(f"{'rule':<7} {'tp':>4} {'benign':>6} {'debat.':>6} {'untri.':>6} {'precision':>9}")
     table = precision_table(outcomes)
@@ -107,12 +112,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("repos", nargs="*", help="corpus folders (default: all)")
     p.add_argument("--update", action="store_true", help="add new findings as untriaged")
     p.add_argument("--json", metavar="FILE", help="also write per-rule counts as JSON")
+    p.add_argument("--verbose", "-v", action="store_true", help="list every gone finding")
     args = p.parse_args(argv)
     repos = args.repos or repositories()
     if not repos:
         p.error("no corpus found (set GM_AUDIT_CORPUS)")
     outcomes = run(repos)
-    print(render(outcomes))
+    print(render(outcomes, args.verbose))
     if args.update:
         for o in outcomes:
             update(o)

@@ -1,8 +1,8 @@
 """The committed triage of gm-audit's findings on the unmodified corpus.
 
 One file per repository, ``triage/<repo>.json``: every finding judged by reading the code and
-its callers, keyed by rule, path and the text of the reported line (line numbers are not kept:
-the key survives unrelated edits of the engine's positions). Verdicts: ``true_positive``,
+its callers, keyed by rule, path, line and the text of that line (the corpus is pinned at a
+commit). Verdicts: ``true_positive``,
 ``benign``, ``debatable``; ``untriaged`` marks an entry added by ``report --update`` that a
 person has still to judge.
 """
@@ -24,15 +24,15 @@ UNTRIAGED = "untriaged"
 class Judgement:
     rule: str
     path: str
+    line: int
     line_text: str
     severity: str
     verdict: str
     reason: str
-    occurrence: int = 0
 
     @property
-    def key(self) -> tuple[str, str, str, int]:
-        return (self.rule, self.path, self.line_text, self.occurrence)
+    def key(self) -> tuple[str, str, int, str]:
+        return (self.rule, self.path, self.line, self.line_text)
 
 
 def triage_file(repo: str) -> Path:
@@ -52,12 +52,11 @@ def load(repo: str) -> dict[tuple[str, str, str], Judgement]:
 
 
 def save(repo: str, judgements: dict[tuple[str, str, str], Judgement]) -> None:
-    ordered = sorted(judgements.values(), key=lambda j: (j.path, j.rule, j.line_text, j.occurrence))
+    ordered = sorted(judgements.values(), key=lambda j: (j.path, j.line, j.rule))
     data = {"repo": repo, "findings": [asdict(j) for j in ordered]}
     triage_file(repo).write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n",
                                  encoding="utf-8")
 
 
 def untriaged_entry(f: Reported) -> Judgement:
-    return Judgement(f.rule, f.path, f.line_text, f.severity, UNTRIAGED, f.message,
-                     f.occurrence)
+    return Judgement(f.rule, f.path, f.line, f.line_text, f.severity, UNTRIAGED, f.message)

@@ -8,7 +8,9 @@ from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.facts import FunctionInfo
 from auditor.static.project import Project
-from auditor.static.training import Training, TrainingLoop, detached_text, is_backward
+from auditor.static.training import (
+    NON_DIFFERENTIABLE, Training, TrainingLoop, detached_text, is_backward, outer_call,
+)
 
 
 def _graph_names(t: Training, fn: FunctionInfo, depth: int = 0) -> set[str]:
@@ -39,6 +41,17 @@ def _returns_graph(t: Training, fn: Optional[FunctionInfo], depth: int) -> bool:
     for e in fn.events:
         if e.kind == "return" and any(n in graph and not detached_text(e.text, n) for n in e.uses):
             return True
+    return False
+
+
+def _number_at(fn: FunctionInfo, i: int, name: str) -> bool:
+    """The last assignment of ``name`` before event ``i`` made it a number or a tensor cut from
+    the graph (``cri = loss.cpu().item()``, ``n = pred.size(0)``)."""
+    for j in range(i - 1, -1, -1):
+        e = fn.events[j]
+        if e.kind == "assign" and name in e.targets:
+            call = outer_call(fn, j)
+            return call is not None and call.method in NON_DIFFERENTIABLE
     return False
 
 
@@ -97,6 +110,26 @@ automatically because a tensor total may be used later on purpose.
 """
 
     VALID = [
+        # numbers and integer tensors taken from the loss or the output, and a sum under no_grad
+        Valid(
+            "import torch\n"
+            "def fit(model, opt, loader):\n"
+            "    total, count, preds, scores = 0.0, 0, [], []\n"
+            "    for g, y in loader:\n"
+            "        out = model(g)\n"
+            "        loss = torch.nn.functional.cross_entropy(out, y)\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+            "        cri = loss.cpu().item()\n"
+            "        total += cri * out.size(0)\n"
+            "        count += out.size(0)\n"
+            "        preds.append(out.argmax(dim=-1, keepdim=True).cpu())\n"
+            "        scores += out.squeeze(1).detach().cpu().tolist()\n"
+            "        with torch.no_grad():\n"
+            "            total += loss\n"
+            "    return total / count\n"
+        ),
         Valid(
             "def fit(model, opt, loader):\n"
             "    total, losses = 0.0, []\n"
@@ -230,8 +263,11 @@ automatically because a tensor total may be used later on purpose.
                 continue
             if acc in reset_inside or acc in backwarded or acc in graph:
                 continue
+            if t.grad_off(fn, i) is not None:
+                continue  # `with torch.no_grad(): total += loss` records no graph
             for value in values:
-                if value in graph and not detached_text(e.text, value):
+                if value in graph and not detached_text(e.text, value) \
+                        and not _number_at(fn, i, value):
                     yield i, acc, value
                     break
 

@@ -67,7 +67,6 @@ UNTRAINED_NAME = re.compile(
     r"teacher|ema|momentum|target|frozen|fixed|ref(erence)?(_|$)|pretrain|old|prev|tokenizer|clip",
     re.I)
 MODEL_NAME = re.compile(r"model|net|encoder|decoder|gnn|gat|gcn|backbone|student|mae|head", re.I)
-DETACHING = (".item()", ".detach()", ".tolist()", ".numpy()", ".data", "float(", "int(")
 MAX_DEPTH = 6
 NON_DIFFERENTIABLE = {"argmax", "argmin", "argsort", "long", "int", "bool", "item", "detach",
                       "sign", "round", "floor", "ceil", "nonzero", "tolist", "numpy", "numel",
@@ -107,19 +106,45 @@ def looks_optimizer(text: str) -> bool:
     return bool(_OPT_WORD.search(last)) and "sched" not in last.lower()
 
 
+# one `.method(args)` link of a call chain (arguments with one level of nested parentheses)
+_CHAIN_LINK = re.compile(r"\.(\w+)(\((?:[^()]|\([^()]*\))*\))?")
+_INTEGER_CAST = re.compile(r"^\((dtype\s*=\s*)?(torch\.|th\.)?(long|int\d*|bool|uint8)\)$")
+
+
 def detached_text(text: str, name: str) -> bool:
-    """Every mention of ``name`` in ``text`` is turned into a number or detached."""
+    """Every mention of ``name`` in ``text`` is turned into a number or detached: a call chain
+    on it that goes through ``.item()`` / ``.detach()`` / ``.argmax()`` / ``.size()`` / an integer
+    cast (``.to(torch.long)``), or ``float(name)``."""
     mentions = [m.end() for m in re.finditer(rf"(?<![\w.'\"]){re.escape(name)}\b(?!['\"])", text)]
     if not mentions:
         return False
     for end in mentions:
-        rest = re.sub(r"^(\[[^\]]*\])*", "", text[end:])
         start = text[: end - len(name)]
-        if not (rest.startswith(DETACHING[:5]) or rest.startswith(".data")
-                or re.search(r"(float|int)\(\s*$", start)
-                or re.match(r"\.(cpu|to\([^)]*\))\(?\)?\.(item|tolist|numpy)\(", rest)):
+        if not (re.search(r"(float|int)\(\s*$", start) or _chain_cuts(text[end:])):
             return False
     return True
+
+
+def _chain_cuts(rest: str) -> bool:
+    rest = re.sub(r"^(\[[^\]]*\])*", "", rest)
+    if rest.startswith(".data") and not rest.startswith(".data["):
+        return True
+    while True:
+        link = _CHAIN_LINK.match(rest)
+        if link is None:
+            return False
+        method, args = link.group(1), link.group(2)
+        if method in NON_DIFFERENTIABLE or (method in ("to", "type") and args
+                                            and _INTEGER_CAST.match(args)):
+            return True
+        rest = re.sub(r"^(\[[^\]]*\])*", "", rest[link.end():])
+
+
+def outer_call(fn: FunctionInfo, j: int) -> Optional[Event]:
+    """The outermost call of statement event ``j`` (``pred = logits.argmax(-1)``: argmax)."""
+    span = fn.events[j].span
+    return next((e for e in fn.events[j:] if e.kind == "call" and _span_within(e.span, span)),
+                None)
 
 
 def _span_within(inner: Span, outer: Span) -> bool:
@@ -508,10 +533,11 @@ class Training:
                 continue
             calls = [k for k in range(j, len(fn.events))
                      if fn.events[k].kind == "call" and _span_within(fn.events[k].span, e.span)]
-            if calls and self.returns_detached(fn, fn.events[calls[0]]):
+            outer = outer_call(fn, j)
+            if outer is not None and self.returns_detached(fn, outer):
                 continue  # `emb = model.get_embedding(g)` that returns `h.detach()`: off the slice
             out.append((fn, j))
-            if calls and fn.events[calls[0]].method in NON_DIFFERENTIABLE:
+            if outer is not None and outer.method in NON_DIFFERENTIABLE:
                 continue  # `pred = logits.argmax(-1)`: no gradient flows back through it
             if e.kind == "assign" and e.branch is None and \
                     re.match(r"[\w.]+\s*(,\s*[\w.]+\s*)*=[^=]", e.text):
@@ -629,8 +655,7 @@ def _returns_cut(fn: FunctionInfo) -> bool:
     if not returns:
         return False
     for i in returns:
-        ret = fn.events[i]
-        calls = [e for e in fn.events[i:] if e.kind == "call" and _span_within(e.span, ret.span)]
-        if not calls or calls[0].method not in NON_DIFFERENTIABLE:
+        call = outer_call(fn, i)
+        if call is None or call.method not in NON_DIFFERENTIABLE:
             return False
     return True

@@ -38,6 +38,20 @@ class Report:
         ]
 
 
+def probe_failed(run: dict[str, Any]) -> bool:
+    """Did a probe run (``extra["run"]``) end by crash, timeout, launch error or an early
+    non-zero exit, rather than by its step budget or by finishing?"""
+    stopped = run.get("stopped")
+    return stopped in ("crash", "timeout", "error") or (
+        stopped == "exit" and run.get("exit") not in (0, None))
+
+
+def failed_run(report: Report) -> Optional[dict[str, Any]]:
+    """The run facts of a probe report whose run failed (see :func:`probe_failed`), else None."""
+    run = (report.extra or {}).get("run")
+    return run if isinstance(run, dict) and probe_failed(run) else None
+
+
 def render(fmt: str, report: Report, color: Optional[bool] = None) -> str:
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")

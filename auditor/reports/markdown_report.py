@@ -14,7 +14,7 @@ from collections import Counter
 from typing import Any
 
 from auditor.findings import Finding, Status
-from auditor.reports import Report, source_lines
+from auditor.reports import Report, failed_run, source_lines
 
 ICON = {"error": "🔴", "warning": "🟠", "info": "🔵"}
 STATUS_ICON = {
@@ -120,8 +120,22 @@ def divergence(extra: dict[str, Any]) -> list[str]:
     return [*out, ""]
 
 
+def crash_banner(report: Report) -> list[str]:
+    """A failed probe run, said before anything else: its findings are not a clean bill."""
+    run = failed_run(report)
+    if run is None:
+        return []
+    out = ["> [!CAUTION]", f"> **The probe run did not complete**: "
+           f"{inline(str(run.get('summary') or run.get('stopped')))}. Findings marked unexercised "
+           "may only mean the program stopped before reaching their lines."]
+    tail = [t for t in report.extra.get("output_tail") or [] if isinstance(t, str)]
+    if tail:
+        out += [">", "> ```text", *(f"> {t.replace('```', 'ˋˋˋ')}" for t in tail), "> ```"]
+    return [*out, ""]
+
+
 def render(report: Report) -> str:
-    out = ["## gm-audit", ""]
+    out = ["## gm-audit", "", *crash_banner(report)]
     if not report.findings and not report.errors:
         out += [f"No new findings in {report.files} file(s). ✅", ""]
         out += summary(report)[-1:] if report.extra.get("baseline") else []

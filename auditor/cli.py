@@ -16,14 +16,10 @@ from auditor import __version__
 from auditor.config import Config, ConfigError, load_config
 from auditor.findings import Severity
 from auditor.registry import RUNTIME_CHECKS, UnknownRule, all_rules, select
-from auditor.reports import FORMATS, Report, render, write_atomic
+from auditor.emit import EXIT_CLEAN, EXIT_ERROR, UsageError, emit
+from auditor.reports import FORMATS, Report
 
 COMMANDS = ("check", "probe", "diff", "rules", "explain")
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-
-
-class UsageError(Exception):
-    """A clear one-line message for the user; exit code 2."""
 
 
 def _codes(value: str) -> list[str]:
@@ -136,44 +132,6 @@ def progress_callback(args: argparse.Namespace) -> Optional[Callable[[int, int],
     return update
 
 
-def apply_baseline(report: Report, args: argparse.Namespace) -> Report:
-    """``--baseline FILE``: drop the findings it records (``--write-baseline`` records them first)."""
-    if not getattr(args, "baseline", None):
-        return report
-    from dataclasses import replace
-
-    from auditor.baseline import BaselineError, load_baseline, new_findings, write_baseline
-
-    if args.write_baseline:
-        write_baseline(args.baseline, report.findings)
-        if not args.quiet:
-            print(f"gm-audit: wrote {len(report.findings)} finding(s) to baseline {args.baseline}",
-                  file=sys.stderr)
-    try:
-        known = load_baseline(args.baseline)
-    except BaselineError as exc:
-        raise UsageError(str(exc)) from None
-    kept = new_findings(report.findings, known)
-    hidden = len(report.findings) - len(kept)
-    if hidden and not args.quiet and not args.write_baseline:
-        print(f"gm-audit: {hidden} finding(s) known from baseline {args.baseline} not reported",
-              file=sys.stderr)
-    extra = {**report.extra, "baseline": {"path": args.baseline, "known": hidden}}
-    return replace(report, findings=kept, extra=extra)
-
-
-def emit(report: Report, args: argparse.Namespace, fail_on: Severity) -> int:
-    report = apply_baseline(report, args)
-    color = {"always": True, "never": False}.get(args.color)
-    if args.output:
-        write_atomic(args.output, render(args.format, report, color=False))
-    else:
-        sys.stdout.write(render(args.format, report, color=color))
-    if args.exit_zero:
-        return EXIT_CLEAN
-    return EXIT_FINDINGS if report.failing(fail_on) or report.errors else EXIT_CLEAN
-
-
 def cmd_check(args: argparse.Namespace) -> int:
     from auditor.static.engine import run_check
     from auditor.discovery import PathMissing
@@ -192,7 +150,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.fix or args.diff:
         from auditor.fix import fix_command
 
-        return fix_command(args, result, config, chosen, emit, fail_on)
+        return fix_command(args, result, config, chosen, fail_on)
     report = Report("check", result.findings, result.errors, result.files, result.seconds)
     return emit(report, args, fail_on)
 
@@ -247,13 +205,13 @@ def cmd_explain(args: argparse.Namespace) -> int:
 def cmd_probe(args: argparse.Namespace) -> int:
     from auditor.probe.command import run_probe_command
 
-    return run_probe_command(args, *settings(args), emit=emit)
+    return run_probe_command(args, *settings(args))
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
     from auditor.diff.command import run_diff_command
 
-    return run_diff_command(args, *settings(args), emit=emit)
+    return run_diff_command(args, *settings(args))
 
 
 HANDLERS = {"check": cmd_check, "probe": cmd_probe, "diff": cmd_diff, "rules": cmd_rules,

@@ -36,15 +36,19 @@ class Config:
 
 
 def find_pyproject(start: Path) -> Optional[Path]:
-    """The nearest pyproject.toml holding a ``[tool.gm-audit]`` table, walking upwards."""
+    """The nearest pyproject.toml holding a ``[tool.gm-audit]`` table, walking upwards. One that
+    is not valid TOML stops the walk with a ConfigError: it may hold the table, and running on
+    with the defaults would silently ignore the user's settings."""
     start = start.resolve()
     for folder in [start, *start.parents] if start.is_dir() else start.parents:
         candidate = folder / "pyproject.toml"
         if candidate.is_file():
             try:
                 data = tomllib.loads(candidate.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            except (OSError, UnicodeDecodeError):
                 continue
+            except tomllib.TOMLDecodeError as exc:
+                raise ConfigError(f"{candidate}: invalid TOML: {exc}") from None
             if "gm-audit" in data.get("tool", {}):
                 return candidate
     return None

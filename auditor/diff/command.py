@@ -28,9 +28,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from auditor.config import Config
+from auditor.emit import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, UsageError, emit
 from auditor.diff.attribute import Cause, explain, refine
 from auditor.diff.compare import Tolerance, compare_runs, self_noise
 from auditor.diff.snapshot import ENV_DIR, ENV_SEED
@@ -41,7 +42,7 @@ from auditor.probe.launch import RunOutcome, prepare, run_command
 from auditor.reports import Report
 
 DEFAULT_TIMEOUT_S = 300.0
-EXIT_CLEAN, EXIT_DIVERGED, EXIT_ERROR = 0, 1, 2
+EXIT_DIVERGED = EXIT_FINDINGS  # the candidate diverges from the reference
 TOP_ITEMS = 5
 
 
@@ -67,7 +68,6 @@ class Run:
 
 
 def _options(args: argparse.Namespace, config: Config) -> dict[str, Any]:
-    from auditor.cli import UsageError
 
     def opt(name: str, default: Any) -> Any:
         value = getattr(args, name.replace("-", "_"), None)
@@ -215,9 +215,7 @@ def _text(stages: list, first: Optional[dict], runs: dict, tol: Tolerance,
     return lines
 
 
-def run_diff_command(args: argparse.Namespace, config: Config, rules: list, fail_on: Severity,
-                     emit: Callable[[Report, argparse.Namespace, Severity], int]) -> int:
-    from auditor.cli import UsageError
+def run_diff_command(args: argparse.Namespace, config: Config, rules: list, fail_on: Severity) -> int:
     from auditor.discovery import PathMissing
     from auditor.static.engine import run_check
 

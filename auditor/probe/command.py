@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
 from auditor.config import Config
+from auditor.emit import EXIT_ERROR, UsageError, emit
 from auditor.findings import Finding, Severity
 from auditor.probe.charts import parameter_gradients, reconstruction_view
 from auditor.probe.evidence import Evidence
@@ -26,7 +27,6 @@ from auditor.reports import Report, probe_failed
 # what the user pays for a wrong answer
 DEFAULT_MAX_STEPS = 300
 DEFAULT_TIMEOUT_S = 300.0
-EXIT_ERROR = 2
 
 
 class ProbeUsageError(Exception):
@@ -157,9 +157,7 @@ def progress_display(args: argparse.Namespace, title: str) -> Iterator[Optional[
         yield tick
 
 
-def run_probe_command(args: argparse.Namespace, config: Config, rules: list, fail_on: Severity,
-                      emit: Callable[[Report, argparse.Namespace, Severity], int]) -> int:
-    from auditor.cli import UsageError
+def run_probe_command(args: argparse.Namespace, config: Config, rules: list, fail_on: Severity) -> int:
     from auditor.discovery import PathMissing
     from auditor.static.engine import run_check
 

@@ -18,6 +18,7 @@ from auditor.findings import Severity
 from auditor.registry import RUNTIME_CHECKS, UnknownRule, all_rules, select
 from auditor.emit import EXIT_CLEAN, EXIT_ERROR, UsageError, emit
 from auditor.reports import FORMATS, Report
+from auditor.scope import about_named, force_exclude, named_keys, project_paths
 
 COMMANDS = ("check", "probe", "diff", "rules", "explain")
 
@@ -63,6 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="print the fixes as a unified diff; write nothing")
     check.add_argument("--unsafe-fixes", action="store_true",
                        help="with --fix/--diff: also the fixes that change behaviour on purpose")
+    check.add_argument("--force-exclude", action="store_true",
+                       help="honour `exclude` for files named on the command line too (pre-commit)")
+    check.add_argument("--in-project", action="store_true",
+                       help="analyse the whole project of the named files (the folder of the "
+                       "config, else the current one) and report on the named files only")
     common_options(check)
 
     probe = sub.add_parser("probe", help="run a training command under the probe: gm-audit probe -- CMD...")
@@ -139,9 +145,20 @@ def cmd_check(args: argparse.Namespace) -> int:
     config, chosen, fail_on = settings(args)
     if args.unsafe_fixes and not (args.fix or args.diff):
         raise UsageError("--unsafe-fixes needs --fix or --diff")
+    paths = force_exclude(args.paths, config) if args.force_exclude else args.paths
+    if not paths:  # every named file excluded: nothing to check, as Ruff does
+        return emit(Report("check", []), args, fail_on)
+    named = None
+    if args.in_project:
+        if args.fix or args.diff:
+            raise UsageError("--in-project reports on the named files; it fixes nothing")
+        missing = [p for p in paths if not Path(p).is_file()]
+        if missing:
+            raise UsageError(f"--in-project takes files, not {missing[0]!r}")
+        named, paths = named_keys(paths), project_paths(config)
     try:
         result = run_check(
-            args.paths, config, chosen, jobs=args.jobs, use_cache=not args.no_cache,
+            paths, config, chosen, jobs=args.jobs, use_cache=not args.no_cache,
             report_unused_ignores=args.report_unused_ignores, progress=progress_callback(args),
             need_project=bool(args.fix or args.diff),
         )
@@ -151,7 +168,11 @@ def cmd_check(args: argparse.Namespace) -> int:
         from auditor.fix import fix_command
 
         return fix_command(args, result, config, chosen, fail_on)
-    report = Report("check", result.findings, result.errors, result.files, result.seconds)
+    if named is not None:
+        report = Report("check", about_named(result.findings, named),
+                        about_named(result.errors, named), len(named), result.seconds)
+    else:
+        report = Report("check", result.findings, result.errors, result.files, result.seconds)
     return emit(report, args, fail_on)
 
 

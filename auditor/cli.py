@@ -10,15 +10,17 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Callable, NoReturn, Optional, Sequence
 
 from auditor import __version__
-from auditor.config import Config, ConfigError, load_config
+from auditor.config import Config, ConfigError, load_config, selection
 from auditor.findings import Severity
 from auditor.registry import RUNTIME_CHECKS, UnknownRule, all_rules, select
 from auditor.emit import EXIT_CLEAN, EXIT_ERROR, UsageError, emit
 from auditor.reports import FORMATS, Report
-from auditor.scope import about_named, force_exclude, named_keys, project_paths
+from auditor.scope import (about_named, as_stdin_file, excluded, force_exclude, named_keys,
+                           project_paths, stdin_file)
+from auditor.suggest import did_you_mean
 
 COMMANDS = ("check", "probe", "diff", "rules", "explain")
 
@@ -27,17 +29,50 @@ def _codes(value: str) -> list[str]:
     return [c.strip() for c in value.split(",") if c.strip()]
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with "did you mean" for a mistyped option."""
+
+    def error(self, message: str) -> "NoReturn":
+        if "unrecognized arguments:" in message:
+            bad = next((w for w in message.split(":", 1)[1].split() if w.startswith("--")), "")
+            message += did_you_mean(bad.split("=")[0], every_option(self))
+        super().error(message)
+
+
+def every_option(parser: argparse.ArgumentParser) -> list[str]:
+    """The long options of ``parser`` and of its subcommands."""
+    out = []
+    for action in parser._actions:
+        out += [o for o in action.option_strings if o.startswith("--")]
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                out += every_option(sub)
+    return sorted(set(out))
+
+
 def common_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--format", choices=FORMATS, default="text", help="output format")
+    p.add_argument("--output-format", "--format", dest="format", choices=FORMATS, default="text",
+                   help="output format (--format is an alias)")
     p.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE (atomically)")
-    p.add_argument("--select", type=_codes, metavar="CODES", help="rules or prefixes, comma-separated (GM1,GM201)")
-    p.add_argument("--ignore", type=_codes, metavar="CODES", default=[], help="rules or prefixes to skip")
+    p.add_argument("--select", type=_codes, action="extend", metavar="CODES",
+                   help="rules or prefixes, comma-separated (GM1,GM201); repeated ones add up and "
+                   "replace the config's `select`")
+    p.add_argument("--extend-select", type=_codes, action="extend", default=[], metavar="CODES",
+                   help="rules or prefixes to add to the selection (config or --select)")
+    p.add_argument("--ignore", "--extend-ignore", dest="ignore", type=_codes, action="extend",
+                   metavar="CODES", default=[],
+                   help="rules or prefixes to skip, added to the config's `ignore`")
     p.add_argument("--config", metavar="FILE", help="config file (default: [tool.gm-audit] in the nearest pyproject.toml)")
     p.add_argument("--fail-on", choices=[s.value for s in Severity], help="lowest severity that makes the exit code 1")
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
     p.add_argument("--no-cache", action="store_true", help="ignore and do not write the on-disk cache")
     p.add_argument("--jobs", "-j", type=int, default=0, metavar="N", help="parallel workers (default: all cores)")
-    p.add_argument("--color", choices=["auto", "always", "never"], default="auto")
+    p.add_argument("--color", choices=["auto", "always", "never"], default="auto",
+                   help="colour the text output (auto: on a terminal, unless NO_COLOR is set)")
+    p.add_argument("--statistics", action="store_true",
+                   help="text output: only the count of findings per rule")
+    p.add_argument("--show-fixes", action="store_true",
+                   help="text output: mark the findings that --fix (or --unsafe-fixes) can fix")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     p.add_argument("--baseline", metavar="FILE",
@@ -47,7 +82,7 @@ def common_options(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="gm-audit",
         description="Audit PyTorch + DGL GraphMAE training pipelines: static rules, a runtime "
         "probe that confirms them, and a diff against a reference script.",
@@ -56,7 +91,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     check = sub.add_parser("check", help="static pass over PATH... (the default command)")
-    check.add_argument("paths", nargs="*", default=["."], metavar="PATH")
+    check.add_argument("paths", nargs="*", default=["."], metavar="PATH",
+                       help="files and folders to check (default: .); `-` reads one file from stdin")
+    check.add_argument("--stdin-filename", metavar="PATH",
+                       help="with `-`: the path the source read from stdin is reported at (and "
+                       "configured as)")
     check.add_argument("--report-unused-ignores", action="store_true",
                        help="report `# gm-audit: ignore` comments that suppress nothing (GM001)")
     check.add_argument("--fix", action="store_true", help="apply the safe fixes in place")
@@ -72,13 +111,16 @@ def build_parser() -> argparse.ArgumentParser:
     common_options(check)
 
     probe = sub.add_parser("probe", help="run a training command under the probe: gm-audit probe -- CMD...")
-    probe.add_argument("cmd", nargs=argparse.REMAINDER, metavar="CMD")
+    probe.add_argument("cmd", nargs=argparse.REMAINDER, metavar="CMD",
+                       help="the training command, after `--` (default: [tool.gm-audit.probe] command)")
     common_options(probe)
     _probe_options(probe)
 
     diff = sub.add_parser("diff", help='compare a reference and a candidate run: gm-audit diff "python minimal.py" "python train.py"')
-    diff.add_argument("ref_cmd", metavar="REF_CMD")
-    diff.add_argument("candidate_cmd", metavar="CANDIDATE_CMD")
+    diff.add_argument("ref_cmd", metavar="REF_CMD",
+                      help='the reference run, one quoted string ("python minimal.py")')
+    diff.add_argument("candidate_cmd", metavar="CANDIDATE_CMD",
+                      help='the pipeline compared with it ("python train.py")')
     common_options(diff)
     _probe_options(diff)
     diff.add_argument("--seed", type=int, default=0, help="seed of every RNG at start-up (default 0)")
@@ -89,17 +131,21 @@ def build_parser() -> argparse.ArgumentParser:
                       "its self-difference (automatic when a run used CUDA)")
 
     rules = sub.add_parser("rules", help="list the rules")
-    rules.add_argument("--format", choices=["text", "json"], default="text")
+    rules.add_argument("--output-format", "--format", dest="format", choices=["text", "json"],
+                       default="text", help="a table, or JSON rows")
     explain = sub.add_parser("explain", help="show one rule's documentation")
-    explain.add_argument("code", metavar="CODE")
+    explain.add_argument("code", metavar="CODE", help="a rule code (GM101) or a probe check (GM701)")
     return parser
 
 
 def _probe_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--steps", default=None, metavar="N|auto", help="training steps to observe (default: auto)")
-    p.add_argument("--max-steps", type=int, default=None, metavar="N")
-    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS")
-    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default=None)
+    p.add_argument("--max-steps", type=int, default=None, metavar="N",
+                   help="cap on the steps of --steps auto (default 300)")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="kill the run after SECONDS (default 300)")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default=None,
+                   help="where the program runs (auto: as it chooses)")
     p.add_argument("--paths", nargs="*", default=None, metavar="PATH", help="what the static pass covers (default: the current folder)")
 
 
@@ -109,7 +155,7 @@ def settings(args: argparse.Namespace) -> tuple[Config, list, Severity]:
     start = Path(getattr(args, "paths", None) and args.paths[0] or ".")
     config = load_config(args.config, start if start.exists() else Path("."))
     try:
-        chosen = select(args.select or config.select, [*config.ignore, *args.ignore])
+        chosen = select(*selection(args, config))
     except UnknownRule as exc:
         raise UsageError(str(exc)) from None
     fail_on = Severity(args.fail_on) if args.fail_on else config.fail_on
@@ -145,6 +191,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     config, chosen, fail_on = settings(args)
     if args.unsafe_fixes and not (args.fix or args.diff):
         raise UsageError("--unsafe-fixes needs --fix or --diff")
+    if args.paths == ["-"]:
+        return check_stdin(args, config, chosen, fail_on)
+    if args.stdin_filename:
+        raise UsageError("--stdin-filename goes with `-` (source on stdin)")
     paths = force_exclude(args.paths, config) if args.force_exclude else args.paths
     if not paths:  # every named file excluded: nothing to check, as Ruff does
         return emit(Report("check", []), args, fail_on)
@@ -163,7 +213,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             need_project=bool(args.fix or args.diff),
         )
     except PathMissing as exc:
-        raise UsageError(str(exc)) from None
+        first = args.paths[0] if args.paths else ""
+        raise UsageError(f"{exc}{did_you_mean(first, COMMANDS)}") from None
     if args.fix or args.diff:
         from auditor.fix import fix_command
 
@@ -173,6 +224,25 @@ def cmd_check(args: argparse.Namespace) -> int:
                         about_named(result.errors, named), len(named), result.seconds)
     else:
         report = Report("check", result.findings, result.errors, result.files, result.seconds)
+    return emit(report, args, fail_on)
+
+
+def check_stdin(args: argparse.Namespace, config: Config, chosen: list, fail_on: Severity) -> int:
+    """``gm-audit check - --stdin-filename src/x.py``: one file's source from stdin (an editor's
+    unsaved buffer), reported at that path; the cache is not used for text that has no file."""
+    from auditor.static.engine import relpath, run_check
+
+    if args.fix or args.diff:
+        raise UsageError("source on stdin cannot be fixed in place")
+    shown = relpath(Path(args.stdin_filename or "stdin.py"))
+    if args.force_exclude and excluded(shown, config):
+        return emit(Report("check", []), args, fail_on)
+    with stdin_file(shown) as target:
+        result = run_check([str(target)], config, chosen, jobs=1, use_cache=False,
+                           report_unused_ignores=args.report_unused_ignores)
+        checked = relpath(target)
+    report = Report("check", as_stdin_file(result.findings, checked, shown, config),
+                    as_stdin_file(result.errors, checked, shown, config), 1, result.seconds)
     return emit(report, args, fail_on)
 
 

@@ -129,3 +129,14 @@ def per_file_ignored(cfg: Config, relpath: str) -> set[str]:
             codes |= expand(selectors)
     return codes
 
+
+
+def selection(args: Any, config: Config) -> tuple[Optional[list[str]], list[str]]:
+    """(select, ignore) from the command line and the config, as Ruff merges them: ``--select``
+    (repeatable) replaces the config's ``select``, ``--extend-select`` adds to whichever holds
+    (nothing to add to when every rule is on), ignores add up."""
+    chosen = args.select or config.select
+    extra = list(getattr(args, "extend_select", None) or [])
+    if chosen is not None and extra:
+        chosen = [*chosen, *extra]
+    return chosen, [*config.ignore, *args.ignore]

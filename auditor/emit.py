@@ -5,6 +5,7 @@ use it, so none of them imports another to finish."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from auditor.findings import Severity
@@ -46,10 +47,14 @@ def apply_baseline(report: Report, args: argparse.Namespace) -> Report:
 def emit(report: Report, args: argparse.Namespace, fail_on: Severity) -> int:
     report = apply_baseline(report, args)
     color = {"always": True, "never": False}.get(args.color)
+    if color is None and os.environ.get("NO_COLOR"):  # https://no-color.org: any non-empty value
+        color = False
+    text = {"statistics": getattr(args, "statistics", False),
+            "show_fixes": getattr(args, "show_fixes", False)}
     if args.output:
-        write_atomic(args.output, render(args.format, report, color=False))
+        write_atomic(args.output, render(args.format, report, color=False, **text))
     else:
-        sys.stdout.write(render(args.format, report, color=color))
+        sys.stdout.write(render(args.format, report, color=color, **text))
     if args.exit_zero:
         return EXIT_CLEAN
     return EXIT_FINDINGS if report.failing(fail_on) or report.errors else EXIT_CLEAN

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
-from auditor.config import Config
+from auditor.config import Config, selection
 from auditor.emit import EXIT_ERROR, UsageError, emit
 from auditor.findings import Finding, Severity
 from auditor.probe.charts import parameter_gradients, reconstruction_view
@@ -187,7 +187,7 @@ def run_probe_command(args: argparse.Namespace, config: Config, rules: list, fai
     notes = list(evidence.notes)
     by_code = {r.code: r for r in rules}
     findings = decide(static.findings, evidence, by_code, notes)
-    checks = select_runtime_checks(args.select or config.select, [*config.ignore, *args.ignore])
+    checks = select_runtime_checks(*selection(args, config))
     findings += runtime_findings(evidence, findings, by_code, checks)
     findings.sort(key=Finding.sort_key)
     flow = gradient_flow(evidence)

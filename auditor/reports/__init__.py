@@ -52,12 +52,14 @@ def failed_run(report: Report) -> Optional[dict[str, Any]]:
     return run if isinstance(run, dict) and probe_failed(run) else None
 
 
-def render(fmt: str, report: Report, color: Optional[bool] = None) -> str:
+def render(fmt: str, report: Report, color: Optional[bool] = None, statistics: bool = False,
+           show_fixes: bool = False) -> str:
+    """``report`` in ``fmt``; colour, statistics and fix marks concern the text format only."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
     module = importlib.import_module(f"auditor.reports.{fmt}_report")
     if fmt == "text":
-        return module.render(report, color=color)
+        return module.render(report, color=color, statistics=statistics, show_fixes=show_fixes)
     return module.render(report)
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable, NoReturn, Optional, Sequence
 
 from auditor import __version__
+from auditor.code_docs import DOCS, ENGINE_CODES
 from auditor.config import Config, ConfigError, load_config, selection
 from auditor.findings import Severity
 from auditor.registry import RUNTIME_CHECKS, UnknownRule, all_rules, select
@@ -277,12 +278,15 @@ def cmd_explain(args: argparse.Namespace) -> int:
     rule = all_rules().get(code)
     if rule is not None:
         text = f"# {rule.code} {rule.name} ({rule.severity.value})\n\n{rule.summary}\n\n{rule.doc.strip()}\n"
-    elif code in RUNTIME_CHECKS:
-        name, severity, summary = RUNTIME_CHECKS[code]
-        text = (f"# {code} {name} ({severity.value})\n\n{summary}.\n\nA check of the probe "
-                "(`gm-audit probe`) on the run itself: there is no static pattern to report.\n")
+    elif code in RUNTIME_CHECKS or code in ENGINE_CODES:
+        name, severity, summary = (RUNTIME_CHECKS[code][0], RUNTIME_CHECKS[code][1].value,
+                                   RUNTIME_CHECKS[code][2]) if code in RUNTIME_CHECKS \
+            else ENGINE_CODES[code]
+        text = f"# {code} {name} ({severity})\n\n{summary}.\n\n{DOCS[code].strip()}\n"
     else:
-        raise UsageError(f"unknown rule {args.code!r} (see `gm-audit rules`)")
+        known = [*all_rules(), *RUNTIME_CHECKS, *ENGINE_CODES]
+        hint = did_you_mean(code, known) or " (see `gm-audit rules`)"
+        raise UsageError(f"unknown rule {args.code!r}{hint}")
     from rich.console import Console
     from rich.markdown import Markdown
 

@@ -173,3 +173,15 @@ def every_action(parser):
 def test_every_argument_has_help():
     missing = [a.dest for a in every_action(build_parser()) if not a.help]
     assert missing == []
+
+
+def test_report_and_baseline_files_get_the_users_umask(tmp_path, cli):
+    write(tmp_path, "a.py", LOADS)
+    old = os.umask(0o027)
+    try:
+        cli("--no-cache", "--format", "sarif", "--output", "out/report.sarif", ".", cwd=tmp_path)
+        cli("--no-cache", "--baseline", "base.json", "--write-baseline", ".", cwd=tmp_path)
+    finally:
+        os.umask(old)
+    assert (tmp_path / "out" / "report.sarif").stat().st_mode & 0o777 == 0o640
+    assert (tmp_path / "base.json").stat().st_mode & 0o777 == 0o640

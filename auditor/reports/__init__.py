@@ -63,6 +63,13 @@ def render(fmt: str, report: Report, color: Optional[bool] = None, statistics: b
     return module.render(report)
 
 
+def current_umask() -> int:
+    """The process umask (reading it means setting it: set straight back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_atomic(path: str, text: str) -> None:
     """Readers never see a half-written report: temporary file in the same folder, then rename."""
     target = Path(path)
@@ -71,6 +78,9 @@ def write_atomic(path: str, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)
+        # mkstemp makes the file 0600; a report or baseline is created like any file the user
+        # writes (CI uploads it, colleagues read it): the mode the umask gives
+        os.chmod(tmp, 0o666 & ~current_umask())
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -7,21 +7,14 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from auditor.cli import build_parser
+from test_cli_check import write
 
 LOADS = "import torch\na = torch.load('a')\nb = torch.load('b')\n"
-
-
-def write(root: Path, rel: str, text: str) -> Path:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text))
-    return path
 
 
 def findings(proc: subprocess.CompletedProcess) -> list[tuple[str, str, int]]:

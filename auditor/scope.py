@@ -19,6 +19,7 @@ from auditor.discovery import is_excluded
 from auditor.findings import FileError, Finding
 
 Item = TypeVar("Item", Finding, FileError)
+PROJECT = "<project>"  # the path of the engine's cross-file errors: they concern every file
 
 
 def excluded(path: str, config: Config) -> bool:
@@ -56,7 +57,7 @@ def about_named(items: list[Item], named: set[str]) -> list[Item]:
         return any(m.group(0).split(":")[0] in named or "/" not in m.group(0).split(":")[0]
                    for m in cite.finditer(text))
 
-    return [i for i in items if i.path in named or cites(i)]
+    return [i for i in items if i.path in named or i.path == PROJECT or cites(i)]
 
 
 @contextlib.contextmanager
@@ -75,4 +76,4 @@ def as_stdin_file(items: list[Item], checked: str, shown: str, config: Config) -
     ignored = per_file_ignored(config, shown)
     return [replace(i, path=shown) for i in items
             if not (isinstance(i, Finding) and i.rule in ignored)
-            and i.path in (checked, "<project>")]
+            and i.path in (checked, PROJECT)]

@@ -130,3 +130,52 @@ def test_a_clean_probe_run_has_no_crash_record(cli, tmp_path):
     assert invocation["executionSuccessful"] is True
     assert not [n for n in invocation["toolExecutionNotifications"]
                 if n["message"]["text"].startswith("probe:")]
+
+
+WRAPPED = """\
+import os
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+os.environ.setdefault("MASTER_PORT", "29541")
+dist.init_process_group("gloo", rank=0, world_size=1)
+torch.manual_seed(0)
+
+
+class AE(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.Linear(18, 16)
+        self.decoder = nn.Linear(16, 18)
+
+    def forward(self, x):
+        mask = torch.zeros(x.shape[0], dtype=torch.bool)
+        mask[:5] = True
+        h = x.clone()
+        h[mask] = 0.0
+        return ((self.decoder(self.encoder(h)) - x)[mask] ** 2).mean()
+
+
+model = DistributedDataParallel(AE())
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(3):
+    loss = model(torch.randn(16, 18))
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_reconstruction_is_found_under_a_ddp_wrapper(cli, tmp_path):
+    # the model's own submodules sit one level deeper under DistributedDataParallel
+    (tmp_path / "train.py").write_text(WRAPPED)
+    _, text = probe_report(cli, tmp_path, "json", "train.py", "--steps", "2")
+    sample = json.loads(text)["reconstruction"]
+    assert sample["module"] == "decoder" and sample["masked"] and sample["masked_count"] == 5
+    assert len(sample["target"]) == 8 and sample["node"] == [0, 0, 1, 1, 2, 2, 3, 3]
+    # 18 values per node read as two points of 9 (xyz first): xyz of the first point of node 0
+    assert len(sample["target"][0]) == 3

@@ -60,6 +60,7 @@ class _Tls(threading.local):
     loss_depth = 0
     in_backward = False
     seed_depth = 0
+    child_depth = 1  # nesting of the model's own submodules: 2 under a DDP/DataParallel wrapper
 
 
 class Recorder:
@@ -964,6 +965,7 @@ def patch_torch(rec: Recorder, torch) -> None:
         depth = tls.depth
         tls.depth = depth + 1
         if depth == 0:
+            tls.child_depth = 2 if type(module).__name__ in WRAPPER_CLASSES else 1
             if rec.budget_spent() and torch.is_grad_enabled():
                 rec.stop_for_budget()
             rec.register_root(module)
@@ -992,7 +994,7 @@ def patch_torch(rec: Recorder, torch) -> None:
                     rec.watch_reconstruction(args)
                 except Exception:
                     pass
-        elif depth == 1:
+        elif depth == tls.child_depth:
             rec.child_input(args)
         params = module._parameters
         if params:
@@ -1009,7 +1011,7 @@ def patch_torch(rec: Recorder, torch) -> None:
     @guarded
     def post(module, args, output):
         tls.depth = max(0, tls.depth - 1)
-        if tls.depth == 1:
+        if tls.depth == tls.child_depth:
             rec.child_output(module, output)
         if tls.depth == 0 and torch.is_grad_enabled():
             try:

@@ -10,37 +10,70 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Callable, NoReturn, Optional, Sequence
 
 from auditor import __version__
-from auditor.config import Config, ConfigError, load_config
+from auditor.code_docs import DOCS, ENGINE_CODES
+from auditor.config import Config, ConfigError, load_config, selection
 from auditor.findings import Severity
 from auditor.registry import RUNTIME_CHECKS, UnknownRule, all_rules, select
-from auditor.reports import FORMATS, Report, render, write_atomic
+from auditor.emit import EXIT_CLEAN, EXIT_ERROR, UsageError, emit
+from auditor.reports import FORMATS, Report
+from auditor.scope import (about_named, as_stdin_file, excluded, force_exclude, named_keys,
+                           project_paths, stdin_file)
+from auditor.suggest import did_you_mean
 
 COMMANDS = ("check", "probe", "diff", "rules", "explain")
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-
-
-class UsageError(Exception):
-    """A clear one-line message for the user; exit code 2."""
 
 
 def _codes(value: str) -> list[str]:
     return [c.strip() for c in value.split(",") if c.strip()]
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with "did you mean" for a mistyped option."""
+
+    def error(self, message: str) -> "NoReturn":
+        if "unrecognized arguments:" in message:
+            bad = next((w for w in message.split(":", 1)[1].split() if w.startswith("--")), "")
+            message += did_you_mean(bad.split("=")[0], every_option(self))
+        super().error(message)
+
+
+def every_option(parser: argparse.ArgumentParser) -> list[str]:
+    """The long options of ``parser`` and of its subcommands."""
+    out = []
+    for action in parser._actions:
+        out += [o for o in action.option_strings if o.startswith("--")]
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                out += every_option(sub)
+    return sorted(set(out))
+
+
 def common_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--format", choices=FORMATS, default="text", help="output format")
+    p.add_argument("--output-format", "--format", dest="format", choices=FORMATS, default="text",
+                   help="output format (--format is an alias)")
     p.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE (atomically)")
-    p.add_argument("--select", type=_codes, metavar="CODES", help="rules or prefixes, comma-separated (GM1,GM201)")
-    p.add_argument("--ignore", type=_codes, metavar="CODES", default=[], help="rules or prefixes to skip")
+    p.add_argument("--select", type=_codes, action="extend", metavar="CODES",
+                   help="rules or prefixes, comma-separated (GM1,GM201); repeated ones add up and "
+                   "replace the config's `select`")
+    p.add_argument("--extend-select", type=_codes, action="extend", default=[], metavar="CODES",
+                   help="rules or prefixes to add to the selection (config or --select)")
+    p.add_argument("--ignore", "--extend-ignore", dest="ignore", type=_codes, action="extend",
+                   metavar="CODES", default=[],
+                   help="rules or prefixes to skip, added to the config's `ignore`")
     p.add_argument("--config", metavar="FILE", help="config file (default: [tool.gm-audit] in the nearest pyproject.toml)")
     p.add_argument("--fail-on", choices=[s.value for s in Severity], help="lowest severity that makes the exit code 1")
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
     p.add_argument("--no-cache", action="store_true", help="ignore and do not write the on-disk cache")
     p.add_argument("--jobs", "-j", type=int, default=0, metavar="N", help="parallel workers (default: all cores)")
-    p.add_argument("--color", choices=["auto", "always", "never"], default="auto")
+    p.add_argument("--color", choices=["auto", "always", "never"], default="auto",
+                   help="colour the text output (auto: on a terminal, unless NO_COLOR is set)")
+    p.add_argument("--statistics", action="store_true",
+                   help="text output: only the count of findings per rule")
+    p.add_argument("--show-fixes", action="store_true",
+                   help="text output: mark the findings that --fix (or --unsafe-fixes) can fix")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     p.add_argument("--baseline", metavar="FILE",
@@ -50,7 +83,7 @@ def common_options(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="gm-audit",
         description="Audit PyTorch + DGL GraphMAE training pipelines: static rules, a runtime "
         "probe that confirms them, and a diff against a reference script.",
@@ -59,7 +92,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     check = sub.add_parser("check", help="static pass over PATH... (the default command)")
-    check.add_argument("paths", nargs="*", default=["."], metavar="PATH")
+    check.add_argument("paths", nargs="*", default=["."], metavar="PATH",
+                       help="files and folders to check (default: .); `-` reads one file from stdin")
+    check.add_argument("--stdin-filename", metavar="PATH",
+                       help="with `-`: the path the source read from stdin is reported at (and "
+                       "configured as)")
     check.add_argument("--report-unused-ignores", action="store_true",
                        help="report `# gm-audit: ignore` comments that suppress nothing (GM001)")
     check.add_argument("--fix", action="store_true", help="apply the safe fixes in place")
@@ -67,16 +104,24 @@ def build_parser() -> argparse.ArgumentParser:
                        help="print the fixes as a unified diff; write nothing")
     check.add_argument("--unsafe-fixes", action="store_true",
                        help="with --fix/--diff: also the fixes that change behaviour on purpose")
+    check.add_argument("--force-exclude", action="store_true",
+                       help="honour `exclude` for files named on the command line too (pre-commit)")
+    check.add_argument("--in-project", action="store_true",
+                       help="analyse the whole project of the named files (the folder of the "
+                       "config, else the current one) and report on the named files only")
     common_options(check)
 
     probe = sub.add_parser("probe", help="run a training command under the probe: gm-audit probe -- CMD...")
-    probe.add_argument("cmd", nargs=argparse.REMAINDER, metavar="CMD")
+    probe.add_argument("cmd", nargs=argparse.REMAINDER, metavar="CMD",
+                       help="the training command, after `--` (default: [tool.gm-audit.probe] command)")
     common_options(probe)
     _probe_options(probe)
 
     diff = sub.add_parser("diff", help='compare a reference and a candidate run: gm-audit diff "python minimal.py" "python train.py"')
-    diff.add_argument("ref_cmd", metavar="REF_CMD")
-    diff.add_argument("candidate_cmd", metavar="CANDIDATE_CMD")
+    diff.add_argument("ref_cmd", metavar="REF_CMD",
+                      help='the reference run, one quoted string ("python minimal.py")')
+    diff.add_argument("candidate_cmd", metavar="CANDIDATE_CMD",
+                      help='the pipeline compared with it ("python train.py")')
     common_options(diff)
     _probe_options(diff)
     diff.add_argument("--seed", type=int, default=0, help="seed of every RNG at start-up (default 0)")
@@ -87,17 +132,21 @@ def build_parser() -> argparse.ArgumentParser:
                       "its self-difference (automatic when a run used CUDA)")
 
     rules = sub.add_parser("rules", help="list the rules")
-    rules.add_argument("--format", choices=["text", "json"], default="text")
+    rules.add_argument("--output-format", "--format", dest="format", choices=["text", "json"],
+                       default="text", help="a table, or JSON rows")
     explain = sub.add_parser("explain", help="show one rule's documentation")
-    explain.add_argument("code", metavar="CODE")
+    explain.add_argument("code", metavar="CODE", help="a rule code (GM101) or a probe check (GM701)")
     return parser
 
 
 def _probe_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--steps", default=None, metavar="N|auto", help="training steps to observe (default: auto)")
-    p.add_argument("--max-steps", type=int, default=None, metavar="N")
-    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS")
-    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default=None)
+    p.add_argument("--max-steps", type=int, default=None, metavar="N",
+                   help="cap on the steps of --steps auto (default 300)")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="kill the run after SECONDS (default 300)")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default=None,
+                   help="where the program runs (auto: as it chooses)")
     p.add_argument("--paths", nargs="*", default=None, metavar="PATH", help="what the static pass covers (default: the current folder)")
 
 
@@ -107,7 +156,7 @@ def settings(args: argparse.Namespace) -> tuple[Config, list, Severity]:
     start = Path(getattr(args, "paths", None) and args.paths[0] or ".")
     config = load_config(args.config, start if start.exists() else Path("."))
     try:
-        chosen = select(args.select or config.select, [*config.ignore, *args.ignore])
+        chosen = select(*selection(args, config))
     except UnknownRule as exc:
         raise UsageError(str(exc)) from None
     fail_on = Severity(args.fail_on) if args.fail_on else config.fail_on
@@ -136,44 +185,6 @@ def progress_callback(args: argparse.Namespace) -> Optional[Callable[[int, int],
     return update
 
 
-def apply_baseline(report: Report, args: argparse.Namespace) -> Report:
-    """``--baseline FILE``: drop the findings it records (``--write-baseline`` records them first)."""
-    if not getattr(args, "baseline", None):
-        return report
-    from dataclasses import replace
-
-    from auditor.baseline import BaselineError, load_baseline, new_findings, write_baseline
-
-    if args.write_baseline:
-        write_baseline(args.baseline, report.findings)
-        if not args.quiet:
-            print(f"gm-audit: wrote {len(report.findings)} finding(s) to baseline {args.baseline}",
-                  file=sys.stderr)
-    try:
-        known = load_baseline(args.baseline)
-    except BaselineError as exc:
-        raise UsageError(str(exc)) from None
-    kept = new_findings(report.findings, known)
-    hidden = len(report.findings) - len(kept)
-    if hidden and not args.quiet and not args.write_baseline:
-        print(f"gm-audit: {hidden} finding(s) known from baseline {args.baseline} not reported",
-              file=sys.stderr)
-    extra = {**report.extra, "baseline": {"path": args.baseline, "known": hidden}}
-    return replace(report, findings=kept, extra=extra)
-
-
-def emit(report: Report, args: argparse.Namespace, fail_on: Severity) -> int:
-    report = apply_baseline(report, args)
-    color = {"always": True, "never": False}.get(args.color)
-    if args.output:
-        write_atomic(args.output, render(args.format, report, color=False))
-    else:
-        sys.stdout.write(render(args.format, report, color=color))
-    if args.exit_zero:
-        return EXIT_CLEAN
-    return EXIT_FINDINGS if report.failing(fail_on) or report.errors else EXIT_CLEAN
-
-
 def cmd_check(args: argparse.Namespace) -> int:
     from auditor.static.engine import run_check
     from auditor.discovery import PathMissing
@@ -181,19 +192,58 @@ def cmd_check(args: argparse.Namespace) -> int:
     config, chosen, fail_on = settings(args)
     if args.unsafe_fixes and not (args.fix or args.diff):
         raise UsageError("--unsafe-fixes needs --fix or --diff")
+    if args.paths == ["-"]:
+        return check_stdin(args, config, chosen, fail_on)
+    if args.stdin_filename:
+        raise UsageError("--stdin-filename goes with `-` (source on stdin)")
+    paths = force_exclude(args.paths, config) if args.force_exclude else args.paths
+    if not paths:  # every named file excluded: nothing to check, as Ruff does
+        return emit(Report("check", []), args, fail_on)
+    named = None
+    if args.in_project:
+        if args.fix or args.diff:
+            raise UsageError("--in-project reports on the named files; it fixes nothing")
+        missing = [p for p in paths if not Path(p).is_file()]
+        if missing:
+            raise UsageError(f"--in-project takes files, not {missing[0]!r}")
+        named, paths = named_keys(paths), project_paths(config)
     try:
         result = run_check(
-            args.paths, config, chosen, jobs=args.jobs, use_cache=not args.no_cache,
+            paths, config, chosen, jobs=args.jobs, use_cache=not args.no_cache,
             report_unused_ignores=args.report_unused_ignores, progress=progress_callback(args),
             need_project=bool(args.fix or args.diff),
         )
     except PathMissing as exc:
-        raise UsageError(str(exc)) from None
+        first = args.paths[0] if args.paths else ""
+        raise UsageError(f"{exc}{did_you_mean(first, COMMANDS)}") from None
     if args.fix or args.diff:
         from auditor.fix import fix_command
 
-        return fix_command(args, result, config, chosen, emit, fail_on)
-    report = Report("check", result.findings, result.errors, result.files, result.seconds)
+        return fix_command(args, result, config, chosen, fail_on)
+    if named is not None:
+        report = Report("check", about_named(result.findings, named),
+                        about_named(result.errors, named), len(named), result.seconds)
+    else:
+        report = Report("check", result.findings, result.errors, result.files, result.seconds)
+    return emit(report, args, fail_on)
+
+
+def check_stdin(args: argparse.Namespace, config: Config, chosen: list, fail_on: Severity) -> int:
+    """``gm-audit check - --stdin-filename src/x.py``: one file's source from stdin (an editor's
+    unsaved buffer), reported at that path; the cache is not used for text that has no file."""
+    from auditor.static.engine import relpath, run_check
+
+    if args.fix or args.diff:
+        raise UsageError("source on stdin cannot be fixed in place")
+    shown = relpath(Path(args.stdin_filename or "stdin.py"))
+    if args.force_exclude and excluded(shown, config):
+        return emit(Report("check", []), args, fail_on)
+    with stdin_file(shown) as target:
+        result = run_check([str(target)], config, chosen, jobs=1, use_cache=False,
+                           report_unused_ignores=args.report_unused_ignores)
+        checked = relpath(target)
+    report = Report("check", as_stdin_file(result.findings, checked, shown, config),
+                    as_stdin_file(result.errors, checked, shown, config), 1, result.seconds)
     return emit(report, args, fail_on)
 
 
@@ -228,12 +278,15 @@ def cmd_explain(args: argparse.Namespace) -> int:
     rule = all_rules().get(code)
     if rule is not None:
         text = f"# {rule.code} {rule.name} ({rule.severity.value})\n\n{rule.summary}\n\n{rule.doc.strip()}\n"
-    elif code in RUNTIME_CHECKS:
-        name, severity, summary = RUNTIME_CHECKS[code]
-        text = (f"# {code} {name} ({severity.value})\n\n{summary}.\n\nA check of the probe "
-                "(`gm-audit probe`) on the run itself: there is no static pattern to report.\n")
+    elif code in RUNTIME_CHECKS or code in ENGINE_CODES:
+        name, severity, summary = (RUNTIME_CHECKS[code][0], RUNTIME_CHECKS[code][1].value,
+                                   RUNTIME_CHECKS[code][2]) if code in RUNTIME_CHECKS \
+            else ENGINE_CODES[code]
+        text = f"# {code} {name} ({severity})\n\n{summary}.\n\n{DOCS[code].strip()}\n"
     else:
-        raise UsageError(f"unknown rule {args.code!r} (see `gm-audit rules`)")
+        known = [*all_rules(), *RUNTIME_CHECKS, *ENGINE_CODES]
+        hint = did_you_mean(code, known) or " (see `gm-audit rules`)"
+        raise UsageError(f"unknown rule {args.code!r}{hint}")
     from rich.console import Console
     from rich.markdown import Markdown
 
@@ -247,13 +300,13 @@ def cmd_explain(args: argparse.Namespace) -> int:
 def cmd_probe(args: argparse.Namespace) -> int:
     from auditor.probe.command import run_probe_command
 
-    return run_probe_command(args, *settings(args), emit=emit)
+    return run_probe_command(args, *settings(args))
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
     from auditor.diff.command import run_diff_command
 
-    return run_diff_command(args, *settings(args), emit=emit)
+    return run_diff_command(args, *settings(args))
 
 
 HANDLERS = {"check": cmd_check, "probe": cmd_probe, "diff": cmd_diff, "rules": cmd_rules,

@@ -36,15 +36,19 @@ class Config:
 
 
 def find_pyproject(start: Path) -> Optional[Path]:
-    """The nearest pyproject.toml holding a ``[tool.gm-audit]`` table, walking upwards."""
+    """The nearest pyproject.toml holding a ``[tool.gm-audit]`` table, walking upwards. One that
+    is not valid TOML stops the walk with a ConfigError: it may hold the table, and running on
+    with the defaults would silently ignore the user's settings."""
     start = start.resolve()
     for folder in [start, *start.parents] if start.is_dir() else start.parents:
         candidate = folder / "pyproject.toml"
         if candidate.is_file():
             try:
                 data = tomllib.loads(candidate.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            except (OSError, UnicodeDecodeError):
                 continue
+            except tomllib.TOMLDecodeError as exc:
+                raise ConfigError(f"{candidate}: invalid TOML: {exc}") from None
             if "gm-audit" in data.get("tool", {}):
                 return candidate
     return None
@@ -125,3 +129,14 @@ def per_file_ignored(cfg: Config, relpath: str) -> set[str]:
             codes |= expand(selectors)
     return codes
 
+
+
+def selection(args: Any, config: Config) -> tuple[Optional[list[str]], list[str]]:
+    """(select, ignore) from the command line and the config, as Ruff merges them: ``--select``
+    (repeatable) replaces the config's ``select``, ``--extend-select`` adds to whichever holds
+    (nothing to add to when every rule is on), ignores add up."""
+    chosen = args.select or config.select
+    extra = list(getattr(args, "extend_select", None) or [])
+    if chosen is not None and extra:
+        chosen = [*chosen, *extra]
+    return chosen, [*config.ignore, *args.ignore]

@@ -502,10 +502,11 @@ def _finding_json(finding: Finding, description: str) -> dict:
 
 
 def fix_command(args: "argparse.Namespace", result: "CheckResult", config: Config,
-                rules: Sequence[type["Rule"]], emit: Callable[..., int], fail_on: "Severity") -> int:
+                rules: Sequence[type["Rule"]], fail_on: "Severity") -> int:
     """``check --fix`` / ``--diff`` / ``--unsafe-fixes``: fix, then report what remains."""
     import sys
 
+    from auditor.emit import emit
     from auditor.reports import Report
 
     outcome = fix_findings(result, args.paths, config, rules, unsafe=args.unsafe_fixes,

@@ -10,6 +10,7 @@ from typing import Iterable
 
 from auditor.findings import Severity
 from auditor.rule import Rule
+from auditor.suggest import did_you_mean
 
 CODE_RE = re.compile(r"^GM\d{3}$")
 PARSE_ERROR = "GM000"
@@ -59,7 +60,8 @@ def expand(selectors: Iterable[str]) -> set[str]:
             continue
         matched = {c for c in codes if c.startswith(sel)}
         if not matched and sel != PARSE_ERROR:
-            raise UnknownRule(f"unknown rule code or prefix: {sel!r} (see `gm-audit rules`)")
+            hint = did_you_mean(sel, sorted(codes)) or " (see `gm-audit rules`)"
+            raise UnknownRule(f"unknown rule code or prefix: {sel!r}{hint}")
         out |= matched
     return out
 

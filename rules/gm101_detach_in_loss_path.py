@@ -62,18 +62,44 @@ the reconstructions look scattered, while shapes, masks and value ranges all loo
 
 ## Example
 ```python
-enc_rep = self.encoder(g, x)
-rep = self.encoder_to_decoder(enc_rep.detach())   # the encoder never learns
-recon = self.decoder(g, rep)
-loss = sce_loss(recon[mask], x[mask])
+import torch.nn.functional as F
+from torch import nn
+
+
+class GraphMAE(nn.Module):
+    def forward(self, g, x, mask):
+        enc_rep = self.encoder(g, x)
+        rep = self.encoder_to_decoder(enc_rep.detach())   # the encoder never learns
+        recon = self.decoder(g, rep)
+        return F.mse_loss(recon[mask], x[mask])
+
+
+def train_step(model, optimizer, g, x, mask):
+    loss = model(g, x, mask)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
 ```
 
 ## Use instead
 ```python
-enc_rep = self.encoder(g, x)
-rep = self.encoder_to_decoder(enc_rep)
-recon = self.decoder(g, rep)
-loss = sce_loss(recon[mask], x[mask])
+import torch.nn.functional as F
+from torch import nn
+
+
+class GraphMAE(nn.Module):
+    def forward(self, g, x, mask):
+        enc_rep = self.encoder(g, x)
+        rep = self.encoder_to_decoder(enc_rep)
+        recon = self.decoder(g, rep)
+        return F.mse_loss(recon[mask], x[mask])
+
+
+def train_step(model, optimizer, g, x, mask):
+    loss = model(g, x, mask)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
 ```
 If a stop-gradient was intended (a teacher target), detach the *target*, never the prediction.
 

@@ -42,26 +42,52 @@ silences the error while training nothing.
 
 ## Example
 ```python
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
 class GraphMAE(nn.Module):
     @torch.no_grad()          # meant for inference, also used by forward()
     def embed(self, g, x):
         return self.encoder(g, x)
 
     def forward(self, g, x):
-        return self.decoder(g, self.embed(g, x))
+        return F.mse_loss(self.decoder(g, self.embed(g, x)), x)
+
+
+model = GraphMAE()
+optimizer = torch.optim.Adam(model.parameters())
+for g, x in loader:
+    loss = model(g, x)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
 ```
 
 ## Use instead
 ```python
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
 class GraphMAE(nn.Module):
     def embed(self, g, x):
         return self.encoder(g, x)
 
     def forward(self, g, x):
-        return self.decoder(g, self.embed(g, x))
+        return F.mse_loss(self.decoder(g, self.embed(g, x)), x)
 
-# at inference time
-with torch.no_grad():
+
+model = GraphMAE()
+optimizer = torch.optim.Adam(model.parameters())
+for g, x in loader:
+    loss = model(g, x)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+with torch.no_grad():   # at inference time
     z = model.embed(g, x)
 ```
 

@@ -43,15 +43,41 @@ re-initialised after the optimizer was built decodes the masked nodes from rando
 
 ## Example
 ```python
-model = GraphMAE.from_config(cfg, in_dim)
-optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
-model = copy.deepcopy(model).to(device)   # the optimizer still holds the old parameters
+import torch
+from torch import nn
+
+
+class GraphMAE(nn.Module):
+    ...
+
+
+model = GraphMAE(in_dim)
+optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+model = GraphMAE(in_dim).to(device)   # re-created: the optimizer holds the old parameters
+for g, x in loader:
+    loss = model(g, x)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
 ```
 
 ## Use instead
 ```python
-model = GraphMAE.from_config(cfg, in_dim).to(device)
-optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+import torch
+from torch import nn
+
+
+class GraphMAE(nn.Module):
+    ...
+
+
+model = GraphMAE(in_dim).to(device)
+optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+for g, x in loader:
+    loss = model(g, x)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
 ```
 
 ## Fix safety

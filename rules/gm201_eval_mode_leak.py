@@ -83,8 +83,13 @@ In eval mode Dropout is off and BatchNorm normalises with its running statistics
 updating them. A GraphMAE trained in eval mode after the first validation keeps optimising, so
 the loss curve looks normal, but its encoder now sees a different function than the one that
 was trained so far (BatchNorm statistics frozen at the validation moment, no dropout
-regularisation), and the decoder learns to reconstruct from that: masked-node reconstructions
-drift and the held-out coordinate error grows although the loss still goes down.
+regularisation), and the decoder learns to reconstruct from that. What the metric does then is
+not a given, and was measured: on the fixture pipeline (`fixtures/variants/gm201-bug`, the first
+evaluation at step 160 leaves eval mode on), 480 of 640 training steps ran their backward with
+`model.training` False and the held-out coordinate error came out at 0.411 against 0.446 for the
+clean run, lower, since this small model gained from losing dropout. The run is no longer the
+one it claims to be: it does not reproduce against a reference in train mode (`gm-audit diff`
+names the `mode` stage), and BatchNorm statistics stay frozen at the validation moment.
 
 ## Example
 ```python

@@ -102,12 +102,20 @@ which shows up as reconstructions that depend on the rank that saved the checkpo
 
 ## Example
 ```python
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
 dist.init_process_group("gloo", rank=0, world_size=1)
 model = DistributedDataParallel(model)
 ```
 
 ## Use instead
 ```python
+import os
+
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
 if int(os.environ.get("WORLD_SIZE", "1")) > 1:
     dist.init_process_group("nccl")
     model = DistributedDataParallel(model, device_ids=[local_rank])

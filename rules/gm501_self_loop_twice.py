@@ -359,18 +359,45 @@ scatter while the loss still decreases.
 
 ## Example
 ```python
-# data.py
-g = dgl.add_self_loop(dgl.graph((src, dst), num_nodes=n))
-# model.py
-def forward(self, g, x):
-    g = dgl.add_self_loop(g)
-    ...
+import dgl
+from torch import nn
+
+
+class GraphMAE(nn.Module):
+    def forward(self, g, x):
+        g = dgl.add_self_loop(g)   # the loader's graphs have them already: now two per node
+        return self.decoder(g, self.encoder(g, x))
+
+
+def build_graph(src, dst, n):
+    return dgl.add_self_loop(dgl.graph((src, dst), num_nodes=n))
+
+
+model = GraphMAE()
+for src, dst, n, x in parts:
+    g = build_graph(src, dst, n)
+    recon = model(g, x)
 ```
 
 ## Use instead
 ```python
-def forward(self, g, x):
-    g = dgl.add_self_loop(dgl.remove_self_loop(g))  # idempotent
+import dgl
+from torch import nn
+
+
+class GraphMAE(nn.Module):
+    def forward(self, g, x):   # the graph arrives with its self loops
+        return self.decoder(g, self.encoder(g, x))
+
+
+def build_graph(src, dst, n):   # the one place that adds them
+    return dgl.add_self_loop(dgl.graph((src, dst), num_nodes=n))
+
+
+model = GraphMAE()
+for src, dst, n, x in parts:
+    g = build_graph(src, dst, n)
+    recon = model(g, x)
 ```
 or add the loops in exactly one place on the data path.
 

@@ -118,19 +118,32 @@ last one.
 
 ## Example
 ```python
+import torch
+
 parser.add_argument("--init-from", default="runs/pretrained.pt")
-...
+args = parser.parse_args()
 state = torch.load(args.init_from, weights_only=True)
 model.load_state_dict(state, strict=False)
+for g, x in loader:
+    loss = model(g, x)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
 ```
 
 ## Use instead
 ```python
+import torch
+
 parser.add_argument("--init-from", default=None)
-...
+args = parser.parse_args()
 if args.init_from:
     missing, unexpected = model.load_state_dict(torch.load(args.init_from, weights_only=True))
-best = copy.deepcopy(model.state_dict())
+for g, x in loader:
+    loss = model(g, x)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
 ```
 
 ## Fix safety

@@ -91,6 +91,16 @@ def test_config_keys_validated_and_applied(tmp_path, cli):
     assert proc.returncode == 2 and "GM777" in proc.stderr
 
 
+def test_malformed_pyproject_exits_2_with_the_toml_error_position(tmp_path, cli):
+    write(tmp_path, "src/b.py", BUG)
+    write(tmp_path, "pyproject.toml", '[tool.gm-audit]\nignore = ["GM602"]\nselect = GM6\n')
+    for args in ([".", "--exit-zero"], ["src/b.py"], ["probe", "--", "python", "x.py"]):
+        proc = cli(*args, cwd=tmp_path)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert "pyproject.toml: invalid TOML" in proc.stderr and "(at line 3, column 10)" in proc.stderr
+        assert "Traceback" not in proc.stderr and proc.stdout == ""
+
+
 def test_inline_suppression_and_unused_report(tmp_path, cli):
     write(tmp_path, "a.py", """
         import torch

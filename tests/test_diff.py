@@ -126,3 +126,25 @@ def test_json_shape_of_a_tiny_torch_run(cli, tmp_path):
     proc = cli("diff", "-q", f"{PY} a.py", f"{PY} a.py", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "verdict: no divergence" in proc.stdout
+
+
+def test_agreement_names_the_flagged_lines_and_the_step_to_ask_for(cli, tmp_path):
+    script = (
+        "import torch\n"
+        "torch.manual_seed(0)\n"
+        "net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Dropout(0.5), torch.nn.Linear(4, 1))\n"
+        "opt = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+        "x = torch.randn(8, 3)\n"
+        "for i in range(4):\n"
+        "    loss = net(x).pow(2).mean()\n"
+        "    opt.zero_grad(); loss.backward(); opt.step()\n"
+    )
+    (tmp_path / "ref.py").write_text(script)
+    (tmp_path / "train.py").write_text(script + "    if i == 1:\n        net.eval()\n")
+    proc = cli("diff", "-q", "--format", "json", "--paths", "train.py", "--",
+               f"{PY} ref.py", f"{PY} train.py", cwd=tmp_path)
+    data = json.loads(proc.stdout)
+    assert data["first_divergence"] is None, proc.stdout
+    [note] = [n for n in data["notes"] if n.startswith("no divergence, but")]
+    assert "GM201 at train.py:10" in note and "1 of them never ran in the 1 step(s) compared" in note
+    assert "--steps" in note

@@ -27,13 +27,12 @@ CHROMIUM_FLAGS = [
 def probe_extra() -> dict:
     """What a probe + diff of a detach bug emit: the encoder gets no gradient, points scatter."""
     rng = random.Random(0)
-    grads = [{"name": f"encoder.layers.{i}.{p}", "mean": None, "max": None, "none": True}
+    grads = [{"name": f"encoder.layers.{i}.{p}", "norm": None, "state": "none", "unreached": True}
              for i in range(3) for p in ("fc.weight", "fc.bias", "attn_l", "attn_r")]
     for i in range(2):
         for p in ("fc.weight", "fc.bias"):
-            mean = 10 ** rng.uniform(-4, -2)
-            grads.append({"name": f"decoder.layers.{i}.{p}", "mean": mean,
-                          "max": mean * rng.uniform(3, 20), "none": False})
+            grads.append({"name": f"decoder.layers.{i}.{p}", "norm": 10 ** rng.uniform(-4, -2),
+                          "state": "finite"})
     target, predicted, node = [], [], []
     for n in range(3):  # a line, an arc and a curve: three masked CAD entities
         for k in range(16):
@@ -44,7 +43,7 @@ def probe_extra() -> dict:
             predicted.append([v + rng.gauss(0, 0.6) for v in p])
             node.append(n)
     return {
-        "gradient_flow": grads,
+        "parameter_gradients": grads,
         "reconstruction": {"target": target, "predicted": predicted, "node": node},
         "stages": [{"stage": "init", "status": "same", "items": []},
                    {"stage": "forward", "status": "differs",
@@ -113,7 +112,7 @@ def test_html_without_matplotlib_says_so_and_keeps_the_data(report, monkeypatch)
 
 def test_html_skips_malformed_extra(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    extra = {"gradient_flow": [{"mean": 1}, "x"], "reconstruction": {"target": [[1, 2]]},
+    extra = {"parameter_gradients": [{"norm": 1}, "x"], "reconstruction": {"target": [[1, 2]]},
              "stages": ["init"]}
     page = Page(render("html", Report("diff", [], extra=extra)))
     assert not page.all("img") and "No findings." in " ".join(page.text)
@@ -165,7 +164,7 @@ def test_html_in_headless_chromium(report, tmp_path):
     if keep:
         shutil.copy(shot, keep)
     # both charts were decoded and painted: their colours are on screen
-    assert colour_pixels(shot, (0x08, 0x51, 0x9C)) > 500  # mean |grad| bars
+    assert colour_pixels(shot, (0x08, 0x51, 0x9C)) > 500  # gradient-norm bars
     assert colour_pixels(shot, (0xD6, 0x27, 0x28), 40) > 100  # blocked-gradient markers
     assert colour_pixels(shot, (0xFF, 0x7F, 0x0E), 30) > 300  # reconstructed points
     assert colour_pixels(shot, (0x1F, 0x77, 0xB4), 30) > 300  # target points

@@ -99,6 +99,18 @@ def test_markdown_comment_structure(report):
     assert listing[1][4] == "`.eval()` &lt;may&gt; reach the step | really"
 
 
+def test_markdown_expands_error_findings_of_a_static_check(project):
+    findings = [
+        finding("GM101", "detach-in-loss-path", Status.STATIC, 6, 9, 19, "`.detach()` cuts it"),
+        finding("GM602", "unsafe-torch-load", Status.STATIC, 10, 13, 31,
+                "`torch.load` without `weights_only=True`", severity=Severity.WARNING),
+    ]
+    text = render("markdown", Report("check", findings, files=3))
+    folded = text.split("<details>", 1)[1]
+    assert "### " in text.split("<details>", 1)[0] and "GM101" in text.split("<details>", 1)[0]
+    assert "1 other finding(s): 1 static" in folded and "GM101" not in folded
+
+
 def table_rows(tokens: list) -> list[list[list[str]]]:
     """Every table's body rows as lists of cell sources."""
     tables, row = [], None

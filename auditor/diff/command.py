@@ -28,9 +28,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from auditor.config import Config
+from auditor.emit import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, UsageError, emit
 from auditor.diff.attribute import Cause, explain, refine
 from auditor.diff.compare import Tolerance, compare_runs, self_noise
 from auditor.diff.snapshot import ENV_DIR, ENV_SEED
@@ -41,7 +42,7 @@ from auditor.probe.launch import RunOutcome, prepare, run_command
 from auditor.reports import Report
 
 DEFAULT_TIMEOUT_S = 300.0
-EXIT_CLEAN, EXIT_DIVERGED, EXIT_ERROR = 0, 1, 2
+EXIT_DIVERGED = EXIT_FINDINGS  # the candidate diverges from the reference
 TOP_ITEMS = 5
 
 
@@ -67,7 +68,6 @@ class Run:
 
 
 def _options(args: argparse.Namespace, config: Config) -> dict[str, Any]:
-    from auditor.cli import UsageError
 
     def opt(name: str, default: Any) -> Any:
         value = getattr(args, name.replace("-", "_"), None)
@@ -185,6 +185,24 @@ def _notes(ref: Run, cand: Run) -> list[str]:
     return notes
 
 
+def _flagged_but_agreeing(static: list[Finding], cand: Run, steps: int) -> Optional[str]:
+    """When the runs agree but the static pass flags the pipeline: which findings, whether their
+    lines ran in the steps compared, and how to look further (an agreement over the first steps
+    is no acquittal of code that runs later, such as an evaluation every few epochs)."""
+    if not static:
+        return None
+    ran = [f for f in static if cand.evidence.ran(f.path, f.line, f.end_line)]
+    listed = ", ".join(f"{f.rule} at {f.path}:{f.line}" for f in static[:4]) + (
+        f" and {len(static) - 4} more" if len(static) > 4 else "")
+    later = [f for f in static if f not in ran]
+    advice = (f"{len(later)} of them never ran in the {steps} step(s) compared: rerun with "
+              "--steps past the step where they first run (`gm-audit probe --steps auto` runs "
+              "until each is decided and says which step that was)" if later else
+              "every flagged line ran without changing what was compared: "
+              "`gm-audit probe` decides each finding from its own evidence")
+    return f"no divergence, but the static pass flags {len(static)} finding(s): {listed}; {advice}"
+
+
 def _text(stages: list, first: Optional[dict], runs: dict, tol: Tolerance,
           notes: list[str]) -> list[str]:
     lines = []
@@ -215,9 +233,7 @@ def _text(stages: list, first: Optional[dict], runs: dict, tol: Tolerance,
     return lines
 
 
-def run_diff_command(args: argparse.Namespace, config: Config, rules: list, fail_on: Severity,
-                     emit: Callable[[Report, argparse.Namespace, Severity], int]) -> int:
-    from auditor.cli import UsageError
+def run_diff_command(args: argparse.Namespace, config: Config, rules: list, fail_on: Severity) -> int:
     from auditor.discovery import PathMissing
     from auditor.static.engine import run_check
 
@@ -267,6 +283,9 @@ def run_diff_command(args: argparse.Namespace, config: Config, rules: list, fail
     stages = [r.to_json() for r in results]
     runs = {"reference": ref.facts(), "candidate": cand.facts()}
     notes = _notes(ref, cand)
+    flagged = None if first is not None else _flagged_but_agreeing(static.findings, cand, opts["steps"])
+    if flagged:
+        notes.append(flagged)
     extra: dict[str, Any] = {"first_divergence": first_json, "stages": stages, "runs": runs,
                              "tolerance": {"atol": tol.atol, "rtol": tol.rtol}, "notes": notes}
     if args.format == "text":

@@ -12,20 +12,21 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
-from auditor.config import Config
+from auditor.config import Config, selection
+from auditor.emit import EXIT_ERROR, UsageError, emit
 from auditor.findings import Finding, Severity
+from auditor.probe.charts import parameter_gradients, reconstruction_view
 from auditor.probe.evidence import Evidence
 from auditor.probe.launch import RunOutcome, prepare, run_command, tail
 from auditor.probe.verdicts import decide, gradient_flow, runtime_findings
 from auditor.registry import select_runtime_checks
-from auditor.reports import Report
+from auditor.reports import Report, probe_failed
 
 # auto mode stops as soon as every finding is decided; the cap matters only for findings whose
 # code runs late (a validation every few epochs), so it is generous: a step is cheap next to
 # what the user pays for a wrong answer
 DEFAULT_MAX_STEPS = 300
 DEFAULT_TIMEOUT_S = 300.0
-EXIT_ERROR = 2
 
 
 class ProbeUsageError(Exception):
@@ -101,10 +102,6 @@ def run_facts(outcome: RunOutcome, evidence: Evidence, stopped: str, opts: dict)
     }
 
 
-def failed(stopped: str, run: dict) -> bool:
-    return stopped in ("crash", "timeout", "error") or (stopped == "exit" and run["exit"] not in (0, None))
-
-
 def describe(stopped: str, run: dict, opts: dict) -> str:
     n = run["steps"]
     if stopped == "budget":
@@ -121,7 +118,7 @@ def describe(stopped: str, run: dict, opts: dict) -> str:
     return f"the program finished by itself after {n} step(s)"
 
 
-def text_sections(run: dict, stopped: str, summary: str, flow: list[dict], tail: list[str],
+def text_sections(run: dict, summary: str, flow: list[dict], tail: list[str],
                   notes: list[str]) -> list[str]:
     lines = [f"probe: {summary}",
              f"probe: device {run['device']} · world size {run['world_size']} · "
@@ -135,7 +132,7 @@ def text_sections(run: dict, stopped: str, summary: str, flow: list[dict], tail:
                          f"none {r['none']:<3} zero {r['zero']:<3} nonfinite {r['nonfinite']:<3} "
                          f"|g| {r['grad_norm']:.3g}"
                          + (f"  ({r['unreached']} unreachable from the loss)" if r["unreached"] else ""))
-    if tail and failed(stopped, run):
+    if tail and probe_failed(run):
         lines.append("last output of the program:")
         lines.extend(f"  | {t}" for t in tail)
     lines.extend(f"probe note: {n}" for n in notes)
@@ -160,9 +157,7 @@ def progress_display(args: argparse.Namespace, title: str) -> Iterator[Optional[
         yield tick
 
 
-def run_probe_command(args: argparse.Namespace, config: Config, rules: list, fail_on: Severity,
-                      emit: Callable[[Report, argparse.Namespace, Severity], int]) -> int:
-    from auditor.cli import UsageError
+def run_probe_command(args: argparse.Namespace, config: Config, rules: list, fail_on: Severity) -> int:
     from auditor.discovery import PathMissing
     from auditor.static.engine import run_check
 
@@ -192,21 +187,23 @@ def run_probe_command(args: argparse.Namespace, config: Config, rules: list, fai
     notes = list(evidence.notes)
     by_code = {r.code: r for r in rules}
     findings = decide(static.findings, evidence, by_code, notes)
-    checks = select_runtime_checks(args.select or config.select, [*config.ignore, *args.ignore])
+    checks = select_runtime_checks(*selection(args, config))
     findings += runtime_findings(evidence, findings, by_code, checks)
     findings.sort(key=Finding.sort_key)
     flow = gradient_flow(evidence)
-    summary = describe(stopped, run, opts)
+    summary = run["summary"] = describe(stopped, run, opts)
     report = Report(
         "probe", findings, static.errors, static.files, time.perf_counter() - start,
         extra={"run": run, "gradient_flow": flow,
-               "output_tail": outcome.tail if failed(stopped, run) else [],
-               "text_sections": text_sections(run, stopped, summary, flow, outcome.tail, notes)},
+               "parameter_gradients": parameter_gradients(evidence),
+               "reconstruction": reconstruction_view(evidence),
+               "output_tail": outcome.tail if probe_failed(run) else [],
+               "text_sections": text_sections(run, summary, flow, outcome.tail, notes)},
     )
-    if failed(stopped, run) and args.format != "text":
+    if probe_failed(run) and args.format != "text":
         print(f"gm-audit probe: {summary}", file=sys.stderr)
     code = emit(report, args, fail_on)
-    if failed(stopped, run) and code == 0 and not args.exit_zero:
+    if probe_failed(run) and code == 0 and not args.exit_zero:
         return EXIT_ERROR
     return code
 

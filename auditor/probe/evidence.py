@@ -814,6 +814,16 @@ class Evidence:
             seen.update(dict.fromkeys(r.devices))
         return list(seen)
 
+    @property
+    def reconstruction(self) -> Optional[dict[str, Any]]:
+        """The recorder's reconstruction sample (target rows of a few masked nodes against the
+        model's output for them; ``module`` None when no submodule output matched the input
+        features), from the first process that has one."""
+        for d in self.docs:
+            if isinstance(d.get("reconstruction"), dict):
+                return d["reconstruction"]
+        return None
+
     def __bool__(self) -> bool:
         return bool(self.docs)
 

@@ -38,6 +38,7 @@ FLUSH_EVERY_S = 0.5
 MIN_AUTO_STEPS = 3
 DETAIL_STEPS = 6  # steps with every fact recorded (see Recorder.detailed_step)
 DETAIL_EVERY = 10
+MAX_RECON_NODES = 4  # masked nodes whose rows the reconstruction sample keeps
 MAX_INPUT_BATCHES = 12  # training forwards whose input feature statistics are recorded
 MAX_SAMPLE_PRINTS = 50_000  # dataset samples fingerprinted (GM503: a sample drawn again)
 LOSS_FUNCTIONS = (
@@ -59,6 +60,7 @@ class _Tls(threading.local):
     loss_depth = 0
     in_backward = False
     seed_depth = 0
+    child_depth = 1  # nesting of the model's own submodules: 2 under a DDP/DataParallel wrapper
 
 
 class Recorder:
@@ -83,6 +85,7 @@ class Recorder:
             "ddp", "losses", "graphs", "loads", "seeds", "batchnorm", "optimizers", "outputs",
             "inputs", "retained")}
         self.rng_draws: dict[str, dict] = {}
+        self.reconstruction: dict | None = None  # see note_reconstruction
         self.rng_state: dict[str, object] = {}
         self.step_count = 0
         self.opt_after_backward = False
@@ -309,6 +312,7 @@ class Recorder:
                 "steps": list(self.steps),
                 "rng_draws": {k: dict(v) for k, v in self.rng_draws.items()},
                 "samples": {k: dict(v) for k, v in self.samples.items()},
+                "reconstruction": self.reconstruction,
                 **{k: list(v) for k, v in self.lists.items()},
                 "loads": [self.resolve_load(item) for item in self.lists["loads"]],
             }
@@ -380,7 +384,7 @@ class Recorder:
     # -- steps --------------------------------------------------------------------------------------
     def _new_step_acc(self) -> dict:
         return {"used": set(), "roots": {}, "finite": [], "graphs": {}, "scaler": False,
-                "zero_grad": 0, "components": []}
+                "zero_grad": 0, "components": [], "recon": None}
 
     def register_root(self, root) -> None:
         """Name a model's modules and parameters the first time it runs a root forward."""
@@ -669,18 +673,7 @@ class Recorder:
         if self.input_batches >= MAX_INPUT_BATCHES:
             return
         self.input_batches += 1
-        found, seen = [], set()
-        for i, a in enumerate(args):
-            if isinstance(a, torch.Tensor):
-                found.append((f"arg{i}", a))
-            elif _is_graph(a):
-                found += [(f"arg{i}.ndata.{k}", a.ndata[k]) for k in a.ndata.keys()
-                          if isinstance(a.ndata[k], torch.Tensor)]
-        for name, x in found:
-            if id(x) in seen or x.dim() != 2 or x.shape[0] < 2 or not x.is_floating_point() \
-                    or x.shape[1] > 4096:
-                continue
-            seen.add(id(x))
+        for name, x in _feature_matrices(torch, args):
             xf = x.detach().float()
             rows = torch.stack([xf.mean(0), xf.std(0), xf.amin(0), xf.amax(0),
                                 (xf == xf.round()).all(0).float()]).cpu().tolist()
@@ -691,6 +684,69 @@ class Recorder:
             if x.shape[1] % 9 == 0:
                 item["frame"] = _frame_stats(torch, xf)
             self.add("inputs", item)
+
+    # -- reconstruction sample (HTML report) --------------------------------------------------------
+    def watch_reconstruction(self, args) -> None:
+        """At a detailed training forward of the model: remember its feature matrices, to find
+        the reconstruction among its direct submodules' outputs (see note_reconstruction)."""
+        if self.detailed_step():
+            feats = _feature_matrices(self.torch, args)
+            self.cur["recon"] = {"inputs": feats, "first": None, "out": None} if feats else None
+
+    def child_input(self, args) -> None:
+        """The first feature matrix a direct submodule receives: the model's input as the model
+        changed it (GraphMAE masks nodes before its encoder sees them)."""
+        acc = self.cur["recon"]
+        if acc is None or acc["first"] is not None:
+            return
+        shapes = {tuple(x.shape): n for n, x in acc["inputs"]}
+        for a in args:
+            if isinstance(a, self.torch.Tensor) and tuple(a.shape) in shapes:
+                acc["first"] = (shapes[tuple(a.shape)], a.detach())
+                return
+
+    def child_output(self, module, output) -> None:
+        """The last direct submodule output with one row per input row and as many values: the
+        reconstruction (the decoder's output; ``(N, 1, D)`` of a one-head GAT counts)."""
+        acc = self.cur["recon"]
+        out = output[0] if isinstance(output, (tuple, list)) and output else output
+        if acc is None or not isinstance(out, self.torch.Tensor) or not out.is_floating_point():
+            return
+        for name, x in acc["inputs"]:
+            if out.dim() >= 1 and out.shape[0] == x.shape[0] and out.numel() == x.numel():
+                acc["out"] = (name, out.detach().reshape(x.shape),
+                              self.module_names.get(id(module), type(module).__name__))
+                return
+
+    def note_reconstruction(self) -> None:
+        """A few masked nodes' target rows against their reconstruction, at the latest detailed
+        step: the rows the model changed before its first submodule are the masked ones."""
+        acc, self.cur["recon"] = self.cur["recon"], None
+        if acc is None:
+            return
+        torch = self.torch
+        inputs = dict(acc["inputs"])
+        if acc["out"] is None:
+            name, x = acc["inputs"][0]
+            if self.reconstruction is None:
+                self.reconstruction = {"step": self.step_count, "input": name,
+                                       "cols": int(x.shape[1]), "module": None}
+            return
+        name, out, module = acc["out"]
+        x = inputs[name]
+        first = acc["first"]
+        changed = None
+        if first is not None and first[0] == name:
+            changed = (first[1] != x).any(1).nonzero().flatten()
+        masked = changed is not None and 0 < changed.numel() < x.shape[0]
+        rows = changed[:MAX_RECON_NODES] if masked else torch.arange(min(MAX_RECON_NODES, x.shape[0]))
+        rows = rows.to(x.device)
+        self.reconstruction = {
+            "step": self.step_count, "input": name, "module": module, "cols": int(x.shape[1]),
+            "masked": bool(masked), "masked_count": int(changed.numel()) if masked else 0,
+            "nodes": rows.tolist(), "target": x.detach()[rows].float().cpu().tolist(),
+            "predicted": out[rows].float().cpu().tolist()}
+        self.dirty = True
 
     # -- samples drawn again (GM503) -----------------------------------------------------------
     def note_samples(self, dataset, indices, items) -> None:
@@ -774,6 +830,25 @@ class Recorder:
         zero_in = int((g.in_degrees() == 0).sum())
         return {"num_nodes": int(n), "num_edges": int(g.num_edges()), "self_loops": loops,
                 "multi_loop_nodes": multi, "zero_in_degree": zero_in}
+
+
+def _feature_matrices(torch, args) -> list:
+    """(name, tensor) of the float feature matrices (rows = nodes) among a forward's arguments:
+    tensor arguments and the node features of DGL graph arguments."""
+    found, seen, out = [], set(), []
+    for i, a in enumerate(args):
+        if isinstance(a, torch.Tensor):
+            found.append((f"arg{i}", a))
+        elif _is_graph(a):
+            found += [(f"arg{i}.ndata.{k}", a.ndata[k]) for k in a.ndata.keys()
+                      if isinstance(a.ndata[k], torch.Tensor)]
+    for name, x in found:
+        if id(x) in seen or x.dim() != 2 or x.shape[0] < 2 or not x.is_floating_point() \
+                or x.shape[1] > 4096:
+            continue
+        seen.add(id(x))
+        out.append((name, x))
+    return out
 
 
 def _frame_stats(torch, xf) -> dict:
@@ -890,6 +965,7 @@ def patch_torch(rec: Recorder, torch) -> None:
         depth = tls.depth
         tls.depth = depth + 1
         if depth == 0:
+            tls.child_depth = 2 if type(module).__name__ in WRAPPER_CLASSES else 1
             if rec.budget_spent() and torch.is_grad_enabled():
                 rec.stop_for_budget()
             rec.register_root(module)
@@ -915,8 +991,11 @@ def patch_torch(rec: Recorder, torch) -> None:
             if facts["grad_enabled_at_forward"] and module.training:
                 try:
                     rec.input_stats(module, args, path, line)
+                    rec.watch_reconstruction(args)
                 except Exception:
                     pass
+        elif depth == tls.child_depth:
+            rec.child_input(args)
         params = module._parameters
         if params:
             used = rec.cur["used"]
@@ -932,11 +1011,15 @@ def patch_torch(rec: Recorder, torch) -> None:
     @guarded
     def post(module, args, output):
         tls.depth = max(0, tls.depth - 1)
+        if tls.depth == tls.child_depth:
+            rec.child_output(module, output)
         if tls.depth == 0 and torch.is_grad_enabled():
             try:
                 rec.collect_components(output)
             except Exception:
                 pass
+        if tls.depth == 0:
+            rec.note_reconstruction()
         if torch.is_grad_enabled():
             out = output[0] if isinstance(output, (tuple, list)) and output else output
             if isinstance(out, torch.Tensor) and out.is_floating_point():

@@ -269,12 +269,17 @@ def _outputs(evidence: Evidence, add) -> None:
                     [f"step {o.step}: mean |v| = {o.mean_norm:.3g}"])
 
 
+def last_backward(evidence: Evidence) -> Optional[StepFacts]:
+    """The last backward step whose gradients were recorded (what gradient views show)."""
+    steps = [s for s in evidence.steps if s.kind == "backward" and s.grads]
+    return steps[-1] if steps else None
+
+
 def gradient_flow(evidence: Evidence, depth: int = 2) -> list[dict]:
     """Per module (parameter name prefix of ``depth`` parts): gradients at the last backward."""
-    steps = [s for s in evidence.steps if s.kind == "backward" and s.grads]
-    if not steps:
+    s = last_backward(evidence)
+    if s is None:
         return []
-    s = steps[-1]
     rows: dict[str, dict] = {}
     unreached = set(s.params_unreached)
     for name, g in s.grads.items():

@@ -38,13 +38,36 @@ class Report:
         ]
 
 
-def render(fmt: str, report: Report, color: Optional[bool] = None) -> str:
+def probe_failed(run: dict[str, Any]) -> bool:
+    """Did a probe run (``extra["run"]``) end by crash, timeout, launch error or an early
+    non-zero exit, rather than by its step budget or by finishing?"""
+    stopped = run.get("stopped")
+    return stopped in ("crash", "timeout", "error") or (
+        stopped == "exit" and run.get("exit") not in (0, None))
+
+
+def failed_run(report: Report) -> Optional[dict[str, Any]]:
+    """The run facts of a probe report whose run failed (see :func:`probe_failed`), else None."""
+    run = (report.extra or {}).get("run")
+    return run if isinstance(run, dict) and probe_failed(run) else None
+
+
+def render(fmt: str, report: Report, color: Optional[bool] = None, statistics: bool = False,
+           show_fixes: bool = False) -> str:
+    """``report`` in ``fmt``; colour, statistics and fix marks concern the text format only."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
     module = importlib.import_module(f"auditor.reports.{fmt}_report")
     if fmt == "text":
-        return module.render(report, color=color)
+        return module.render(report, color=color, statistics=statistics, show_fixes=show_fixes)
     return module.render(report)
+
+
+def current_umask() -> int:
+    """The process umask (reading it means setting it: set straight back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def write_atomic(path: str, text: str) -> None:
@@ -55,6 +78,9 @@ def write_atomic(path: str, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)
+        # mkstemp makes the file 0600; a report or baseline is created like any file the user
+        # writes (CI uploads it, colleagues read it): the mode the umask gives
+        os.chmod(tmp, 0o666 & ~current_umask())
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -5,19 +5,24 @@ It shows the findings with their status, code excerpt, evidence and fix and, whe
 them in ``Report.extra``, the probe's and the diff's data. The keys read here, all optional, all
 plain JSON (the probe and the diff emit them; anything malformed is skipped with a note):
 
-``extra["gradient_flow"]``: one entry per parameter, in ``model.named_parameters()`` order, from
-the first backward the probe observed::
+``extra["parameter_gradients"]``: one entry per parameter, in ``model.named_parameters()``
+order, from the last backward the probe recorded (``auditor.probe.charts``)::
 
     [{"name": "encoder.layers.0.fc.weight",  # parameter name
-      "mean": 0.0012,                         # mean |grad|  (null when the grad is None)
-      "max": 0.034,                           # max |grad|   (null when the grad is None)
-      "none": false}, ...]                    # true: .grad was None after backward
+      "norm": 0.034,                          # gradient norm (null when None or non-finite)
+      "state": "finite",                      # finite | zero | none | nonfinite
+      "unreached": false, "step": 12}, ...]   # used in the forward, not reached by the loss
 
 ``extra["reconstruction"]``: a few masked nodes' points, target against what the model
-reconstructed, row for row (xyz, or xy)::
+reconstructed, row for row (xyz, or xy); or ``{"unreadable": "why"}`` when the probe found no
+output it could read as points (the page says why)::
 
     {"target": [[x, y, z], ...], "predicted": [[x, y, z], ...],
-     "node": [0, 0, ..., 1, ...]}             # optional: which masked node each point belongs to
+     "node": [0, 0, ..., 1, ...],             # optional: which masked node each point belongs to
+     "step": 12, "module": "decoder", "masked": true}   # optional: where the sample comes from
+
+``extra["run"]``: the probe's run facts; a run that ``stopped`` as crash, timeout or error (or
+exited non-zero) gets a banner with ``extra["output_tail"]``, the program's last output lines.
 
 ``extra["stages"]`` and ``extra["first_divergence"]``: the diff's JSON (DESIGN section 6)::
 
@@ -43,7 +48,7 @@ from typing import Any, Optional
 
 from auditor import __version__
 from auditor.findings import Finding
-from auditor.reports import Report, source_lines
+from auditor.reports import Report, failed_run, source_lines
 
 STATUS_ORDER = ("confirmed", "runtime", "static", "unexercised", "refuted")
 CONTEXT = 2
@@ -100,28 +105,30 @@ def _number(value: Any) -> Optional[float]:
 
 
 def gradient_rows(extra: dict[str, Any]) -> list[dict[str, Any]]:
-    """``extra["gradient_flow"]`` normalised: name, mean, max, state (ok|zero|none|nonfinite)."""
+    """``extra["parameter_gradients"]`` normalised: name, norm, state (ok|zero|none|nonfinite),
+    unreached."""
     rows = []
-    for entry in extra.get("gradient_flow") or []:
+    for entry in extra.get("parameter_gradients") or []:
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
             continue
-        mean, top = _number(entry.get("mean")), _number(entry.get("max"))
-        if entry.get("none") or mean is None or top is None:
-            state = "none"
-        elif not (math.isfinite(mean) and math.isfinite(top)):
+        norm = _number(entry.get("norm"))
+        if entry.get("state") == "nonfinite" or (norm is not None and not math.isfinite(norm)):
             state = "nonfinite"
-        elif top == 0:
+        elif entry.get("state") == "none" or norm is None:
+            state = "none"
+        elif norm == 0:
             state = "zero"
         else:
             state = "ok"
-        rows.append({"name": entry["name"], "mean": mean, "max": top, "state": state})
+        rows.append({"name": entry["name"], "norm": norm, "state": state,
+                     "unreached": bool(entry.get("unreached"))})
     return rows
 
 
 def reconstruction_points(extra: dict[str, Any]) -> Optional[tuple[list, list, list]]:
     """``extra["reconstruction"]`` as (target, predicted, node) with equal lengths, or None."""
     data = extra.get("reconstruction")
-    if not isinstance(data, dict):
+    if not isinstance(data, dict) or "unreadable" in data:
         return None
     target, predicted = data.get("target"), data.get("predicted")
     if not isinstance(target, list) or not isinstance(predicted, list):
@@ -160,19 +167,17 @@ def png(fig: Any) -> str:
 
 
 def gradient_chart(Figure: Any, rows: list[dict[str, Any]]) -> str:
-    """The classic gradient-flow view: mean and max |grad| per parameter, log scale, blocked ones
+    """The classic gradient-flow view: the gradient norm per parameter, log scale, blocked ones
     (None, zero, non-finite) marked in red under the axis."""
     from matplotlib.ticker import FuncFormatter, NullFormatter
 
     n = len(rows)
     fig = Figure(figsize=(min(18.0, max(8.0, 0.32 * n)), 5.2))
     ax = fig.add_subplot()
-    positive = [v for r in rows if r["state"] == "ok" for v in (r["mean"], r["max"]) if v > 0]
+    positive = [r["norm"] for r in rows if r["state"] == "ok"]
     floor = min(positive) / 10 if positive else 1e-8
     ok = [i for i, r in enumerate(rows) if r["state"] == "ok"]
-    ax.bar(ok, [rows[i]["max"] for i in ok], color="#9ecae1", width=0.8, label="max |grad|")
-    ax.bar(ok, [max(rows[i]["mean"], floor) for i in ok], color="#08519c", width=0.45,
-           label="mean |grad|")
+    ax.bar(ok, [rows[i]["norm"] for i in ok], color="#08519c", width=0.7, label="‖grad‖")
     blocked = [i for i, r in enumerate(rows) if r["state"] != "ok"]
     if blocked:
         ax.scatter(blocked, [floor] * len(blocked), marker="x", s=60, color="#d62728", zorder=3,
@@ -190,7 +195,7 @@ def gradient_chart(Figure: Any, rows: list[dict[str, Any]]) -> str:
         if r["state"] != "ok":
             label.set_color("#d62728")
     ax.set_ylabel("|gradient| (log)")
-    ax.set_title("Gradient flow after the first backward")
+    ax.set_title("Gradient flow at the last recorded backward")
     ax.grid(axis="y", alpha=0.3)
     ax.legend(loc="best", fontsize=8)
     return png(fig)
@@ -314,30 +319,45 @@ def gradient_section(Figure: Any, rows: list[dict[str, Any]]) -> list[str]:
            f"<p>{len(rows)} parameter(s); {len(blocked)} with no usable gradient "
            "(None, all zero or non-finite), marked in red.</p>"]
     if Figure is not None:
-        out.append(f'<figure><img alt="gradient flow: mean and max |grad| per parameter" '
-                   f'src="data:image/png;base64,{gradient_chart(Figure, rows)}">'
-                   "<figcaption>Bars: max (light) and mean (dark) absolute gradient per "
-                   "parameter, in model order; a parameter the loss does not reach has none."
-                   "</figcaption></figure>")
+        out.append(f'<figure id="gradient-chart"><img alt="gradient flow: gradient norm per '
+                   f'parameter" src="data:image/png;base64,{gradient_chart(Figure, rows)}">'
+                   "<figcaption>Bars: the gradient norm of each parameter, in model order; a "
+                   "parameter the loss does not reach has none (red).</figcaption></figure>")
     shown = blocked if Figure is not None else rows
     if shown:
-        out.append("<table><tr><th>parameter</th><th>mean |grad|</th><th>max |grad|</th>"
-                   "<th>state</th></tr>")
+        out.append("<table><tr><th>parameter</th><th>‖grad‖</th><th>state</th></tr>")
         for r in shown:
-            out.append(f"<tr><td><code>{esc(r['name'])}</code></td><td>{_fmt(r['mean'])}</td>"
-                       f"<td>{_fmt(r['max'])}</td><td>{esc(r['state'])}</td></tr>")
+            state = r["state"] + (", not reached from the loss" if r["unreached"] else "")
+            out.append(f"<tr><td><code>{esc(r['name'])}</code></td><td>{_fmt(r['norm'])}</td>"
+                       f"<td>{esc(state)}</td></tr>")
         out.append("</table>")
     return out
 
 
-def reconstruction_section(Figure: Any, target: list, predicted: list, node: list) -> list[str]:
+def provenance(data: dict[str, Any]) -> str:
+    """Where a probe's sample comes from, and how its nodes were chosen."""
+    if not isinstance(data.get("module"), str):
+        return ""
+    step = f" at step {esc(data['step'])}" if isinstance(data.get("step"), int) else ""
+    if data.get("masked"):
+        how = (f"the nodes are masked ones ({esc(data.get('masked_count', '?'))} masked in that "
+               "batch: the rows the model changed before its first submodule saw them)")
+    else:
+        how = ("the probe could not tell the masked nodes (the model changed no row before its "
+               "first submodule), so these are the batch's first nodes")
+    return f" Output of <code>{esc(data['module'])}</code>{step}; {how}."
+
+
+def reconstruction_section(Figure: Any, target: list, predicted: list, node: list,
+                           data: dict[str, Any]) -> list[str]:
     err, spread = point_error(target, predicted)
     out = ["<h2>Reconstruction of masked nodes</h2>",
            f"<p>{len(target)} point(s) of {len(set(map(str, node)))} masked node(s): mean "
            f"distance target→reconstruction <b>{err:.3g}</b>, against a spread of the targets "
-           f"of {spread:.3g} (a reconstruction as far off as the spread is scattered).</p>"]
+           f"of {spread:.3g} (a reconstruction as far off as the spread is scattered)."
+           f"{provenance(data)}</p>"]
     if Figure is not None:
-        out.append('<figure><img alt="target vs reconstructed points" '
+        out.append('<figure id="reconstruction-chart"><img alt="target vs reconstructed points" '
                    f'src="data:image/png;base64,{reconstruction_chart(Figure, target, predicted, node)}">'
                    "<figcaption>Blue: target points; orange: reconstructed; grey lines join each "
                    "point to its reconstruction.</figcaption></figure>")
@@ -348,6 +368,32 @@ def reconstruction_section(Figure: Any, target: list, predicted: list, node: lis
                        f"<td>{esc([round(v, 4) for v in p])}</td></tr>")
         out.append("</table>")
     return out
+
+
+def unreadable_section(extra: dict[str, Any]) -> list[str]:
+    """Why there is no reconstruction chart, when the probe says it could not make one."""
+    data = extra.get("reconstruction")
+    if not isinstance(data, dict) or not isinstance(data.get("unreadable"), str):
+        return []
+    return ["<h2>Reconstruction of masked nodes</h2>",
+            f'<p class="note" id="reconstruction-unreadable">No reconstruction chart: '
+            f"{prose(data['unreadable'])}.</p>"]
+
+
+def crash_banner(report: Report) -> list[str]:
+    """A probe run that did not end by the step budget or by itself: said first, with the
+    program's last output, so a crashed run never reads as a clean one."""
+    run = failed_run(report)
+    if run is None:
+        return []
+    out = [f'<div class="note crash" id="probe-crash"><b>The probe run did not complete</b>: '
+           f"{esc(run.get('summary') or run.get('stopped'))}. Findings marked unexercised may "
+           "only mean the program stopped before reaching their lines."]
+    tail = [t for t in report.extra.get("output_tail") or [] if isinstance(t, str)]
+    if tail:
+        out.append("<pre>" + esc("\n".join(tail)) + "</pre>")
+    out.append("</div>")
+    return ["".join(out)]
 
 
 def _item(item: Any) -> str:
@@ -406,7 +452,7 @@ def render(report: Report) -> str:
     points = reconstruction_points(extra)
     has_stages = isinstance(extra.get("stages"), list)
     Figure = load_figure_class() if (rows or points) else None
-    body = header(report)
+    body = header(report) + crash_banner(report)
     if (rows or points) and Figure is None:
         body.append('<p class="note">Charts need matplotlib, which is not installed: '
                     "<code>pip install 'gm-audit[html]'</code>. Their data is shown as tables.</p>")
@@ -415,7 +461,9 @@ def render(report: Report) -> str:
     if rows:
         body += gradient_section(Figure, rows)
     if points:
-        body += reconstruction_section(Figure, *points)
+        body += reconstruction_section(Figure, *points, extra["reconstruction"])
+    else:
+        body += unreadable_section(extra)
     body += findings_section(report)
     if report.errors:
         body.append("<h2>Files gm-audit could not check</h2><ul>"

@@ -13,8 +13,8 @@ import re
 from collections import Counter
 from typing import Any
 
-from auditor.findings import Finding, Status
-from auditor.reports import Report, source_lines
+from auditor.findings import Finding, Severity, Status
+from auditor.reports import Report, failed_run, source_lines
 
 ICON = {"error": "🔴", "warning": "🟠", "info": "🔵"}
 STATUS_ICON = {
@@ -120,19 +120,39 @@ def divergence(extra: dict[str, Any]) -> list[str]:
     return [*out, ""]
 
 
+def is_prominent(f: Finding) -> bool:
+    """Shown expanded: what the run proved, and every error a run did not refute (a reviewer
+    must not have to open a fold to see an error-level finding)."""
+    return f.status in PROMINENT or (f.severity == Severity.ERROR and f.status != Status.REFUTED)
+
+
+def crash_banner(report: Report) -> list[str]:
+    """A failed probe run, said before anything else: its findings are not a clean bill."""
+    run = failed_run(report)
+    if run is None:
+        return []
+    out = ["> [!CAUTION]", f"> **The probe run did not complete**: "
+           f"{inline(str(run.get('summary') or run.get('stopped')))}. Findings marked unexercised "
+           "may only mean the program stopped before reaching their lines."]
+    tail = [t for t in report.extra.get("output_tail") or [] if isinstance(t, str)]
+    if tail:
+        out += [">", "> ```text", *(f"> {t.replace('```', 'ˋˋˋ')}" for t in tail), "> ```"]
+    return [*out, ""]
+
+
 def render(report: Report) -> str:
-    out = ["## gm-audit", ""]
+    out = ["## gm-audit", "", *crash_banner(report)]
     if not report.findings and not report.errors:
         out += [f"No new findings in {report.files} file(s). ✅", ""]
         out += summary(report)[-1:] if report.extra.get("baseline") else []
         return "\n".join([*out, *divergence(report.extra)]).rstrip() + "\n"
     out += [*summary(report), ""]
     out += divergence(report.extra)
-    prominent = [f for f in report.findings if f.status in PROMINENT]
-    rest = [f for f in report.findings if f.status not in PROMINENT]
+    prominent = [f for f in report.findings if is_prominent(f)]
+    rest = [f for f in report.findings if not is_prominent(f)]
     for n, f in enumerate(prominent):
         if len("\n".join(out)) > BUDGET:
-            out += [f"_{len(prominent) - n} more proved finding(s) left out to fit a comment; "
+            out += [f"_{len(prominent) - n} more finding(s) shown in full left out to fit a comment; "
                     "see the SARIF or HTML report._", ""]
             rest = [*prominent[n:], *rest]
             break

@@ -27,7 +27,7 @@ from auditor import __version__
 from auditor.baseline import fingerprints, repository_root
 from auditor.findings import Finding, Severity, Status
 from auditor.registry import all_rules
-from auditor.reports import Report
+from auditor.reports import Report, failed_run
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
@@ -161,6 +161,15 @@ def render(report: Report, root: Optional[Path] = None) -> str:
             note["locations"] = [{"physicalLocation": {
                 "artifactLocation": artifact_location(e.path, root)}}]
         notifications.append(note)
+    crashed = failed_run(report)
+    if crashed is not None:
+        tail = "\n".join(t for t in report.extra.get("output_tail") or [] if isinstance(t, str))
+        notifications.append({
+            "level": "error",
+            "message": {"text": f"probe: {crashed.get('summary') or crashed.get('stopped')}"
+                                + (f"\nlast output of the program:\n{tail}" if tail else "")},
+            "properties": {"stopped": crashed.get("stopped"), "exit": crashed.get("exit")},
+        })
     run = {
         "tool": {"driver": {
             "name": "gm-audit",
@@ -173,7 +182,7 @@ def render(report: Report, root: Optional[Path] = None) -> str:
         "columnKind": "unicodeCodePoints",
         "results": results,
         "invocations": [{
-            "executionSuccessful": True,
+            "executionSuccessful": crashed is None,
             "toolExecutionNotifications": notifications,
             "properties": {"command": report.command, "files": report.files},
         }],

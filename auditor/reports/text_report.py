@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from auditor.findings import Severity, Status
+from auditor.registry import all_rules
 from auditor.reports import Report, source_line
 
 STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
@@ -22,18 +23,46 @@ STATUS_STYLE = {
 }
 
 
-def render(report: Report, color: Optional[bool] = None) -> str:
+def fix_safety(code: str) -> str:
+    """none | safe | unsafe: whether ``--fix`` (safe) or ``--unsafe-fixes`` can fix the rule's
+    findings (a fix that would not hold is rolled back, so this is what the rule offers)."""
+    rule = all_rules().get(code)
+    return rule.fix_safety if rule is not None else "none"
+
+
+def render(report: Report, color: Optional[bool] = None, statistics: bool = False,
+           show_fixes: bool = False) -> str:
     buf = io.StringIO()
     if color is None:
         color = sys.stdout.isatty()
     console = Console(file=buf, force_terminal=color, no_color=not color, width=120,
                       highlight=False, soft_wrap=True)
+    if not statistics:
+        findings(console, report, show_fixes)
+    for e in report.errors:
+        console.print(Text(f"error: {e.path}: {e.message}", style="red"))
+    for line in report.extra.get("text_sections", []):
+        console.print(line)
+    console.print(summary_table(report))
+    if show_fixes:
+        safety = [fix_safety(f.rule) for f in report.findings]
+        console.print(f"[*] {safety.count('safe')} fixable with `gm-audit check --fix`; "
+                      f"[*?] {safety.count('unsafe')} more with --unsafe-fixes", markup=False)
+    return buf.getvalue()
+
+
+FIX_MARK = {"safe": "[*] ", "unsafe": "[*?] ", "none": ""}
+
+
+def findings(console: Console, report: Report, show_fixes: bool) -> None:
     for path, group in groupby(report.findings, key=lambda f: f.path):
         console.print(Text(path, style="bold underline"))
         for f in group:
             head = Text()
             head.append(f"  {f.path}:{f.line}:{f.column}: ", style="bold")
             head.append(f"{f.rule} ", style=STYLE[f.severity])
+            if show_fixes:
+                head.append(FIX_MARK[fix_safety(f.rule)], style="bold")
             head.append(f"[{f.name}] ", style="dim")
             if f.status != Status.STATIC:
                 head.append(f"({f.status.value}) ", style=STATUS_STYLE[f.status])
@@ -53,12 +82,6 @@ def render(report: Report, color: Optional[bool] = None) -> str:
             if f.fix:
                 console.print(Text(f"      fix: {f.fix}", style="green"))
         console.print()
-    for e in report.errors:
-        console.print(Text(f"error: {e.path}: {e.message}", style="red"))
-    for line in report.extra.get("text_sections", []):
-        console.print(line)
-    console.print(summary_table(report))
-    return buf.getvalue()
 
 
 def summary_table(report: Report) -> Table:
@@ -75,7 +98,7 @@ def summary_table(report: Report) -> Table:
         table.add_row(rule, name, sev, str(n))
     noun = "file" if report.files == 1 else "files"
     table.caption = (
-        f"{len(report.findings)} finding(s), {len(report.errors)} error(s) in "
-        f"{report.files} {noun} ({report.seconds:.2f}s)"
+        f"{len(report.findings)} finding(s) in {report.files} {noun}, "
+        f"{len(report.errors)} file(s) not checked ({report.seconds:.2f}s)"
     )
     return table

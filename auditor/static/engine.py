@@ -26,7 +26,7 @@ from auditor.static.context import FileContext, module_name_for
 from auditor.static.facts import FileFacts
 from auditor.static.project import Project
 from auditor.static.walk import walk
-from auditor.suppression import Ignores, is_suppressed, parse_ignores
+from auditor.suppression import FILE_LEVEL, Ignores, parse_ignores, suppressing_line
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
 LAZY_PREFIX = "<lazy>"  # cache entries of files analysed on demand
@@ -304,9 +304,9 @@ def apply_suppressions(
         if f.rule in pfi_cache[f.path]:
             continue
         res = results.get(f.path)
-        if res is not None and is_suppressed(res.ignores, f.line, f.rule):
-            codes = res.ignores[f.line]
-            used.add((f.path, f.line, f.rule if codes is not None else "*"))
+        key = suppressing_line(res.ignores, f.line, f.rule) if res is not None else None
+        if key is not None:
+            used.add((f.path, key, f.rule if res.ignores[key] is not None else "*"))
             continue
         kept.append(f)
     if report_unused:
@@ -316,10 +316,11 @@ def apply_suppressions(
                 unused = [c for c in wanted if (res.path, line, c) not in used]
                 if unused:
                     label = "ignore" if codes is None else f"ignore[{', '.join(unused)}]"
+                    where = "in this file" if line == FILE_LEVEL else "on this line"
                     kept.append(Finding(
                         rule=UNUSED_IGNORE, name="unused-suppression", severity=Severity.WARNING,
-                        path=res.path, line=line, column=1, end_line=line, end_column=1,
-                        message=f"`# gm-audit: {label}` suppresses nothing on this line",
+                        path=res.path, line=max(line, 1), column=1, end_line=max(line, 1),
+                        end_column=1, message=f"`# gm-audit: {label}` suppresses nothing {where}",
                         fix="remove the suppression comment (or the unused codes)",
                     ))
     return kept

@@ -1,0 +1,60 @@
+"""The chart data of a probe run, in the JSON shapes ``auditor.reports.html_report`` draws:
+gradients per parameter at the last backward, and the reconstruction of a few masked nodes read
+as points."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from auditor.probe.evidence import Evidence
+from auditor.probe.verdicts import last_backward
+
+POINT_DIM = 9  # a CAD point: xyz, unit tangent, unit normal (the GraphMAE layout of the fixtures)
+
+
+def parameter_gradients(evidence: Evidence) -> list[dict[str, Any]]:
+    """``[{"name", "norm", "state"}]`` in ``named_parameters()`` order at the last backward;
+    ``unreached`` marks parameters the forward used but the loss's graph does not reach."""
+    step = last_backward(evidence)
+    if step is None:
+        return []
+    unreached = set(step.params_unreached)
+    return [{"name": name, "norm": g.norm, "state": g.state, "step": step.index,
+             "unreached": name in unreached} for name, g in step.grads.items()]
+
+
+def point_layout(cols: int) -> Optional[tuple[int, int]]:
+    """(values per point, points per node) for a feature row of ``cols`` values, or None when
+    the row cannot be read as points with xyz first."""
+    for width in (POINT_DIM, 3):
+        if cols % width == 0:
+            return width, cols // width
+    return (cols, 1) if cols == 2 else None
+
+
+def reconstruction_view(evidence: Evidence) -> Optional[dict[str, Any]]:
+    """The recorder's sample as ``{"target", "predicted", "node"}`` points (xyz of each point of
+    each sampled node), or ``{"unreadable": reason}`` when the run gave none that reads as
+    points; None when the run had no training forward with feature inputs at all."""
+    sample = evidence.reconstruction
+    if sample is None:
+        return None
+    where = f"input `{sample.get('input')}` ({sample.get('cols')} values per node)"
+    if not sample.get("module"):
+        return {"unreadable": f"no direct submodule of the model returned one row per node of "
+                              f"{where}, so the probe found no reconstruction to plot"}
+    layout = point_layout(int(sample.get("cols") or 0))
+    if layout is None:
+        return {"unreadable": f"the output of `{sample['module']}` for {where} is not laid out "
+                              f"as points (3 or {POINT_DIM} values each, xyz first)"}
+    width, per_node = layout
+    target, predicted, node = [], [], []
+    for n, t, p in zip(sample.get("nodes") or [], sample.get("target") or [],
+                       sample.get("predicted") or []):
+        for k in range(per_node):
+            target.append(t[k * width:k * width + min(width, 3)])
+            predicted.append(p[k * width:k * width + min(width, 3)])
+            node.append(n)
+    return {"target": target, "predicted": predicted, "node": node, "step": sample.get("step"),
+            "module": sample["module"], "masked": bool(sample.get("masked")),
+            "masked_count": sample.get("masked_count", 0)}

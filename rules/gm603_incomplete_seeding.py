@@ -90,6 +90,37 @@ drawn, never what the code computes with them.
 """
 
     VALID = [
+        # the dgl seed set by a helper the package re-exports (`from .helpers import *` in
+        # `pkg/__init__.py`: a relative import in an `__init__` is relative to that package)
+        Valid({
+            "pkg/__init__.py":
+            "from .helpers import *\n",
+            "pkg/helpers.py":
+            "import dgl\n"
+            "\n"
+            "\n"
+            "def seed_graph_sampling(seed):\n"
+            "    dgl.seed(seed)\n",
+            "train.py":
+            "import random\n"
+            "\n"
+            "import dgl\n"
+            "import numpy as np\n"
+            "import torch\n"
+            "from pkg import seed_graph_sampling\n"
+            "\n"
+            "\n"
+            "def main(g):\n"
+            "    random.seed(0)\n"
+            "    np.random.seed(0)\n"
+            "    torch.manual_seed(0)\n"
+            "    seed_graph_sampling(0)\n"
+            "    return dgl.sampling.sample_neighbors(g, [0, 1], 2)\n"
+            "\n"
+            "\n"
+            "if __name__ == "__main__":\n"
+            "    main(None)\n",
+        }),
         Valid(
             "import random\nimport numpy as np\nimport torch\nimport dgl\n"
             "random.seed(0)\nnp.random.seed(0)\ntorch.manual_seed(0)\ndgl.seed(0)\n"

@@ -159,6 +159,8 @@ class FactCollector(Visitor):
         level = len(node.relative)
         base = self.ctx.resolve_relative(level, mod) if level else (mod or "")
         if isinstance(node.names, cst.ImportStar):
+            if base:
+                self.facts.star_imports.append(base)
             return
         for alias in node.names:
             name = dotted(alias.name) or ""

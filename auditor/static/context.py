@@ -122,7 +122,8 @@ class FileContext:
     def resolve_relative(self, level: int, module: Optional[str]) -> str:
         package = self.module_name.split(".")
         # a module's package is its name minus the last part (an __init__ is its own package)
-        base = package[: len(package) - level] if level else package
+        up = level - 1 if self.path.endswith("__init__.py") else level
+        base = package[: len(package) - up] if level else package
         return ".".join([*base, module] if module else base)
 
     def qualify(self, node: cst.CSTNode) -> str:

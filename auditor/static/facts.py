@@ -77,6 +77,7 @@ class FileFacts:
     path: str  # relative, POSIX
     module: str  # dotted module name
     imports: dict[str, str] = field(default_factory=dict)  # local alias -> qualified name
+    star_imports: list[str] = field(default_factory=list)  # modules of `from m import *`
     functions: dict[str, FunctionInfo] = field(default_factory=dict)
     classes: dict[str, ClassInfo] = field(default_factory=dict)
     rule_facts: dict[str, list[Any]] = field(default_factory=dict)  # rule code -> its own facts

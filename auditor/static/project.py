@@ -67,6 +67,7 @@ class Project:
         self.functions: dict[str, FunctionInfo] = {}
         self.classes: dict[str, Any] = {}
         self.modules: dict[str, FileFacts] = {}
+        self._roots: set[str] = set()  # top-level names of the project's modules
         self._skipped = dict(skipped or {})  # module name -> path, not yet analysed
         self._loader = loader
         self._mentioned: set[str] = set()
@@ -98,6 +99,7 @@ class Project:
         self._generation += 1
         self.files[facts.path] = facts
         self.modules[facts.module] = facts
+        self._roots.add(facts.module.split(".")[0])
         self.functions.update(facts.functions)
         self.classes.update(facts.classes)
         for qual, fn in facts.functions.items():
@@ -114,6 +116,8 @@ class Project:
             if event.kind != "call":
                 continue
             for callee in self._candidates(event, fn):
+                if callee not in self.functions and callee.split(".")[0] in self._roots:
+                    callee = self.reexported(callee) or callee
                 if callee in self.functions:
                     self._add_edge(fn.qualname, callee, event)
                 else:
@@ -126,9 +130,10 @@ class Project:
         elif event not in data["events"]:
             data["events"].append(event)
 
-    def _load_module_of(self, qualname: str) -> None:
-        """Analyse a skipped file on demand when a qualified name points into it."""
-        if not self._skipped or self._loader is None or not self._loading:
+    def _load_module_of(self, qualname: str, force: bool = False) -> None:
+        """Analyse a skipped file on demand when a qualified name points into it (``force``:
+        while linking too)."""
+        if not self._skipped or self._loader is None or not (self._loading or force):
             return
         if qualname in self._not_skipped:  # the skipped set only shrinks: a no stays a no
             return
@@ -163,7 +168,40 @@ class Project:
     def function(self, qualname: str) -> Optional[FunctionInfo]:
         if qualname not in self.functions:
             self._load_module_of(qualname)
-        return self.functions.get(qualname)
+        found = self.functions.get(qualname)
+        if found is None:
+            target = self.reexported(qualname)
+            found = self.functions.get(target) if target else None
+        return found
+
+    def reexported(self, qualname: str, depth: int = 0) -> Optional[str]:
+        """Where ``pkg.name`` really lives when the package only re-exports it
+        (``from .utils import name`` or ``from .utils import *`` in ``pkg/__init__.py``)."""
+        parts = qualname.split(".")
+        for i in range(len(parts) - 1, 0, -1):
+            module = ".".join(parts[:i])
+            if module not in self.modules:
+                # a package's `__init__` is mostly imports: cheap to read even while linking
+                self._load_module_of(module + ".x", force=True)
+            facts = self.modules.get(module)
+            if facts is None:
+                continue
+            name, rest = parts[i], parts[i + 1:]
+            targets = [facts.imports[name]] if name in facts.imports else []
+            targets += [f"{m}.{name}" for m in facts.star_imports]
+            for target in targets:
+                full = ".".join([target, *rest])
+                if full == qualname:
+                    continue
+                self._load_module_of(full)
+                if full in self.functions or full in self.classes:
+                    return full
+                if depth < 3:
+                    deeper = self.reexported(full, depth + 1)
+                    if deeper:
+                        return deeper
+            return None
+        return None
 
     def resolve_call(self, event: Event, caller: FunctionInfo) -> list[str]:
         """Functions a call event may run: direct names, ``self.method``, constructors, and
@@ -172,7 +210,9 @@ class Project:
         memo = self._resolved.get(id(event))
         if memo is not None and memo[0] == self._generation:
             return list(memo[1])
-        found = [c for c in self._candidates(event, caller) if self.function(c) is not None]
+        # the function's own qualname: a re-exported `pkg.f` is `pkg.impl.f`
+        found = list(dict.fromkeys(fn.qualname for c in self._candidates(event, caller)
+                                   for fn in [self.function(c)] if fn is not None))
         self._resolved[id(event)] = (self._generation, found)
         return list(found)
 

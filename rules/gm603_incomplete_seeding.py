@@ -118,7 +118,7 @@ drawn, never what the code computes with them.
             "    return dgl.sampling.sample_neighbors(g, [0, 1], 2)\n"
             "\n"
             "\n"
-            "if __name__ == "__main__":\n"
+            "if __name__ == '__main__':\n"
             "    main(None)\n",
         }),
         Valid(

@@ -205,4 +205,4 @@ def test_warm_cache_still_sees_cross_file_changes(tmp_path, cli):
     write(tmp_path, "train.py", train.format(restore=""))
     again = as_json(cli("--format", "json", ".", cwd=tmp_path))["findings"]
     assert [(f["rule"], f["path"], f["line"]) for f in again] == [("GM201", "utils.py", 3)]
-    assert list((tmp_path / ".gm_audit_cache").glob("check-*.pickle"))  # the cache was used
+    assert list((tmp_path / ".gm_audit_cache").glob("check-*.json"))  # the cache was used

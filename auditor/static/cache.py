@@ -26,6 +26,7 @@ from typing import Any, Iterable, Optional
 
 from auditor import __version__
 from auditor.static.plain import NotPlain, decode, encode
+from auditor.static.reading import read_source
 
 CACHE_DIR = ".gm_audit_cache"
 CACHE_DIR_ENV = "GM_AUDIT_CACHE_DIR"
@@ -85,11 +86,7 @@ def signing_key() -> Optional[bytes]:
 
 def _read_regular(path: Path, limit: int) -> bytes:
     """At most ``limit`` bytes of a regular file, never through a symlink (OSError otherwise)."""
-    fd = os.open(path, os.O_RDONLY | NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{path} is not a regular file")
-        data = fh.read(limit + 1)
+    data = read_source(path, limit, follow_symlinks=False)
     if len(data) > limit:
         raise OSError(f"{path} is larger than {limit} bytes")
     return data

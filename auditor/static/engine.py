@@ -25,10 +25,10 @@ from auditor.static.facts import FileFacts
 from auditor.static.isolate import map_surviving, run_isolated
 from auditor.static.nesting import MAX_DEPTH, RISKY_DEPTH, nesting_depth
 from auditor.static.project import Project
+from auditor.static.reading import MAX_FILE_BYTES, read_source
 from auditor.static.walk import walk
 from auditor.suppression import Ignores, is_suppressed, parse_ignores
 
-MAX_FILE_BYTES = 4 * 1024 * 1024
 LAZY_PREFIX = "<lazy>"  # cache entries of files analysed on demand
 UNUSED_IGNORE = "GM001"
 
@@ -112,8 +112,8 @@ def analyze_source(
     result = FileResult(path=path, module=module)
     if len(data) > MAX_FILE_BYTES:
         result.error = FileError(
-            path, f"skipped: {len(data) / 1e6:.1f} MB is larger than the "
-            f"{MAX_FILE_BYTES // (1024 * 1024)} MiB gm-audit reads (generated code?)"
+            path, f"skipped: larger than the {MAX_FILE_BYTES // (1024 * 1024)} MiB gm-audit reads "
+            "(generated code?)"
         )
         return result
     try:
@@ -216,7 +216,7 @@ def run_check(
     for p in found.files:
         rel = relpath(p)
         try:
-            data = p.read_bytes()
+            data = read_source(p)
         except OSError as exc:
             errors.append(FileError(rel, f"cannot read file: {exc.strerror or exc}"))
             continue
@@ -272,7 +272,7 @@ def run_check(
         if hit is not None:
             return hit
         try:
-            data = Path(rel).read_bytes()
+            data = read_source(Path(rel))
         except OSError:
             return None
         res = analyze_source(rel, Path(abspaths.get(rel, rel)).resolve(), data, (), force=True)

@@ -79,7 +79,9 @@ figcaption { color: var(--muted); font-size: 13px; } tr.first td { background: #
 
 
 def esc(value: Any) -> str:
-    return html.escape(str(value), quote=True)
+    # backslashreplace: a file name that is not UTF-8 (lone surrogates) shown, not a crash
+    text = str(value).encode("utf-8", "backslashreplace").decode("utf-8")
+    return html.escape(text, quote=True)
 
 
 def prose(text: str) -> str:

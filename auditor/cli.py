@@ -288,9 +288,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     except (UsageError, ConfigError) as exc:
         print(f"gm-audit: error: {exc}", file=sys.stderr)
         code = EXIT_ERROR
-    except KeyboardInterrupt:
-        print("gm-audit: interrupted", file=sys.stderr)
-        code = 130
+    except KeyboardInterrupt as exc:
+        print(f"gm-audit: interrupted{f' ({exc})' if str(exc) else ''}", file=sys.stderr)
+        code = 128 + getattr(exc, "signum", 2)  # the shell's convention: 130 for Ctrl-C, 143 SIGTERM
     except BrokenPipeError:
         code = EXIT_CLEAN
     except Exception as exc:  # never a traceback unless asked

@@ -9,14 +9,16 @@ command runs in its own session (process group), so a timeout kills everything i
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 RECORDER = Path(__file__).with_name("recorder.py")
 KILL_GRACE_S = 3.0
@@ -102,6 +104,86 @@ def prepare(run_dir: Path, cwd: Path, steps: str, watch: Sequence[tuple[str, int
     return env
 
 
+class Terminated(KeyboardInterrupt):
+    """gm-audit itself was told to stop (SIGTERM, SIGHUP, Ctrl-C): the programs it runs are
+    stopped first, then this unwinds the command like Ctrl-C (run folders removed)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+_LIVE: set[int] = set()  # process groups of the commands running now (diff runs two at once)
+_STARTING = threading.Lock()  # a command being started is never taken for an orphan
+PR_SET_CHILD_SUBREAPER = 36
+
+
+@contextlib.contextmanager
+def stop_programs_on_signals() -> Iterator[None]:
+    """In the main thread, around a command that runs programs: SIGTERM/SIGHUP (``timeout``, a
+    cancelled CI job, a closed SSH session) and SIGINT stop every running program's process
+    group, with a grace period, before gm-audit unwinds; by default they would kill gm-audit
+    at once and leave the training running, or (SIGINT in ``diff``) wait for its worker threads."""
+    def stop(signum: int, _frame: object) -> None:
+        for pgid in list(_LIVE):
+            _kill_group(pgid)
+        raise Terminated(signum)
+
+    wanted = [signal.SIGTERM, signal.SIGINT, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])]
+    previous = {sig: signal.signal(sig, stop) for sig in wanted}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _adopt_orphans() -> None:
+    """Linux: make gm-audit the reaper of its descendants, so that a child that left the
+    program's process group (``setsid``, a daemon) is reparented here when its parent dies, and
+    :func:`_kill_orphans` can find it."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _kill_orphans() -> None:
+    """Stop the adopted descendants (children of gm-audit that it did not start itself)."""
+    mine = str(os.getpid())
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return
+    orphans = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        with _STARTING:
+            if fields[1].decode() == mine and pid not in _LIVE:
+                orphans.append(pid)
+    for pid in orphans:
+        try:
+            group = os.getpgid(pid)
+        except ProcessLookupError:  # already a zombie: only reaped below
+            group = os.getpgrp()
+        if group != os.getpgrp():  # its own session (setsid): stop what it started too
+            _kill_group(group)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            os.waitpid(pid, 0)  # no zombie left behind
+        except ChildProcessError:
+            pass
+
+
 def _kill_group(pgid: int) -> None:
     """SIGTERM the whole process group (the recorder writes its evidence), then SIGKILL."""
     for sig, wait in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, 0.0)):
@@ -138,10 +220,13 @@ def run_command(cmd: Sequence[str], env: dict[str, str], cwd: Path, timeout: flo
     """Run ``cmd`` to its end or to ``timeout``; output to ``log``; nothing left running after.
     ``on_tick(seconds, log)`` is called about twice a second while it runs (progress display)."""
     start = time.monotonic()
+    _adopt_orphans()
     with open(log, "wb") as out:
         try:
-            proc = subprocess.Popen(list(cmd), cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                                    stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            with _STARTING:
+                proc = subprocess.Popen(list(cmd), cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                        stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+                _LIVE.add(proc.pid)
         except OSError as exc:
             return RunOutcome("error", None, 0.0, [],
                               f"cannot start {cmd[0]!r}: {exc.strerror or exc}")
@@ -163,5 +248,8 @@ def run_command(cmd: Sequence[str], env: dict[str, str], cwd: Path, timeout: flo
             _kill_group(proc.pid)
             proc.wait()
             raise
-        _kill_group(proc.pid)  # stragglers: DataLoader workers, children of a shell wrapper
+        finally:
+            _LIVE.discard(proc.pid)
+            _kill_group(proc.pid)  # stragglers: DataLoader workers, children of a shell wrapper
+            _kill_orphans()
     return RunOutcome(stopped, code, time.monotonic() - start, tail(log))

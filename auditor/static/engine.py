@@ -27,7 +27,7 @@ from auditor.static.nesting import MAX_DEPTH, RISKY_DEPTH, nesting_depth
 from auditor.static.project import Project
 from auditor.static.reading import MAX_FILE_BYTES, read_source
 from auditor.static.walk import walk
-from auditor.suppression import Ignores, is_suppressed, parse_ignores
+from auditor.suppression import Ignores, Malformed, is_suppressed, parse_ignores
 
 LAZY_PREFIX = "<lazy>"  # cache entries of files analysed on demand
 UNUSED_IGNORE = "GM001"
@@ -41,6 +41,7 @@ class FileResult:
     findings: list[Finding] = field(default_factory=list)
     error: Optional[FileError] = None
     ignores: Ignores = field(default_factory=dict)
+    bad_ignores: Malformed = field(default_factory=list)
 
 
 @dataclass
@@ -121,7 +122,7 @@ def analyze_source(
     except ValueError as exc:
         result.error = FileError(path, str(exc))
         return result
-    result.ignores = parse_ignores(text)
+    result.ignores, result.bad_ignores = parse_ignores(text)
     rules = [all_rules()[c] for c in codes]
     wanted = [r for r in rules if r.matches_text(text)]
     if not wanted and not force:
@@ -335,6 +336,14 @@ def apply_suppressions(
             used.add((f.path, f.line, f.rule if codes is not None else "*"))
             continue
         kept.append(f)
+    for res in results.values():
+        for line, written in res.bad_ignores:
+            kept.append(Finding(
+                rule=UNUSED_IGNORE, name="unused-suppression", severity=Severity.WARNING,
+                path=res.path, line=line, column=1, end_line=line, end_column=1,
+                message=f"malformed suppression `{written}` suppresses nothing",
+                fix="write `# gm-audit: ignore[GM101, GM201]` (codes separated by commas) or `# gm-audit: ignore`",
+            ))
     if report_unused:
         for res in results.values():
             for line, codes in res.ignores.items():

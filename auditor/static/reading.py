@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -21,3 +22,13 @@ def read_source(path: Path, limit: int = MAX_FILE_BYTES, follow_symlinks: bool =
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError("not a regular file")
         return fh.read(limit + 1)
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def python_lines(text: str) -> list[str]:
+    """``text``'s lines as Python numbers them: only ``\\r\\n``, ``\\r`` and ``\\n`` end a line
+    (``str.splitlines`` also splits at form feed, U+2028, U+0085... and shifts every line after)."""
+    lines = _LINE_END.split(text)
+    return lines[:-1] if lines and lines[-1] == "" else lines

@@ -150,23 +150,29 @@ def _adopt_orphans() -> None:
         pass
 
 
-def _kill_orphans() -> None:
-    """Stop the adopted descendants (children of gm-audit that it did not start itself)."""
-    mine = str(os.getpid())
+def _children() -> set[int]:
+    """Processes whose parent is gm-audit (Linux /proc; empty elsewhere)."""
+    mine = str(os.getpid()).encode()
     try:
         pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
     except OSError:
-        return
-    orphans = []
+        return set()
+    out = set()
     for pid in pids:
         try:
             with open(f"/proc/{pid}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
+                if fh.read().rsplit(b")", 1)[1].split()[1] == mine:
+                    out.add(pid)
         except (OSError, IndexError):
             continue
-        with _STARTING:
-            if fields[1].decode() == mine and pid not in _LIVE:
-                orphans.append(pid)
+    return out
+
+
+def _kill_orphans(known: set[int]) -> None:
+    """Stop the adopted descendants: children of gm-audit that it did not start itself and that
+    were not there before the run (a multiprocessing helper of the static pass, say)."""
+    with _STARTING:
+        orphans = _children() - known - _LIVE
     for pid in orphans:
         try:
             group = os.getpgid(pid)
@@ -221,6 +227,7 @@ def run_command(cmd: Sequence[str], env: dict[str, str], cwd: Path, timeout: flo
     ``on_tick(seconds, log)`` is called about twice a second while it runs (progress display)."""
     start = time.monotonic()
     _adopt_orphans()
+    known = _children()
     with open(log, "wb") as out:
         try:
             with _STARTING:
@@ -251,5 +258,5 @@ def run_command(cmd: Sequence[str], env: dict[str, str], cwd: Path, timeout: flo
         finally:
             _LIVE.discard(proc.pid)
             _kill_group(proc.pid)  # stragglers: DataLoader workers, children of a shell wrapper
-            _kill_orphans()
+            _kill_orphans(known)
     return RunOutcome(stopped, code, time.monotonic() - start, tail(log))

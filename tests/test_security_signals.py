@@ -86,3 +86,15 @@ def test_ctrl_c_stops_a_diff_at_once(tmp_path):
     assert proc.returncode == 130, err
     assert time.monotonic() - started < 15
     assert not [p for p in pids if alive(p)]
+
+
+def test_temporary_folders_of_a_stopped_program_go_with_the_run(tmp_path, cli):
+    """A step budget or timeout stops the program before DataLoader workers remove their pymp-*
+    folders: they are made in the run folder, which is removed."""
+    (tmp_path / "prog.py").write_text("import tempfile, time\ntempfile.mkdtemp(prefix='pymp-')\ntime.sleep(60)\n")
+    outer = tmp_path / "tmp"
+    outer.mkdir()
+    proc = cli("probe", "--no-cache", "-q", "--timeout", "3", "--", sys.executable, "prog.py",
+               cwd=tmp_path, input_env={"TMPDIR": str(outer)})
+    assert "Traceback" not in proc.stderr
+    assert list(outer.iterdir()) == []

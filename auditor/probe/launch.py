@@ -89,7 +89,12 @@ def prepare(run_dir: Path, cwd: Path, steps: str, watch: Sequence[tuple[str, int
     evidence.mkdir(exist_ok=True)
     watch_file = run_dir / "watch.json"
     watch_file.write_text(json.dumps({"spans": [list(w) for w in watch]}), encoding="utf-8")
+    # the program's temporary files (DataLoader workers' pymp-* folders, which a stopped run never
+    # removes) live in the run folder and go with it
+    scratch = run_dir / "tmp"
+    scratch.mkdir(exist_ok=True)
     env = dict(os.environ if base_env is None else base_env)
+    env.update({"TMPDIR": str(scratch), "TEMP": str(scratch), "TMP": str(scratch)})
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(site), env.get("PYTHONPATH", "")) if p)
     env.update({
         "GM_AUDIT_PROBE_DIR": str(evidence),

@@ -134,6 +134,9 @@ def stop_programs_on_signals() -> Iterator[None]:
             _kill_group(pgid)
         raise Terminated(signum)
 
+    if threading.current_thread() is not threading.main_thread():  # only there can handlers be set
+        yield
+        return
     wanted = [signal.SIGTERM, signal.SIGINT, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])]
     previous = {sig: signal.signal(sig, stop) for sig in wanted}
     try:

@@ -67,6 +67,8 @@ def common_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fail-on", choices=[s.value for s in Severity], help="lowest severity that makes the exit code 1")
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
     p.add_argument("--no-cache", action="store_true", help="ignore and do not write the on-disk cache")
+    p.add_argument("--cache-dir", metavar="DIR",
+                   help="cache folder (default: $GM_AUDIT_CACHE_DIR, else .gm_audit_cache in the project)")
     p.add_argument("--jobs", "-j", type=int, default=0, metavar="N", help="parallel workers (default: all cores)")
     p.add_argument("--color", choices=["auto", "always", "never"], default="auto",
                    help="colour the text output (auto: on a terminal, unless NO_COLOR is set)")
@@ -330,14 +332,18 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     args = parser.parse_args(argv)
     if getattr(args, "debug", False):
         os.environ["GM_AUDIT_DEBUG"] = "1"
+    if getattr(args, "cache_dir", None):
+        from auditor.static.cache import CACHE_DIR_ENV
+
+        os.environ[CACHE_DIR_ENV] = os.path.abspath(args.cache_dir)  # one place for every stage
     try:
         code = HANDLERS[args.command](args)
     except (UsageError, ConfigError) as exc:
         print(f"gm-audit: error: {exc}", file=sys.stderr)
         code = EXIT_ERROR
-    except KeyboardInterrupt:
-        print("gm-audit: interrupted", file=sys.stderr)
-        code = 130
+    except KeyboardInterrupt as exc:
+        print(f"gm-audit: interrupted{f' ({exc})' if str(exc) else ''}", file=sys.stderr)
+        code = 128 + getattr(exc, "signum", 2)  # the shell's convention: 130 for Ctrl-C, 143 SIGTERM
     except BrokenPipeError:
         code = EXIT_CLEAN
     except Exception as exc:  # never a traceback unless asked

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Optional
 
 # Never real project code. dist/ and build/ are kept: projects such as DGL keep sources there.
 SKIP_DIRS = frozenset(
@@ -25,10 +27,33 @@ class Discovery:
     notes: list[tuple[str, str]] = field(default_factory=list)  # (path, message) worth telling
 
 
+def file_problem(path: Path) -> Optional[str]:
+    """Why ``path`` is not a source file to read (None: it is one). Checked before opening: a
+    FIFO named ``x.py`` would block the run, a link to ``/dev/zero`` would never end."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "skipped: symlink loop"
+        if exc.errno == errno.ENOENT:
+            return "skipped: broken symlink"
+        return f"cannot read file: {exc.strerror or exc}"
+    if not stat.S_ISREG(mode):
+        return "skipped: not a regular file"
+    return None
+
+
+def _is_venv(folder: Path) -> bool:
+    try:
+        return (folder / "pyvenv.cfg").exists()
+    except OSError:  # an unreadable folder: scandir reports it
+        return False
+
+
 def is_excluded(path: Path, root: Path, patterns: Iterable[str]) -> bool:
     try:
         rel = path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
+    except (ValueError, OSError, RuntimeError):  # elsewhere, or a symlink loop
         rel = path.as_posix()
     parts = rel.split("/")
     for pat in patterns:
@@ -71,7 +96,7 @@ def discover(paths: Iterable[str], root: Path, exclude: Iterable[str] = ()) -> D
             except OSError:
                 is_dir = False
             if is_dir:
-                if entry.name in SKIP_DIRS or (p / "pyvenv.cfg").exists():
+                if entry.name in SKIP_DIRS or _is_venv(p):
                     continue
                 if is_excluded(p, root, exclude):
                     continue
@@ -79,8 +104,9 @@ def discover(paths: Iterable[str], root: Path, exclude: Iterable[str] = ()) -> D
             elif entry.name.endswith((".py", ".pyi")):
                 if is_excluded(p, root, exclude):
                     continue
-                if not p.exists():
-                    out.notes.append((p.as_posix(), "skipped: broken symlink"))
+                problem = file_problem(p)
+                if problem:
+                    out.notes.append((p.as_posix(), problem))
                     continue
                 add(p)
 
@@ -90,8 +116,10 @@ def discover(paths: Iterable[str], root: Path, exclude: Iterable[str] = ()) -> D
             raise PathMissing(f"path does not exist: {raw}")
         if p.is_dir():
             walk(p)
-        elif not p.exists():
-            out.notes.append((raw, "skipped: broken symlink"))
+            continue
+        problem = file_problem(p)
+        if problem:
+            out.notes.append((raw, problem))
         else:
             add(p)
     return out

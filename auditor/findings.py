@@ -60,7 +60,8 @@ class Finding:
     def fingerprint(self, source_line: str = "") -> str:
         """Stable across unrelated edits: rule, file and the offending line's text, not its number."""
         text = f"{self.rule}\0{self.path}\0{source_line.strip()}\0{self.name}"
-        return hashlib.sha256(text.encode()).hexdigest()[:32]
+        # surrogateescape: a file name that is not UTF-8 keeps its bytes
+        return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
 @dataclass

@@ -470,30 +470,51 @@ def fix_findings(result: "CheckResult", paths: Sequence[str], config: Config,
     return outcome
 
 
-def write_fixed(changed: dict[str, tuple[bytes, bytes]]) -> list[str]:
-    """Write every fixed file atomically, keeping its mode; a file that changed on disk since it
-    was read is left alone. Returns the paths not written."""
-    skipped: list[str] = []
-    for path, (old, new) in sorted(changed.items()):
-        target = Path(os.path.realpath(path))  # through a symlink: the link stays a link
-        try:
-            if target.read_bytes() != old:
-                skipped.append(path)
+def write_fixed(changed: dict[str, tuple[bytes, bytes]]) -> dict[str, str]:
+    """Write every fixed file, or none: each new text goes to a temporary file beside its target
+    (mode and owner copied) before any target is replaced. A file that changed on disk since it
+    was read, or is read-only, is left alone. A hard-linked file is rewritten in place, so that
+    its links keep sharing it. Returns the paths not written, with the reason."""
+    left: dict[str, str] = {}
+    ready: list[tuple[str, Path, os.stat_result, str]] = []
+    try:
+        for path, (old, new) in sorted(changed.items()):
+            target = Path(os.path.realpath(path))  # through a symlink: the link stays a link
+            try:
+                st = target.stat()
+                if target.read_bytes() != old:
+                    left[path] = "changed on disk while fixing; left as it is"
+                    continue
+            except OSError as exc:
+                left[path] = f"cannot be read again: {exc.strerror or exc}; left as it is"
                 continue
-            mode = stat.S_IMODE(target.stat().st_mode)
-        except OSError:
-            skipped.append(path)
-            continue
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".gm-audit")
-        try:
+            if not st.st_mode & stat.S_IWUSR:  # root could write it: the mode says it must not be
+                left[path] = "read-only file; left as it is"
+                continue
+            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".gm-audit")
+            ready.append((path, target, st, tmp))
             with os.fdopen(fd, "wb") as fh:
                 fh.write(new)
-            os.chmod(tmp, mode)
-            os.replace(tmp, target)
-        except BaseException:
+            os.chmod(tmp, stat.S_IMODE(st.st_mode))
+            if hasattr(os, "chown") and (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
+                try:
+                    os.chown(tmp, st.st_uid, st.st_gid)
+                except PermissionError:
+                    pass  # not ours to give away: the rewritten file is the user's
+    except OSError as exc:  # a read-only folder, a full disk: nothing is written
+        for path, _, _, tmp in ready:
             Path(tmp).unlink(missing_ok=True)
-            raise
-    return skipped
+        reason = f"not written: {exc.strerror or exc}; no file was changed"
+        return {**left, **{p: reason for p in changed if p not in left}}
+    for path, target, st, tmp in ready:
+        if st.st_nlink > 1:
+            with open(target, "r+b") as fh:
+                fh.write(changed[path][1])
+                fh.truncate()
+            Path(tmp).unlink(missing_ok=True)
+        else:
+            os.replace(tmp, target)
+    return left
 
 
 def _finding_json(finding: Finding, description: str) -> dict:
@@ -524,8 +545,8 @@ def fix_command(args: "argparse.Namespace", result: "CheckResult", config: Confi
                 print(line if line.startswith("gm-audit") else f"gm-audit: {line}", file=sys.stderr)
         return 0 if args.exit_zero or not outcome.changed else 1
     skipped = write_fixed(outcome.changed)
-    if skipped:  # changed on disk meanwhile: what is on disk is what the report describes
-        notes += [f"{p}: changed on disk while fixing; left as it is" for p in skipped]
+    if skipped:  # what is on disk is what the report describes
+        notes += [f"{p}: {why}" for p, why in skipped.items()]
         outcome.fixed = [a for a in outcome.fixed if not any(e.path in skipped for e in a.fix.edits)]
         n = len(outcome.fixed)
     after = outcome.result if outcome.fixed and not skipped else None

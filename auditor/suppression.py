@@ -1,7 +1,12 @@
 """Suppressions. On a line: ``# gm-audit: ignore[GM101, GM201]``, a bare ``# gm-audit: ignore``,
 or the flake8/Ruff spelling ``# noqa: GM602`` (only its GM codes count: a bare ``# noqa`` or one
 listing other linters' codes is left to those linters). For the whole file, anywhere in it:
-``# gm-audit: ignore-file`` or ``# gm-audit: ignore-file[GM603]``."""
+``# gm-audit: ignore-file`` or ``# gm-audit: ignore-file[GM603]``.
+
+A ``gm-audit:`` directive that is not exactly one of these (``ignore[GM101;GM201]``,
+``ignored[GM101]``, ``ignore[detach]``) suppresses nothing and is reported (GM001): read loosely
+it would silence every rule on the line without anyone noticing.
+"""
 
 from __future__ import annotations
 
@@ -10,45 +15,55 @@ import re
 import tokenize
 from typing import Optional
 
-IGNORE_RE = re.compile(
-    r"#\s*gm-audit:\s*ignore(?P<file>-file)?(?![\w-])(?:\[(?P<codes>[A-Za-z0-9_,\s]*)\])?")
+DIRECTIVE_RE = re.compile(r"#\s*gm-audit:\s*(?P<body>.*)")
+IGNORE_RE = re.compile(r"ignore(?P<file>-file)?(?:\[(?P<codes>[^\]]*)\])?(?=\s|#|$)", re.I)
 NOQA_RE = re.compile(r"#\s*noqa\s*:\s*(?P<codes>[A-Za-z0-9_,\s]+)", re.IGNORECASE)
-GM_CODE = re.compile(r"GM\d{3}")
+CODE_RE = re.compile(r"GM\d{3}")
 FILE_LEVEL = 0  # the line key of a file-level suppression
 
 Ignores = dict[int, Optional[frozenset[str]]]  # line -> codes, None = every rule
+Malformed = list[tuple[int, str]]  # line, the directive as written
 
 
-def _codes(text: Optional[str]) -> Optional[frozenset[str]]:
-    return None if text is None else frozenset(
-        c.strip().upper() for c in text.split(",") if c.strip())
+def _codes(text: str) -> list[str]:
+    return [c.strip().upper() for c in text.split(",") if c.strip()]
 
 
-def parse_ignores(text: str) -> Ignores:
-    """Only real comments count (tokenize), not the same text inside a string."""
+def parse_ignores(text: str) -> tuple[Ignores, Malformed]:
+    """Only real comments count (tokenize), not the same text inside a string. Lines are
+    counted as Python counts them: ``\\r`` alone ends a line too."""
     if "gm-audit:" not in text and "noqa" not in text.lower():
-        return {}
+        return {}, []
     found: Ignores = {}
+    malformed: Malformed = []
     try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+        # newline=None: universal newlines, so a CR-only file is not one long line
+        tokens = list(tokenize.generate_tokens(io.StringIO(text, newline=None).readline))
     except (tokenize.TokenError, SyntaxError, IndentationError):
-        return {}
+        return {}, []
     for tok in tokens:
         if tok.type != tokenize.COMMENT:
             continue
-        match = IGNORE_RE.search(tok.string)
-        if match:
-            line = FILE_LEVEL if match.group("file") else tok.start[0]
-            codes = _codes(match.group("codes"))
-            old = found.get(line, frozenset())
-            found[line] = None if codes is None or old is None else old | codes
+        line = tok.start[0]
+        directive = DIRECTIVE_RE.search(tok.string)
+        if directive:
+            match = IGNORE_RE.match(directive.group("body"))
+            codes = match.group("codes") if match else None
+            parts = _codes(codes) if codes is not None else []
+            if not match or (codes is not None and not all(CODE_RE.fullmatch(p) for p in parts)):
+                malformed.append((line, directive.group(0).strip()))
+                continue
+            key = FILE_LEVEL if match.group("file") else line
+            new = None if codes is None else frozenset(parts)
+            old = found.get(key, frozenset())
+            found[key] = None if new is None or old is None else old | new
             continue
         noqa = NOQA_RE.search(tok.string)
         if noqa:
-            codes = frozenset(c for c in _codes(noqa.group("codes")) or () if GM_CODE.fullmatch(c))
-            if codes:
-                found[tok.start[0]] = codes
-    return found
+            gm = frozenset(c for c in _codes(noqa.group("codes")) if CODE_RE.fullmatch(c))
+            if gm:
+                found[line] = gm
+    return found, malformed
 
 
 def suppressing_line(ignores: Ignores, line: int, code: str) -> Optional[int]:

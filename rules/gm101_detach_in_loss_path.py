@@ -18,6 +18,11 @@ from auditor.static.project import Project
 NO_GRAD = ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad",
            "torch.autograd.grad_mode.no_grad")
 CUTS = ("detach", "detach_")
+# Each judgement follows the function's data flow (linear in its size): a generated function with
+# thousands of stop-gradients (one 180 KB line of `model(a).detach()`) would make the stage
+# quadratic. Real training code has a handful; past these many the rest go unjudged.
+MAX_CUTS_PER_FUNCTION = 128
+MAX_CUTS_PER_STATEMENT = 8  # each judgement also scans its statement's calls
 
 
 def _under_no_grad(context: Iterable[str]) -> Optional[str]:
@@ -387,9 +392,13 @@ review that the value was not meant to be a frozen target.
         for fn in list(project.functions.values()):
             if fn.class_name and df.is_autograd_function(project, fn.class_name):
                 continue  # a custom autograd.Function defines its gradient by hand
+            judged = 0
             for stmt in df.statements(fn):
+                budget = min(MAX_CUTS_PER_STATEMENT, MAX_CUTS_PER_FUNCTION - judged)
                 for call in stmt.calls:
-                    if call.method in CUTS and not call.args and call.receiver:
+                    if call.method in CUTS and not call.args and call.receiver and budget > 0:
+                        budget -= 1
+                        judged += 1
                         found = cls._judge(project, fn, stmt, call, f"`{call.receiver}.{call.method}()`",
                                            call.span)
                         if found:

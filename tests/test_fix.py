@@ -31,7 +31,7 @@ def fix_in(root: Path, unsafe: bool = True, select: tuple[str, ...] = ()) -> Fix
         config = Config(root=root)
         result = run_check(["."], config, rules, jobs=1, use_cache=False)
         outcome = fix_findings(result, ["."], config, rules, unsafe=unsafe, jobs=1)
-        assert write_fixed(outcome.changed) == []
+        assert write_fixed(outcome.changed) == {}
         return outcome
     finally:
         os.chdir(old)

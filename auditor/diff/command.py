@@ -38,7 +38,7 @@ from auditor.diff.snapshot import ENV_DIR, ENV_SEED
 from auditor.findings import Finding, Severity, Status
 from auditor.probe.command import _resolve_executable
 from auditor.probe.evidence import Evidence
-from auditor.probe.launch import RunOutcome, prepare, run_command
+from auditor.probe.launch import RunOutcome, prepare, run_command, stop_programs_on_signals
 from auditor.reports import Report
 
 DEFAULT_TIMEOUT_S = 300.0
@@ -246,7 +246,7 @@ def run_diff_command(args: argparse.Namespace, config: Config, rules: list, fail
     watch = sorted({(f.path, f.line, f.end_line) for f in static.findings})
     cwd = Path.cwd()
     ref, cand = Run("reference", opts["cmds"][0]), Run("candidate", opts["cmds"][1])
-    with ThreadPoolExecutor(max_workers=2) as pool:
+    with stop_programs_on_signals(), ThreadPoolExecutor(max_workers=2) as pool:
         list(pool.map(lambda r: _execute(r, opts, watch, cwd), (ref, cand)))
     # a crash says more than a run that merely never trained: report it first
     failures = sorted(((run, _failure(run)) for run in (ref, cand)),
@@ -262,7 +262,7 @@ def run_diff_command(args: argparse.Namespace, config: Config, rules: list, fail
     uses_cuda = any(d.startswith("cuda") for r in (ref, cand) for d in r.evidence.devices)
     if opts["calibrate"] or uses_cuda:
         again = [Run(r.role, r.cmd) for r in (ref, cand)]
-        with ThreadPoolExecutor(max_workers=2) as pool:
+        with stop_programs_on_signals(), ThreadPoolExecutor(max_workers=2) as pool:
             list(pool.map(lambda r: _execute(r, opts, watch, cwd), again))
         noise = max(self_noise(r.snapshot, a.snapshot) for r, a in zip((ref, cand), again))
         tol = Tolerance(max(tol.atol, 10 * noise), tol.rtol)

@@ -17,7 +17,7 @@ from auditor.emit import EXIT_ERROR, UsageError, emit
 from auditor.findings import Finding, Severity
 from auditor.probe.charts import parameter_gradients, reconstruction_view
 from auditor.probe.evidence import Evidence
-from auditor.probe.launch import RunOutcome, prepare, run_command, tail
+from auditor.probe.launch import RunOutcome, prepare, run_command, stop_programs_on_signals, tail
 from auditor.probe.verdicts import decide, gradient_flow, runtime_findings
 from auditor.registry import select_runtime_checks
 from auditor.reports import Report, probe_failed
@@ -177,7 +177,7 @@ def run_probe_command(args: argparse.Namespace, config: Config, rules: list, fai
     try:
         env = prepare(run_dir, cwd, opts["budget"], watch, opts["device"])
         cmd = _resolve_executable(opts["cmd"], env)
-        with progress_display(args, f"probe: running {shlex.join(cmd)}") as tick:
+        with stop_programs_on_signals(), progress_display(args, f"probe: running {shlex.join(cmd)}") as tick:
             outcome = run_command(cmd, env, cwd, opts["timeout"], run_dir / "output.log", tick)
         evidence = Evidence.load(run_dir / "evidence")
     finally:

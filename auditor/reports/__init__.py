@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from auditor.findings import FileError, Finding, Severity, Status
+from auditor.static.reading import python_lines
 
 FORMATS = ("text", "json", "sarif", "markdown", "github", "html")
 
@@ -106,7 +107,7 @@ def source_lines(path: str) -> list[str]:
             text = target.read_text(encoding="utf-8", errors="replace")
         except OSError:
             return []
-        cached = _lines[key] = (st.st_mtime_ns, st.st_size, text.splitlines())
+        cached = _lines[key] = (st.st_mtime_ns, st.st_size, python_lines(text))
     return cached[2]
 
 

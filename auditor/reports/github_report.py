@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from auditor.findings import Severity, Status
 from auditor.reports import Report
+from auditor.reports.safe_text import printable
 
 LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 PRIORITY = {Status.CONFIRMED: 0, Status.RUNTIME: 0, Status.STATIC: 1, Status.UNEXERCISED: 2,
@@ -28,11 +29,11 @@ def render(report: Report) -> str:
         level = "notice" if f.status == Status.REFUTED else LEVEL[f.severity]
         title = f"{f.rule} {f.name}" + (f" ({f.status.value})" if f.status != Status.STATIC else "")
         body = f.message + (f"\nFix: {f.fix}" if f.fix else "")
-        body += "".join(f"\n- {e}" for e in f.evidence)
+        body = printable(body + "".join(f"\n- {e}" for e in f.evidence), multiline=True)
         out.append(
-            f"::{level} file={_prop(f.path)},line={f.line},col={f.column},"
+            f"::{level} file={_prop(printable(f.path))},line={f.line},col={f.column},"
             f"endLine={f.end_line},endColumn={f.end_column},title={_prop(title)}::{_data(body)}"
         )
     for e in report.errors:
-        out.append(f"::error file={_prop(e.path)},title=gm-audit::{_data(e.message)}")
+        out.append(f"::error file={_prop(printable(e.path))},title=gm-audit::{_data(printable(e.message))}")
     return "\n".join(out) + ("\n" if out else "")

@@ -43,12 +43,14 @@ import io
 import json
 import math
 import re
+import sys
 from collections import Counter
 from typing import Any, Optional
 
 from auditor import __version__
 from auditor.findings import Finding
 from auditor.reports import Report, failed_run, source_lines
+from auditor.reports.safe_text import printable
 
 STATUS_ORDER = ("confirmed", "runtime", "static", "unexercised", "refuted")
 CONTEXT = 2
@@ -84,7 +86,9 @@ figcaption { color: var(--muted); font-size: 13px; } tr.first td { background: #
 
 
 def esc(value: Any) -> str:
-    return html.escape(str(value), quote=True)
+    # controls and a non-UTF-8 name's bytes shown escaped (a report read with `cat` on a terminal
+    # must not act on them; lone surrogates would not even encode)
+    return html.escape(printable(str(value), limit=sys.maxsize, multiline=True), quote=True)
 
 
 def prose(text: str) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 
 from auditor.findings import Finding, Severity, Status
 from auditor.reports import Report, failed_run, source_lines
+from auditor.reports.safe_text import code_span, printable
 
 ICON = {"error": "🔴", "warning": "🟠", "info": "🔵"}
 STATUS_ICON = {
@@ -27,14 +28,21 @@ CONTEXT = 2  # lines of code shown around the reported span
 MAX_EXCERPT = 12
 
 
+# a code span as CommonMark pairs them: a backtick run closed by a run of the same length
+CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`).*?(?<!`)\1(?!`)", re.S)
+
+
 def inline(text: str) -> str:
     """Text for a paragraph: ``<``/``>`` escaped outside code spans so nothing becomes HTML."""
-    parts = re.split(r"(`[^`]*`)", text)
-    return "".join(
-        p if p.startswith("`") and p.endswith("`") and len(p) > 1
-        else p.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-        for p in parts
-    )
+    text, out, at = printable(text), [], 0
+    for span in CODE_SPAN.finditer(text):
+        out += [_no_html(text[at:span.start()]), span.group()]
+        at = span.end()
+    return "".join([*out, _no_html(text[at:])])
+
+
+def _no_html(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def cell(text: str) -> str:
@@ -52,14 +60,15 @@ def excerpt(f: Finding) -> list[str]:
     body = []
     for n in range(first, last + 1):
         text = lines[n - 1]
+        text = printable(text)
         body.append(f"{text}  # ◀ {f.rule}" if f.line <= n <= end else text)
     longest = max((len(m) for m in re.findall(r"`+", "\n".join(body))), default=0)
     fence = "`" * max(3, longest + 1)
-    return [f"`{f.path}` lines {first}–{last}:", "", f"{fence}python", *body, fence]
+    return [f"{code_span(f.path)} lines {first}–{last}:", "", f"{fence}python", *body, fence]
 
 
 def section(f: Finding) -> list[str]:
-    head = (f"### {ICON[f.severity.value]} `{f.rule}` {f.name} — `{f.path}:{f.line}` "
+    head = (f"### {ICON[f.severity.value]} `{f.rule}` {f.name} — {code_span(f'{f.path}:{f.line}')} "
             f"· {STATUS_ICON[f.status.value]} {f.status.value}")
     out = [head, "", inline(f.message), ""]
     code = excerpt(f)
@@ -76,7 +85,7 @@ def table(findings: list[Finding]) -> list[str]:
     out = ["| | rule | location | status | message |", "|---|---|---|---|---|"]
     for f in findings:
         out.append(
-            f"| {ICON[f.severity.value]} | `{f.rule}` {f.name} | `{f.path}:{f.line}` "
+            f"| {ICON[f.severity.value]} | `{f.rule}` {f.name} | {cell(code_span(f'{f.path}:{f.line}'))} "
             f"| {f.status.value} | {cell(f.message)} |"
         )
     return out
@@ -105,10 +114,11 @@ def divergence(extra: dict[str, Any]) -> list[str]:
     first = extra.get("first_divergence")
     out = ["### Reference vs candidate", ""]
     if isinstance(first, dict):
-        where = f" (`{first['path']}:{first.get('line', '?')}`)" if first.get("path") else ""
+        place = f"{first.get('path')}:{first.get('line', '?')}"
+        where = f" ({code_span(place)})" if first.get("path") else ""
         rule = f", likely `{first['rule']}`" if first.get("rule") else ""
         out.append(f"First divergence at stage **{first.get('stage', '?')}**: "
-                   f"`{first.get('name', '?')}` — {inline(str(first.get('detail', '')))}{where}{rule}")
+                   f"{code_span(str(first.get('name', '?')))} — {inline(str(first.get('detail', '')))}{where}{rule}")
     else:
         out.append("The runs agree at every stage.")
     out += ["", "| stage | status | items |", "|---|---|---:|"]
@@ -159,7 +169,7 @@ def render(report: Report) -> str:
         out += section(f)
     if report.errors:
         out += ["**Files gm-audit could not check**", ""]
-        out += [f"- `{e.path}`: {inline(e.message)}" for e in report.errors] + [""]
+        out += [f"- {code_span(e.path)}: {inline(e.message)}" for e in report.errors] + [""]
     if rest:
         kinds = Counter(f.status.value for f in rest)
         label = ", ".join(f"{kinds[s]} {s}" for s in STATUS_ORDER if kinds[s])

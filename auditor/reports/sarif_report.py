@@ -19,9 +19,11 @@ What code scanning relies on, and how this file provides it:
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any, Optional
+from urllib.parse import quote
 
 from auditor import __version__
 from auditor.baseline import fingerprints, repository_root
@@ -105,7 +107,9 @@ def message(f: Finding) -> str:
 def artifact_location(path: str, root: Path) -> dict[str, str]:
     absolute = (Path.cwd() / path).resolve()
     try:
-        return {"uri": absolute.relative_to(root).as_posix(), "uriBaseId": "%SRCROOT%"}
+        # percent-encoded bytes: a name with spaces, '#' or bytes that are not UTF-8 stays one URI
+        relative = quote(os.fsencode(absolute.relative_to(root).as_posix()))
+        return {"uri": relative, "uriBaseId": "%SRCROOT%"}
     except ValueError:  # outside the repository: an absolute URI, which code scanning skips
         return {"uri": absolute.as_uri()}
 

@@ -15,6 +15,7 @@ from rich.text import Text
 from auditor.findings import Severity, Status
 from auditor.registry import all_rules
 from auditor.reports import Report, source_line
+from auditor.reports.safe_text import printable
 
 STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 STATUS_STYLE = {
@@ -40,9 +41,9 @@ def render(report: Report, color: Optional[bool] = None, statistics: bool = Fals
     if not statistics:
         findings(console, report, show_fixes)
     for e in report.errors:
-        console.print(Text(f"error: {e.path}: {e.message}", style="red"))
+        console.print(Text(f"error: {printable(e.path)}: {printable(e.message)}", style="red"))
     for line in report.extra.get("text_sections", []):
-        console.print(line)
+        console.print(Text(printable(line)))  # the program's own output: never rich markup
     console.print(summary_table(report))
     if show_fixes:
         safety = [fix_safety(f.rule) for f in report.findings]
@@ -56,17 +57,17 @@ FIX_MARK = {"safe": "[*] ", "unsafe": "[*?] ", "none": ""}
 
 def findings(console: Console, report: Report, show_fixes: bool) -> None:
     for path, group in groupby(report.findings, key=lambda f: f.path):
-        console.print(Text(path, style="bold underline"))
+        console.print(Text(printable(path), style="bold underline"))
         for f in group:
             head = Text()
-            head.append(f"  {f.path}:{f.line}:{f.column}: ", style="bold")
+            head.append(f"  {printable(f.path)}:{f.line}:{f.column}: ", style="bold")
             head.append(f"{f.rule} ", style=STYLE[f.severity])
             if show_fixes:
                 head.append(FIX_MARK[fix_safety(f.rule)], style="bold")
             head.append(f"[{f.name}] ", style="dim")
             if f.status != Status.STATIC:
                 head.append(f"({f.status.value}) ", style=STATUS_STYLE[f.status])
-            head.append(f.message)
+            head.append(printable(f.message))
             console.print(head)
             src = source_line(f.path, f.line)
             if src:
@@ -74,13 +75,13 @@ def findings(console: Console, report: Report, show_fixes: bool) -> None:
                 indent = len(src) - len(stripped)
                 end = f.end_column if f.end_line == f.line else len(src) + 1
                 width = max(1, end - f.column)
-                console.print(Text(f"    {f.line:>5} | {stripped}", style="dim"))
+                console.print(Text(f"    {f.line:>5} | {printable(stripped)}", style="dim"))
                 console.print(Text(" " * (12 + max(0, f.column - 1 - indent)) + "^" * width,
                                    style=STYLE[f.severity]))
             for e in f.evidence:
-                console.print(Text(f"      evidence: {e}", style="italic"))
+                console.print(Text(f"      evidence: {printable(e)}", style="italic"))
             if f.fix:
-                console.print(Text(f"      fix: {f.fix}", style="green"))
+                console.print(Text(f"      fix: {printable(f.fix)}", style="green"))
         console.print()
 
 

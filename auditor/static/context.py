@@ -10,6 +10,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from auditor.static.facts import FileFacts, Span
 from auditor.static.positions import ast_spans, cst_kind
+from auditor.static.reading import python_lines
 
 MODULE_SCOPE = "<module>"
 
@@ -59,7 +60,7 @@ class FileContext:
             for stmt in module.body
             if isinstance(stmt, (cst.FunctionDef, cst.ClassDef))
         }
-        self.lines = source.splitlines()
+        self.lines = python_lines(source)
 
     @property
     def module_name(self) -> str:

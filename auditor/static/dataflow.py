@@ -140,9 +140,15 @@ def contains(outer: Span, inner: Span) -> bool:
 
 
 def statements(fn: FunctionInfo) -> list[Statement]:
+    return _statements_indexed(fn)[0]
+
+
+def _statements_indexed(fn: FunctionInfo) -> tuple[list[Statement], dict[int, Statement]]:
+    """The statements, and each event's statement by the event's id (statement_of is asked once
+    per call by several rules: a scan each time made a long function's analysis quadratic)."""
     cached = _STATEMENTS.get(id(fn))
     if cached is not None and cached[0] is fn:
-        return cached[1]
+        return cached[1], cached[2]
     out: list[Statement] = []
     for event in fn.events:
         cur = out[-1] if out else None
@@ -157,18 +163,17 @@ def statements(fn: FunctionInfo) -> list[Statement]:
         if event.kind == "call":
             stmt.calls.append(event)
         out.append(stmt)
-    _STATEMENTS[id(fn)] = (fn, out)
-    return out
+    by_event = {id(c): stmt for stmt in out for c in stmt.calls}
+    by_event.update((id(stmt.head), stmt) for stmt in out)
+    _STATEMENTS[id(fn)] = (fn, out, by_event)
+    return out, by_event
 
 
-_STATEMENTS: dict[int, tuple[FunctionInfo, list[Statement]]] = {}
+_STATEMENTS: dict[int, tuple[FunctionInfo, list[Statement], dict[int, Statement]]] = {}
 
 
 def statement_of(fn: FunctionInfo, event: Event) -> Optional[Statement]:
-    for stmt in statements(fn):
-        if stmt.head is event or any(c is event for c in stmt.calls):
-            return stmt
-    return None
+    return _statements_indexed(fn)[1].get(id(event))
 
 
 def statement_at(fn: FunctionInfo, line: int) -> Optional[Statement]:

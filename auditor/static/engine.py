@@ -4,11 +4,9 @@
 from __future__ import annotations
 
 import ast
-import multiprocessing
 import os
 import time
 import traceback
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Sequence
@@ -24,11 +22,13 @@ from auditor.static.cache import Cache, content_digest
 from auditor.static.collector import FactCollector
 from auditor.static.context import FileContext, module_name_for
 from auditor.static.facts import FileFacts
+from auditor.static.isolate import map_surviving, run_isolated
+from auditor.static.nesting import MAX_DEPTH, RISKY_DEPTH, nesting_depth
 from auditor.static.project import Project
+from auditor.static.reading import MAX_FILE_BYTES, read_source
 from auditor.static.walk import walk
-from auditor.suppression import FILE_LEVEL, Ignores, parse_ignores, suppressing_line
+from auditor.suppression import FILE_LEVEL, Ignores, Malformed, parse_ignores, suppressing_line
 
-MAX_FILE_BYTES = 4 * 1024 * 1024
 LAZY_PREFIX = "<lazy>"  # cache entries of files analysed on demand
 UNUSED_IGNORE = "GM001"
 
@@ -41,6 +41,7 @@ class FileResult:
     findings: list[Finding] = field(default_factory=list)
     error: Optional[FileError] = None
     ignores: Ignores = field(default_factory=dict)
+    bad_ignores: Malformed = field(default_factory=list)
 
 
 @dataclass
@@ -81,27 +82,39 @@ def decode(data: bytes) -> str:
         raise ValueError(f"not valid {encoding}{where}; save the file as UTF-8") from None
 
 
-def syntax_error_finding(path: str, line: int, column: int, message: str) -> Finding:
+def syntax_error_finding(
+    path: str, line: int, column: int, message: str,
+    fix: str = "fix the syntax error; gm-audit checked nothing else in this file",
+) -> Finding:
     """GM000: the file could not be parsed (reported, never raised)."""
     message = message.strip().splitlines()[0] if message.strip() else "syntax error"
     return Finding(
         rule=PARSE_ERROR, name="syntax-error", severity=Severity.ERROR, path=path,
         line=line, column=column, end_line=line, end_column=column + 1,
-        message=f"file could not be parsed: {message}",
-        fix="fix the syntax error; gm-audit checked nothing else in this file",
+        message=f"file could not be parsed: {message}", fix=fix,
+    )
+
+
+def too_deep_finding(path: str, line: int, detail: str) -> Finding:
+    return syntax_error_finding(
+        path, max(line, 1), 1, f"too deeply nested to analyse ({detail})",
+        fix="split the expression (generated code? exclude it); gm-audit checked nothing else in this file",
     )
 
 
 def analyze_source(
-    path: str, abspath: Path, data: bytes, codes: Sequence[str], force: bool = False
+    path: str, abspath: Path, data: bytes, codes: Sequence[str], force: bool = False,
+    expendable: bool = False,
 ) -> FileResult:
-    """Everything the static pass learns from one file, in one traversal. Never raises."""
+    """Everything the static pass learns from one file, in one traversal. Never raises.
+    ``expendable``: this process may die of a native crash (a pool worker, an isolated child);
+    otherwise a file deep enough to risk one is parsed in a child process."""
     module = module_name_for(abspath)
     result = FileResult(path=path, module=module)
     if len(data) > MAX_FILE_BYTES:
         result.error = FileError(
-            path, f"skipped: {len(data) / 1e6:.1f} MB is larger than the "
-            f"{MAX_FILE_BYTES // (1024 * 1024)} MiB gm-audit reads (generated code?)"
+            path, f"skipped: larger than the {MAX_FILE_BYTES // (1024 * 1024)} MiB gm-audit reads "
+            "(generated code?)"
         )
         return result
     try:
@@ -109,7 +122,7 @@ def analyze_source(
     except ValueError as exc:
         result.error = FileError(path, str(exc))
         return result
-    result.ignores = parse_ignores(text)
+    result.ignores, result.bad_ignores = parse_ignores(text)
     rules = [all_rules()[c] for c in codes]
     wanted = [r for r in rules if r.matches_text(text)]
     if not wanted and not force:
@@ -122,6 +135,13 @@ def analyze_source(
         except (ValueError, RecursionError, MemoryError):
             pass
         return result
+    depth, deepest = nesting_depth(text)
+    if depth > MAX_DEPTH:
+        result.findings.append(too_deep_finding(path, deepest, f"about {depth} levels at line {deepest}"))
+        return result
+    if depth > RISKY_DEPTH and not expendable:
+        survived = run_isolated(_analyze_job, (path, str(abspath), data, tuple(codes), force))
+        return survived or _crashed(path, deepest)
     try:
         tree = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
@@ -129,7 +149,10 @@ def analyze_source(
             syntax_error_finding(path, exc.raw_line, exc.raw_column + 1, str(exc.message))
         )
         return result
-    except Exception as exc:  # libcst's own limits (e.g. recursion on absurd nesting)
+    except RecursionError:
+        result.findings.append(too_deep_finding(path, deepest, "the parser ran out of stack"))
+        return result
+    except Exception as exc:  # libcst's own limits
         result.error = FileError(path, f"could not be parsed: {type(exc).__name__}: {exc}")
         return result
     try:
@@ -142,7 +165,7 @@ def analyze_source(
             visitors = [r(ctx) for r in wanted]
             walk(tree, [FactCollector(ctx), *visitors])
     except RecursionError:
-        result.error = FileError(path, "skipped: nesting too deep for the analyser")
+        result.findings.append(too_deep_finding(path, deepest, "the analyser ran out of stack"))
         return result
     except Exception as exc:  # a rule's bug must not sink the whole run
         if os.environ.get("GM_AUDIT_DEBUG"):
@@ -154,16 +177,20 @@ def analyze_source(
     return result
 
 
-def _analyze_job(job: tuple[str, str, bytes, tuple[str, ...]]) -> FileResult:
-    path, abspath, data, codes = job
-    return analyze_source(path, Path(abspath), data, codes)
+Job = tuple[str, str, bytes, tuple[str, ...], bool]  # path, absolute path, content, codes, force
 
 
-def _pool(jobs: int) -> ProcessPoolExecutor:
-    methods = multiprocessing.get_all_start_methods()
-    # fork is much cheaper to start; the static path holds no threads or GPU state to worry about
-    ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx)
+def _analyze_job(job: Job) -> FileResult:
+    """In a process that may die: a pool worker or an isolated child."""
+    path, abspath, data, codes, force = job
+    return analyze_source(path, Path(abspath), data, codes, force=force, expendable=True)
+
+
+def _crashed(path: str, line: int) -> FileResult:
+    """The answer for a file whose analysis killed its process: never retried in this one."""
+    result = FileResult(path=path, module=module_name_for(Path(path)))
+    result.findings.append(too_deep_finding(path, line, "the parser crashed or hung on it"))
+    return result
 
 
 def run_check(
@@ -184,13 +211,13 @@ def run_check(
     errors = [FileError(p, m) for p, m in found.notes]
     cache = Cache(config.root, codes, enabled=use_cache)
     results: dict[str, FileResult] = {}
-    todo: list[tuple[str, str, bytes, tuple[str, ...]]] = []
+    todo: list[Job] = []
     digests: dict[str, str] = {}
     contents: list[tuple[str, Path, bytes]] = []
     for p in found.files:
         rel = relpath(p)
         try:
-            data = p.read_bytes()
+            data = read_source(p)
         except OSError as exc:
             errors.append(FileError(rel, f"cannot read file: {exc.strerror or exc}"))
             continue
@@ -215,23 +242,23 @@ def run_check(
         if hit is not None:
             results[rel] = hit
         else:
-            todo.append((rel, str(p.resolve()), data, codes))
+            todo.append((rel, str(p.resolve()), data, codes, False))
     cached = len(results)
     jobs = jobs or os.cpu_count() or 1
     done = cached
     if progress:
         progress(done, total)
     if jobs > 1 and len(todo) > 4 * jobs:
-        with _pool(jobs) as pool:
-            for res in pool.map(_analyze_job, todo, chunksize=max(1, len(todo) // (jobs * 8))):
-                results[res.path] = res
-                cache.put(res.path, digests[res.path], res)
-                done += 1
-                if progress:
-                    progress(done, total)
+        for job, answer in map_surviving(_analyze_job, todo, jobs):
+            res = answer or _crashed(job[0], 1)
+            results[res.path] = res
+            cache.put(res.path, digests[res.path], res)
+            done += 1
+            if progress:
+                progress(done, total)
     else:
-        for job in todo:
-            res = _analyze_job(job)
+        for rel, abspath, data, _, _ in todo:
+            res = analyze_source(rel, Path(abspath), data, codes)
             results[res.path] = res
             cache.put(res.path, digests[res.path], res)
             done += 1
@@ -246,7 +273,7 @@ def run_check(
         if hit is not None:
             return hit
         try:
-            data = Path(rel).read_bytes()
+            data = read_source(Path(rel))
         except OSError:
             return None
         res = analyze_source(rel, Path(abspaths.get(rel, rel)).resolve(), data, (), force=True)
@@ -309,6 +336,14 @@ def apply_suppressions(
             used.add((f.path, key, f.rule if res.ignores[key] is not None else "*"))
             continue
         kept.append(f)
+    for res in results.values():
+        for line, written in res.bad_ignores:
+            kept.append(Finding(
+                rule=UNUSED_IGNORE, name="unused-suppression", severity=Severity.WARNING,
+                path=res.path, line=line, column=1, end_line=line, end_column=1,
+                message=f"malformed suppression `{written}` suppresses nothing",
+                fix="write `# gm-audit: ignore[GM101, GM201]` (codes separated by commas) or `# gm-audit: ignore`",
+            ))
     if report_unused:
         for res in results.values():
             for line, codes in res.ignores.items():

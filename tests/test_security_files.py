@@ -1,0 +1,87 @@
+"""Files that are not files: FIFOs, devices, symlink loops and unreadable folders are reported for
+their path and the run goes on."""
+
+import errno
+import json
+import os
+from pathlib import Path
+
+from auditor.discovery import discover
+from auditor.static.reading import read_source
+
+GOOD = "import torch\nx = torch.load('a')\n"
+
+
+def errors_by_path(proc) -> dict[str, str]:
+    assert "Traceback" not in proc.stderr
+    return {e["path"]: e["message"] for e in json.loads(proc.stdout)["errors"]}
+
+
+def test_fifo_device_and_looping_links_are_skipped_and_the_run_goes_on(tmp_path, cli):
+    (tmp_path / "good.py").write_text(GOOD)
+    os.mkfifo(tmp_path / "fifo.py")
+    (tmp_path / "zero.py").symlink_to("/dev/zero")
+    (tmp_path / "self.py").symlink_to("self.py")
+    (tmp_path / "a.py").symlink_to("b.py")
+    (tmp_path / "b.py").symlink_to("a.py")
+    (tmp_path / "loop").mkdir()
+    (tmp_path / "loop" / "again").symlink_to("..")
+    proc = cli("--format", "json", "--no-cache", ".", cwd=tmp_path, timeout=60)
+    assert proc.returncode == 1
+    assert errors_by_path(proc) == {
+        "a.py": "skipped: symlink loop", "b.py": "skipped: symlink loop",
+        "self.py": "skipped: symlink loop", "fifo.py": "skipped: not a regular file",
+        "zero.py": "skipped: not a regular file",
+        "loop/again": "skipped: symlink loop (folder already visited)",
+    }
+    assert [f["path"] for f in json.loads(proc.stdout)["findings"]] == ["good.py"]
+    # named on the command line, the same
+    named = cli("--format", "json", "--no-cache", "fifo.py", "self.py", "good.py", cwd=tmp_path, timeout=60)
+    assert named.returncode == 1
+    assert errors_by_path(named) == {"fifo.py": "skipped: not a regular file", "self.py": "skipped: symlink loop"}
+
+
+def test_reads_stop_at_the_limit_and_refuse_what_is_not_regular(tmp_path):
+    big = tmp_path / "big.py"
+    big.write_bytes(b"x = 1\n" * 1000)
+    assert len(read_source(big, limit=100)) == 101
+    os.mkfifo(tmp_path / "fifo.py")  # opening it for reading would block without O_NONBLOCK
+    for special in (tmp_path / "fifo.py", Path("/dev/zero")):
+        try:
+            read_source(special)
+        except OSError as exc:
+            assert "not a regular file" in str(exc)
+        else:
+            raise AssertionError(f"{special} was read")
+
+
+def test_an_unreadable_folder_is_reported_and_the_rest_checked(tmp_path, monkeypatch):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    (locked / "hidden.py").write_text(GOOD)
+    (tmp_path / "good.py").write_text(GOOD)
+    if os.geteuid() == 0:  # root reads through mode 000: make the kernel's refusal happen here
+        real_scandir = os.scandir
+
+        def scandir(path):
+            if Path(path) == locked:
+                raise PermissionError(errno.EACCES, "Permission denied")
+            return real_scandir(path)
+
+        def stat(path, *args, **kwargs):
+            if Path(path).parent == locked:
+                raise PermissionError(errno.EACCES, "Permission denied")
+            return real_stat(path, *args, **kwargs)
+
+        real_stat = os.stat
+        monkeypatch.setattr(os, "scandir", scandir)
+        monkeypatch.setattr(os, "stat", stat)
+    else:
+        locked.chmod(0)
+    try:
+        found = discover([str(tmp_path)], tmp_path)
+    finally:
+        if os.geteuid() != 0:
+            locked.chmod(0o755)
+    assert [p.name for p in found.files] == ["good.py"]
+    assert found.notes == [((locked).as_posix(), "cannot read folder: Permission denied")]

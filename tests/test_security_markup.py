@@ -43,8 +43,9 @@ def test_program_output_is_not_rich_markup_and_is_capped(tmp_path):
     lines = tail(log)
     assert lines[1:] == ["[/tmp/x]", "[rank0]: loss 0.5", "\x1b[2Jcleared"]
     assert lines[0].startswith("zzz") and len(lines[0]) < 3000
-    run = {"device": "cpu", "world_size": 1, "processes": 1, "exit": 1, "seconds": 1.0}
-    sections = text_sections(run, "exit", "the program exited with code 1", [], lines, [])
+    run = {"device": "cpu", "world_size": 1, "processes": 1, "exit": 1, "seconds": 1.0,
+           "stopped": "exit"}
+    sections = text_sections(run, "the program exited with code 1", [], lines, [])
     report = Report("probe", [Finding("GM101", "detach-in-loss-path", Severity.ERROR, "t.py", 1, 1, 1, 2,
                                       "message [bold]not markup[/bold]")], extra={"text_sections": sections})
     text = render("text", report, color=False)

@@ -1,0 +1,42 @@
+"""DGL graphs: ``add_self_loop`` / ``remove_self_loop`` calls and the self loops of their results.
+
+Loaded by file path by ``auditor/probe/recorder.py`` (never imported as ``auditor...``), right
+after the program imported dgl.
+"""
+
+from __future__ import annotations
+
+
+def install(rec, dgl) -> None:
+    guarded = rec.guarded
+
+    def self_loop_wrapper(original, kind):
+        def op(g, *args, **kwargs):
+            before = facts(g)
+            out = original(g, *args, **kwargs)
+            note(kind, before, out)
+            return out
+        return op
+
+    @guarded
+    def facts(g):
+        return rec.graph_facts(g) if rec.torch is not None and rec.is_graph(g) else None
+
+    @guarded
+    def note(kind, before, out):
+        path, line = rec.site()
+        if path is None:
+            return
+        after = facts(out)
+        rec.record(kind, path, line, {"before": before, "after": after, "step": rec.step_count})
+        if after:
+            rec.add("graphs", {"path": path, "line": line, "where": kind, "module": "",
+                               "step": rec.step_count, **after})
+
+    for kind in ("add_self_loop", "remove_self_loop"):
+        for mod in (dgl, getattr(dgl, "transforms", None),
+                    getattr(getattr(dgl, "transforms", None), "functional", None)):
+            if mod is not None and hasattr(mod, kind):
+                rec.patch(mod, kind, lambda o, k=kind: self_loop_wrapper(o, k))
+        if hasattr(dgl, "DGLGraph") and kind in vars(dgl.DGLGraph):
+            rec.patch(dgl.DGLGraph, kind, lambda o, k=kind: self_loop_wrapper(o, k))

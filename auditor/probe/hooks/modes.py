@@ -1,0 +1,40 @@
+"""Module modes: ``train()`` / ``eval()`` at user level.
+
+Loaded by file path by ``auditor/probe/recorder.py`` (never imported as ``auditor...``), right
+after the program imported torch; ``install`` patches it. Every hook body runs under
+``rec.guarded``: an error in it is swallowed, never raised into the user's program.
+"""
+
+from __future__ import annotations
+
+
+
+def install(rec, torch) -> None:
+    nn = torch.nn
+    guarded = rec.guarded
+    tls = rec.tls
+
+    def train_wrapper(original, kind):
+        def train(self, *args, **kwargs):
+            outer = tls.train_depth == 0
+            tls.train_depth += 1
+            try:
+                if outer:
+                    note_mode(self, kind, args, kwargs)
+                return original(self, *args, **kwargs)
+            finally:
+                tls.train_depth -= 1
+        return train
+
+    @guarded
+    def note_mode(module, kind, args, kwargs):
+        mode = False if kind == "eval" else bool(kwargs.get("mode", args[0] if args else True))
+        path, line = rec.site()
+        rec.record("eval" if not mode else "train", path, line, {
+            "module": type(module).__name__, "mode": mode,
+            "name": rec.module_names.get(id(module)),
+            "is_root": rec.module_names.get(id(module)) == "" if id(module) in rec.model_of else None,
+        })
+
+    rec.patch(nn.Module, "train", lambda o: train_wrapper(o, "train"))
+    rec.patch(nn.Module, "eval", lambda o: train_wrapper(o, "eval"))

@@ -424,6 +424,10 @@ checkpoint off changes what the run starts from; both change results on purpose.
             if not evidence.ran(finding.path, finding.line, finding.end_line):
                 return Verdict(Status.UNEXERCISED, ["the load_state_dict line never ran"])
             return None
+        if all(f.strict is False and not f.missing and not f.unexpected for f in loads):
+            # strict=False is the risk this finding names: it skipped nothing here
+            return Verdict(Status.REFUTED, [
+                "load_state_dict(strict=False) ran and no key was missing or unexpected"])
         lines = []
         for f in loads:
             if f.missing or f.unexpected:

@@ -100,6 +100,7 @@ class CallRecord:
     steps: list[int] = field(default_factory=list)
     pid: int = 0
     rank: Optional[int] = None
+    stack: list[list] = field(default_factory=list)  # cause sites: [[path, line], ...] innermost first
 
     def arg(self, key: str, default: Any = None) -> Any:
         """``key`` of the first recorded sample that has it."""
@@ -136,6 +137,7 @@ class GraphFacts:
     self_loops: int = 0  # total self-loop edges
     multi_loop_nodes: int = 0  # nodes with more than one self loop
     zero_in_degree: int = 0  # nodes with no incoming edge
+    stack: list[list] = field(default_factory=list)  # self-loop ops: user frames, innermost first
     pid: int = 0
     rank: Optional[int] = None
 
@@ -178,6 +180,15 @@ class StepFacts:
     nonfinite_grads: list[str] = field(default_factory=list)
     # scalar tensors of the root forward's output and loss-function outputs, at the backward
     components: list["LossComponent"] = field(default_factory=list)
+    # cause sites ({"path", "line", "stack": [[path, line], ...] innermost first}) of the state
+    # this step showed: the eval() that left modules in eval mode, the no_grad/inference_mode
+    # around the forward, the requires_grad(_)(False) per frozen unreached parameter, the
+    # .detach()/.data ("kind") whose input reaches the unreached parameters ("params")
+    mode_cause: Optional[dict[str, Any]] = None
+    grad_off_cause: Optional[dict[str, Any]] = None
+    frozen_cause: dict[str, dict[str, Any]] = field(default_factory=dict)
+    cut_cause: Optional[dict[str, Any]] = None
+    params_in_containers: list[str] = field(default_factory=list)  # unreached, see recorder
     pid: int = 0
     rank: Optional[int] = None
 
@@ -353,6 +364,10 @@ class OptimizerFacts:
     model: str = ""
     missing_model_params: list[str] = field(default_factory=list)  # trained, not optimised
     foreign_params: int = 0  # optimised, not in the trained model
+    frozen_in_groups: list[str] = field(default_factory=list)  # requires_grad False, optimised
+    # construction calls ({"path", "line", "stack", "seq"}: seq orders them in the run)
+    optimizer_built_at: Optional[dict[str, Any]] = None
+    model_built_at: Optional[dict[str, Any]] = None
     pid: int = 0
     rank: Optional[int] = None
 

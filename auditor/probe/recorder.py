@@ -36,6 +36,7 @@ import weakref
 SCHEMA_VERSION = 1
 MAX_SAMPLES = 3  # recorded argument samples per call site (plus the last one)
 MAX_STEP_TAGS = 64
+MAX_STACK = 6  # user frames kept per cause site
 MAX_RECORDS = 2000  # per list (losses, graphs, outputs...): a long run stays bounded
 FLUSH_EVERY_S = 0.5
 MIN_AUTO_STEPS = 3
@@ -56,6 +57,8 @@ class _Tls(threading.local):
     loss_depth = 0
     in_backward = False
     seed_depth = 0
+    root_grad = True  # grad mode at the current root forward
+    grad_off = None  # (frame, stack) of the latest no_grad/inference_mode entered in user code
 
 
 class Recorder:
@@ -97,6 +100,7 @@ class Recorder:
         self.param_names: dict[int, str] = {}
         self.model_of: dict[int, int] = {}  # id(module or param) -> id(model root)
         self.special: dict[int, list] = {}  # id(model) -> [(name, module)] Dropout / BatchNorm
+        self.container_params: dict[int, set] = {}  # id(model) -> names (see register_root)
         self.bn_versions: dict[int, tuple] = {}
         self.bn_frozen_seen: set[int] = set()
         self.bn_stalled_seen: set[int] = set()
@@ -107,6 +111,12 @@ class Recorder:
         self.snapshots: dict[int, list] = {}
         self.last_model = None  # weakref of the model of the latest backward
         self.trained_models: set[int] = set()
+        # cause sites (Recorder.cause) of the state that a backward or a step later shows
+        self.cause_seq = 0
+        self.mode_cause: dict[int, dict] = {}  # id(module) -> the eval()/train(False) call
+        self.frozen_cause: dict[int, dict] = {}  # id(param) -> requires_grad(_) False
+        self.built_at: dict[int, tuple] = {}  # id(module) -> (weakref, its construction call)
+        self.opt_built: dict[int, tuple] = {}  # id(optimizer) -> (weakref, construction call)
         self.cur = self._new_step_acc()
         # watched lines (static findings): relpath -> set(lines), and hits
         self.watched: dict[str, set] = {}
@@ -159,6 +169,37 @@ class Recorder:
             f = f.f_back
         return None, 0
 
+    def stack(self, depth: int = 1, skip=None) -> list:
+        """The user frames above the caller, innermost first: ``[[relpath, line], ...]`` (at
+        most MAX_STACK; frames of torch, dgl, the standard library, site-packages and gm-audit
+        left out). ``skip(frame)``: user frames to pass over (a module's own ``__init__``)."""
+        try:
+            f = sys._getframe(depth + 1)
+        except ValueError:
+            return []
+        return self.stack_from(f, skip)
+
+    def stack_from(self, f, skip=None) -> list:
+        """:meth:`stack` from frame ``f`` up."""
+        out = []
+        while f is not None and len(out) < MAX_STACK:
+            r = self.rel(f.f_code.co_filename)
+            if r is not None and not (skip is not None and skip(f)):
+                out.append([r, f.f_lineno])
+            f = f.f_back
+        return out
+
+    def cause(self, kind: str, stack: list, **facts) -> "dict | None":
+        """A state change at its cause site: recorded as a call of ``kind`` at the innermost
+        user frame, with the frames that called it; returned for the state that it changes."""
+        if not stack:
+            return None
+        path, line = stack[0]
+        self.record(kind, path, line, facts or None, stack=stack)
+        self.cause_seq += 1
+        return {"kind": kind, "path": path, "line": line, "stack": stack,
+                "step": self.step_count, "seq": self.cause_seq, **facts}
+
     def direct_user_caller(self, depth: int = 2):
         """(relpath, line) when the frame ``depth`` up is user code itself, else None: cheap
         filter for APIs that torch calls internally all the time (detach, .data)."""
@@ -169,7 +210,7 @@ class Recorder:
         r = self.rel(f.f_code.co_filename)
         return (r, f.f_lineno) if r is not None else None
 
-    def record(self, kind: str, path, line: int, args=None) -> None:
+    def record(self, kind: str, path, line: int, args=None, stack=None) -> None:
         if path is None:
             return
         with self.lock:
@@ -177,7 +218,7 @@ class Recorder:
             rec = self.calls.get(key)
             if rec is None:
                 rec = self.calls[key] = {"kind": kind, "path": path, "line": line, "count": 0,
-                                         "args": [], "steps": []}
+                                         "args": [], "steps": [], "stack": stack or []}
             rec["count"] += 1
             if args is not None:
                 if len(rec["args"]) < MAX_SAMPLES:
@@ -386,7 +427,8 @@ class Recorder:
     # -- steps --------------------------------------------------------------------------------------
     def _new_step_acc(self) -> dict:
         return {"used": set(), "roots": {}, "finite": [], "graphs": {}, "scaler": False,
-                "zero_grad": 0, "components": []}
+                "zero_grad": 0, "components": [], "cuts": [],
+                "grad_off_inner": {}}
 
     def register_root(self, root) -> None:
         """Name a model's modules and parameters the first time it runs a root forward."""
@@ -411,6 +453,11 @@ class Recorder:
                               torch.nn.modules.batchnorm._BatchNorm)) and name:
                 special.append((name, m))
         self.special[mid] = special
+        # parameters held by a module that has submodules (a mask token, an extra embedding): its
+        # forward runs whether or not this configuration uses them, so "used" is unknown
+        self.container_params[mid] = {
+            f"{name}.{pn}" if name else pn for name, m in model.named_modules()
+            if next(iter(m.children()), None) is not None for pn in m._parameters}
         for name, p in model.named_parameters():
             self.param_names.setdefault(id(p), name)
             self.model_of.setdefault(id(p), mid)
@@ -498,6 +545,7 @@ class Recorder:
             fwd = acc["roots"].get(id(best))
             if fwd:
                 step.update(fwd)
+            self.causes_at_backward(best, params, acc, reached, step)
             dev = {str(p.device) for _, p in params[:1]}
             for d in dev:
                 if d not in self.run["devices"]:
@@ -524,6 +572,43 @@ class Recorder:
             except Exception:
                 pass
         return {"step": step, "model": best}
+
+    def causes_at_backward(self, model, params, acc, reached, step) -> None:
+        """Where the state this backward shows was made: the eval() that left (sub)modules in
+        eval mode, the requires_grad(_)(False) of each frozen parameter, and the .detach()/.data
+        whose input reaches the parameters that the loss does not."""
+        for name, m in [("", model), *self.special.get(id(model), ())]:
+            cause = self.mode_cause.get(id(m)) if not m.training else None
+            if cause is not None:
+                step["mode_cause"] = {**cause, "module": name}
+                break
+        unreached = {id(p): n for n, p in params if id(p) in acc["used"] and id(p) not in reached}
+        if not unreached:
+            return
+        step["params_in_containers"] = sorted(
+            set(unreached.values()) & self.container_params.get(id(model), set()))
+        inner = next((acc["grad_off_inner"][i] for i in unreached if i in acc["grad_off_inner"]
+                      and self.param_requires_grad(params, i)), None)
+        if inner is not None:
+            step["grad_off_cause"] = inner
+        frozen = {}
+        for n, p in params:
+            cause = self.frozen_cause.get(id(p)) if id(p) in unreached else None
+            if cause is not None and len(frozen) < 32:
+                frozen[n] = {k: cause[k] for k in ("path", "line", "stack")}
+        if frozen:
+            step["frozen_cause"] = frozen
+        for kind, where, stack, fn in acc["cuts"]:
+            cut = self.reached_params([_GradFnHolder(fn)]) & set(unreached)
+            if cut:
+                step["cut_cause"] = {"kind": kind, "path": where[0], "line": where[1],
+                                     "stack": stack or [list(where)],
+                                     "params": sorted(unreached[i] for i in cut)[:32]}
+                break
+
+    @staticmethod
+    def param_requires_grad(params, pid: int) -> bool:
+        return any(id(p) == pid and p.requires_grad for _, p in params)
 
     def detailed_step(self) -> bool:
         """The costlier facts (loss components, graphs held across steps, RNG states) are taken
@@ -780,6 +865,15 @@ class Recorder:
         zero_in = int((g.in_degrees() == 0).sum())
         return {"num_nodes": int(n), "num_edges": int(g.num_edges()), "self_loops": loops,
                 "multi_loop_nodes": multi, "zero_in_degree": zero_in}
+
+
+class _GradFnHolder:
+    """Stands for a tensor in :meth:`Recorder.reached_params` when only its grad_fn is kept."""
+
+    requires_grad = True
+
+    def __init__(self, grad_fn) -> None:
+        self.grad_fn = grad_fn
 
 
 def _frame_stats(torch, xf) -> dict:

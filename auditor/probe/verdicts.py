@@ -107,11 +107,19 @@ def runtime_findings(evidence: Evidence, static: Sequence[Finding],
             return  # a catalogue rule that is not selected
         if any(f.rule == code and f.path == path and f.line == max(line, 1) for f in found):
             return
+        at_site = [f for f in static if f.rule == code and f.path == path
+                   and f.line <= line <= max(f.end_line, f.line) and f.status != Status.CONFIRMED]
+        for f in at_site:
+            f.status = Status.CONFIRMED
+            f.evidence = [*f.evidence, f"the probe found it here: {message}", *ev]
+        if at_site:
+            confirmed.add(code)
+            return
         found.append(_finding(code, name, severity, path, line, message, fix, ev))
 
     steps = [s for s in evidence.steps if s.kind == "backward"]
-    _blocked_gradients(steps, add)
-    _modes(steps, add)
+    _blocked_gradients(evidence, steps, add)
+    _modes(evidence, steps, add)
     _precision(steps, add)
     _nonfinite(steps, add)
     _optimizers(evidence, steps, add)
@@ -121,37 +129,99 @@ def runtime_findings(evidence: Evidence, static: Sequence[Finding],
     return found
 
 
-def _blocked_gradients(steps: list[StepFacts], add) -> None:
+def _chain(cause: dict) -> str:
+    """``validate.py:31, called from run.py:88 <- main.py:12``: a cause site and its callers."""
+    frames = cause.get("stack") or [[cause.get("path", ""), cause.get("line", 0)]]
+    callers = " <- ".join(f"{p}:{n}" for p, n in frames[1:4])
+    return f"{frames[0][0]}:{frames[0][1]}" + (f", called from {callers}" if callers else "")
+
+
+def _when(evidence: Evidence, cause: dict, kind: Optional[str]) -> str:
+    """How often the call at a cause site ran, and after which steps."""
+    calls = evidence.calls_at(cause.get("path", ""), cause.get("line", 0), kind)
+    count = sum(c.count for c in calls)
+    tags = sorted({t for c in calls for t in c.steps})
+    if not count:
+        return ""
+    shown = ", ".join(str(t) for t in tags[:6]) + (", ..." if len(tags) > 6 else "")
+    return f"ran {count} time(s), after step(s) {shown}"
+
+
+def _cause_evidence(evidence: Evidence, cause: dict, kind: Optional[str], what: str) -> list[str]:
+    when = _when(evidence, cause, kind)
+    return [f"{what} at {_chain(cause)}" + (f"; {when}" if when else "")]
+
+
+def _blocked_gradients(evidence: Evidence, steps: list[StepFacts], add) -> None:
+    """Parameters used in the forward that the loss does not reach, told apart by cause: the
+    forward (or part of it) under no_grad (GM102); parameters frozen that an optimizer holds
+    (GM103: meant to be trained); a .detach()/.data on the way to the loss (GM101). Frozen
+    parameters that no optimizer holds (an EMA teacher, a fixed target) and parameters of
+    container modules that this configuration leaves unused are not errors."""
+    optimized_frozen = {n for o in evidence.optimizers for n in o.frozen_in_groups}
     for s in steps:
-        unreached = s.params_unreached
+        frozen = set(s.params_frozen)
+        # a frozen parameter that no optimizer holds is frozen on purpose (teacher, target)
+        unreached = [p for p in s.params_unreached
+                     if p not in frozen or p in optimized_frozen or not evidence.optimizers]
         if not unreached:
             continue
-        frozen = [p for p in unreached if p in set(s.params_frozen)]
-        if s.grad_enabled_at_forward is False:
-            code, why = "GM102", "the forward ran with gradients disabled"
-            fix = "run the training forward outside torch.no_grad()/inference_mode()"
-        elif frozen and len(frozen) == len(unreached):
-            code, why = "GM103", "they have requires_grad=False"
-            fix = "leave requires_grad=True on parameters that the pipeline trains"
-        else:
-            code, why = "GM101", "the autograd graph is cut between them and the loss"
-            fix = "remove the .detach()/.data/no_grad on the path from these parameters to the loss"
-        add(code, s.path, s.line,
-            f"{len(unreached)} of {len(s.params_used)} parameters of {s.model or 'the model'} used "
-            f"in the forward get no gradient from this backward: {why}",
-            fix, [f"step {s.index}: not reachable from the loss: {_names(unreached)}"])
-        return
+        backward = f"step {s.index}: backward at {s.path}:{s.line}"
+        if s.grad_off_cause or (s.grad_enabled_at_forward is False and not s.params_reached):
+            cause = s.grad_off_cause or {"path": s.path, "line": s.line}
+            add("GM102", cause["path"], cause["line"],
+                f"{len(unreached)} of {len(s.params_used)} parameters of {s.model or 'the model'} "
+                f"used in the forward get no gradient: the forward ran with gradients disabled",
+                "run the training forward outside torch.no_grad()/inference_mode()",
+                [*(_cause_evidence(evidence, cause, None, "gradients switched off")
+                   if s.grad_off_cause else []),
+                 f"{backward}: not reachable from the loss: {_names(unreached)}"])
+            return
+        meant = [p for p in unreached if p in frozen and p in optimized_frozen]
+        if meant:
+            cause = next((s.frozen_cause[p] for p in meant if p in s.frozen_cause), None) \
+                or {"path": s.path, "line": s.line}
+            add("GM103", cause["path"], cause["line"],
+                f"{len(meant)} parameters of {s.model or 'the model'} that the optimizer holds "
+                f"have requires_grad=False",
+                "leave requires_grad=True on parameters that the pipeline trains",
+                [*(_cause_evidence(evidence, cause, None, "frozen")
+                   if cause.get("stack") else []),
+                 f"{backward}: no gradient for {_names(meant)}"])
+            return
+        cut = s.cut_cause
+        live = [p for p in unreached if p not in frozen and p not in set(s.params_in_containers)]
+        if cut and cut.get("params"):
+            add("GM101", cut["path"], cut["line"],
+                f"`.{cut.get('kind', 'detach')}` cuts {len(cut['params'])} parameters of "
+                f"{s.model or 'the model'} off the loss",
+                "remove the .detach()/.data on the path from these parameters to the loss",
+                [*_cause_evidence(evidence, cut, cut.get("kind", "detach"), "the cut"),
+                 f"{backward}: not reachable from the loss: {_names(cut['params'])}"])
+            return
+        if live:
+            add("GM101", s.path, s.line,
+                f"{len(live)} of {len(s.params_used)} parameters of {s.model or 'the model'} used "
+                f"in the forward get no gradient from this backward: the autograd graph is cut "
+                f"between them and the loss",
+                "remove the .detach()/.data/no_grad on the path from these parameters to the loss",
+                [f"{backward}: not reachable from the loss: {_names(live)}"])
+            return
 
 
-def _modes(steps: list[StepFacts], add) -> None:
+def _modes(evidence: Evidence, steps: list[StepFacts], add) -> None:
     for s in steps:
         off = s.eval_modules_at_backward
         if off:
             who = ["the model" if m == "" else m for m in off]
-            add("GM201", s.path, s.line,
+            cause = s.mode_cause or {"path": s.path, "line": s.line}
+            ev = [f"step {s.index}: the backward at {s.path}:{s.line} ran with training=False "
+                  f"for {_names(who)}"]
+            if s.mode_cause:
+                ev = [*_cause_evidence(evidence, cause, "eval", "`.eval()`"), *ev]
+            add("GM201", cause["path"], cause["line"],
                 f"training backward ran with {_names(who)} in eval mode",
-                "call model.train() before the training loop (and after any evaluation)",
-                [f"step {s.index}: training=False at backward for {_names(who)}"])
+                "call model.train() before the training loop (and after any evaluation)", ev)
             return
 
 
@@ -187,12 +257,23 @@ def _nonfinite(steps: list[StepFacts], add) -> None:
 def _optimizers(evidence: Evidence, steps: list[StepFacts], add) -> None:
     for o in evidence.optimizers:
         if o.missing_model_params:
-            add("GM105", o.path, o.line,
+            built, made = o.model_built_at, o.optimizer_built_at
+            ev = [f"not optimised: {_names(o.missing_model_params)}",
+                  f"{o.foreign_params} optimised parameters are not in the model",
+                  f"the {o.cls} steps at {o.path}:{o.line}"]
+            if built and made and built.get("seq", 0) > made.get("seq", 0):
+                # the trained instance was built after the optimizer: that construction is the bug
+                cause, why = built, f"{o.model} built after the {o.cls} (built at {_chain(made)})"
+            elif made:
+                cause, why = made, f"{o.cls} built over another instance than the trained {o.model}"
+            else:
+                cause, why = {"path": o.path, "line": o.line}, ""
+            if why:
+                ev.insert(0, f"{why}: {_chain(cause)}")
+            add("GM105", cause["path"], cause["line"],
                 f"{len(o.missing_model_params)} trained parameters of {o.model} are in no param "
                 f"group of the {o.cls} that steps",
-                "build the optimizer over model.parameters() of the instance that is trained",
-                [f"not optimised: {_names(o.missing_model_params)}",
-                 f"{o.foreign_params} optimised parameters are not in the model"])
+                "build the optimizer over model.parameters() of the instance that is trained", ev)
     stepped = [s for s in steps if s.optimizer_steps and s.param_change]
     if len(stepped) < 2:
         return
@@ -221,7 +302,19 @@ def _ddp(evidence: Evidence, add) -> None:
 
 
 def _graphs(evidence: Evidence, add) -> None:
-    for g in evidence.graphs:
+    # the add_self_loop call that made the duplicates is the cause; a forward only shows them
+    made = [g for g in evidence.graphs if g.multi_loop_nodes and g.where == "add_self_loop"]
+    for g in made + [g for g in evidence.graphs if g.multi_loop_nodes and g not in made]:
+        if g.stack:
+            entered = [x for x in evidence.graphs if x.multi_loop_nodes and x.where == "forward"]
+            add("GM501", g.path, g.line,
+                f"add_self_loop gives {g.multi_loop_nodes} of {g.num_nodes} nodes more than one "
+                f"self loop (the graph already had them)",
+                "add self loops once (dgl.remove_self_loop before dgl.add_self_loop)",
+                [f"step {g.step}: {g.self_loops} self loops on {g.num_nodes} nodes after "
+                 f"{_chain({'stack': g.stack})}",
+                 *[f"such graphs enter {x.module} at {x.path}:{x.line}" for x in entered[:1]]])
+            return
         if g.multi_loop_nodes:
             add("GM501", g.path, g.line,
                 f"graph with {g.multi_loop_nodes} of {g.num_nodes} nodes carrying more than one "

@@ -9,6 +9,8 @@ after the program imported torch; ``install`` patches it. Every hook body runs u
 from __future__ import annotations
 
 
+MAX_CUTS = 16  # .detach()/.data calls on graph tensors kept per step
+
 
 def install(rec, torch) -> None:
     nn = torch.nn
@@ -64,6 +66,9 @@ def install(rec, torch) -> None:
     @guarded
     def note_tensor(kind, t, where):
         gf = t.grad_fn
+        if gf is not None and len(rec.cur["cuts"]) < MAX_CUTS:
+            # which parameters this cut separates from the loss is decided at the backward
+            rec.cur["cuts"].append((kind, where, rec.stack(3), gf))
         rec.record(kind, where[0], where[1], {
             "requires_grad": bool(t.requires_grad), "grad_fn": type(gf).__name__ if gf else None,
             "shape": list(t.shape), "is_param": id(t) in rec.param_names,
@@ -92,12 +97,36 @@ def install(rec, torch) -> None:
     def requires_grad_wrapper(original):
         def requires_grad_(self, requires_grad=True):
             if not tls.busy:
-                where = rec.direct_user_caller(2)
-                if where is not None:
-                    rec.record("requires_grad_", where[0], where[1], {
-                        "flag": bool(requires_grad), "param": rec.param_names.get(id(self)),
-                        "is_param": isinstance(self, nn.Parameter)})
+                if isinstance(self, nn.Parameter):
+                    # Module.requires_grad_ calls this from torch: the user frame above counts
+                    note_freeze(self, requires_grad, "requires_grad_")
+                else:
+                    where = rec.direct_user_caller(2)
+                    if where is not None:
+                        rec.record("requires_grad_", where[0], where[1], {
+                            "flag": bool(requires_grad), "param": None, "is_param": False})
             return original(self, requires_grad)
         return requires_grad_
 
+    @guarded
+    def note_freeze(p, flag, kind):
+        cause = rec.cause(kind, rec.stack(2), flag=bool(flag), param=rec.param_names.get(id(p)),
+                          is_param=True)
+        if flag:
+            rec.frozen_cause.pop(id(p), None)
+        elif cause is not None:
+            rec.frozen_cause[id(p)] = cause
+
     rec.patch(torch.Tensor, "requires_grad_", requires_grad_wrapper)
+    # `p.requires_grad = False` on parameters: a property over torch's own descriptor, on
+    # nn.Parameter only (plain tensors set requires_grad inside torch all the time)
+    base_rg = next((vars(k)["requires_grad"] for k in type.mro(nn.Parameter)
+                    if "requires_grad" in vars(k)), None)
+    if base_rg is not None and "requires_grad" not in vars(nn.Parameter):
+        def rg_set(self, value):
+            base_rg.__set__(self, value)
+            if not tls.busy:
+                note_freeze(self, value, "requires_grad")
+
+        nn.Parameter.requires_grad = property(base_rg.__get__, rg_set)
+        rec.patches.append((nn.Parameter, "requires_grad", base_rg, False))

@@ -33,6 +33,13 @@ def install(rec, torch) -> None:
                 frame = frame.f_back
             path = rec.rel(frame.f_code.co_filename) if frame is not None else None
             line = frame.f_lineno if frame is not None else 0
+            mode = getattr(obj, attr, None) if attr else None
+            off = kind == "no_grad" or (kind == "inference_mode" and mode is not False) or (
+                kind == "set_grad_enabled" and mode is False)
+            if path is not None and off:
+                # the latest gradient switch-off in user code, with its frame: a root forward
+                # that runs with gradients off while that frame is still running names it
+                tls.grad_off = (frame, rec.stack_from(frame))
         if kind == "autocast":
             args = {"device": getattr(obj, "device", ""), "dtype": rec.short(getattr(obj, "fast_dtype", "")),
                     "enabled": bool(getattr(obj, "_enabled", True))}

@@ -32,6 +32,11 @@ def install(rec, torch) -> None:
                      "grad_enabled_at_forward": torch.is_grad_enabled(),
                      "inference_mode_at_forward": torch.is_inference_mode_enabled(),
                      "autocast_at_forward": rec.autocast_state()}
+            tls.root_grad = facts["grad_enabled_at_forward"]
+            if not tls.root_grad:
+                cause = grad_off_cause()
+                if cause is not None:
+                    facts["grad_off_cause"] = cause
             seen = acc["roots"].get(mid)
             if mid is not None and (seen is None or (not seen["grad_enabled_at_forward"]
                                                      and facts["grad_enabled_at_forward"])):
@@ -50,6 +55,14 @@ def install(rec, torch) -> None:
                 except Exception:
                     pass
         params = module._parameters
+        if params and depth and tls.root_grad and not torch.is_grad_enabled():
+            # part of a training forward under no_grad/inference_mode: which one, per parameter
+            inner = rec.cur["grad_off_inner"]
+            cause = grad_off_cause()
+            if cause is not None:
+                for p in params.values():
+                    if p is not None:
+                        inner.setdefault(id(p), cause)
         if params:
             used = rec.cur["used"]
             for p in params.values():
@@ -60,6 +73,19 @@ def install(rec, torch) -> None:
         for a in args:
             if rec.is_graph(a):
                 seen_graph(module, a)
+
+    def grad_off_cause():
+        """The no_grad/inference_mode/set_grad_enabled(False) entered in user code whose frame
+        is still running (so it is the one in force), as a cause site; None when unknown."""
+        if tls.grad_off is None:
+            return None
+        frame, stack = tls.grad_off
+        f = sys._getframe(2)
+        while f is not None and f is not frame:
+            f = f.f_back
+        if f is None or not stack:
+            return None
+        return {"path": stack[0][0], "line": stack[0][1], "stack": stack}
 
     @guarded
     def post(module, args, output):

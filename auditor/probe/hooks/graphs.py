@@ -24,14 +24,15 @@ def install(rec, dgl) -> None:
 
     @guarded
     def note(kind, before, out):
-        path, line = rec.site()
-        if path is None:
+        stack = rec.stack(1)
+        if not stack:
             return
-        after = facts(out)
-        rec.record(kind, path, line, {"before": before, "after": after, "step": rec.step_count})
+        (path, line), after = stack[0], facts(out)
+        rec.record(kind, path, line, {"before": before, "after": after, "step": rec.step_count},
+                   stack=stack)
         if after:
             rec.add("graphs", {"path": path, "line": line, "where": kind, "module": "",
-                               "step": rec.step_count, **after})
+                               "step": rec.step_count, "stack": stack, **after})
 
     for kind in ("add_self_loop", "remove_self_loop"):
         for mod in (dgl, getattr(dgl, "transforms", None),

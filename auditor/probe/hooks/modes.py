@@ -29,12 +29,17 @@ def install(rec, torch) -> None:
     @guarded
     def note_mode(module, kind, args, kwargs):
         mode = False if kind == "eval" else bool(kwargs.get("mode", args[0] if args else True))
-        path, line = rec.site()
-        rec.record("eval" if not mode else "train", path, line, {
-            "module": type(module).__name__, "mode": mode,
-            "name": rec.module_names.get(id(module)),
-            "is_root": rec.module_names.get(id(module)) == "" if id(module) in rec.model_of else None,
-        })
+        cause = rec.cause("eval" if not mode else "train", rec.stack(1),
+                          module=type(module).__name__, mode=mode,
+                          name=rec.module_names.get(id(module)),
+                          is_root=rec.module_names.get(id(module)) == ""
+                          if id(module) in rec.model_of else None)
+        # the call that left each (sub)module in eval mode: a backward in eval mode names it
+        for m in module.modules():
+            if mode:
+                rec.mode_cause.pop(id(m), None)
+            elif cause is not None:
+                rec.mode_cause[id(m)] = cause
 
     rec.patch(nn.Module, "train", lambda o: train_wrapper(o, "train"))
     rec.patch(nn.Module, "eval", lambda o: train_wrapper(o, "eval"))

@@ -8,11 +8,13 @@ after the program imported torch; ``install`` patches it. Every hook body runs u
 from __future__ import annotations
 
 import importlib
+import weakref
 
 
 def install(rec, torch) -> None:
     nn = torch.nn
     guarded = rec.guarded
+    tls = rec.tls
 
 
     optim_mod = importlib.import_module("torch.optim.optimizer")
@@ -47,7 +49,11 @@ def install(rec, torch) -> None:
                                        "cls": type(optimizer).__name__, "n_params": len(opt_ids),
                                        "model": type(model).__name__,
                                        "missing_model_params": missing[:200],
-                                       "foreign_params": foreign})
+                                       "foreign_params": foreign,
+                                       "frozen_in_groups": [n for n, p in named if id(p) in opt_ids
+                                                            and not p.requires_grad][:200],
+                                       "optimizer_built_at": built(rec.opt_built, optimizer),
+                                       "model_built_at": built(rec.built_at, model)})
         snap = rec.snapshots.pop(id(optimizer), None)
         if snap and rec.steps:
             diffs = torch.stack([(p.detach().float() - old.float()).abs().max()
@@ -83,3 +89,42 @@ def install(rec, torch) -> None:
 
     rec.patch(torch.optim.Optimizer, "zero_grad", zero_grad_wrapper)
     rec.patch(nn.Module, "zero_grad", zero_grad_wrapper)
+
+    # -- construction sites: which call built the optimizer, and the model it lacks ---------------
+    def opt_init_wrapper(original):
+        def __init__(self, *args, **kwargs):
+            out = original(self, *args, **kwargs)
+            if not tls.busy:
+                note_built(rec.opt_built, self, "optimizer")
+            return out
+        return __init__
+
+    def module_init_wrapper(original):
+        def __init__(self, *args, **kwargs):
+            if not tls.busy:
+                note_built(rec.built_at, self, "module")
+            return original(self, *args, **kwargs)
+        return __init__
+
+    @guarded
+    def note_built(table, obj, kind):
+        own = obj
+
+        def own_init(frame):
+            # the object's own __init__ (and its bases'): the construction call is above them
+            return frame.f_code.co_name == "__init__" and frame.f_locals.get("self") is own
+
+        stack = rec.stack(2, skip=own_init)
+        if stack:
+            rec.cause_seq += 1
+            # with the object's weakref: a deep copy (no __init__) may get a dead object's id
+            table[id(obj)] = (weakref.ref(obj), {
+                "kind": kind, "path": stack[0][0], "line": stack[0][1], "stack": stack,
+                "seq": rec.cause_seq, "cls": type(obj).__name__})
+
+    def built(table, obj):
+        entry = table.get(id(obj))
+        return entry[1] if entry is not None and entry[0]() is obj else None
+
+    rec.patch(torch.optim.Optimizer, "__init__", opt_init_wrapper)
+    rec.patch(torch.nn.Module, "__init__", module_init_wrapper)

@@ -1,0 +1,248 @@
+"""Runtime observations reported at the line that caused them, with the right diagnosis: each case
+a small program of its own, run by `gm-audit probe`."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from tests.test_probe import by_rule, probe, write
+
+PY = sys.executable
+pytest.importorskip("torch")
+
+NET = """
+import torch, torch.nn as nn, torch.nn.functional as F
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Linear(6, 16)
+        self.dec = nn.Linear(16, 6)
+
+    def forward(self, x):
+        return self.dec(torch.relu(self.enc(x)))
+"""
+
+LOOP = """
+def train(model, opt, steps=12):
+    for step in range(steps):
+        x = torch.randn(32, 6)
+        loss = F.mse_loss(model(x), x)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+
+def line_of(text: str, needle: str) -> int:
+    return next(i for i, ln in enumerate(text.splitlines(), 1) if needle in ln)
+
+
+def at(data: dict, rule: str, path: str, line: int) -> list[dict]:
+    return [f for f in by_rule(data, rule) if f["path"] == path and f["line"] == line
+            and f["status"] in ("confirmed", "runtime")]
+
+
+def errors(data: dict, rule: str) -> list[dict]:
+    return [f for f in by_rule(data, rule) if f["status"] in ("confirmed", "runtime")]
+
+
+def test_eval_in_a_helper_is_reported_at_the_eval_with_its_caller(cli, tmp_path):
+    validate = """
+    import torch
+
+    def validate(model):
+        model.eval()
+        with torch.no_grad():
+            return float(model(torch.randn(8, 6)).pow(2).mean())
+    """
+    train = NET + LOOP.replace("        opt.step()\n", "        opt.step()\n"
+                               "        if step % 3 == 2:\n"
+                               "            validate(model)\n") + """
+from validate import validate
+torch.manual_seed(0)
+model = Net()
+train(model, torch.optim.SGD(model.parameters(), lr=0.01))
+"""
+    write(tmp_path, {"validate.py": validate, "train.py": train})
+    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "8"))
+    found = at(data, "GM201", "validate.py", 5)
+    assert found, data["findings"]
+    ev = " ".join(found[0]["evidence"])
+    assert f"called from train.py:{line_of(train, 'validate(model)')}" in ev
+    assert "ran in eval" in " ".join(found[0]["evidence"]) or "training=False" in ev
+    # the backward line is evidence, not a location
+    assert not at(data, "GM201", "train.py", line_of(train, "loss.backward()"))
+
+
+def test_frozen_encoder_is_gm103_at_requires_grad(cli, tmp_path):
+    train = NET + LOOP + """
+torch.manual_seed(0)
+model = Net()
+model.enc.requires_grad_(False)
+train(model, torch.optim.SGD(model.parameters(), lr=0.01))
+"""
+    write(tmp_path, {"train.py": train})
+    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "3"))
+    assert at(data, "GM103", "train.py", line_of(train, "requires_grad_(False)")), data["findings"]
+    assert not errors(data, "GM102") and not errors(data, "GM101")
+
+
+def test_frozen_by_attribute_is_gm103_at_the_assignment(cli, tmp_path):
+    train = NET + LOOP + """
+torch.manual_seed(0)
+model = Net()
+for p in model.enc.parameters():
+    p.requires_grad = False
+train(model, torch.optim.SGD(model.parameters(), lr=0.01))
+"""
+    write(tmp_path, {"train.py": train})
+    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "3"))
+    assert at(data, "GM103", "train.py", line_of(train, "p.requires_grad = False")), data["findings"]
+
+
+def test_detach_is_gm101_at_the_detach(cli, tmp_path):
+    train = NET.replace("torch.relu(self.enc(x))", "torch.relu(self.enc(x)).detach()") + LOOP + """
+torch.manual_seed(0)
+model = Net()
+train(model, torch.optim.SGD(model.parameters(), lr=0.01))
+"""
+    write(tmp_path, {"train.py": train})
+    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "3"))
+    assert at(data, "GM101", "train.py", line_of(train, ".detach()")), data["findings"]
+    assert not errors(data, "GM102") and not errors(data, "GM103")
+
+
+def test_no_grad_around_part_of_the_forward_is_gm102_at_the_with(cli, tmp_path):
+    train = NET.replace("        return self.dec(torch.relu(self.enc(x)))",
+                        "        with torch.no_grad():\n"
+                        "            h = torch.relu(self.enc(x))\n"
+                        "        return self.dec(h)") + LOOP + """
+torch.manual_seed(0)
+model = Net()
+train(model, torch.optim.SGD(model.parameters(), lr=0.01))
+"""
+    write(tmp_path, {"train.py": train})
+    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "3"))
+    assert at(data, "GM102", "train.py", line_of(train, "with torch.no_grad()")), data["findings"]
+    # (the static pass also flags the module call under no_grad as GM101: a static matter)
+    runtime = [f["rule"] for f in data["findings"] if f["status"] == "runtime"]
+    assert "GM101" not in runtime and "GM103" not in runtime
+
+
+def test_frozen_ema_teacher_and_unused_mask_token_are_no_errors(cli, tmp_path):
+    train = """
+import copy
+import torch, torch.nn as nn, torch.nn.functional as F
+
+class Student(nn.Module):
+    def __init__(self, use_mask_token=False):
+        super().__init__()
+        self.enc = nn.Linear(6, 16)
+        self.dec = nn.Linear(16, 6)
+        self.mask_token = nn.Parameter(torch.zeros(1, 6))
+        self.use_mask_token = use_mask_token
+        self.teacher = copy.deepcopy(self.enc)
+        for p in self.teacher.parameters():
+            p.requires_grad = False
+
+    def forward(self, x):
+        if self.use_mask_token:
+            x = x + self.mask_token
+        h = self.enc(x)
+        with torch.no_grad():
+            target = self.teacher(x)
+        return F.mse_loss(self.dec(h), x) + F.mse_loss(h, target)
+
+torch.manual_seed(0)
+model = Student()
+opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-2)
+for step in range(10):
+    loss = model(torch.randn(32, 6))
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    with torch.no_grad():  # EMA update by copy
+        for t, s in zip(model.teacher.parameters(), model.enc.parameters()):
+            t.mul_(0.9).add_(0.1 * s)
+"""
+    write(tmp_path, {"train.py": train})
+    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "4"))
+    for rule in ("GM101", "GM102", "GM103", "GM105"):
+        assert not errors(data, rule), (rule, data["findings"])
+    assert data["run"]["steps"] == 4
+
+
+def test_model_rebuilt_after_the_optimizer_is_gm105_at_the_rebuild(cli, tmp_path):
+    train = NET + LOOP + """
+torch.manual_seed(0)
+model = Net()
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+model = Net()  # rebuilt: opt still holds the first instance's parameters
+train(model, opt)
+"""
+    write(tmp_path, {"train.py": train})
+    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "3"))
+    found = at(data, "GM105", "train.py", line_of(train, "rebuilt:"))
+    assert found, data["findings"]
+    # a static finding there is confirmed by the rule itself; a runtime one names the order
+    assert found[0]["status"] == "confirmed" or any("built after the SGD" in e
+                                                    for e in found[0]["evidence"])
+    assert not at(data, "GM105", "train.py", line_of(train, "opt.step()"))
+
+
+def test_second_add_self_loop_is_gm501_at_that_call(cli, tmp_path):
+    pytest.importorskip("dgl")
+    train = """
+import dgl, torch, torch.nn as nn, torch.nn.functional as F
+from dgl.nn import GraphConv
+
+def build():
+    g = dgl.graph((torch.arange(9), torch.arange(1, 10)), num_nodes=10)
+    return dgl.add_self_loop(g)
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = GraphConv(4, 4)
+
+    def forward(self, g, x):
+        return self.conv(g, x)
+
+torch.manual_seed(0)
+g = build()
+g = dgl.add_self_loop(g)  # again
+model = Net()
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+for step in range(5):
+    x = torch.randn(10, 4)
+    loss = F.mse_loss(model(g, x), x)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+    write(tmp_path, {"train.py": train})
+    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "2"))
+    assert at(data, "GM501", "train.py", line_of(train, "# again")), data["findings"]
+    assert not at(data, "GM501", "train.py", line_of(train, "return dgl.add_self_loop"))
+
+
+@pytest.mark.parametrize("keys", ["match", "partial"])
+def test_strict_false_is_refuted_when_every_key_matched(cli, tmp_path, keys):
+    save = "sd = {k: v for k, v in sd.items() if k.startswith('enc')}\n" if keys == "partial" else ""
+    train = NET + LOOP + f"""
+torch.manual_seed(0)
+sd = Net().state_dict()
+{save}torch.save(sd, "ckpt.pt")
+model = Net()
+model.load_state_dict(torch.load("ckpt.pt", weights_only=True), strict=False)
+train(model, torch.optim.SGD(model.parameters(), lr=0.01))
+"""
+    write(tmp_path, {"train.py": train})
+    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "2"))
+    line = line_of(train, "strict=False")
+    gm601 = [f for f in by_rule(data, "GM601") if f["line"] == line]
+    assert gm601, data["findings"]
+    assert gm601[0]["status"] == ("refuted" if keys == "match" else "confirmed"), gm601

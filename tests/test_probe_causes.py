@@ -246,3 +246,22 @@ train(model, torch.optim.SGD(model.parameters(), lr=0.01))
     gm601 = [f for f in by_rule(data, "GM601") if f["line"] == line]
     assert gm601, data["findings"]
     assert gm601[0]["status"] == ("refuted" if keys == "match" else "confirmed"), gm601
+
+
+def test_findings_in_modules_never_imported_are_outside_and_do_not_hold_auto(cli, tmp_path):
+    other = """
+    import torch
+
+    def restore(model, path):
+        model.load_state_dict(torch.load(path))
+    """
+    train = NET + LOOP.replace("steps=12", "steps=400") + """
+torch.manual_seed(0)
+model = Net()
+train(model, torch.optim.SGD(model.parameters(), lr=0.01))
+"""
+    write(tmp_path, {"other_entry.py": other, "train.py": train})
+    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "auto", "--max-steps", "60"))
+    assert data["run"]["stopped"] == "budget" and data["run"]["steps"] < 60, data["run"]
+    outside = [f for f in data["findings"] if f["path"] == "other_entry.py"]
+    assert outside and all(f["status"] == "outside" for f in outside), outside

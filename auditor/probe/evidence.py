@@ -586,6 +586,12 @@ class Evidence:
     def ran(self, path: str, line: int, end_line: Optional[int] = None) -> bool:
         return self.hits(path, line, end_line) > 0
 
+    def outside(self, path: str) -> bool:
+        """No process of the run imported or ran ``path`` at all (known for the files of the
+        static findings only, which the recorder watches)."""
+        watching = [d for d in self.docs if d.get("watching")]
+        return bool(watching) and not any(path in (d.get("files_run") or []) for d in watching)
+
     def calls_at(self, path: str, line: int, kind: Optional[str] = None,
                  end_line: Optional[int] = None) -> list[CallRecord]:
         """Recorded calls at a line (or a span of lines), optionally of one kind."""

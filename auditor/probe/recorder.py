@@ -128,6 +128,7 @@ class Recorder:
             self.watched.setdefault(rel, set()).update(range(line, end + 1))
         self.spans = [(e[0], int(e[1]), int(e[2] or e[1])) for e in watch if len(e) == 3]
         self.line_hits: dict[tuple[str, int], int] = {}
+        self.files_run: set[str] = set()  # watched files any code of which ran
         self.code_lines: dict[object, object] = {}
         self.tracing = False
         self.snapshot = _snapshot_mode(self)  # gm-audit diff: seeds and tensor snapshots
@@ -323,6 +324,8 @@ class Recorder:
                 entry = None
                 rel = self.rel(code.co_filename)
                 lines = watched.get(rel) if rel else None
+                if rel in watched:
+                    self.files_run.add(rel)  # imported (or run) by this program
                 if lines:
                     mine = {ln for _, _, ln in code.co_lines() if ln} & lines
                     if mine:
@@ -335,8 +338,10 @@ class Recorder:
         sys.settrace(global_trace)
 
     def all_watched_hit(self) -> bool:
+        """Every watched span ran, leaving out those in files this program never imported:
+        they cannot run here, so they do not hold the ``--steps auto`` budget."""
         return all(any(self.line_hits.get((p, n)) for n in range(a, b + 1))
-                   for p, a, b in self.spans)
+                   for p, a, b in self.spans if p in self.files_run)
 
     # -- evidence file ------------------------------------------------------------------------------
     def document(self) -> dict:
@@ -353,6 +358,8 @@ class Recorder:
                 "run": dict(self.run),
                 "calls": calls,
                 "lines": [[p, n, c] for (p, n), c in self.line_hits.items()],
+                "files_run": sorted(self.files_run),
+                "watching": bool(self.watched),
                 "steps": list(self.steps),
                 "rng_draws": {k: dict(v) for k, v in self.rng_draws.items()},
                 "samples": {k: dict(v) for k, v in self.samples.items()},

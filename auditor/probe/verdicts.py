@@ -1,7 +1,9 @@
 """From evidence to statuses: each static finding decided, plus the findings of the run alone.
 
-Static findings: the rule's ``confirm(finding, evidence)`` decides when it returns a Verdict;
-otherwise a finding whose lines never ran is ``unexercised``; a finding whose line ran but whose
+Static findings: a finding in a module the run never imported is ``outside``; a finding whose
+line never ran is never ``refuted`` (``unexercised`` instead); otherwise the rule's
+``confirm(finding, evidence)`` decides when it returns a Verdict; a finding whose lines never ran
+is ``unexercised``; a finding whose line ran but whose
 rule has no opinion stays ``static`` with a note that it ran.
 
 Runtime-only findings (status ``runtime``, at the best user frame: the backward, the optimizer
@@ -68,10 +70,20 @@ def decide(findings: Iterable[Finding], evidence: Evidence, rules: dict[str, typ
             except Exception as exc:  # a rule's bug must not sink the probe
                 notes.append(f"{f.rule} confirm failed on {f.path}:{f.line}: "
                              f"{type(exc).__name__}: {exc}")
-        if verdict is not None:
+        ran = evidence.ran(f.path, f.line, f.end_line)
+        if evidence and not ran and evidence.outside(f.path):
+            f.status = Status.OUTSIDE
+            f.evidence = [*f.evidence, "this run never imported the module: outside what the "
+                                       "probe can decide"]
+        elif verdict is not None and not ran and verdict.status == Status.REFUTED:
+            # whatever happened elsewhere, a line that never ran is not shown benign
+            f.status = Status.UNEXERCISED
+            f.evidence = [*f.evidence, f"line never ran during the probe ({steps} step(s)); "
+                                       f"{'; '.join(verdict.evidence)}"]
+        elif verdict is not None:
             f.status = verdict.status
             f.evidence = [*f.evidence, *verdict.evidence]
-        elif not evidence.ran(f.path, f.line, f.end_line):
+        elif not ran:
             f.status = Status.UNEXERCISED
             f.evidence = [*f.evidence, f"line never ran during the probe ({steps} step(s))"]
         else:

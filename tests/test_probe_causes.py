@@ -265,3 +265,76 @@ train(model, torch.optim.SGD(model.parameters(), lr=0.01))
     assert data["run"]["stopped"] == "budget" and data["run"]["steps"] < 60, data["run"]
     outside = [f for f in data["findings"] if f["path"] == "other_entry.py"]
     assert outside and all(f["status"] == "outside" for f in outside), outside
+
+
+def test_gradients_accumulating_without_zero_grad_are_gm104(cli, tmp_path):
+    train = NET + LOOP.replace("        opt.zero_grad()\n", "") + """
+torch.manual_seed(0)
+model = Net()
+train(model, torch.optim.SGD(model.parameters(), lr=0.01))
+"""
+    write(tmp_path, {"train.py": train})
+    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "3"))
+    assert errors(data, "GM104"), data["findings"]
+
+
+def test_zero_grad_each_step_is_no_gm104(cli, tmp_path):
+    train = NET + LOOP + """
+torch.manual_seed(0)
+model = Net()
+train(model, torch.optim.SGD(model.parameters(), lr=0.01))
+"""
+    write(tmp_path, {"train.py": train})
+    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "3"))
+    assert not errors(data, "GM104") and not errors(data, "GM402"), data["findings"]
+
+
+def test_loss_term_weighted_zero_is_gm402(cli, tmp_path):
+    train = """
+import torch, torch.nn as nn, torch.nn.functional as F
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Linear(6, 16)
+        self.dec = nn.Linear(16, 6)
+        self.aux = nn.Linear(16, 6)
+
+    def forward(self, x):
+        h = torch.relu(self.enc(x))
+        return self.dec(h), self.aux(h)
+
+W_AUX = 0.0
+torch.manual_seed(0)
+model = Net()
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+for step in range(12):
+    x = torch.randn(32, 6)
+    rec, aux = model(x)
+    loss = F.mse_loss(rec, x) + W_AUX * aux.pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+    write(tmp_path, {"train.py": train})
+    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "3"))
+    found = errors(data, "GM402")
+    assert found and any("aux.weight" in e for f in found for e in f["evidence"]), data["findings"]
+
+
+def test_prediction_cast_to_low_precision_is_gm301_at_the_loss(cli, tmp_path):
+    train = NET.replace("return self.dec(torch.relu(self.enc(x)))",
+                        "return self.dec(torch.relu(self.enc(x))).bfloat16()") + """
+torch.manual_seed(0)
+model = Net()
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+for step in range(12):
+    x = torch.randn(32, 6)
+    loss = F.mse_loss(model(x).float(), x) + F.l1_loss(model(x), x.bfloat16()).float()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+    write(tmp_path, {"train.py": train})
+    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "3"))
+    assert at(data, "GM301", "train.py", line_of(train, "F.l1_loss")), data["findings"]

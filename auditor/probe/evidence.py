@@ -189,6 +189,9 @@ class StepFacts:
     frozen_cause: dict[str, dict[str, Any]] = field(default_factory=dict)
     cut_cause: Optional[dict[str, Any]] = None
     params_in_containers: list[str] = field(default_factory=list)  # unreached, see recorder
+    # parameters whose gradient was still set when this backward started although an optimizer
+    # stepped since the previous backward and nothing reset it (gradients accumulating: GM104)
+    stale_grads: int = 0
     pid: int = 0
     rank: Optional[int] = None
 
@@ -268,6 +271,7 @@ class LossCall:
     target_std: Optional[float] = None
     pred_rms: Optional[float] = None
     target_rms: Optional[float] = None
+    input_dtype: str = ""  # the prediction's dtype (float16/bfloat16: cast to low precision)
     pid: int = 0
     rank: Optional[int] = None
 

@@ -549,6 +549,9 @@ class Recorder:
             step["params_reached"] = [n for n, p in params if id(p) in reached]
             step["params_frozen"] = [n for n, p in params if not p.requires_grad]
             step["training_at_backward"] = self.modes(best)
+            if self.steps and not self.opt_after_backward and not acc["zero_grad"]:
+                step["stale_grads"] = sum(1 for _, p in params if p.grad is not None
+                                          and p.requires_grad and bool(p.grad.any()))
             fwd = acc["roots"].get(id(best))
             if fwd:
                 step.update(fwd)

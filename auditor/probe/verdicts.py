@@ -132,7 +132,10 @@ def runtime_findings(evidence: Evidence, static: Sequence[Finding],
     steps = [s for s in evidence.steps if s.kind == "backward"]
     _blocked_gradients(evidence, steps, add)
     _modes(evidence, steps, add)
-    _precision(steps, add)
+    if not _precision(steps, add):
+        _low_precision_predictions(evidence, add)  # the same defect, seen at the loss call
+    _accumulating(steps, add)
+    _zero_gradients(steps, add)
     _nonfinite(steps, add)
     _optimizers(evidence, steps, add)
     _ddp(evidence, add)
@@ -237,19 +240,63 @@ def _modes(evidence: Evidence, steps: list[StepFacts], add) -> None:
             return
 
 
-def _precision(steps: list[StepFacts], add) -> None:
+def _precision(steps: list[StepFacts], add) -> bool:
     for s in steps:
         if s.loss_dtype in ("float16", "bfloat16"):
             add("GM301", s.path, s.line, f"the backpropagated loss is {s.loss_dtype}",
                 "compute the loss in float32 (outside autocast, or cast the prediction .float())",
                 [f"step {s.index}: loss dtype {s.loss_dtype}, value {s.loss_value}"])
-            return
+            return True
         ac = s.autocast_at_forward or {}
         if ac.get("enabled") and ac.get("dtype") == "float16" and not s.scaler_used:
             add("GM301", s.path, s.line, "float16 autocast training without a GradScaler",
                 "scale the loss with torch.cuda.amp.GradScaler (scaler.scale(loss).backward())",
                 [f"step {s.index}: forward under float16 autocast, no GradScaler.scale"])
+            return True
+    return False
+
+
+def _low_precision_predictions(evidence: Evidence, add) -> None:
+    """A loss fed a float16/bfloat16 prediction (cast with .half()/.to(...)) outside autocast:
+    the reconstruction error is computed from low-precision values even when the loss is float32."""
+    for x in evidence.losses:
+        if x.input_dtype in ("float16", "bfloat16") and not (x.autocast or {}).get("enabled"):
+            add("GM301", x.path, x.line, f"{x.fn} gets a {x.input_dtype} prediction",
+                "keep the model and its prediction in float32 (drop the .half()/.bfloat16() cast)",
+                [f"step {x.step + 1}: {x.fn} input dtype {x.input_dtype}, loss dtype {x.dtype}"])
             return
+
+
+def _accumulating(steps: list[StepFacts], add) -> None:
+    for s in steps:
+        if s.stale_grads:
+            add("GM104", s.path, s.line,
+                f"gradients accumulate across steps: {s.stale_grads} parameters still had the "
+                f"previous step's gradient when this backward started",
+                "call optimizer.zero_grad() once per step, before the backward",
+                [f"step {s.index}: an optimizer stepped since the previous backward and no "
+                 f"zero_grad ran; {s.stale_grads} gradients were non-zero at the start"])
+            return
+
+
+def _zero_gradients(steps: list[StepFacts], add) -> None:
+    """Parameters that the loss reaches but whose gradient is exactly zero at every backward:
+    the only loss term through them is weighted 0 (GM402)."""
+    graded = [s for s in steps if s.grads]
+    if len(graded) < 2:
+        return
+    zero = None
+    for s in graded:
+        reached = set(s.params_reached)
+        now = {n for n, g in s.grads.items() if g.state == "zero" and n in reached}
+        zero = now if zero is None else zero & now
+    if zero:
+        s = graded[-1]
+        add("GM402", s.path, s.line,
+            f"{len(zero)} parameters reached by the loss get exactly zero gradient at every "
+            f"step: the loss term through them is weighted 0",
+            "give the loss term a non-zero weight, or leave it out of the model",
+            [f"zero gradient at all {len(graded)} steps: {_names(sorted(zero))}"])
 
 
 def _nonfinite(steps: list[StepFacts], add) -> None:

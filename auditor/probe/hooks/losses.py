@@ -66,6 +66,7 @@ def install(rec, torch) -> None:
         if isinstance(out, torch.Tensor) and out.numel() == 1:
             item["value"] = float(out.detach().float().item())
         if isinstance(inp, torch.Tensor):
+            item["input_dtype"] = rec.short(inp.dtype)
             item["numel"] = int(inp.numel())
             item["batch"] = int(inp.shape[0]) if inp.dim() else 1
             if (isinstance(tgt, torch.Tensor) and inp.is_floating_point() and tgt.is_floating_point()

@@ -36,6 +36,16 @@ def train(model, opt, steps=12):
 """
 
 
+def run_net(cli, tmp_path, head: str, setup: str = "", steps: int = 3) -> tuple[str, dict]:
+    """``head`` (the model and the loop), then ``setup`` between building the model and
+    training it with SGD, as train.py under the probe: the program's text and the JSON report."""
+    train = head + "\ntorch.manual_seed(0)\nmodel = Net()\n" + setup + \
+        "train(model, torch.optim.SGD(model.parameters(), lr=0.01))\n"
+    write(tmp_path, {"train.py": train})
+    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", str(steps)))
+    return train, data
+
+
 def line_of(text: str, needle: str) -> int:
     return next(i for i, ln in enumerate(text.splitlines(), 1) if needle in ln)
 
@@ -78,39 +88,24 @@ train(model, torch.optim.SGD(model.parameters(), lr=0.01))
 
 
 def test_frozen_encoder_is_gm103_at_requires_grad(cli, tmp_path):
-    train = NET + LOOP + """
-torch.manual_seed(0)
-model = Net()
+    train, data = run_net(cli, tmp_path, NET + LOOP, """\
 model.enc.requires_grad_(False)
-train(model, torch.optim.SGD(model.parameters(), lr=0.01))
-"""
-    write(tmp_path, {"train.py": train})
-    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "3"))
+""")
     assert at(data, "GM103", "train.py", line_of(train, "requires_grad_(False)")), data["findings"]
     assert not errors(data, "GM102") and not errors(data, "GM101")
 
 
 def test_frozen_by_attribute_is_gm103_at_the_assignment(cli, tmp_path):
-    train = NET + LOOP + """
-torch.manual_seed(0)
-model = Net()
+    train, data = run_net(cli, tmp_path, NET + LOOP, """\
 for p in model.enc.parameters():
     p.requires_grad = False
-train(model, torch.optim.SGD(model.parameters(), lr=0.01))
-"""
-    write(tmp_path, {"train.py": train})
-    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "3"))
+""")
     assert at(data, "GM103", "train.py", line_of(train, "p.requires_grad = False")), data["findings"]
 
 
 def test_detach_is_gm101_at_the_detach(cli, tmp_path):
-    train = NET.replace("torch.relu(self.enc(x))", "torch.relu(self.enc(x)).detach()") + LOOP + """
-torch.manual_seed(0)
-model = Net()
-train(model, torch.optim.SGD(model.parameters(), lr=0.01))
-"""
-    write(tmp_path, {"train.py": train})
-    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "3"))
+    net = NET.replace("torch.relu(self.enc(x))", "torch.relu(self.enc(x)).detach()")
+    train, data = run_net(cli, tmp_path, net + LOOP)
     assert at(data, "GM101", "train.py", line_of(train, ".detach()")), data["findings"]
     assert not errors(data, "GM102") and not errors(data, "GM103")
 
@@ -268,24 +263,12 @@ train(model, torch.optim.SGD(model.parameters(), lr=0.01))
 
 
 def test_gradients_accumulating_without_zero_grad_are_gm104(cli, tmp_path):
-    train = NET + LOOP.replace("        opt.zero_grad()\n", "") + """
-torch.manual_seed(0)
-model = Net()
-train(model, torch.optim.SGD(model.parameters(), lr=0.01))
-"""
-    write(tmp_path, {"train.py": train})
-    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "3"))
+    train, data = run_net(cli, tmp_path, NET + LOOP.replace("        opt.zero_grad()\n", ""))
     assert errors(data, "GM104"), data["findings"]
 
 
 def test_zero_grad_each_step_is_no_gm104(cli, tmp_path):
-    train = NET + LOOP + """
-torch.manual_seed(0)
-model = Net()
-train(model, torch.optim.SGD(model.parameters(), lr=0.01))
-"""
-    write(tmp_path, {"train.py": train})
-    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "3"))
+    train, data = run_net(cli, tmp_path, NET + LOOP)
     assert not errors(data, "GM104") and not errors(data, "GM402"), data["findings"]
 
 

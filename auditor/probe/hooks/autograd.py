@@ -1,9 +1,5 @@
 """Autograd: the backward that closes each step, and what cuts or freezes gradients (``.detach()``,
 ``.data``, ``requires_grad_``).
-
-Loaded by file path by ``auditor/probe/recorder.py`` (never imported as ``auditor...``), right
-after the program imported torch; ``install`` patches it. Every hook body runs under
-``rec.guarded``: an error in it is swallowed, never raised into the user's program.
 """
 
 from __future__ import annotations

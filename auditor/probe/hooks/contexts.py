@@ -1,8 +1,5 @@
-"""Contexts: grad modes (``no_grad``, ``inference_mode``, ``set_grad_enabled``), autocast, GradScaler.
-
-Loaded by file path by ``auditor/probe/recorder.py`` (never imported as ``auditor...``), right
-after the program imported torch; ``install`` patches it. Every hook body runs under
-``rec.guarded``: an error in it is swallowed, never raised into the user's program.
+"""Contexts: grad modes (``no_grad``, ``inference_mode``, ``set_grad_enabled``), autocast,
+GradScaler.
 """
 
 from __future__ import annotations

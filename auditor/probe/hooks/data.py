@@ -1,9 +1,4 @@
-"""Map-style dataset samples drawn again (GM503: a cached sample augmented in place).
-
-Loaded by file path by ``auditor/probe/recorder.py`` (never imported as ``auditor...``), right
-after the program imported torch; ``install`` patches it. Every hook body runs under
-``rec.guarded``: an error in it is swallowed, never raised into the user's program.
-"""
+"""Map-style dataset samples drawn again (GM503: a cached sample augmented in place)."""
 
 from __future__ import annotations
 

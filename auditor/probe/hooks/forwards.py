@@ -1,9 +1,5 @@
 """Module forwards: root-forward facts, parameters used, graphs entering modules, BatchNorm buffers
 written outside the forward.
-
-Loaded by file path by ``auditor/probe/recorder.py`` (never imported as ``auditor...``), right
-after the program imported torch; ``install`` patches it. Every hook body runs under
-``rec.guarded``: an error in it is swallowed, never raised into the user's program.
 """
 
 from __future__ import annotations

@@ -1,7 +1,4 @@
 """DGL graphs: ``add_self_loop`` / ``remove_self_loop`` calls and the self loops of their results.
-
-Loaded by file path by ``auditor/probe/recorder.py`` (never imported as ``auditor...``), right
-after the program imported dgl.
 """
 
 from __future__ import annotations

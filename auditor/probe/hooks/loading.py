@@ -1,8 +1,5 @@
-"""Loading: ``torch.load`` and ``Module.load_state_dict`` (keys missing or unexpected, parameters changed).
-
-Loaded by file path by ``auditor/probe/recorder.py`` (never imported as ``auditor...``), right
-after the program imported torch; ``install`` patches it. Every hook body runs under
-``rec.guarded``: an error in it is swallowed, never raised into the user's program.
+"""Loading: ``torch.load`` and ``Module.load_state_dict`` (keys missing or unexpected, parameters
+changed).
 """
 
 from __future__ import annotations

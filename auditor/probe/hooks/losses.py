@@ -1,9 +1,5 @@
 """Losses: ``torch.nn.functional`` loss calls (reduction, dtype, value, prediction statistics) and
 ``F.normalize`` of predicted directions.
-
-Loaded by file path by ``auditor/probe/recorder.py`` (never imported as ``auditor...``), right
-after the program imported torch; ``install`` patches it. Every hook body runs under
-``rec.guarded``: an error in it is swallowed, never raised into the user's program.
 """
 
 from __future__ import annotations

@@ -1,9 +1,4 @@
-"""Module modes: ``train()`` / ``eval()`` at user level.
-
-Loaded by file path by ``auditor/probe/recorder.py`` (never imported as ``auditor...``), right
-after the program imported torch; ``install`` patches it. Every hook body runs under
-``rec.guarded``: an error in it is swallowed, never raised into the user's program.
-"""
+"""Module modes: ``train()`` / ``eval()`` at user level."""
 
 from __future__ import annotations
 

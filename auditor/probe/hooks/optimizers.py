@@ -1,8 +1,4 @@
 """Optimizers: parameters stepped versus the trained model's, their change per step, ``zero_grad``.
-
-Loaded by file path by ``auditor/probe/recorder.py`` (never imported as ``auditor...``), right
-after the program imported torch; ``install`` patches it. Every hook body runs under
-``rec.guarded``: an error in it is swallowed, never raised into the user's program.
 """
 
 from __future__ import annotations

@@ -1,9 +1,4 @@
-"""DistributedDataParallel construction: is there a process group, and how large is the world?
-
-Loaded by file path by ``auditor/probe/recorder.py`` (never imported as ``auditor...``), right
-after the program imported torch; ``install`` patches it. Every hook body runs under
-``rec.guarded``: an error in it is swallowed, never raised into the user's program.
-"""
+"""DistributedDataParallel construction: is there a process group, and how large is the world?"""
 
 from __future__ import annotations
 

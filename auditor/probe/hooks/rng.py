@@ -1,8 +1,5 @@
 """Random number generators: every seeding call (``random``, numpy, torch, cuda, dgl), where it ran
 and with which value; draws are found by comparing generator states (``Recorder.check_rngs``).
-
-Loaded by file path by ``auditor/probe/recorder.py`` (never imported as ``auditor...``); the
-``install_*`` functions patch each library right after the program imported it.
 """
 
 from __future__ import annotations

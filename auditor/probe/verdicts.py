@@ -42,6 +42,7 @@ from collections import defaultdict
 from typing import Iterable, Optional, Sequence
 
 from auditor.findings import Finding, Severity, Status
+from auditor.probe.causes import chain, frozen_cause, optimizer_cause
 from auditor.probe.evidence import Evidence, StepFacts
 from auditor.registry import RUNTIME_CHECKS
 from auditor.rule import Rule, Verdict
@@ -144,13 +145,6 @@ def runtime_findings(evidence: Evidence, static: Sequence[Finding],
     return found
 
 
-def _chain(cause: dict) -> str:
-    """``validate.py:31, called from run.py:88 <- main.py:12``: a cause site and its callers."""
-    frames = cause.get("stack") or [[cause.get("path", ""), cause.get("line", 0)]]
-    callers = " <- ".join(f"{p}:{n}" for p, n in frames[1:4])
-    return f"{frames[0][0]}:{frames[0][1]}" + (f", called from {callers}" if callers else "")
-
-
 def _when(evidence: Evidence, cause: dict, kind: Optional[str]) -> str:
     """How often the call at a cause site ran, and after which steps."""
     calls = evidence.calls_at(cause.get("path", ""), cause.get("line", 0), kind)
@@ -164,7 +158,7 @@ def _when(evidence: Evidence, cause: dict, kind: Optional[str]) -> str:
 
 def _cause_evidence(evidence: Evidence, cause: dict, kind: Optional[str], what: str) -> list[str]:
     when = _when(evidence, cause, kind)
-    return [f"{what} at {_chain(cause)}" + (f"; {when}" if when else "")]
+    return [f"{what} at {chain(cause)}" + (f"; {when}" if when else "")]
 
 
 def _blocked_gradients(evidence: Evidence, steps: list[StepFacts], add) -> None:
@@ -194,8 +188,7 @@ def _blocked_gradients(evidence: Evidence, steps: list[StepFacts], add) -> None:
             return
         meant = [p for p in unreached if p in frozen and p in optimized_frozen]
         if meant:
-            cause = next((s.frozen_cause[p] for p in meant if p in s.frozen_cause), None) \
-                or {"path": s.path, "line": s.line}
+            cause = frozen_cause(s, meant) or {"path": s.path, "line": s.line}
             add("GM103", cause["path"], cause["line"],
                 f"{len(meant)} parameters of {s.model or 'the model'} that the optimizer holds "
                 f"have requires_grad=False",
@@ -316,19 +309,14 @@ def _nonfinite(steps: list[StepFacts], add) -> None:
 def _optimizers(evidence: Evidence, steps: list[StepFacts], add) -> None:
     for o in evidence.optimizers:
         if o.missing_model_params:
-            built, made = o.model_built_at, o.optimizer_built_at
             ev = [f"not optimised: {_names(o.missing_model_params)}",
                   f"{o.foreign_params} optimised parameters are not in the model",
                   f"the {o.cls} steps at {o.path}:{o.line}"]
-            if built and made and built.get("seq", 0) > made.get("seq", 0):
-                # the trained instance was built after the optimizer: that construction is the bug
-                cause, why = built, f"{o.model} built after the {o.cls} (built at {_chain(made)})"
-            elif made:
-                cause, why = made, f"{o.cls} built over another instance than the trained {o.model}"
+            cause, why = optimizer_cause(o)
+            if cause is None:
+                cause = {"path": o.path, "line": o.line}
             else:
-                cause, why = {"path": o.path, "line": o.line}, ""
-            if why:
-                ev.insert(0, f"{why}: {_chain(cause)}")
+                ev.insert(0, f"{why}: {chain(cause)}")
             add("GM105", cause["path"], cause["line"],
                 f"{len(o.missing_model_params)} trained parameters of {o.model} are in no param "
                 f"group of the {o.cls} that steps",
@@ -371,7 +359,7 @@ def _graphs(evidence: Evidence, add) -> None:
                 f"self loop (the graph already had them)",
                 "add self loops once (dgl.remove_self_loop before dgl.add_self_loop)",
                 [f"step {g.step}: {g.self_loops} self loops on {g.num_nodes} nodes after "
-                 f"{_chain({'stack': g.stack})}",
+                 f"{chain({'stack': g.stack})}",
                  *[f"such graphs enter {x.module} at {x.path}:{x.line}" for x in entered[:1]]])
             return
         if g.multi_loop_nodes:

@@ -153,7 +153,9 @@ def _when(evidence: Evidence, cause: dict, kind: Optional[str]) -> str:
     if not count:
         return ""
     shown = ", ".join(str(t) for t in tags[:6]) + (", ..." if len(tags) > 6 else "")
-    return f"ran {count} time(s), after step(s) {shown}"
+    gaps = {b - a for a, b in zip(tags, tags[1:])}
+    every = f" (every {gaps.pop()} steps)" if len(gaps) == 1 and len(tags) > 1 else ""
+    return f"ran {count} time(s), after step(s) {shown}{every}"
 
 
 def _cause_evidence(evidence: Evidence, cause: dict, kind: Optional[str], what: str) -> list[str]:

@@ -127,7 +127,12 @@ train(model, torch.optim.SGD(model.parameters(), lr=0.01))
     assert "GM101" not in runtime and "GM103" not in runtime
 
 
-def test_frozen_ema_teacher_and_unused_mask_token_are_no_errors(cli, tmp_path):
+@pytest.mark.parametrize("groups", ["trainable", "all"])
+def test_frozen_ema_teacher_and_unused_mask_token_are_no_errors(cli, tmp_path, groups):
+    # the optimizer holds only the trainable parameters, or all of them (GraphMAE2 does that:
+    # its EMA teacher is never stepped, having no gradient, and is updated by copy)
+    params = {"trainable": "[p for p in model.parameters() if p.requires_grad]",
+              "all": "model.parameters()"}[groups]
     train = """
 import copy
 import torch, torch.nn as nn, torch.nn.functional as F
@@ -153,7 +158,7 @@ class Student(nn.Module):
 
 torch.manual_seed(0)
 model = Student()
-opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-2)
+opt = torch.optim.Adam(PARAMS, lr=1e-2)
 for step in range(10):
     loss = model(torch.randn(32, 6))
     opt.zero_grad()
@@ -162,7 +167,7 @@ for step in range(10):
     with torch.no_grad():  # EMA update by copy
         for t, s in zip(model.teacher.parameters(), model.enc.parameters()):
             t.mul_(0.9).add_(0.1 * s)
-"""
+""".replace("PARAMS", params)
     write(tmp_path, {"train.py": train})
     _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "4"))
     for rule in ("GM101", "GM102", "GM103", "GM105"):

@@ -189,6 +189,7 @@ class StepFacts:
     frozen_cause: dict[str, dict[str, Any]] = field(default_factory=dict)
     cut_cause: Optional[dict[str, Any]] = None
     params_in_containers: list[str] = field(default_factory=list)  # unreached, see recorder
+    frozen_sums: dict[str, float] = field(default_factory=dict)  # value sum per frozen param
     # parameters whose gradient was still set when this backward started although an optimizer
     # stepped since the previous backward and nothing reset it (gradients accumulating: GM104)
     stale_grads: int = 0

@@ -608,6 +608,12 @@ class Recorder:
                 frozen[n] = {k: cause[k] for k in ("path", "line", "stack")}
         if frozen:
             step["frozen_cause"] = frozen
+        held = [(n, p) for n, p in params if id(p) in unreached and not p.requires_grad][:64]
+        if held and self.detailed_step():
+            # a value sum per frozen parameter: one that moves between steps without gradient
+            # is updated by copy (an EMA teacher), not a parameter left untrained
+            sums = self.torch.stack([p.detach().float().sum() for _, p in held]).tolist()
+            step["frozen_sums"] = {n: v for (n, _), v in zip(held, sums)}
         for kind, where, stack, fn in acc["cuts"]:
             cut = self.reached_params([_GradFnHolder(fn)]) & set(unreached)
             if cut:

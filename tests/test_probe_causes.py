@@ -329,3 +329,16 @@ for step in range(12):
     write(tmp_path, {"train.py": train})
     _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "3"))
     assert at(data, "GM301", "train.py", line_of(train, "F.l1_loss")), data["findings"]
+
+
+def test_model_cast_to_bfloat16_is_gm301_at_the_cast(cli, tmp_path):
+    # (CPU has no bfloat16 mse_loss kernel: the error written out)
+    loop = LOOP.replace("x = torch.randn(32, 6)", "x = torch.randn(32, 6, dtype=torch.bfloat16)") \
+        .replace("F.mse_loss(model(x), x)", "(model(x) - x).pow(2).mean()")
+    train, data = run_net(cli, tmp_path, NET + loop, """\
+model = model.to(torch.bfloat16)
+""")
+    assert at(data, "GM301", "train.py", line_of(train, "model.to(torch.bfloat16)")), \
+        data["findings"]
+    assert not at(data, "GM301", "train.py", line_of(train, "loss.backward()"))
+

@@ -188,6 +188,7 @@ class StepFacts:
     grad_off_cause: Optional[dict[str, Any]] = None
     frozen_cause: dict[str, dict[str, Any]] = field(default_factory=dict)
     cut_cause: Optional[dict[str, Any]] = None
+    cast_cause: Optional[dict[str, Any]] = None  # the model cast to float16/bfloat16
     params_in_containers: list[str] = field(default_factory=list)  # unreached, see recorder
     frozen_sums: dict[str, float] = field(default_factory=dict)  # value sum per frozen param
     # parameters whose gradient was still set when this backward started although an optimizer

@@ -116,6 +116,7 @@ class Recorder:
         self.mode_cause: dict[int, dict] = {}  # id(module) -> the eval()/train(False) call
         self.frozen_cause: dict[int, dict] = {}  # id(param) -> requires_grad(_) False
         self.built_at: dict[int, tuple] = {}  # id(module) -> (weakref, its construction call)
+        self.cast_cause: dict[int, dict] = {}  # id(module) -> .half()/.bfloat16()/.to(dtype)
         self.opt_built: dict[int, tuple] = {}  # id(optimizer) -> (weakref, construction call)
         self.cur = self._new_step_acc()
         # watched lines (static findings): relpath -> set(lines), and hits
@@ -587,6 +588,8 @@ class Recorder:
         """Where the state this backward shows was made: the eval() that left (sub)modules in
         eval mode, the requires_grad(_)(False) of each frozen parameter, and the .detach()/.data
         whose input reaches the parameters that the loss does not."""
+        if id(model) in self.cast_cause:
+            step["cast_cause"] = self.cast_cause[id(model)]
         for name, m in [("", model), *self.special.get(id(model), ())]:
             cause = self.mode_cause.get(id(m)) if not m.training else None
             if cause is not None:

@@ -245,9 +245,15 @@ def _modes(evidence: Evidence, steps: list[StepFacts], add) -> None:
 def _precision(steps: list[StepFacts], add) -> bool:
     for s in steps:
         if s.loss_dtype in ("float16", "bfloat16"):
-            add("GM301", s.path, s.line, f"the backpropagated loss is {s.loss_dtype}",
+            cause = s.cast_cause or {"path": s.path, "line": s.line}
+            ev = [f"step {s.index}: loss dtype {s.loss_dtype}, value {s.loss_value}, backward at "
+                  f"{s.path}:{s.line}"]
+            if s.cast_cause:
+                ev.insert(0, f"{s.model or 'the model'} cast to {s.cast_cause.get('dtype')} at "
+                             f"{chain(s.cast_cause)}")
+            add("GM301", cause["path"], cause["line"], f"the backpropagated loss is {s.loss_dtype}",
                 "compute the loss in float32 (outside autocast, or cast the prediction .float())",
-                [f"step {s.index}: loss dtype {s.loss_dtype}, value {s.loss_value}"])
+                ev)
             return True
         ac = s.autocast_at_forward or {}
         if ac.get("enabled") and ac.get("dtype") == "float16" and not s.scaler_used:

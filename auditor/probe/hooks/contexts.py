@@ -69,3 +69,30 @@ def install(rec, torch) -> None:
         for m in ("scale", "step", "update", "unscale_"):
             if m in vars(cls):
                 rec.patch(cls, m, lambda o, k=f"scaler.{m.rstrip('_')}": scaler_wrapper(o, k))
+
+    # -- modules cast to low precision: the cause of a low-precision loss -----------------------
+    low = (torch.float16, torch.bfloat16)
+
+    def cast_wrapper(original, kind):
+        def cast(self, *args, **kwargs):
+            out = original(self, *args, **kwargs)
+            if not tls.busy:
+                note_cast(self, kind, args, kwargs)
+            return out
+        return cast
+
+    @guarded
+    def note_cast(module, kind, args, kwargs):
+        dtype = {"half": torch.float16, "bfloat16": torch.bfloat16}.get(kind)
+        if kind == "to":
+            dtype = kwargs.get("dtype") or next(
+                (a for a in args if isinstance(a, torch.dtype)), None)
+        if dtype not in low:
+            return
+        cause = rec.cause("cast", rec.stack(1), dtype=rec.short(dtype),
+                          module=type(module).__name__)
+        for m in module.modules() if cause is not None else ():
+            rec.cast_cause[id(m)] = cause
+
+    for kind in ("half", "bfloat16", "to"):
+        rec.patch(torch.nn.Module, kind, lambda o, k=kind: cast_wrapper(o, k))

@@ -44,7 +44,12 @@ Call kinds recorded by :meth:`calls_at` (``args`` keys in brackets):
 * ``detach``, ``data``   a user ``.detach()`` / ``.data`` [requires_grad, grad_fn, shape]
 * ``train``, ``eval`` Module.train(mode) / Module.eval() at user level [module, mode, is_root]
 * ``no_grad``, ``enable_grad``, ``set_grad_enabled``, ``inference_mode``   [mode]
-* ``requires_grad_``  Tensor.requires_grad_(flag) on a parameter [flag, param]
+* ``requires_grad_``, ``requires_grad``  ``p.requires_grad_(flag)`` / ``p.requires_grad = flag``
+                     on a parameter [flag, param]
+* ``cast``           ``Module.half()`` / ``.bfloat16()`` / ``.to(dtype)`` to low precision [dtype]
+
+Calls recorded at a cause site (eval/train, requires_grad, cast, the self-loop ops) also carry
+``stack``: the user frames that led there, innermost first.
 * ``autocast``       entering torch.autocast [device, dtype, enabled]
 * ``scaler.scale``, ``scaler.step``, ``scaler.update``   GradScaler use [enabled]
 * ``loss``           a torch.nn.functional loss [fn, reduction, dtype, value, numel]

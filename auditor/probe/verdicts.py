@@ -6,19 +6,32 @@ line never ran is never ``refuted`` (``unexercised`` instead); otherwise the rul
 is ``unexercised``; a finding whose line ran but whose
 rule has no opinion stays ``static`` with a note that it ran.
 
-Runtime-only findings (status ``runtime``, at the best user frame: the backward, the optimizer
-step, the DDP construction, the graph's call site). Catalogue codes where one fits:
+Runtime-only findings (status ``runtime``) are located at their cause site when the recorder
+saw it (``auditor/probe/causes.py``), with the chain of calls that led there; the backward or
+step that showed the effect is evidence. A static finding of the same rule at the cause site
+becomes ``confirmed`` instead. Catalogue codes where one fits:
 
 =========  ==============================================================================
-GM101      parameters used in the forward that the loss's autograd graph never reaches
-GM102      ... because the training forward ran with gradients disabled
-GM103      ... because they have ``requires_grad=False``
-GM105      trained parameters in no optimizer param group; optimizer over foreign parameters;
-           parameters that got gradients but never changed across the optimizer steps
-GM201      the model or its Dropout/BatchNorm submodules in eval mode at a training backward
-GM301      the backpropagated loss in float16/bfloat16; fp16 autocast without a GradScaler
+GM101      parameters used in the forward that the loss's autograd graph never reaches: at
+           the ``.detach()``/``.data`` whose input reaches them (else the backward)
+GM102      ... because the forward, or part of it, ran with gradients disabled: at the
+           ``no_grad``/``inference_mode``/``set_grad_enabled(False)`` in force
+GM103      ... because they have ``requires_grad=False`` while an optimizer holds them: at the
+           ``requires_grad_(False)`` / ``requires_grad = False``. Not reported: frozen
+           parameters no optimizer holds or whose values move without gradient (EMA teachers,
+           targets), and parameters of container modules this configuration leaves unused
+GM104      gradients accumulating: set when a backward starts, with an optimizer step and no
+           ``zero_grad`` since the previous one
+GM105      trained parameters in no optimizer param group (at the model's construction when it
+           came after the optimizer's, else at the optimizer's); optimizer over foreign
+           parameters; parameters that got gradients but never changed across the steps
+GM201      the model or its Dropout/BatchNorm submodules in eval mode at a training backward:
+           at the ``.eval()``/``.train(False)`` that left them so
+GM301      the backpropagated loss in float16/bfloat16 (at the model's cast when there was
+           one); fp16 autocast without a GradScaler; a loss fed a low-precision prediction
+GM402      parameters the loss reaches that get exactly zero gradient at every step
 GM302      DistributedDataParallel built without a process group or in a world of size 1
-GM501      a graph entering the model with nodes carrying more than one self loop
+GM501      nodes carrying more than one self loop: at the ``add_self_loop`` that made them
 =========  ==============================================================================
 
 and four codes of the probe's own, outside the static catalogue (no static check; listed in

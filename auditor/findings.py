@@ -23,6 +23,7 @@ class Status(str, enum.Enum):
     CONFIRMED = "confirmed"  # the run showed the effect
     REFUTED = "refuted"  # the code ran and the effect is absent
     UNEXERCISED = "unexercised"  # the line never ran
+    OUTSIDE = "outside"  # in a module this run never imported: outside what the probe can see
     RUNTIME = "runtime"  # found by the probe alone
 
 

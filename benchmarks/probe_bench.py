@@ -1,10 +1,10 @@
 """Probe overhead on the clean GraphMAE fixture.
 
-    python benchmarks/probe_bench.py [--steps 40]
+    python benchmarks/probe_bench.py [--steps 40] [--rounds 3]
 
-1. Time per training step, bare versus under `gm-audit probe`, side by side in one run: a driver
-   builds the fixture's model and times each step of the fixture's loop itself (written to a JSON file, since
-   the probe captures the program's output). Reported: median ms/step after the first step, and
+1. Time per training step, bare versus under `gm-audit probe`, side by side (alternating runs,
+   ``--rounds`` pairs): a driver builds the fixture's model and times each step of the fixture's
+   loop itself (written to a JSON file, since the probe captures the program's output). Reported: median ms/step after the first step, and
    the ratio (target: at most 1.3x).
 2. Total wall time of `gm-audit probe --steps auto -- python train.py` on the fixture.
 """
@@ -73,6 +73,7 @@ def per_step(cmd: list[str], cwd: Path, out: Path) -> list[float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--rounds", type=int, default=3, help="bare/probed pairs, alternating")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -80,14 +81,22 @@ def main() -> None:
         gm = [sys.executable, "-m", "auditor", "probe", "--format", "json", "--no-cache",
               "--paths", ".", "--steps", str(args.steps + 5), "--max-steps", str(args.steps + 5),
               "--"]
-        bare = per_step([sys.executable, "bench_driver.py", str(args.steps), "bare.json"],
-                        root, root / "bare.json")
-        probed = per_step([*gm, sys.executable, "bench_driver.py", str(args.steps), "probe.json"],
-                          root, root / "probe.json")
-        b, p = statistics.median(bare[1:]), statistics.median(probed[1:])
-        print(f"per step (median after the first, {len(bare)} steps): bare {1e3 * b:.1f} ms, "
-              f"probe {1e3 * p:.1f} ms, ratio {p / b:.2f}x (first step: bare "
-              f"{1e3 * bare[0]:.0f} ms, probe {1e3 * probed[0]:.0f} ms)")
+        # bare and probed runs alternate, so that the load of a shared machine falls on both
+        bare, probed, ratios = [], [], []
+        for _ in range(args.rounds):
+            b_run = per_step([sys.executable, "bench_driver.py", str(args.steps), "bare.json"],
+                             root, root / "bare.json")
+            p_run = per_step([*gm, sys.executable, "bench_driver.py", str(args.steps),
+                              "probe.json"], root, root / "probe.json")
+            bare.append(b_run)
+            probed.append(p_run)
+            ratios.append(statistics.median(p_run[1:]) / statistics.median(b_run[1:]))
+        b = statistics.median(t for run in bare for t in run[1:])
+        p = statistics.median(t for run in probed for t in run[1:])
+        print(f"per step (median after the first, {args.rounds} x {args.steps} steps each): "
+              f"bare {1e3 * b:.1f} ms, probe {1e3 * p:.1f} ms, ratio {p / b:.2f}x "
+              f"(per round: {', '.join(f'{r:.2f}x' for r in ratios)}; first step: bare "
+              f"{1e3 * bare[0][0]:.0f} ms, probe {1e3 * probed[0][0]:.0f} ms)")
         start = time.perf_counter()
         proc = subprocess.run([sys.executable, "-m", "auditor", "probe", "--format", "json",
                                "--no-cache", "--steps", "auto", "--", sys.executable, "train.py"],

@@ -437,6 +437,13 @@ checkpoint off changes what the run starts from; both change results on purpose.
             if not evidence.ran(finding.path, finding.line, finding.end_line):
                 return Verdict(Status.UNEXERCISED, ["the load_state_dict line never ran"])
             return None
+        if all(f.strict is False and not f.missing and not f.unexpected
+               and not (f.trained and f.changed and f.step == 0) for f in loads):
+            # strict=False skipped nothing, and the load is no warm start of the trained model
+            # (the other risk this rule names): a restore of the same weights, or an evaluation
+            return Verdict(Status.REFUTED, [
+                "load_state_dict(strict=False) ran, no key was missing or unexpected, and it "
+                "replaced no weight of the model before its training"])
         lines = []
         for f in loads:
             if f.missing or f.unexpected:

@@ -30,6 +30,7 @@ from typing import Optional, Sequence
 
 from auditor.diff.compare import Item
 from auditor.findings import Finding
+from auditor.probe.causes import chain, frozen_cause, optimizer_cause
 from auditor.probe.evidence import CallRecord, Evidence
 
 
@@ -100,6 +101,10 @@ def explain(stage: str, item: Item, ref: Evidence, cand: Evidence, ref_snap: dic
         return Cause("GM502", why="the node features differ: normalisation (GM502) or "
                                   "augmentation (GM503)")
     if stage == "mode":
+        s = next((x for x in cand.steps if x.index == step and x.mode_cause), None)
+        if s is not None:
+            return Cause("GM201", s.mode_cause["path"], s.mode_cause["line"],
+                         f".eval() at {chain(s.mode_cause)} before the training step")
         evals = [r for r in cand.calls("eval") if r.arg("is_root") is not False]
         evals += [r for r in cand.calls("train") if r.arg("mode") is False]
         r = _first_user(evals, step)
@@ -124,11 +129,18 @@ def explain(stage: str, item: Item, ref: Evidence, cand: Evidence, ref_snap: dic
         s = next((x for x in cand_steps if x.index == step), None)
         param = item.name
         if s is not None and param in s.params_frozen:
+            frozen = frozen_cause(s, [param])
+            if frozen is not None:
+                return Cause("GM103", frozen["path"], frozen["line"],
+                             f"requires_grad=False at {chain(frozen)}")
             for r in cand.calls("requires_grad_"):
                 if r.arg("flag") is False:
                     return Cause("GM103", r.path, r.line, "requires_grad_(False)")
             return Cause("GM103", why=f"{param} has requires_grad=False")
         if "no gradient in the candidate" in detail:
+            for c, rule in ((s and s.grad_off_cause, "GM102"), (s and s.cut_cause, "GM101")):
+                if c:
+                    return Cause(rule, c["path"], c["line"], f"gradients cut at {chain(c)}")
             detaches = [r for r in cand.calls("detach") + cand.calls("data")
                         if r.arg("requires_grad") and r.arg("grad_fn")]
             ref_sites = _sites(ref, "detach") | _sites(ref, "data")
@@ -151,6 +163,9 @@ def explain(stage: str, item: Item, ref: Evidence, cand: Evidence, ref_snap: dic
             return Cause("GM202", why="BatchNorm running statistics updated differently")
         for o in cand.optimizers:
             if o.missing_model_params or o.foreign_params:
+                built, why = optimizer_cause(o)
+                if built is not None:
+                    return Cause("GM105", built["path"], built["line"], f"{why}: {chain(built)}")
                 return Cause("GM105", o.path, o.line, "the optimizer does not hold the trained "
                                                       "model's parameters")
         return Cause(None, why="the optimizer updates differ")

@@ -44,7 +44,12 @@ Call kinds recorded by :meth:`calls_at` (``args`` keys in brackets):
 * ``detach``, ``data``   a user ``.detach()`` / ``.data`` [requires_grad, grad_fn, shape]
 * ``train``, ``eval`` Module.train(mode) / Module.eval() at user level [module, mode, is_root]
 * ``no_grad``, ``enable_grad``, ``set_grad_enabled``, ``inference_mode``   [mode]
-* ``requires_grad_``  Tensor.requires_grad_(flag) on a parameter [flag, param]
+* ``requires_grad_``, ``requires_grad``  ``p.requires_grad_(flag)`` / ``p.requires_grad = flag``
+                     on a parameter [flag, param]
+* ``cast``           ``Module.half()`` / ``.bfloat16()`` / ``.to(dtype)`` to low precision [dtype]
+
+Calls recorded at a cause site (eval/train, requires_grad, cast, the self-loop ops) also carry
+``stack``: the user frames that led there, innermost first.
 * ``autocast``       entering torch.autocast [device, dtype, enabled]
 * ``scaler.scale``, ``scaler.step``, ``scaler.update``   GradScaler use [enabled]
 * ``loss``           a torch.nn.functional loss [fn, reduction, dtype, value, numel]
@@ -100,6 +105,7 @@ class CallRecord:
     steps: list[int] = field(default_factory=list)
     pid: int = 0
     rank: Optional[int] = None
+    stack: list[list] = field(default_factory=list)  # cause sites: [[path, line], ...] innermost first
 
     def arg(self, key: str, default: Any = None) -> Any:
         """``key`` of the first recorded sample that has it."""
@@ -136,6 +142,7 @@ class GraphFacts:
     self_loops: int = 0  # total self-loop edges
     multi_loop_nodes: int = 0  # nodes with more than one self loop
     zero_in_degree: int = 0  # nodes with no incoming edge
+    stack: list[list] = field(default_factory=list)  # self-loop ops: user frames, innermost first
     pid: int = 0
     rank: Optional[int] = None
 
@@ -178,6 +185,20 @@ class StepFacts:
     nonfinite_grads: list[str] = field(default_factory=list)
     # scalar tensors of the root forward's output and loss-function outputs, at the backward
     components: list["LossComponent"] = field(default_factory=list)
+    # cause sites ({"path", "line", "stack": [[path, line], ...] innermost first}) of the state
+    # this step showed: the eval() that left modules in eval mode, the no_grad/inference_mode
+    # around the forward, the requires_grad(_)(False) per frozen unreached parameter, the
+    # .detach()/.data ("kind") whose input reaches the unreached parameters ("params")
+    mode_cause: Optional[dict[str, Any]] = None
+    grad_off_cause: Optional[dict[str, Any]] = None
+    frozen_cause: dict[str, dict[str, Any]] = field(default_factory=dict)
+    cut_cause: Optional[dict[str, Any]] = None
+    cast_cause: Optional[dict[str, Any]] = None  # the model cast to float16/bfloat16
+    params_in_containers: list[str] = field(default_factory=list)  # unreached, see recorder
+    frozen_sums: dict[str, float] = field(default_factory=dict)  # value sum per frozen param
+    # parameters whose gradient was still set when this backward started although an optimizer
+    # stepped since the previous backward and nothing reset it (gradients accumulating: GM104)
+    stale_grads: int = 0
     pid: int = 0
     rank: Optional[int] = None
 
@@ -257,6 +278,7 @@ class LossCall:
     target_std: Optional[float] = None
     pred_rms: Optional[float] = None
     target_rms: Optional[float] = None
+    input_dtype: str = ""  # the prediction's dtype (float16/bfloat16: cast to low precision)
     pid: int = 0
     rank: Optional[int] = None
 
@@ -353,6 +375,10 @@ class OptimizerFacts:
     model: str = ""
     missing_model_params: list[str] = field(default_factory=list)  # trained, not optimised
     foreign_params: int = 0  # optimised, not in the trained model
+    frozen_in_groups: list[str] = field(default_factory=list)  # requires_grad False, optimised
+    # construction calls ({"path", "line", "stack", "seq"}: seq orders them in the run)
+    optimizer_built_at: Optional[dict[str, Any]] = None
+    model_built_at: Optional[dict[str, Any]] = None
     pid: int = 0
     rank: Optional[int] = None
 
@@ -570,6 +596,12 @@ class Evidence:
 
     def ran(self, path: str, line: int, end_line: Optional[int] = None) -> bool:
         return self.hits(path, line, end_line) > 0
+
+    def outside(self, path: str) -> bool:
+        """No process of the run imported or ran ``path`` at all (known for the files of the
+        static findings only, which the recorder watches)."""
+        watching = [d for d in self.docs if d.get("watching")]
+        return bool(watching) and not any(path in (d.get("files_run") or []) for d in watching)
 
     def calls_at(self, path: str, line: int, kind: Optional[str] = None,
                  end_line: Optional[int] = None) -> list[CallRecord]:

@@ -6,6 +6,9 @@ the module name ``_gm_audit_recorder``: it imports nothing of gm-audit and puts 
 torch, dgl and numpy are patched only once the program itself imports them (a ``sys.meta_path``
 finder that runs the patch right after the module's own code). Every hook is wrapped so that an
 error inside the recorder is swallowed: the user's program must never break because of it.
+This module holds the recorder's state and the per-step facts; the wrappers live beside it, one
+module per subsystem in ``auditor/probe/hooks/`` (loaded by file path the same way), each
+recording the cause sites that it sees.
 
 Overhead is kept to hooks: global module forward hooks, optimizer step hooks and a few wrappers;
 no per-operator tracing. Line coverage is measured only for the lines of the static findings
@@ -33,6 +36,7 @@ import weakref
 SCHEMA_VERSION = 1
 MAX_SAMPLES = 3  # recorded argument samples per call site (plus the last one)
 MAX_STEP_TAGS = 64
+MAX_STACK = 6  # user frames kept per cause site
 MAX_RECORDS = 2000  # per list (losses, graphs, outputs...): a long run stays bounded
 FLUSH_EVERY_S = 0.5
 MIN_AUTO_STEPS = 3
@@ -41,12 +45,6 @@ DETAIL_EVERY = 10
 MAX_RECON_NODES = 4  # masked nodes whose rows the reconstruction sample keeps
 MAX_INPUT_BATCHES = 12  # training forwards whose input feature statistics are recorded
 MAX_SAMPLE_PRINTS = 50_000  # dataset samples fingerprinted (GM503: a sample drawn again)
-LOSS_FUNCTIONS = (
-    "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",
-    "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "cosine_embedding_loss",
-    "poisson_nll_loss", "gaussian_nll_loss", "margin_ranking_loss", "hinge_embedding_loss",
-    "soft_margin_loss", "multilabel_soft_margin_loss", "triplet_margin_loss", "multi_margin_loss",
-)
 WRAPPER_CLASSES = ("DistributedDataParallel", "DataParallel")
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -61,10 +59,14 @@ class _Tls(threading.local):
     in_backward = False
     seed_depth = 0
     child_depth = 1  # nesting of the model's own submodules: 2 under a DDP/DataParallel wrapper
+    root_grad = True  # grad mode at the current root forward
+    grad_off = None  # (frame, stack) of the latest no_grad/inference_mode entered in user code
 
 
 class Recorder:
     """All recorded state of one process, and the patches (restored by :meth:`uninstall`)."""
+
+    wrapper_classes = WRAPPER_CLASSES  # for the hooks, loaded by path (no imports of ours)
 
     def __init__(self, run_dir: str, cwd: str, budget: str, watch: list) -> None:
         self.run_dir = run_dir
@@ -103,6 +105,7 @@ class Recorder:
         self.param_names: dict[int, str] = {}
         self.model_of: dict[int, int] = {}  # id(module or param) -> id(model root)
         self.special: dict[int, list] = {}  # id(model) -> [(name, module)] Dropout / BatchNorm
+        self.container_params: dict[int, set] = {}  # id(model) -> names (see register_root)
         self.bn_versions: dict[int, tuple] = {}
         self.bn_frozen_seen: set[int] = set()
         self.bn_stalled_seen: set[int] = set()
@@ -113,6 +116,13 @@ class Recorder:
         self.snapshots: dict[int, list] = {}
         self.last_model = None  # weakref of the model of the latest backward
         self.trained_models: set[int] = set()
+        # cause sites (Recorder.cause) of the state that a backward or a step later shows
+        self.cause_seq = 0
+        self.mode_cause: dict[int, dict] = {}  # id(module) -> the eval()/train(False) call
+        self.frozen_cause: dict[int, dict] = {}  # id(param) -> requires_grad(_) False
+        self.built_at: dict[int, tuple] = {}  # id(module) -> (weakref, its construction call)
+        self.cast_cause: dict[int, dict] = {}  # id(module) -> .half()/.bfloat16()/.to(dtype)
+        self.opt_built: dict[int, tuple] = {}  # id(optimizer) -> (weakref, construction call)
         self.cur = self._new_step_acc()
         # watched lines (static findings): relpath -> set(lines), and hits
         self.watched: dict[str, set] = {}
@@ -124,9 +134,19 @@ class Recorder:
             self.watched.setdefault(rel, set()).update(range(line, end + 1))
         self.spans = [(e[0], int(e[1]), int(e[2] or e[1])) for e in watch if len(e) == 3]
         self.line_hits: dict[tuple[str, int], int] = {}
+        self.files_run: set[str] = set()  # watched files any code of which ran
         self.code_lines: dict[object, object] = {}
         self.tracing = False
         self.snapshot = _snapshot_mode(self)  # gm-audit diff: seeds and tensor snapshots
+
+    # for the hook modules, which import nothing of the recorder (late-bound: defined below)
+    is_graph = staticmethod(lambda x: _is_graph(x))
+    short = staticmethod(lambda t: _short(t))
+
+    def bn_state(self, m) -> tuple:
+        """A BatchNorm's running buffers as (tensor id, version): a change is a write."""
+        return tuple((id(b), b._version) for b in (m.running_mean, m.running_var,
+                                                   m.num_batches_tracked) if b is not None)
 
     # -- call sites --------------------------------------------------------------------------------
     def rel(self, filename: str):
@@ -156,6 +176,37 @@ class Recorder:
             f = f.f_back
         return None, 0
 
+    def stack(self, depth: int = 1, skip=None) -> list:
+        """The user frames above the caller, innermost first: ``[[relpath, line], ...]`` (at
+        most MAX_STACK; frames of torch, dgl, the standard library, site-packages and gm-audit
+        left out). ``skip(frame)``: user frames to pass over (a module's own ``__init__``)."""
+        try:
+            f = sys._getframe(depth + 1)
+        except ValueError:
+            return []
+        return self.stack_from(f, skip)
+
+    def stack_from(self, f, skip=None) -> list:
+        """:meth:`stack` from frame ``f`` up."""
+        out = []
+        while f is not None and len(out) < MAX_STACK:
+            r = self.rel(f.f_code.co_filename)
+            if r is not None and not (skip is not None and skip(f)):
+                out.append([r, f.f_lineno])
+            f = f.f_back
+        return out
+
+    def cause(self, kind: str, stack: list, **facts) -> "dict | None":
+        """A state change at its cause site: recorded as a call of ``kind`` at the innermost
+        user frame, with the frames that called it; returned for the state that it changes."""
+        if not stack:
+            return None
+        path, line = stack[0]
+        self.record(kind, path, line, facts or None, stack=stack)
+        self.cause_seq += 1
+        return {"kind": kind, "path": path, "line": line, "stack": stack,
+                "step": self.step_count, "seq": self.cause_seq, **facts}
+
     def direct_user_caller(self, depth: int = 2):
         """(relpath, line) when the frame ``depth`` up is user code itself, else None: cheap
         filter for APIs that torch calls internally all the time (detach, .data)."""
@@ -166,7 +217,7 @@ class Recorder:
         r = self.rel(f.f_code.co_filename)
         return (r, f.f_lineno) if r is not None else None
 
-    def record(self, kind: str, path, line: int, args=None) -> None:
+    def record(self, kind: str, path, line: int, args=None, stack=None) -> None:
         if path is None:
             return
         with self.lock:
@@ -174,7 +225,7 @@ class Recorder:
             rec = self.calls.get(key)
             if rec is None:
                 rec = self.calls[key] = {"kind": kind, "path": path, "line": line, "count": 0,
-                                         "args": [], "steps": []}
+                                         "args": [], "steps": [], "stack": stack or []}
             rec["count"] += 1
             if args is not None:
                 if len(rec["args"]) < MAX_SAMPLES:
@@ -279,6 +330,8 @@ class Recorder:
                 entry = None
                 rel = self.rel(code.co_filename)
                 lines = watched.get(rel) if rel else None
+                if rel in watched:
+                    self.files_run.add(rel)  # imported (or run) by this program
                 if lines:
                     mine = {ln for _, _, ln in code.co_lines() if ln} & lines
                     if mine:
@@ -291,8 +344,10 @@ class Recorder:
         sys.settrace(global_trace)
 
     def all_watched_hit(self) -> bool:
+        """Every watched span ran, leaving out those in files this program never imported:
+        they cannot run here, so they do not hold the ``--steps auto`` budget."""
         return all(any(self.line_hits.get((p, n)) for n in range(a, b + 1))
-                   for p, a, b in self.spans)
+                   for p, a, b in self.spans if p in self.files_run)
 
     # -- evidence file ------------------------------------------------------------------------------
     def document(self) -> dict:
@@ -309,6 +364,8 @@ class Recorder:
                 "run": dict(self.run),
                 "calls": calls,
                 "lines": [[p, n, c] for (p, n), c in self.line_hits.items()],
+                "files_run": sorted(self.files_run),
+                "watching": bool(self.watched),
                 "steps": list(self.steps),
                 "rng_draws": {k: dict(v) for k, v in self.rng_draws.items()},
                 "samples": {k: dict(v) for k, v in self.samples.items()},
@@ -384,7 +441,8 @@ class Recorder:
     # -- steps --------------------------------------------------------------------------------------
     def _new_step_acc(self) -> dict:
         return {"used": set(), "roots": {}, "finite": [], "graphs": {}, "scaler": False,
-                "zero_grad": 0, "components": [], "recon": None}
+                "zero_grad": 0, "components": [], "recon": None, "cuts": [],
+                "grad_off_inner": {}}
 
     def register_root(self, root) -> None:
         """Name a model's modules and parameters the first time it runs a root forward."""
@@ -409,6 +467,11 @@ class Recorder:
                               torch.nn.modules.batchnorm._BatchNorm)) and name:
                 special.append((name, m))
         self.special[mid] = special
+        # parameters held by a module that has submodules (a mask token, an extra embedding): its
+        # forward runs whether or not this configuration uses them, so "used" is unknown
+        self.container_params[mid] = {
+            f"{name}.{pn}" if name else pn for name, m in model.named_modules()
+            if next(iter(m.children()), None) is not None for pn in m._parameters}
         for name, p in model.named_parameters():
             self.param_names.setdefault(id(p), name)
             self.model_of.setdefault(id(p), mid)
@@ -493,9 +556,13 @@ class Recorder:
             step["params_reached"] = [n for n, p in params if id(p) in reached]
             step["params_frozen"] = [n for n, p in params if not p.requires_grad]
             step["training_at_backward"] = self.modes(best)
+            if self.steps and not self.opt_after_backward and not acc["zero_grad"]:
+                step["stale_grads"] = sum(1 for _, p in params if p.grad is not None
+                                          and p.requires_grad and bool(p.grad.any()))
             fwd = acc["roots"].get(id(best))
             if fwd:
                 step.update(fwd)
+            self.causes_at_backward(best, params, acc, reached, step)
             dev = {str(p.device) for _, p in params[:1]}
             for d in dev:
                 if d not in self.run["devices"]:
@@ -522,6 +589,51 @@ class Recorder:
             except Exception:
                 pass
         return {"step": step, "model": best}
+
+    def causes_at_backward(self, model, params, acc, reached, step) -> None:
+        """Where the state this backward shows was made: the eval() that left (sub)modules in
+        eval mode, the requires_grad(_)(False) of each frozen parameter, and the .detach()/.data
+        whose input reaches the parameters that the loss does not."""
+        if id(model) in self.cast_cause:
+            step["cast_cause"] = self.cast_cause[id(model)]
+        for name, m in [("", model), *self.special.get(id(model), ())]:
+            cause = self.mode_cause.get(id(m)) if not m.training else None
+            if cause is not None:
+                step["mode_cause"] = {**cause, "module": name}
+                break
+        unreached = {id(p): n for n, p in params if id(p) in acc["used"] and id(p) not in reached}
+        if not unreached:
+            return
+        step["params_in_containers"] = sorted(
+            set(unreached.values()) & self.container_params.get(id(model), set()))
+        inner = next((acc["grad_off_inner"][i] for i in unreached if i in acc["grad_off_inner"]
+                      and self.param_requires_grad(params, i)), None)
+        if inner is not None:
+            step["grad_off_cause"] = inner
+        frozen = {}
+        for n, p in params:
+            cause = self.frozen_cause.get(id(p)) if id(p) in unreached else None
+            if cause is not None and len(frozen) < 32:
+                frozen[n] = {k: cause[k] for k in ("path", "line", "stack")}
+        if frozen:
+            step["frozen_cause"] = frozen
+        held = [(n, p) for n, p in params if id(p) in unreached and not p.requires_grad][:64]
+        if held and self.detailed_step():
+            # a value sum per frozen parameter: one that moves between steps without gradient
+            # is updated by copy (an EMA teacher), not a parameter left untrained
+            sums = self.torch.stack([p.detach().float().sum() for _, p in held]).tolist()
+            step["frozen_sums"] = {n: v for (n, _), v in zip(held, sums)}
+        for kind, where, stack, fn in acc["cuts"]:
+            cut = self.reached_params([_GradFnHolder(fn)]) & set(unreached)
+            if cut:
+                step["cut_cause"] = {"kind": kind, "path": where[0], "line": where[1],
+                                     "stack": stack or [list(where)],
+                                     "params": sorted(unreached[i] for i in cut)[:32]}
+                break
+
+    @staticmethod
+    def param_requires_grad(params, pid: int) -> bool:
+        return any(id(p) == pid and p.requires_grad for _, p in params)
 
     def detailed_step(self) -> bool:
         """The costlier facts (loss components, graphs held across steps, RNG states) are taken
@@ -851,6 +963,15 @@ def _feature_matrices(torch, args) -> list:
     return out
 
 
+class _GradFnHolder:
+    """Stands for a tensor in :meth:`Recorder.reached_params` when only its grad_fn is kept."""
+
+    requires_grad = True
+
+    def __init__(self, grad_fn) -> None:
+        self.grad_fn = grad_fn
+
+
 def _frame_stats(torch, xf) -> dict:
     """Point features read as K x (xyz, tangent, normal): mean length of tangents and normals
     and their worst deviation from 1, mean |cos| between tangent and normal, and mean |cos|
@@ -949,695 +1070,48 @@ def _short(t) -> str:
 # ------------------------------------------------------------------------------------------------
 
 
-def patch_torch(rec: Recorder, torch) -> None:
-    rec.torch = torch
-    rec.run["torch_imported"] = True
-    nn = torch.nn
-    guarded = rec.guarded
-    tls = rec.tls
-    rec.rng_state.update({k: v for k, v in rec.rng_states().items() if k not in rec.rng_state})
-
-    # -- module forwards ---------------------------------------------------------------------------
-    bn_cls = nn.modules.batchnorm._BatchNorm
-
-    @guarded
-    def pre(module, args):
-        depth = tls.depth
-        tls.depth = depth + 1
-        if depth == 0:
-            tls.child_depth = 2 if type(module).__name__ in WRAPPER_CLASSES else 1
-            if rec.budget_spent() and torch.is_grad_enabled():
-                rec.stop_for_budget()
-            rec.register_root(module)
-            mid = rec.model_of.get(id(module))
-            model = rec.roots[mid]() if mid in rec.roots else module
-            acc = rec.cur
-            facts = {"training_at_forward": rec.modes(model),
-                     "grad_enabled_at_forward": torch.is_grad_enabled(),
-                     "inference_mode_at_forward": torch.is_inference_mode_enabled(),
-                     "autocast_at_forward": rec.autocast_state()}
-            seen = acc["roots"].get(mid)
-            if mid is not None and (seen is None or (not seen["grad_enabled_at_forward"]
-                                                     and facts["grad_enabled_at_forward"])):
-                acc["roots"][mid] = facts
-            path, line = rec.site()
-            rec.record("forward", path, line, {
-                "module": type(module).__name__, "training": bool(module.training),
-                "grad_enabled": facts["grad_enabled_at_forward"],
-                "inference_mode": facts["inference_mode_at_forward"],
-                "autocast": facts["autocast_at_forward"],
-                "eval_submodules": [n for n, t in facts["training_at_forward"].items() if not t],
-            })
-            if facts["grad_enabled_at_forward"] and module.training:
-                try:
-                    rec.input_stats(module, args, path, line)
-                    rec.watch_reconstruction(args)
-                except Exception:
-                    pass
-        elif depth == tls.child_depth:
-            rec.child_input(args)
-        params = module._parameters
-        if params:
-            used = rec.cur["used"]
-            for p in params.values():
-                if p is not None:
-                    used.add(id(p))
-        if isinstance(module, bn_cls):
-            check_bn(module)
-        for a in args:
-            if _is_graph(a):
-                seen_graph(module, a)
-
-    @guarded
-    def post(module, args, output):
-        tls.depth = max(0, tls.depth - 1)
-        if tls.depth == tls.child_depth:
-            rec.child_output(module, output)
-        if tls.depth == 0 and torch.is_grad_enabled():
-            try:
-                rec.collect_components(output)
-            except Exception:
-                pass
-        if tls.depth == 0:
-            rec.note_reconstruction()
-        if torch.is_grad_enabled():
-            out = output[0] if isinstance(output, (tuple, list)) and output else output
-            if isinstance(out, torch.Tensor) and out.is_floating_point():
-                rec.cur["finite"].append((rec.module_names.get(id(module), type(module).__name__),
-                                          torch.isfinite(out.detach()).all()))
-        if isinstance(module, bn_cls):
-            rec.bn_versions[id(module)] = bn_versions(module)
-
-    def bn_versions(m) -> tuple:
-        return tuple((id(b), b._version) for b in (m.running_mean, m.running_var,
-                                                   m.num_batches_tracked) if b is not None)
-
-    def check_bn(m) -> None:
-        old = rec.bn_versions.get(id(m))
-        now = bn_versions(m)
-        name = rec.module_names.get(id(m), type(m).__name__)
-        if old is not None:
-            # same tensor with a new version: written in place; another tensor: reassigned
-            changed = [b if o[0] == n[0] else f"{b} (replaced)" for b, (o, n) in
-                       zip(("running_mean", "running_var", "num_batches_tracked"), zip(old, now))
-                       if o != n]
-            if changed:
-                rec.add("batchnorm", {"kind": "modified", "module": name, "step": rec.step_count,
-                                      "buffers": changed})
-        if m.training and torch.is_grad_enabled() and id(m) not in rec.bn_stalled_seen and (
-                m.momentum == 0 or not m.track_running_stats):
-            # a training forward that leaves the running statistics where they are
-            rec.bn_stalled_seen.add(id(m))
-            rec.add("batchnorm", {"kind": "stalled", "module": name, "step": rec.step_count,
-                                  "detail": "momentum=0" if m.momentum == 0
-                                  else "track_running_stats=False"})
-        if not m.training and torch.is_grad_enabled() and id(m) not in rec.bn_frozen_seen:
-            rec.bn_frozen_seen.add(id(m))
-            rec.add("batchnorm", {"kind": "frozen", "module": name, "step": rec.step_count})
-
-    def seen_graph(module, g) -> None:
-        cache = rec.cur["graphs"]
-        if id(g) in cache:
-            return
-        cache[id(g)] = g  # keeps the id unique during the step
-        facts = rec.graph_facts(g)
-        path, line = rec.site()
-        rec.add("graphs", {"path": path or "", "line": line, "where": "forward",
-                           "module": rec.module_names.get(id(module), type(module).__name__),
-                           "step": rec.step_count, **facts})
-
-    mm = nn.modules.module
-    rec.handles.append(mm.register_module_forward_pre_hook(pre))
-    rec.handles.append(mm.register_module_forward_hook(post))
-
-    # -- backward: the step -------------------------------------------------------------------------
-    def backward_wrapper(original, tensors_of):
-        def wrapper(*args, **kwargs):
-            if tls.in_backward or tls.busy:
-                return original(*args, **kwargs)
-            ctx = None
-            tls.busy += 1
-            try:
-                tls.depth = 0  # a forward that raised leaves no stale nesting
-                if rec.budget_spent():
-                    rec.stop_for_budget()
-                ctx = rec.before_backward(tensors_of(args, kwargs), rec.site())
-            except Exception:
-                ctx = None
-            finally:
-                tls.busy -= 1
-            tls.in_backward = True
-            try:
-                return original(*args, **kwargs)
-            finally:
-                tls.in_backward = False
-                if ctx is not None:
-                    guarded(rec.after_backward)(ctx)
-        return wrapper
-
-    def tensor_args(args, kwargs):
-        return [args[0]]
-
-    def autograd_args(args, kwargs):
-        t = args[0] if args else kwargs.get("tensors")
-        if isinstance(t, torch.Tensor):
-            return [t]
-        return [x for x in (t or ()) if isinstance(x, torch.Tensor)]
-
-    rec.patch(torch.Tensor, "backward", lambda o: backward_wrapper(o, tensor_args))
-    rec.patch(torch.autograd, "backward", lambda o: backward_wrapper(o, autograd_args))
-
-    # -- optimizer ----------------------------------------------------------------------------------
-    import importlib
-
-    optim_mod = importlib.import_module("torch.optim.optimizer")
-
-    @guarded
-    def opt_pre(optimizer, args, kwargs):
-        model = last_model()
-        if model is None:
-            return
-        params = list(model.parameters())
-        if sum(p.numel() for p in params) <= 50_000_000:
-            rec.snapshots[id(optimizer)] = [(rec.param_name(p), p, p.detach().clone()) for p in params]
-
-    def last_model():
-        return rec.last_model() if rec.last_model is not None else None
-
-    @guarded
-    def opt_post(optimizer, args, kwargs):
-        path, line = rec.site()
-        model = last_model()
-        opt_ids = {id(p) for g in optimizer.param_groups for p in g["params"]}
-        info = {"step": rec.step_count, "n_params": len(opt_ids)}
-        if model is not None:
-            named = list(model.named_parameters())
-            model_ids = {id(p) for _, p in named}
-            missing = [n for n, p in named if id(p) not in opt_ids and p.requires_grad]
-            foreign = len(opt_ids - model_ids)
-            info.update(missing_model_params=missing[:200], foreign_params=foreign)
-            if id(optimizer) not in rec.opt_seen:
-                rec.opt_seen.add(id(optimizer))
-                rec.add("optimizers", {"path": path or "", "line": line,
-                                       "cls": type(optimizer).__name__, "n_params": len(opt_ids),
-                                       "model": type(model).__name__,
-                                       "missing_model_params": missing[:200],
-                                       "foreign_params": foreign})
-        snap = rec.snapshots.pop(id(optimizer), None)
-        if snap and rec.steps:
-            diffs = torch.stack([(p.detach().float() - old.float()).abs().max()
-                                 if p.numel() else torch.zeros((), device=p.device)
-                                 for _, p, old in snap]).tolist() if snap else []
-            change = rec.steps[-1].setdefault("param_change", {})
-            for (name, _, _), d in zip(snap, diffs):
-                change[name] = max(change.get(name, 0.0), float(d))
-        if rec.steps:
-            rec.steps[-1]["optimizer_steps"] = rec.steps[-1].get("optimizer_steps", 0) + 1
-        rec.opt_after_backward = False
-        rec.record("optimizer.step", path, line, info)
-        if rec.budget_spent():
-            rec.stop_for_budget()
-
-    # -- samples drawn from map-style datasets (in this process: not in DataLoader workers) -----
-    fetch_mod = importlib.import_module("torch.utils.data._utils.fetch")
-
-    def fetch_wrapper(original):
-        def fetch(self, possibly_batched_index):
-            if tls.busy or not getattr(self, "auto_collation", False) or rec.pid != os.getpid():
-                return original(self, possibly_batched_index)
-            collate = self.collate_fn
-
-            def spy(data):
-                guarded(rec.note_samples)(self.dataset, possibly_batched_index, data)
-                return collate(data)
-
-            self.collate_fn = spy
-            try:
-                return original(self, possibly_batched_index)
-            finally:
-                self.collate_fn = collate
-        return fetch
-
-    rec.patch(fetch_mod._MapDatasetFetcher, "fetch", fetch_wrapper)
-
-    rec.handles.append(optim_mod.register_optimizer_step_pre_hook(opt_pre))
-    rec.handles.append(optim_mod.register_optimizer_step_post_hook(opt_post))
-
-    def zero_grad_wrapper(original):
-        def zero_grad(self, *args, **kwargs):
-            note_zero_grad(self, args, kwargs)
-            return original(self, *args, **kwargs)
-        return zero_grad
-
-    @guarded
-    def note_zero_grad(obj, args, kwargs):
-        path, line = rec.site()
-        set_to_none = kwargs.get("set_to_none", args[0] if args else True)
-        rec.cur["zero_grad"] += 1
-        rec.record("zero_grad", path, line, {"set_to_none": bool(set_to_none),
-                                             "step": rec.step_count, "owner": type(obj).__name__,
-                                             "after_backward": rec.opt_after_backward})
-
-    rec.patch(torch.optim.Optimizer, "zero_grad", zero_grad_wrapper)
-    rec.patch(nn.Module, "zero_grad", zero_grad_wrapper)
-
-    # -- modes -----------------------------------------------------------------------------------------
-    def train_wrapper(original, kind):
-        def train(self, *args, **kwargs):
-            outer = tls.train_depth == 0
-            tls.train_depth += 1
-            try:
-                if outer:
-                    note_mode(self, kind, args, kwargs)
-                return original(self, *args, **kwargs)
-            finally:
-                tls.train_depth -= 1
-        return train
-
-    @guarded
-    def note_mode(module, kind, args, kwargs):
-        mode = False if kind == "eval" else bool(kwargs.get("mode", args[0] if args else True))
-        path, line = rec.site()
-        rec.record("eval" if not mode else "train", path, line, {
-            "module": type(module).__name__, "mode": mode,
-            "name": rec.module_names.get(id(module)),
-            "is_root": rec.module_names.get(id(module)) == "" if id(module) in rec.model_of else None,
-        })
-
-    rec.patch(nn.Module, "train", lambda o: train_wrapper(o, "train"))
-    rec.patch(nn.Module, "eval", lambda o: train_wrapper(o, "eval"))
-
-    # -- detach / .data / requires_grad_ --------------------------------------------------------
-    def detach_wrapper(original):
-        def detach(self):
-            if not tls.busy:
-                where = rec.direct_user_caller(2)
-                if where is not None:
-                    note_tensor("detach", self, where)
-            return original(self)
-        return detach
-
-    @guarded
-    def note_tensor(kind, t, where):
-        gf = t.grad_fn
-        rec.record(kind, where[0], where[1], {
-            "requires_grad": bool(t.requires_grad), "grad_fn": type(gf).__name__ if gf else None,
-            "shape": list(t.shape), "is_param": id(t) in rec.param_names,
-            "step": rec.step_count})
-
-    rec.patch(torch.Tensor, "detach", detach_wrapper)
-    base_data = None
-    for klass in type.mro(torch.Tensor):
-        if "data" in vars(klass) and klass is not torch.Tensor:
-            base_data = vars(klass)["data"]
-            break
-    if base_data is not None and "data" not in vars(torch.Tensor):
-        def data_get(self):
-            if not tls.busy:
-                where = rec.direct_user_caller(2)
-                if where is not None:
-                    note_tensor("data", self, where)
-            return base_data.__get__(self, type(self))
-
-        def data_set(self, value):
-            base_data.__set__(self, value)
-
-        torch.Tensor.data = property(data_get, data_set)
-        rec.patches.append((torch.Tensor, "data", base_data, False))
-
-    def requires_grad_wrapper(original):
-        def requires_grad_(self, requires_grad=True):
-            if not tls.busy:
-                where = rec.direct_user_caller(2)
-                if where is not None:
-                    rec.record("requires_grad_", where[0], where[1], {
-                        "flag": bool(requires_grad), "param": rec.param_names.get(id(self)),
-                        "is_param": isinstance(self, nn.Parameter)})
-            return original(self, requires_grad)
-        return requires_grad_
-
-    rec.patch(torch.Tensor, "requires_grad_", requires_grad_wrapper)
-
-    # -- grad modes, autocast, GradScaler ----------------------------------------------------------
-    def enter_wrapper(original, kind, attr):
-        def enter(self, *args, **kwargs):
-            out = original(self, *args, **kwargs)
-            if not tls.busy:
-                note_ctx(self, kind, attr, sys._getframe(1))
-            return out
-        return enter
-
-    @guarded
-    def note_ctx(obj, kind, attr, frame):
-        if kind == "autocast":
-            path, line = rec.site()
-        else:
-            # torch switches grad modes internally all the time (optimizer.step...): only a
-            # `with` or decorator written in user code counts
-            while frame is not None and frame.f_code.co_filename.endswith("_contextlib.py"):
-                frame = frame.f_back
-            path = rec.rel(frame.f_code.co_filename) if frame is not None else None
-            line = frame.f_lineno if frame is not None else 0
-        if kind == "autocast":
-            args = {"device": getattr(obj, "device", ""), "dtype": _short(getattr(obj, "fast_dtype", "")),
-                    "enabled": bool(getattr(obj, "_enabled", True))}
-        else:
-            args = {"mode": getattr(obj, attr, None) if attr else None}
-        rec.record(kind, path, line, args)
-
-    rec.patch(torch.no_grad, "__enter__", lambda o: enter_wrapper(o, "no_grad", ""))
-    rec.patch(torch.enable_grad, "__enter__", lambda o: enter_wrapper(o, "enable_grad", ""))
-    rec.patch(torch.set_grad_enabled, "__init__", lambda o: enter_wrapper(o, "set_grad_enabled", "mode"))
-    rec.patch(torch.inference_mode, "__enter__", lambda o: enter_wrapper(o, "inference_mode", "mode"))
-    rec.patch(torch.autocast, "__enter__", lambda o: enter_wrapper(o, "autocast", ""))
-
-    def scaler_wrapper(original, kind):
-        def method(self, *args, **kwargs):
-            note_scaler(self, kind)
-            return original(self, *args, **kwargs)
-        return method
-
-    @guarded
-    def note_scaler(obj, kind):
-        if kind == "scaler.scale":
-            rec.cur["scaler"] = bool(getattr(obj, "_enabled", True))
-        path, line = rec.site()
-        rec.record(kind, path, line, {"enabled": bool(getattr(obj, "_enabled", True))})
-
-    scaler_classes = {getattr(getattr(torch, "amp", None), "GradScaler", None),
-                      getattr(torch.cuda.amp, "GradScaler", None)}
-    for cls in scaler_classes - {None}:
-        for m in ("scale", "step", "update", "unscale_"):
-            if m in vars(cls):
-                rec.patch(cls, m, lambda o, k=f"scaler.{m.rstrip('_')}": scaler_wrapper(o, k))
-
-    # -- losses -------------------------------------------------------------------------------------
-    F = nn.functional
-    import inspect
-
-    def loss_wrapper(original, fname):
-        try:
-            names = list(inspect.signature(original).parameters)
-        except (TypeError, ValueError):
-            names = []
-        idx = {n: i for i, n in enumerate(names)}
-
-        def loss(*args, **kwargs):
-            outer = tls.loss_depth == 0 and not tls.busy
-            tls.loss_depth += 1
-            try:
-                out = original(*args, **kwargs)
-            finally:
-                tls.loss_depth -= 1
-            if outer:
-                note_loss(fname, idx, args, kwargs, out)
-            return out
-        return loss
-
-    def arg(idx, args, kwargs, name, default=None):
-        if name in kwargs:
-            return kwargs[name]
-        i = idx.get(name)
-        return args[i] if i is not None and i < len(args) else default
-
-    @guarded
-    def note_loss(fname, idx, args, kwargs, out):
-        path, line = rec.site()
-        reduction = arg(idx, args, kwargs, "reduction", "mean")
-        size_average, reduce = arg(idx, args, kwargs, "size_average"), arg(idx, args, kwargs, "reduce")
-        if size_average is not None or reduce is not None:
-            reduction = nn._reduction.legacy_get_string(size_average, reduce, emit_warning=False)
-        inp = arg(idx, args, kwargs, "input")
-        tgt = arg(idx, args, kwargs, "target")
-        item = {"path": path or "", "line": line, "fn": fname, "reduction": str(reduction),
-                "dtype": _short(out.dtype) if isinstance(out, torch.Tensor) else "",
-                "step": rec.step_count, "autocast": rec.autocast_state()}
-        if isinstance(out, torch.Tensor) and out.numel() == 1:
-            item["value"] = float(out.detach().float().item())
-        if isinstance(inp, torch.Tensor):
-            item["numel"] = int(inp.numel())
-            item["batch"] = int(inp.shape[0]) if inp.dim() else 1
-            if (isinstance(tgt, torch.Tensor) and inp.is_floating_point() and tgt.is_floating_point()
-                    and inp.shape == tgt.shape and inp.dim() >= 1 and inp.shape[0] > 1):
-                p = inp.detach().float().reshape(inp.shape[0], -1)
-                t = tgt.detach().float().reshape(tgt.shape[0], -1)
-                stats = torch.stack([p.std(0).mean(), t.std(0).mean(), p.pow(2).mean().sqrt(),
-                                     t.pow(2).mean().sqrt()]).tolist()
-                item.update(pred_std=stats[0], target_std=stats[1], pred_rms=stats[2],
-                            target_rms=stats[3])
-        rec.add("losses", item)
-        if isinstance(out, torch.Tensor) and out.grad_fn is not None and out.numel() == 1:
-            rec.cur["components"].append((f"{fname}@{path}:{line}", weakref.ref(out)))
-        rec.record("loss", path, line, {k: item.get(k) for k in
-                                        ("fn", "reduction", "dtype", "value", "numel")})
-
-    for name in LOSS_FUNCTIONS:
-        if hasattr(F, name):
-            rec.patch(F, name, lambda o, n=name: loss_wrapper(o, n))
-
-    def normalize_wrapper(original):
-        def normalize(input, *args, **kwargs):
-            if not tls.busy and isinstance(input, torch.Tensor) and input.requires_grad:
-                note_normalize(input, args, kwargs)
-            return original(input, *args, **kwargs)
-        return normalize
-
-    @guarded
-    def note_normalize(inp, args, kwargs):
-        dim = kwargs.get("dim", args[1] if len(args) > 1 else 1)
-        p = kwargs.get("p", args[0] if args else 2.0)
-        if p != 2 and p != 2.0 or not inp.is_floating_point():
-            return
-        path, line = rec.site()
-        if path is None:
-            return
-        size = int(inp.shape[dim]) if inp.dim() else 0
-        mean_norm = float(inp.detach().float().norm(dim=dim).mean())
-        rec.add("outputs", {"path": path, "line": line, "kind": "normalize", "step": rec.step_count,
-                            "mean_norm": mean_norm, "dim_size": size})
-        rec.record("normalize", path, line, {"mean_norm": mean_norm, "dim_size": size})
-
-    rec.patch(F, "normalize", normalize_wrapper)
-
-    # -- DDP -----------------------------------------------------------------------------------------
-    def ddp_init_wrapper(original):
-        def __init__(self, *args, **kwargs):
-            note_ddp(self, args, kwargs)
-            return original(self, *args, **kwargs)
-        return __init__
-
-    @guarded
-    def note_ddp(obj, args, kwargs):
-        dist = torch.distributed
-        init = bool(dist.is_available() and dist.is_initialized())
-        info = {"pg_initialized": init, "world_size": dist.get_world_size() if init else 1,
-                "backend": str(dist.get_backend()) if init else "",
-                "module": type(args[0] if args else kwargs.get("module")).__name__}
-        if init:
-            rec.rank = dist.get_rank()
-            rec.world_size = dist.get_world_size()
-        path, line = rec.site()
-        rec.add("ddp", {"path": path or "", "line": line, **info})
-        rec.record("ddp", path, line, info)
-        rec.flush(force=True)
-
-    rec.patch(nn.parallel.DistributedDataParallel, "__init__", ddp_init_wrapper)
-
-    # -- loading ---------------------------------------------------------------------------------------
-    def load_wrapper(original):
-        def load(*args, **kwargs):
-            note_load(args, kwargs)
-            return original(*args, **kwargs)
-        return load
-
-    @guarded
-    def note_load(args, kwargs):
-        path, line = rec.site()
-        wo = kwargs.get("weights_only")
-        f = args[0] if args else kwargs.get("f")
-        info = {"weights_only": wo, "file": f if isinstance(f, str) else str(type(f).__name__)}
-        rec.add("loads", {"kind": "torch.load", "path": path or "", "line": line,
-                          "weights_only": wo, "step": rec.step_count})
-        rec.record("torch.load", path, line, info)
-
-    rec.patch(torch, "load", load_wrapper)
-    rec.patch(torch.serialization, "load", load_wrapper)
-
-    def lsd_wrapper(original):
-        def load_state_dict(self, state_dict, *args, **kwargs):
-            if tls.busy:
-                return original(self, state_dict, *args, **kwargs)
-            strict = kwargs.get("strict", args[0] if args else True)
-            before = snapshot_params(self)
-            result, error = None, None
-            try:
-                result = original(self, state_dict, *args, **kwargs)
-                return result
-            except Exception as exc:
-                error = exc
-                raise
-            finally:
-                note_lsd(self, strict, result, error, before)
-        return load_state_dict
-
-    @guarded
-    def snapshot_params(module):
-        params = list(module.parameters())
-        if sum(p.numel() for p in params) > 50_000_000:
-            return None
-        return [(p, p.detach().clone()) for p in params]
-
-    @guarded
-    def note_lsd(module, strict, result, error, before):
-        path, line = rec.site()
-        missing = list(getattr(result, "missing_keys", []) or [])
-        unexpected = list(getattr(result, "unexpected_keys", []) or [])
-        if error is not None:
-            text = str(error)
-            missing = _keys_after(text, "Missing key(s) in state_dict:")
-            unexpected = _keys_after(text, "Unexpected key(s) in state_dict:")
-        changed = 0
-        if before:
-            for p, old in before:
-                if p.shape != old.shape or not torch.equal(p.detach(), old):
-                    changed += 1
-        for _, m in module.named_modules():
-            if isinstance(m, bn_cls):
-                rec.bn_versions[id(m)] = bn_versions(m)
-        info = {"kind": "load_state_dict", "path": path or "", "line": line, "strict": bool(strict),
-                "missing": missing[:200], "unexpected": unexpected[:200],
-                "module": type(module).__name__, "changed": changed, "step": rec.step_count,
-                "_module_id": id(module)}
-        rec.add("loads", info)
-        rec.record("load_state_dict", path, line, {k: info[k] for k in
-                                                   ("strict", "missing", "unexpected", "module", "changed")})
-
-    rec.patch(nn.Module, "load_state_dict", lsd_wrapper)
-
-    # -- seeding -----------------------------------------------------------------------------------------
-    seed_wrap(rec, torch, "manual_seed", "torch", "torch.manual_seed")
-    seed_wrap(rec, torch.random, "manual_seed", "torch", "torch.manual_seed")
-    seed_wrap(rec, torch.cuda, "manual_seed", "cuda", "torch.cuda.manual_seed")
-    seed_wrap(rec, torch.cuda, "manual_seed_all", "cuda", "torch.cuda.manual_seed_all")
-    seed_wrap(rec, torch, "seed", "torch", "torch.seed")
-
-    # -- BatchNorm resets ------------------------------------------------------------------------------
-    def bn_reset_wrapper(original):
-        def reset_running_stats(self, *args, **kwargs):
-            out = original(self, *args, **kwargs)
-            note_bn_reset(self)
-            return out
-        return reset_running_stats
-
-    @guarded
-    def note_bn_reset(m):
-        f = sys._getframe(1)
-        while f is not None and rec.rel(f.f_code.co_filename) is None:
-            if f.f_code.co_name == "__init__":
-                return  # the module's own construction
-            f = f.f_back
-        if f is None:
-            return
-        path, line = rec.rel(f.f_code.co_filename), f.f_lineno
-        name = rec.module_names.get(id(m), type(m).__name__)
-        rec.bn_versions[id(m)] = bn_versions(m)
-        rec.add("batchnorm", {"kind": "reset", "module": name, "path": path, "line": line,
-                              "step": rec.step_count})
-        rec.record("bn.reset", path, line, {"module": name})
-
-    rec.patch(bn_cls, "reset_running_stats", bn_reset_wrapper)
-
-
-def _keys_after(text: str, marker: str) -> list:
-    if marker not in text:
-        return []
-    rest = text.split(marker, 1)[1].split(". ", 1)[0]
-    return [k.strip().strip('"') for k in rest.split(",") if k.strip()]
-
-
-def seed_wrap(rec: Recorder, module, attr: str, rng: str, fname: str) -> None:
-    def make(original):
-        def seed(*args, **kwargs):
-            outer = rec.tls.seed_depth == 0
-            rec.tls.seed_depth += 1
-            try:
-                if outer:
-                    note(args, kwargs)
-                return original(*args, **kwargs)
-            finally:
-                rec.tls.seed_depth -= 1
-                if outer:
-                    rec.guarded(lambda: rec.rng_state.update(rec.rng_states()))()
-        return seed
-
-    @rec.guarded
-    def note(args, kwargs):
-        rec.check_rngs()
-        path, line = rec.site()
-        value = args[0] if args else kwargs.get("seed", kwargs.get("a"))
-        value = value if isinstance(value, (int, float, str, type(None))) else str(value)
-        rec.add("seeds", {"fn": fname, "rng": rng, "path": path or "", "line": line, "value": value})
-        rec.record("seed", path, line, {"fn": fname, "rng": rng, "value": value})
-
-    rec.patch(module, attr, make)
-
-
-def patch_numpy(rec: Recorder, np) -> None:
-    if hasattr(np, "random"):
-        seed_wrap(rec, np.random, "seed", "numpy", "np.random.seed")
-    rec.rng_state.update({k: v for k, v in rec.rng_states().items() if k not in rec.rng_state})
-
-
-def patch_dgl(rec: Recorder, dgl) -> None:
-    guarded = rec.guarded
-
-    def self_loop_wrapper(original, kind):
-        def op(g, *args, **kwargs):
-            before = facts(g)
-            out = original(g, *args, **kwargs)
-            note(kind, before, out)
-            return out
-        return op
-
-    @guarded
-    def facts(g):
-        return rec.graph_facts(g) if rec.torch is not None and _is_graph(g) else None
-
-    @guarded
-    def note(kind, before, out):
-        path, line = rec.site()
-        if path is None:
-            return
-        after = facts(out)
-        rec.record(kind, path, line, {"before": before, "after": after, "step": rec.step_count})
-        if after:
-            rec.add("graphs", {"path": path, "line": line, "where": kind, "module": "",
-                               "step": rec.step_count, **after})
-
-    for kind in ("add_self_loop", "remove_self_loop"):
-        for mod in (dgl, getattr(dgl, "transforms", None),
-                    getattr(getattr(dgl, "transforms", None), "functional", None)):
-            if mod is not None and hasattr(mod, kind):
-                rec.patch(mod, kind, lambda o, k=kind: self_loop_wrapper(o, k))
-        if hasattr(dgl, "DGLGraph") and kind in vars(dgl.DGLGraph):
-            rec.patch(dgl.DGLGraph, kind, lambda o, k=kind: self_loop_wrapper(o, k))
-    seed_wrap(rec, dgl, "seed", "dgl", "dgl.seed")
-    if hasattr(dgl, "random"):
-        seed_wrap(rec, dgl.random, "seed", "dgl", "dgl.seed")
-
-
 # ------------------------------------------------------------------------------------------------
 # installation
 # ------------------------------------------------------------------------------------------------
 
-_PATCHERS = {"torch": patch_torch, "numpy": patch_numpy, "dgl": patch_dgl}
+# library -> the hook modules (auditor/probe/hooks/<name>.py) and their function patching it
+_HOOKS = {
+    "torch": [(m, "install") for m in ("forwards", "autograd", "optimizers", "data", "modes",
+                                         "contexts", "losses", "parallel", "loading", "rng")],
+    "numpy": [("rng", "install_numpy")],
+    "dgl": [("graphs", "install"), ("rng", "install_dgl")],
+}
+_hook_modules: dict = {}
+
+
+def _hook(name: str):
+    """``auditor/probe/hooks/<name>.py``, loaded by file path once per process."""
+    module = _hook_modules.get(name)
+    if module is None:
+        import importlib.util
+
+        path = os.path.join(_HERE, "hooks", f"{name}.py")
+        spec = importlib.util.spec_from_file_location(f"_gm_audit_hooks_{name}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _hook_modules[name] = module
+    return module
+
+
+def _patch_torch_first(rec: Recorder, torch) -> None:
+    rec.torch = torch
+    rec.run["torch_imported"] = True
+    rec.rng_state.update({k: v for k, v in rec.rng_states().items() if k not in rec.rng_state})
 
 
 def _patch(rec: Recorder, name: str, module) -> None:
     if rec.snapshot is not None:
         # first: start-up seeding, and snapshot hooks that run before the recorder's own
         rec.snapshot.imported(name, module)
-    _PATCHERS[name](rec, module)
+    if name == "torch":
+        _patch_torch_first(rec, module)
+    for hook, fn in _HOOKS[name]:
+        getattr(_hook(hook), fn)(rec, module)
 
 
 def _snapshot_mode(rec: Recorder):
@@ -1663,7 +1137,7 @@ class _PostImportFinder:
 
     def __init__(self, rec: Recorder) -> None:
         self.rec = rec
-        self.pending = set(_PATCHERS)
+        self.pending = set(_HOOKS)
         self.active = threading.local()
 
     def find_spec(self, fullname, path=None, target=None):
@@ -1724,13 +1198,12 @@ def install() -> "Recorder | None":
     _recorder = rec
     import random
 
-    seed_wrap(rec, random, "seed", "random", "random.seed")
-    rec.rng_state.update(rec.rng_states())
-    for name in _PATCHERS:
+    _hook("rng").install_random(rec, random)
+    for name in _HOOKS:
         if name in sys.modules:
             rec.guarded(_patch)(rec, name, sys.modules[name])
     finder = _PostImportFinder(rec)
-    finder.pending -= {n for n in _PATCHERS if n in sys.modules}
+    finder.pending -= {n for n in _HOOKS if n in sys.modules}
     sys.meta_path.insert(0, finder)
     atexit.register(rec.guarded(rec.at_exit))
     previous_hook = sys.excepthook

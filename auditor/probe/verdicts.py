@@ -1,22 +1,37 @@
 """From evidence to statuses: each static finding decided, plus the findings of the run alone.
 
-Static findings: the rule's ``confirm(finding, evidence)`` decides when it returns a Verdict;
-otherwise a finding whose lines never ran is ``unexercised``; a finding whose line ran but whose
+Static findings: a finding in a module the run never imported is ``outside``; a finding whose
+line never ran is never ``refuted`` (``unexercised`` instead); otherwise the rule's
+``confirm(finding, evidence)`` decides when it returns a Verdict; a finding whose lines never ran
+is ``unexercised``; a finding whose line ran but whose
 rule has no opinion stays ``static`` with a note that it ran.
 
-Runtime-only findings (status ``runtime``, at the best user frame: the backward, the optimizer
-step, the DDP construction, the graph's call site). Catalogue codes where one fits:
+Runtime-only findings (status ``runtime``) are located at their cause site when the recorder
+saw it (``auditor/probe/causes.py``), with the chain of calls that led there; the backward or
+step that showed the effect is evidence. A static finding of the same rule at the cause site
+becomes ``confirmed`` instead. Catalogue codes where one fits:
 
 =========  ==============================================================================
-GM101      parameters used in the forward that the loss's autograd graph never reaches
-GM102      ... because the training forward ran with gradients disabled
-GM103      ... because they have ``requires_grad=False``
-GM105      trained parameters in no optimizer param group; optimizer over foreign parameters;
-           parameters that got gradients but never changed across the optimizer steps
-GM201      the model or its Dropout/BatchNorm submodules in eval mode at a training backward
-GM301      the backpropagated loss in float16/bfloat16; fp16 autocast without a GradScaler
+GM101      parameters used in the forward that the loss's autograd graph never reaches: at
+           the ``.detach()``/``.data`` whose input reaches them (else the backward)
+GM102      ... because the forward, or part of it, ran with gradients disabled: at the
+           ``no_grad``/``inference_mode``/``set_grad_enabled(False)`` in force
+GM103      ... because they have ``requires_grad=False`` while an optimizer holds them: at the
+           ``requires_grad_(False)`` / ``requires_grad = False``. Not reported: frozen
+           parameters no optimizer holds or whose values move without gradient (EMA teachers,
+           targets), and parameters of container modules this configuration leaves unused
+GM104      gradients accumulating: set when a backward starts, with an optimizer step and no
+           ``zero_grad`` since the previous one
+GM105      trained parameters in no optimizer param group (at the model's construction when it
+           came after the optimizer's, else at the optimizer's); optimizer over foreign
+           parameters; parameters that got gradients but never changed across the steps
+GM201      the model or its Dropout/BatchNorm submodules in eval mode at a training backward:
+           at the ``.eval()``/``.train(False)`` that left them so
+GM301      the backpropagated loss in float16/bfloat16 (at the model's cast when there was
+           one); fp16 autocast without a GradScaler; a loss fed a low-precision prediction
+GM402      parameters the loss reaches that get exactly zero gradient at every step
 GM302      DistributedDataParallel built without a process group or in a world of size 1
-GM501      a graph entering the model with nodes carrying more than one self loop
+GM501      nodes carrying more than one self loop: at the ``add_self_loop`` that made them
 =========  ==============================================================================
 
 and four codes of the probe's own, outside the static catalogue (no static check; listed in
@@ -40,6 +55,7 @@ from collections import defaultdict
 from typing import Iterable, Optional, Sequence
 
 from auditor.findings import Finding, Severity, Status
+from auditor.probe.causes import chain, frozen_cause, optimizer_cause
 from auditor.probe.evidence import Evidence, StepFacts
 from auditor.registry import RUNTIME_CHECKS
 from auditor.rule import Rule, Verdict
@@ -68,10 +84,20 @@ def decide(findings: Iterable[Finding], evidence: Evidence, rules: dict[str, typ
             except Exception as exc:  # a rule's bug must not sink the probe
                 notes.append(f"{f.rule} confirm failed on {f.path}:{f.line}: "
                              f"{type(exc).__name__}: {exc}")
-        if verdict is not None:
+        ran = evidence.ran(f.path, f.line, f.end_line)
+        if evidence and not ran and evidence.outside(f.path):
+            f.status = Status.OUTSIDE
+            f.evidence = [*f.evidence, "this run never imported the module: outside what the "
+                                       "probe can decide"]
+        elif verdict is not None and not ran and verdict.status == Status.REFUTED:
+            # whatever happened elsewhere, a line that never ran is not shown benign
+            f.status = Status.UNEXERCISED
+            f.evidence = [*f.evidence, f"line never ran during the probe ({steps} step(s)); "
+                                       f"{'; '.join(verdict.evidence)}"]
+        elif verdict is not None:
             f.status = verdict.status
             f.evidence = [*f.evidence, *verdict.evidence]
-        elif not evidence.ran(f.path, f.line, f.end_line):
+        elif not ran:
             f.status = Status.UNEXERCISED
             f.evidence = [*f.evidence, f"line never ran during the probe ({steps} step(s))"]
         else:
@@ -107,12 +133,23 @@ def runtime_findings(evidence: Evidence, static: Sequence[Finding],
             return  # a catalogue rule that is not selected
         if any(f.rule == code and f.path == path and f.line == max(line, 1) for f in found):
             return
+        at_site = [f for f in static if f.rule == code and f.path == path
+                   and f.line <= line <= max(f.end_line, f.line) and f.status != Status.CONFIRMED]
+        for f in at_site:
+            f.status = Status.CONFIRMED
+            f.evidence = [*f.evidence, f"the probe found it here: {message}", *ev]
+        if at_site:
+            confirmed.add(code)
+            return
         found.append(_finding(code, name, severity, path, line, message, fix, ev))
 
     steps = [s for s in evidence.steps if s.kind == "backward"]
-    _blocked_gradients(steps, add)
-    _modes(steps, add)
-    _precision(steps, add)
+    _blocked_gradients(evidence, steps, add)
+    _modes(evidence, steps, add)
+    if not _precision(steps, add):
+        _low_precision_predictions(evidence, add)  # the same defect, seen at the loss call
+    _accumulating(steps, add)
+    _zero_gradients(steps, add)
     _nonfinite(steps, add)
     _optimizers(evidence, steps, add)
     _ddp(evidence, add)
@@ -121,53 +158,166 @@ def runtime_findings(evidence: Evidence, static: Sequence[Finding],
     return found
 
 
-def _blocked_gradients(steps: list[StepFacts], add) -> None:
+def _when(evidence: Evidence, cause: dict, kind: Optional[str]) -> str:
+    """How often the call at a cause site ran, and after which steps."""
+    calls = evidence.calls_at(cause.get("path", ""), cause.get("line", 0), kind)
+    count = sum(c.count for c in calls)
+    tags = sorted({t for c in calls for t in c.steps})
+    if not count:
+        return ""
+    shown = ", ".join(str(t) for t in tags[:6]) + (", ..." if len(tags) > 6 else "")
+    gaps = {b - a for a, b in zip(tags, tags[1:])}
+    every = f" (every {gaps.pop()} steps)" if len(gaps) == 1 and len(tags) > 1 else ""
+    return f"ran {count} time(s), after step(s) {shown}{every}"
+
+
+def _cause_evidence(evidence: Evidence, cause: dict, kind: Optional[str], what: str) -> list[str]:
+    when = _when(evidence, cause, kind)
+    return [f"{what} at {chain(cause)}" + (f"; {when}" if when else "")]
+
+
+def _blocked_gradients(evidence: Evidence, steps: list[StepFacts], add) -> None:
+    """Parameters used in the forward that the loss does not reach, told apart by cause: the
+    forward (or part of it) under no_grad (GM102); parameters frozen that an optimizer holds
+    (GM103: meant to be trained); a .detach()/.data on the way to the loss (GM101). Frozen
+    parameters that no optimizer holds (an EMA teacher, a fixed target) and parameters of
+    container modules that this configuration leaves unused are not errors."""
+    # frozen parameters whose values move between steps are updated by copy (EMA teachers)
+    sums: dict[str, set] = defaultdict(set)
     for s in steps:
-        unreached = s.params_unreached
+        for n, v in s.frozen_sums.items():
+            sums[n].add(v)
+    copied = {n for n, vs in sums.items() if len(vs) > 1}
+    optimized_frozen = {n for o in evidence.optimizers for n in o.frozen_in_groups} - copied
+    for s in steps:
+        frozen = set(s.params_frozen)
+        # a frozen parameter that no optimizer holds, or that is updated by copy, is frozen on
+        # purpose (a teacher, a target)
+        unreached = [p for p in s.params_unreached if p not in copied and (
+            p not in frozen or p in optimized_frozen or not evidence.optimizers)]
         if not unreached:
             continue
-        frozen = [p for p in unreached if p in set(s.params_frozen)]
-        if s.grad_enabled_at_forward is False:
-            code, why = "GM102", "the forward ran with gradients disabled"
-            fix = "run the training forward outside torch.no_grad()/inference_mode()"
-        elif frozen and len(frozen) == len(unreached):
-            code, why = "GM103", "they have requires_grad=False"
-            fix = "leave requires_grad=True on parameters that the pipeline trains"
-        else:
-            code, why = "GM101", "the autograd graph is cut between them and the loss"
-            fix = "remove the .detach()/.data/no_grad on the path from these parameters to the loss"
-        add(code, s.path, s.line,
-            f"{len(unreached)} of {len(s.params_used)} parameters of {s.model or 'the model'} used "
-            f"in the forward get no gradient from this backward: {why}",
-            fix, [f"step {s.index}: not reachable from the loss: {_names(unreached)}"])
-        return
+        backward = f"step {s.index}: backward at {s.path}:{s.line}"
+        if s.grad_off_cause or (s.grad_enabled_at_forward is False and not s.params_reached):
+            cause = s.grad_off_cause or {"path": s.path, "line": s.line}
+            add("GM102", cause["path"], cause["line"],
+                f"{len(unreached)} of {len(s.params_used)} parameters of {s.model or 'the model'} "
+                f"used in the forward get no gradient: the forward ran with gradients disabled",
+                "run the training forward outside torch.no_grad()/inference_mode()",
+                [*(_cause_evidence(evidence, cause, None, "gradients switched off")
+                   if s.grad_off_cause else []),
+                 f"{backward}: not reachable from the loss: {_names(unreached)}"])
+            return
+        meant = [p for p in unreached if p in frozen and p in optimized_frozen]
+        if meant:
+            cause = frozen_cause(s, meant) or {"path": s.path, "line": s.line}
+            add("GM103", cause["path"], cause["line"],
+                f"{len(meant)} parameters of {s.model or 'the model'} that the optimizer holds "
+                f"have requires_grad=False",
+                "leave requires_grad=True on parameters that the pipeline trains",
+                [*(_cause_evidence(evidence, cause, None, "frozen")
+                   if cause.get("stack") else []),
+                 f"{backward}: no gradient for {_names(meant)}"])
+            return
+        cut = s.cut_cause
+        live = [p for p in unreached if p not in frozen and p not in set(s.params_in_containers)]
+        if cut and cut.get("params"):
+            add("GM101", cut["path"], cut["line"],
+                f"`.{cut.get('kind', 'detach')}` cuts {len(cut['params'])} parameters of "
+                f"{s.model or 'the model'} off the loss",
+                "remove the .detach()/.data on the path from these parameters to the loss",
+                [*_cause_evidence(evidence, cut, cut.get("kind", "detach"), "the cut"),
+                 f"{backward}: not reachable from the loss: {_names(cut['params'])}"])
+            return
+        if live:
+            add("GM101", s.path, s.line,
+                f"{len(live)} of {len(s.params_used)} parameters of {s.model or 'the model'} used "
+                f"in the forward get no gradient from this backward: the autograd graph is cut "
+                f"between them and the loss",
+                "remove the .detach()/.data/no_grad on the path from these parameters to the loss",
+                [f"{backward}: not reachable from the loss: {_names(live)}"])
+            return
 
 
-def _modes(steps: list[StepFacts], add) -> None:
+def _modes(evidence: Evidence, steps: list[StepFacts], add) -> None:
     for s in steps:
         off = s.eval_modules_at_backward
         if off:
             who = ["the model" if m == "" else m for m in off]
-            add("GM201", s.path, s.line,
+            cause = s.mode_cause or {"path": s.path, "line": s.line}
+            ev = [f"step {s.index}: the backward at {s.path}:{s.line} ran with training=False "
+                  f"for {_names(who)}"]
+            if s.mode_cause:
+                ev = [*_cause_evidence(evidence, cause, "eval", "`.eval()`"), *ev]
+            add("GM201", cause["path"], cause["line"],
                 f"training backward ran with {_names(who)} in eval mode",
-                "call model.train() before the training loop (and after any evaluation)",
-                [f"step {s.index}: training=False at backward for {_names(who)}"])
+                "call model.train() before the training loop (and after any evaluation)", ev)
             return
 
 
-def _precision(steps: list[StepFacts], add) -> None:
+def _precision(steps: list[StepFacts], add) -> bool:
     for s in steps:
         if s.loss_dtype in ("float16", "bfloat16"):
-            add("GM301", s.path, s.line, f"the backpropagated loss is {s.loss_dtype}",
+            cause = s.cast_cause or {"path": s.path, "line": s.line}
+            ev = [f"step {s.index}: loss dtype {s.loss_dtype}, value {s.loss_value}, backward at "
+                  f"{s.path}:{s.line}"]
+            if s.cast_cause:
+                ev.insert(0, f"{s.model or 'the model'} cast to {s.cast_cause.get('dtype')} at "
+                             f"{chain(s.cast_cause)}")
+            add("GM301", cause["path"], cause["line"], f"the backpropagated loss is {s.loss_dtype}",
                 "compute the loss in float32 (outside autocast, or cast the prediction .float())",
-                [f"step {s.index}: loss dtype {s.loss_dtype}, value {s.loss_value}"])
-            return
+                ev)
+            return True
         ac = s.autocast_at_forward or {}
         if ac.get("enabled") and ac.get("dtype") == "float16" and not s.scaler_used:
             add("GM301", s.path, s.line, "float16 autocast training without a GradScaler",
                 "scale the loss with torch.cuda.amp.GradScaler (scaler.scale(loss).backward())",
                 [f"step {s.index}: forward under float16 autocast, no GradScaler.scale"])
+            return True
+    return False
+
+
+def _low_precision_predictions(evidence: Evidence, add) -> None:
+    """A loss fed a float16/bfloat16 prediction (cast with .half()/.to(...)) outside autocast:
+    the reconstruction error is computed from low-precision values even when the loss is float32."""
+    for x in evidence.losses:
+        if x.input_dtype in ("float16", "bfloat16") and not (x.autocast or {}).get("enabled"):
+            add("GM301", x.path, x.line, f"{x.fn} gets a {x.input_dtype} prediction",
+                "keep the model and its prediction in float32 (drop the .half()/.bfloat16() cast)",
+                [f"step {x.step + 1}: {x.fn} input dtype {x.input_dtype}, loss dtype {x.dtype}"])
             return
+
+
+def _accumulating(steps: list[StepFacts], add) -> None:
+    for s in steps:
+        if s.stale_grads:
+            add("GM104", s.path, s.line,
+                f"gradients accumulate across steps: {s.stale_grads} parameters still had the "
+                f"previous step's gradient when this backward started",
+                "call optimizer.zero_grad() once per step, before the backward",
+                [f"step {s.index}: an optimizer stepped since the previous backward and no "
+                 f"zero_grad ran; {s.stale_grads} gradients were non-zero at the start"])
+            return
+
+
+def _zero_gradients(steps: list[StepFacts], add) -> None:
+    """Parameters that the loss reaches but whose gradient is exactly zero at every backward:
+    the only loss term through them is weighted 0 (GM402)."""
+    graded = [s for s in steps if s.grads]
+    if len(graded) < 2:
+        return
+    zero = None
+    for s in graded:
+        reached = set(s.params_reached)
+        now = {n for n, g in s.grads.items() if g.state == "zero" and n in reached}
+        zero = now if zero is None else zero & now
+    if zero:
+        s = graded[-1]
+        add("GM402", s.path, s.line,
+            f"{len(zero)} parameters reached by the loss get exactly zero gradient at every "
+            f"step: the loss term through them is weighted 0",
+            "give the loss term a non-zero weight, or leave it out of the model",
+            [f"zero gradient at all {len(graded)} steps: {_names(sorted(zero))}"])
 
 
 def _nonfinite(steps: list[StepFacts], add) -> None:
@@ -187,12 +337,18 @@ def _nonfinite(steps: list[StepFacts], add) -> None:
 def _optimizers(evidence: Evidence, steps: list[StepFacts], add) -> None:
     for o in evidence.optimizers:
         if o.missing_model_params:
-            add("GM105", o.path, o.line,
+            ev = [f"not optimised: {_names(o.missing_model_params)}",
+                  f"{o.foreign_params} optimised parameters are not in the model",
+                  f"the {o.cls} steps at {o.path}:{o.line}"]
+            cause, why = optimizer_cause(o)
+            if cause is None:
+                cause = {"path": o.path, "line": o.line}
+            else:
+                ev.insert(0, f"{why}: {chain(cause)}")
+            add("GM105", cause["path"], cause["line"],
                 f"{len(o.missing_model_params)} trained parameters of {o.model} are in no param "
                 f"group of the {o.cls} that steps",
-                "build the optimizer over model.parameters() of the instance that is trained",
-                [f"not optimised: {_names(o.missing_model_params)}",
-                 f"{o.foreign_params} optimised parameters are not in the model"])
+                "build the optimizer over model.parameters() of the instance that is trained", ev)
     stepped = [s for s in steps if s.optimizer_steps and s.param_change]
     if len(stepped) < 2:
         return
@@ -221,7 +377,19 @@ def _ddp(evidence: Evidence, add) -> None:
 
 
 def _graphs(evidence: Evidence, add) -> None:
-    for g in evidence.graphs:
+    # the add_self_loop call that made the duplicates is the cause; a forward only shows them
+    made = [g for g in evidence.graphs if g.multi_loop_nodes and g.where == "add_self_loop"]
+    for g in made + [g for g in evidence.graphs if g.multi_loop_nodes and g not in made]:
+        if g.stack:
+            entered = [x for x in evidence.graphs if x.multi_loop_nodes and x.where == "forward"]
+            add("GM501", g.path, g.line,
+                f"add_self_loop gives {g.multi_loop_nodes} of {g.num_nodes} nodes more than one "
+                f"self loop (the graph already had them)",
+                "add self loops once (dgl.remove_self_loop before dgl.add_self_loop)",
+                [f"step {g.step}: {g.self_loops} self loops on {g.num_nodes} nodes after "
+                 f"{chain({'stack': g.stack})}",
+                 *[f"such graphs enter {x.module} at {x.path}:{x.line}" for x in entered[:1]]])
+            return
         if g.multi_loop_nodes:
             add("GM501", g.path, g.line,
                 f"graph with {g.multi_loop_nodes} of {g.num_nodes} nodes carrying more than one "

@@ -1,0 +1,38 @@
+"""Cause sites read from the evidence, shared by the probe's verdicts and the diff's attribution.
+
+A cause is a dict the recorder wrote (``Recorder.cause``): ``path`` and ``line`` of the user call
+that changed the state, ``stack`` (``[[path, line], ...]``, innermost first: the call and the
+calls that led to it) and ``seq`` (order of the causes in the run).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from auditor.probe.evidence import OptimizerFacts, StepFacts
+
+Cause = dict[str, Any]
+
+
+def chain(cause: Cause) -> str:
+    """``validate.py:31, called from run.py:88 <- main.py:12``: a cause site and its callers."""
+    frames = cause.get("stack") or [[cause.get("path", ""), cause.get("line", 0)]]
+    callers = " <- ".join(f"{p}:{n}" for p, n in frames[1:4])
+    return f"{frames[0][0]}:{frames[0][1]}" + (f", called from {callers}" if callers else "")
+
+
+def optimizer_cause(o: OptimizerFacts) -> tuple[Optional[Cause], str]:
+    """Why an optimizer lacks the trained model's parameters, at which construction: the model
+    built after the optimizer (a rebuilt or re-wrapped instance), else the optimizer built over
+    another instance; (None, "") when the recorder saw neither construction."""
+    built, made = o.model_built_at, o.optimizer_built_at
+    if built and made and built.get("seq", 0) > made.get("seq", 0):
+        return built, f"{o.model} built after the {o.cls} (built at {chain(made)})"
+    if made:
+        return made, f"{o.cls} built over another instance than the trained {o.model}"
+    return None, ""
+
+
+def frozen_cause(step: StepFacts, params: list[str]) -> Optional[Cause]:
+    """The requires_grad(_)(False) that froze the first of ``params`` the recorder saw frozen."""
+    return next((step.frozen_cause[p] for p in params if p in step.frozen_cause), None)

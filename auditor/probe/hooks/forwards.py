@@ -1,0 +1,172 @@
+"""Module forwards: root-forward facts, parameters used, graphs entering modules, BatchNorm buffers
+written outside the forward.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def install(rec, torch) -> None:
+    nn = torch.nn
+    guarded = rec.guarded
+    tls = rec.tls
+    bn_cls = nn.modules.batchnorm._BatchNorm
+
+    @guarded
+    def pre(module, args):
+        depth = tls.depth
+        tls.depth = depth + 1
+        if depth == 0:
+            tls.child_depth = 2 if type(module).__name__ in rec.wrapper_classes else 1
+            if rec.budget_spent() and torch.is_grad_enabled():
+                rec.stop_for_budget()
+            rec.register_root(module)
+            mid = rec.model_of.get(id(module))
+            model = rec.roots[mid]() if mid in rec.roots else module
+            acc = rec.cur
+            facts = {"training_at_forward": rec.modes(model),
+                     "grad_enabled_at_forward": torch.is_grad_enabled(),
+                     "inference_mode_at_forward": torch.is_inference_mode_enabled(),
+                     "autocast_at_forward": rec.autocast_state()}
+            tls.root_grad = facts["grad_enabled_at_forward"]
+            if not tls.root_grad:
+                cause = grad_off_cause()
+                if cause is not None:
+                    facts["grad_off_cause"] = cause
+            seen = acc["roots"].get(mid)
+            if mid is not None and (seen is None or (not seen["grad_enabled_at_forward"]
+                                                     and facts["grad_enabled_at_forward"])):
+                acc["roots"][mid] = facts
+            path, line = rec.site()
+            rec.record("forward", path, line, {
+                "module": type(module).__name__, "training": bool(module.training),
+                "grad_enabled": facts["grad_enabled_at_forward"],
+                "inference_mode": facts["inference_mode_at_forward"],
+                "autocast": facts["autocast_at_forward"],
+                "eval_submodules": [n for n, t in facts["training_at_forward"].items() if not t],
+            })
+            if facts["grad_enabled_at_forward"] and module.training:
+                try:
+                    rec.input_stats(module, args, path, line)
+                    rec.watch_reconstruction(args)
+                except Exception:
+                    pass
+        elif depth == tls.child_depth:
+            rec.child_input(args)
+        params = module._parameters
+        if params and depth and tls.root_grad and not torch.is_grad_enabled():
+            # part of a training forward under no_grad/inference_mode: which one, per parameter
+            inner = rec.cur["grad_off_inner"]
+            cause = grad_off_cause()
+            if cause is not None:
+                for p in params.values():
+                    if p is not None:
+                        inner.setdefault(id(p), cause)
+        if params:
+            used = rec.cur["used"]
+            for p in params.values():
+                if p is not None:
+                    used.add(id(p))
+        if isinstance(module, bn_cls):
+            check_bn(module)
+        for a in args:
+            if rec.is_graph(a):
+                seen_graph(module, a)
+
+    def grad_off_cause():
+        """The no_grad/inference_mode/set_grad_enabled(False) entered in user code whose frame
+        is still running (so it is the one in force), as a cause site; None when unknown."""
+        if tls.grad_off is None:
+            return None
+        frame, stack = tls.grad_off
+        f = sys._getframe(2)
+        while f is not None and f is not frame:
+            f = f.f_back
+        if f is None or not stack:
+            return None
+        return {"path": stack[0][0], "line": stack[0][1], "stack": stack}
+
+    @guarded
+    def post(module, args, output):
+        tls.depth = max(0, tls.depth - 1)
+        if tls.depth == tls.child_depth:
+            rec.child_output(module, output)
+        if tls.depth == 0 and torch.is_grad_enabled():
+            try:
+                rec.collect_components(output)
+            except Exception:
+                pass
+        if tls.depth == 0:
+            rec.note_reconstruction()
+        if torch.is_grad_enabled():
+            out = output[0] if isinstance(output, (tuple, list)) and output else output
+            if isinstance(out, torch.Tensor) and out.is_floating_point():
+                rec.cur["finite"].append((rec.module_names.get(id(module), type(module).__name__),
+                                          torch.isfinite(out.detach()).all()))
+        if isinstance(module, bn_cls):
+            rec.bn_versions[id(module)] = rec.bn_state(module)
+
+    def check_bn(m) -> None:
+        old = rec.bn_versions.get(id(m))
+        now = rec.bn_state(m)
+        name = rec.module_names.get(id(m), type(m).__name__)
+        if old is not None:
+            # same tensor with a new version: written in place; another tensor: reassigned
+            changed = [b if o[0] == n[0] else f"{b} (replaced)" for b, (o, n) in
+                       zip(("running_mean", "running_var", "num_batches_tracked"), zip(old, now))
+                       if o != n]
+            if changed:
+                rec.add("batchnorm", {"kind": "modified", "module": name, "step": rec.step_count,
+                                      "buffers": changed})
+        if m.training and torch.is_grad_enabled() and id(m) not in rec.bn_stalled_seen and (
+                m.momentum == 0 or not m.track_running_stats):
+            # a training forward that leaves the running statistics where they are
+            rec.bn_stalled_seen.add(id(m))
+            rec.add("batchnorm", {"kind": "stalled", "module": name, "step": rec.step_count,
+                                  "detail": "momentum=0" if m.momentum == 0
+                                  else "track_running_stats=False"})
+        if not m.training and torch.is_grad_enabled() and id(m) not in rec.bn_frozen_seen:
+            rec.bn_frozen_seen.add(id(m))
+            rec.add("batchnorm", {"kind": "frozen", "module": name, "step": rec.step_count})
+
+    def seen_graph(module, g) -> None:
+        cache = rec.cur["graphs"]
+        if id(g) in cache:
+            return
+        cache[id(g)] = g  # keeps the id unique during the step
+        facts = rec.graph_facts(g)
+        path, line = rec.site()
+        rec.add("graphs", {"path": path or "", "line": line, "where": "forward",
+                           "module": rec.module_names.get(id(module), type(module).__name__),
+                           "step": rec.step_count, **facts})
+
+    mm = nn.modules.module
+    rec.handles.append(mm.register_module_forward_pre_hook(pre))
+    rec.handles.append(mm.register_module_forward_hook(post))
+
+    # -- BatchNorm resets ------------------------------------------------------------------------------
+    def bn_reset_wrapper(original):
+        def reset_running_stats(self, *args, **kwargs):
+            out = original(self, *args, **kwargs)
+            note_bn_reset(self)
+            return out
+        return reset_running_stats
+
+    @guarded
+    def note_bn_reset(m):
+        f = sys._getframe(1)
+        while f is not None and rec.rel(f.f_code.co_filename) is None:
+            if f.f_code.co_name == "__init__":
+                return  # the module's own construction
+            f = f.f_back
+        if f is None:
+            return
+        path, line = rec.rel(f.f_code.co_filename), f.f_lineno
+        name = rec.module_names.get(id(m), type(m).__name__)
+        rec.bn_versions[id(m)] = rec.bn_state(m)
+        rec.add("batchnorm", {"kind": "reset", "module": name, "path": path, "line": line,
+                              "step": rec.step_count})
+        rec.record("bn.reset", path, line, {"module": name})
+
+    rec.patch(bn_cls, "reset_running_stats", bn_reset_wrapper)

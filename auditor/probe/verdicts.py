@@ -123,6 +123,15 @@ def runtime_findings(evidence: Evidence, static: Sequence[Finding],
     found: list[Finding] = []
 
     def add(code: str, path: str, line: int, message: str, fix: str, ev: list[str]) -> None:
+        at_site = [f for f in static if f.rule == code and f.path == path
+                   and f.line <= line <= max(f.end_line, f.line)]
+        for f in at_site:  # confirmed by its rule or not: the cause chain is its evidence too
+            f.status = Status.CONFIRMED
+            f.evidence += [e for e in (f"the probe found it here: {message}", *ev)
+                           if e not in f.evidence]
+        if at_site:
+            confirmed.add(code)
+            return
         if code in confirmed:
             return
         if code in checks:
@@ -132,14 +141,6 @@ def runtime_findings(evidence: Evidence, static: Sequence[Finding],
         else:
             return  # a catalogue rule that is not selected
         if any(f.rule == code and f.path == path and f.line == max(line, 1) for f in found):
-            return
-        at_site = [f for f in static if f.rule == code and f.path == path
-                   and f.line <= line <= max(f.end_line, f.line) and f.status != Status.CONFIRMED]
-        for f in at_site:
-            f.status = Status.CONFIRMED
-            f.evidence = [*f.evidence, f"the probe found it here: {message}", *ev]
-        if at_site:
-            confirmed.add(code)
             return
         found.append(_finding(code, name, severity, path, line, message, fix, ev))
 

@@ -1,0 +1,78 @@
+"""The real corpus pipelines the runtime score runs: how to launch each offline, and its loss.
+
+A clean run is the unchanged corpus copy; ``run`` launches its wrapper from the copy's root (the
+folder the probe's static pass covers, so findings' paths are the corpus's own).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchmarks.ecosystem.runtime.offline import MODULES_ENV
+
+HERE = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    name: str
+    repo: str  # corpus folder
+    wrapper: str  # file in this folder
+    argv: tuple[str, ...]  # the script's own flags: few epochs, small model, CPU
+    loss: str  # regex whose group 1 is one training loss, in output order
+
+    def command(self) -> list[str]:
+        return [sys.executable, str(HERE / self.wrapper), *self.argv]
+
+    def losses(self, output: str) -> list[float]:
+        values = [float(v) for v in re.findall(self.loss, output.replace("\r", "\n"))]
+        # a progress bar redraws its last description: drop repeats that are redraws, not steps
+        return [v for i, v in enumerate(values) if i == 0 or v != values[i - 1]]
+
+
+PIPELINES = {
+    p.name: p for p in [
+        Pipeline("graphmae2-full-batch", "THUDM+GraphMAE2", "graphmae2.py",
+                 ("--dataset", "cora", "--device", "-1", "--seeds", "0", "--max_epoch", "20",
+                  "--max_epoch_f", "10", "--num_hidden", "32", "--num_heads", "2",
+                  "--lr", "0.005", "--mask_rate", "0.5"),
+                 r"# Epoch \d+: train_loss: ([0-9.]+)"),
+        Pipeline("lifesci-ogbg-ppa", "awslabs+dgl-lifesci", "lifesci_ogbg.py",
+                 ("--epochs", "3", "--n_layers", "2", "--hidden_feats", "32",
+                  "--batch_size", "16", "--filename", ""),
+                 r"train_loss: ([0-9.]+)"),
+    ]
+}
+
+
+@dataclass
+class CleanRun:
+    exit_code: int
+    losses: list[float]
+    modules: list[str]  # corpus files the run imported (script included), relative to the copy
+    output: str
+
+    @property
+    def trains(self) -> bool:
+        """The loss fell: the mean of the last quarter of steps below that of the first."""
+        k = max(1, len(self.losses) // 4)
+        return self.exit_code == 0 and len(self.losses) >= 2 and (
+            sum(self.losses[-k:]) / k < sum(self.losses[:k]) / k)
+
+
+def run(pipeline: Pipeline, root: Path, timeout: float = 600) -> CleanRun:
+    """Run ``pipeline`` bare in ``root`` (a corpus copy): exit code, losses, imported files."""
+    with tempfile.TemporaryDirectory() as tmp:
+        modules = Path(tmp) / "modules.txt"
+        proc = subprocess.run(pipeline.command(), cwd=root, capture_output=True, text=True,
+                              timeout=timeout,
+                              env={**os.environ, MODULES_ENV: str(modules)})
+        imported = modules.read_text(encoding="utf-8").split() if modules.exists() else []
+    output = proc.stdout + proc.stderr
+    return CleanRun(proc.returncode, pipeline.losses(output), imported, output)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 from collections import defaultdict
@@ -24,23 +23,10 @@ from typing import Iterable, Optional
 from benchmarks.ecosystem.corpus import REPO, repo_path
 from benchmarks.ecosystem.mutant import Mutant
 from benchmarks.ecosystem.mutators import generate
-from benchmarks.ecosystem.runtime.pipelines import PIPELINES, Pipeline, run
+from benchmarks.ecosystem.runtime.pipelines import PIPELINES, Pipeline, probe, run
 
 CAUGHT = ("confirmed", "runtime")
 OUTPUT = REPO / "build" / "ecosystem" / "runtime_score.json"
-
-
-def probe(pipeline: Pipeline, root: Path, max_steps: int, timeout: float) -> dict:
-    """``gm-audit probe --steps auto`` on the pipeline's command in ``root``; the JSON report."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "auditor", "probe", "--format", "json", "--no-cache", "--exit-zero",
-         "--steps", "auto", "--max-steps", str(max_steps), "--timeout", str(timeout), "--",
-         *pipeline.command()],
-        cwd=root, capture_output=True, text=True, timeout=timeout + 300)
-    try:
-        return json.loads(proc.stdout)
-    except json.JSONDecodeError:
-        return {"findings": [], "error": f"probe exit {proc.returncode}: {proc.stderr[-1500:]}"}
 
 
 def copy(mutant: Mutant, dest: Path) -> Path:

@@ -6,6 +6,7 @@ folder the probe's static pass covers, so findings' paths are the corpus's own).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -76,3 +77,16 @@ def run(pipeline: Pipeline, root: Path, timeout: float = 600) -> CleanRun:
         imported = modules.read_text(encoding="utf-8").split() if modules.exists() else []
     output = proc.stdout + proc.stderr
     return CleanRun(proc.returncode, pipeline.losses(output), imported, output)
+
+
+def probe(pipeline: Pipeline, root: Path, max_steps: int, timeout: float) -> dict:
+    """``gm-audit probe --steps auto`` on the pipeline's command in ``root``; the JSON report."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "auditor", "probe", "--format", "json", "--no-cache", "--exit-zero",
+         "--steps", "auto", "--max-steps", str(max_steps), "--timeout", str(timeout), "--",
+         *pipeline.command()],
+        cwd=root, capture_output=True, text=True, timeout=timeout + 300)
+    try:
+        return json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        return {"findings": [], "error": f"probe exit {proc.returncode}: {proc.stderr[-1500:]}"}

@@ -17,7 +17,7 @@ def test_graphmae2_trains_offline_and_the_probe_runs_on_it(tmp_path: Path) -> No
     clean = run(PIPELINE, root, timeout=300)
     assert clean.exit_code == 0, clean.output[-3000:]
     assert clean.trains, clean.losses
-    assert {"main_full_batch.py", "models/edcoder.py"} <= set(clean.modules)
+    assert {"main_full_batch.py", "models/edcoder.py"} <= set(clean.lines)
 
     report = probe(PIPELINE, root, max_steps=5, timeout=300)
     assert "error" not in report, report.get("error")

@@ -13,6 +13,7 @@ and writes the whole record as JSON.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import sys
 import tempfile
@@ -45,12 +46,24 @@ def verdict(mutant: Mutant, report: dict) -> dict:
             "caught": status, "run": report.get("run"), "error": report.get("error")}
 
 
-def runnable(mutants: Iterable[Mutant], imported: set[str], cap: int) -> list[Mutant]:
-    """Mutants whose files all run in the clean pipeline, ``cap`` per operator (in the order
-    ``generate`` ranked them, so the same sites come back on every run)."""
+def _changed(before: str, after: str) -> set[int]:
+    """1-based lines of ``before`` that the edit replaced, or next to which it inserted."""
+    lines: set[int] = set()
+    matcher = difflib.SequenceMatcher(None, before.splitlines(), after.splitlines(), autojunk=False)
+    for tag, i1, i2, _, _ in matcher.get_opcodes():
+        if tag != "equal":
+            lines.update(range(i1 + 1, i2 + 1) if i2 > i1 else (i1, i1 + 1))
+    return lines
+
+
+def runnable(mutants: Iterable[Mutant], root: Path, ran: dict[str, set[int]], cap: int) -> list[Mutant]:
+    """Mutants that edit code the clean run executed (lines of functions it called, in ``root``),
+    ``cap`` per operator in the order ``generate`` ranked them (the same sites on every run)."""
     kept: dict[str, list[Mutant]] = defaultdict(list)
     for m in mutants:
-        if m.files and set(m.files) <= imported and len(kept[m.operator]) < cap:
+        if len(kept[m.operator]) < cap and m.files and all(
+                _changed((root / rel).read_text(encoding="utf-8"), text) & ran.get(rel, set())
+                for rel, text in m.files.items()):
             kept[m.operator].append(m)
     return [m for ms in kept.values() for m in ms]
 
@@ -65,7 +78,7 @@ def score_pipeline(pipeline: Pipeline, rules: Optional[list[str]], cap: int, max
             + (f"{bare.losses[0]:.4f} -> {bare.losses[-1]:.4f} over {len(bare.losses)} steps"
                if bare.losses else "not found"))
         report = probe(pipeline, root, max_steps, timeout)
-        mutants = runnable(generate(pipeline.repo, root, rules, cap=10_000), set(bare.modules), cap)
+        mutants = runnable(generate(pipeline.repo, root, rules, cap=10_000), root, bare.lines, cap)
     clean_findings = [{k: f.get(k) for k in ("rule", "path", "line", "status", "message")}
                       for f in report.get("findings", [])]
     log(f"{pipeline.name}: probe on the clean run: {len(clean_findings)} finding(s), "

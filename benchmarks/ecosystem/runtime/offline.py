@@ -10,9 +10,11 @@ import atexit
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import json
 import os
 import runpy
 import sys
+import threading
 import types
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -92,23 +94,43 @@ def provide(fullname: str, **attrs: object) -> types.ModuleType:
     return parent
 
 
-MODULES_ENV = "GM_ECOSYSTEM_MODULES"
+LINES_ENV = "GM_ECOSYSTEM_LINES"
 
 
-def _write_modules(dest: str, root: Path, script: Path) -> None:
-    files = {Path(m.__file__).resolve() for m in list(sys.modules.values())
-             if getattr(m, "__file__", None)} | {script.resolve()}
-    rel = sorted(f.relative_to(root).as_posix() for f in files if f.is_relative_to(root))
-    Path(dest).write_text("\n".join(rel), encoding="utf-8")
+class _LineRecorder:
+    """The lines of every code object under ``root`` that was called: where a mutant can run.
+    A profile hook sees calls only, so the bare run stays at about its normal speed."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = str(root) + os.sep
+        self.seen: set[int] = set()
+        self.lines: dict[str, set[int]] = {}
+
+    def __call__(self, frame: types.FrameType, event: str, arg: object) -> None:
+        code = frame.f_code
+        if event != "call" or id(code) in self.seen:
+            return
+        self.seen.add(id(code))
+        if code.co_filename.startswith(self.root):
+            rel = code.co_filename[len(self.root):].replace(os.sep, "/")
+            self.lines.setdefault(rel, set()).update(n for _, _, n in code.co_lines() if n)
+
+    def write(self, dest: str) -> None:
+        sys.setprofile(None)
+        Path(dest).write_text(json.dumps({k: sorted(v) for k, v in self.lines.items()}),
+                              encoding="utf-8")
 
 
 def run_script(folder: Path, script: str, argv: Sequence[str], extra_path: Sequence[Path] = ()) -> None:
     """Run ``folder/script`` as ``__main__`` from its own folder, as ``python script argv``.
 
-    With ``GM_ECOSYSTEM_MODULES`` set, the files under the current directory (the corpus copy)
-    that the run imported are written there at exit: the files a mutant must touch to be run."""
-    if os.environ.get(MODULES_ENV):
-        atexit.register(_write_modules, os.environ[MODULES_ENV], Path.cwd().resolve(), folder / script)
+    With ``GM_ECOSYSTEM_LINES`` set, the lines of the code the run called under the current
+    directory (the corpus copy) are written there as JSON at exit."""
+    if os.environ.get(LINES_ENV):
+        recorder = _LineRecorder(Path.cwd().resolve())
+        atexit.register(recorder.write, os.environ[LINES_ENV])
+        sys.setprofile(recorder)
+        threading.setprofile(recorder)
     os.chdir(folder)
     sys.argv = [script, *argv]
     # the script's folder first, as python puts it for a script; the wrapper's own folder out

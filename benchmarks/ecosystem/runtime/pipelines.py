@@ -15,7 +15,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.ecosystem.runtime.offline import MODULES_ENV
+from benchmarks.ecosystem.runtime.offline import LINES_ENV
 
 HERE = Path(__file__).resolve().parent
 
@@ -56,7 +56,7 @@ PIPELINES = {
 class CleanRun:
     exit_code: int
     losses: list[float]
-    modules: list[str]  # corpus files the run imported (script included), relative to the copy
+    lines: dict[str, set[int]]  # corpus file (relative to the copy) -> lines of code it called
     output: str
 
     @property
@@ -68,15 +68,16 @@ class CleanRun:
 
 
 def run(pipeline: Pipeline, root: Path, timeout: float = 600) -> CleanRun:
-    """Run ``pipeline`` bare in ``root`` (a corpus copy): exit code, losses, imported files."""
+    """Run ``pipeline`` bare in ``root`` (a corpus copy): exit code, losses, lines it ran."""
     with tempfile.TemporaryDirectory() as tmp:
-        modules = Path(tmp) / "modules.txt"
+        record = Path(tmp) / "lines.json"
         proc = subprocess.run(pipeline.command(), cwd=root, capture_output=True, text=True,
                               timeout=timeout,
-                              env={**os.environ, MODULES_ENV: str(modules)})
-        imported = modules.read_text(encoding="utf-8").split() if modules.exists() else []
+                              env={**os.environ, LINES_ENV: str(record)})
+        ran = json.loads(record.read_text(encoding="utf-8")) if record.exists() else {}
     output = proc.stdout + proc.stderr
-    return CleanRun(proc.returncode, pipeline.losses(output), imported, output)
+    return CleanRun(proc.returncode, pipeline.losses(output),
+                    {k: set(v) for k, v in ran.items()}, output)
 
 
 def probe(pipeline: Pipeline, root: Path, max_steps: int, timeout: float) -> dict:

@@ -46,24 +46,27 @@ def verdict(mutant: Mutant, report: dict) -> dict:
             "caught": status, "run": report.get("run"), "error": report.get("error")}
 
 
-def _changed(before: str, after: str) -> set[int]:
-    """1-based lines of ``before`` that the edit replaced, or next to which it inserted."""
-    lines: set[int] = set()
+def _origin(before: str, after: str, line: int) -> set[int]:
+    """The 1-based lines of ``before`` where line ``line`` of ``after`` comes from: itself when
+    the edit kept it, the lines it replaced, or the line it was inserted before."""
     matcher = difflib.SequenceMatcher(None, before.splitlines(), after.splitlines(), autojunk=False)
-    for tag, i1, i2, _, _ in matcher.get_opcodes():
-        if tag != "equal":
-            lines.update(range(i1 + 1, i2 + 1) if i2 > i1 else (i1, i1 + 1))
-    return lines
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if j1 < line <= j2:
+            if tag == "equal":
+                return {i1 + line - j1}
+            return set(range(i1 + 1, i2 + 1)) if i2 > i1 else {i1 + 1}
+    return set()
 
 
 def runnable(mutants: Iterable[Mutant], root: Path, ran: dict[str, set[int]], cap: int) -> list[Mutant]:
-    """Mutants that edit code the clean run executed (lines of functions it called, in ``root``),
-    ``cap`` per operator in the order ``generate`` ranked them (the same sites on every run)."""
+    """Mutants whose truth lines lie in code the clean run executed (lines of the functions it
+    called, in ``root``), ``cap`` per operator in the order ``generate`` ranked them (the same
+    sites on every run). An edit's added imports do not count: they run in any case."""
     kept: dict[str, list[Mutant]] = defaultdict(list)
     for m in mutants:
-        if len(kept[m.operator]) < cap and m.files and all(
-                _changed((root / rel).read_text(encoding="utf-8"), text) & ran.get(rel, set())
-                for rel, text in m.files.items()):
+        if len(kept[m.operator]) < cap and m.truth and all(
+                _origin((root / t.path).read_text(encoding="utf-8"), m.files[t.path], t.line)
+                & ran.get(t.path, set()) for t in m.truth if t.path in m.files):
             kept[m.operator].append(m)
     return [m for ms in kept.values() for m in ms]
 

@@ -4,7 +4,8 @@
 
 For each pipeline (``runtime/pipelines.py``): the clean copy runs bare (it must train: its loss
 falls) and under the probe (any finding the probe confirms or raises there is a false alarm);
-then every generated mutant that touches a file the clean run imported is probed. A mutant is
+then every generated mutant whose truth lines lie in code the clean run executed is probed
+(``--cap`` per operator: each probe is a whole run of the script). A mutant is
 caught when a finding of its rule at one of its truth lines is ``confirmed``, or raised by the
 probe alone (``runtime``); a benign twin so flagged is a false alarm. Prints a table per rule
 and writes the whole record as JSON.
@@ -135,10 +136,15 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--max-steps", type=int, default=20)
     parser.add_argument("--timeout", type=float, default=300)
     parser.add_argument("--output", type=Path, default=OUTPUT)
+    parser.add_argument("--merge", type=Path, nargs="+", metavar="JSON",
+                        help="no probing: the table of earlier runs' JSON files, merged")
     args = parser.parse_args(argv)
     rules = args.rules.split(",") if args.rules else None
-    scores = [score_pipeline(PIPELINES[name], rules, args.cap, args.max_steps, args.timeout)
-              for name in args.pipeline or sorted(PIPELINES)]
+    if args.merge:
+        scores = [s for path in args.merge for s in json.loads(path.read_text(encoding="utf-8"))]
+    else:
+        scores = [score_pipeline(PIPELINES[name], rules, args.cap, args.max_steps, args.timeout)
+                  for name in args.pipeline or sorted(PIPELINES)]
     print("\n".join(table(scores)))
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(scores, indent=1), encoding="utf-8")

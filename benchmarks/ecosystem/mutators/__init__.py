@@ -16,7 +16,7 @@ from typing import Iterable, Optional
 import libcst as cst
 
 from benchmarks.ecosystem.mutant import Mutant, Truth
-from benchmarks.ecosystem.mutators.base import Operator, Source, apply
+from benchmarks.ecosystem.mutators.base import Edit, Operator, Source, apply
 from benchmarks.ecosystem.mutators.gm603 import seeded_families
 
 _SKIP = {".venv", "venv", "build", "__pycache__", ".git", ".gm_audit_cache"}
@@ -47,7 +47,9 @@ def generate(repo: str, root: Path, rules: Optional[Iterable[str]] = None, cap: 
     ops = operators(rules)
     files = {rel: (root / rel).read_text(encoding="utf-8", errors="replace") for rel in python_files(root)}
     seeded = seeded_families(iter(files.values()))
-    sites: dict[str, list[Mutant]] = {op.name: [] for op in ops}
+    # sites are ranked before they are applied: applying (a rewrite, a re-parse, a diff) is
+    # the expensive part, and only ``cap`` per operator are kept
+    sites: dict[str, list[tuple[str, Source, Edit]]] = {op.name: [] for op in ops}
     for rel, text in files.items():
         wanted = [op for op in ops if any(n in text for n in op.needs)]
         if not wanted:
@@ -58,14 +60,13 @@ def generate(repo: str, root: Path, rules: Optional[Iterable[str]] = None, cap: 
             continue  # a file the corpus ships broken is GM000's business, not a site
         for op in wanted:
             for index, edit in enumerate(op.find(src)):
-                applied = apply(src, edit)
-                line = applied.truth[0] if applied.truth else 0
-                sites[op.name].append(Mutant(
-                    id=f"{repo}:{op.name}:{rel}:{line}:{index}", repo=repo, operator=op.name,
-                    rule=op.rule, benign=op.benign, files={rel: applied.text},
-                    truth=[Truth(rel, n) for n in applied.truth], description=edit.description))
+                sites[op.name].append((f"{repo}:{op.name}:{rel}:{index}", src, edit))
     chosen = []
     for op in ops:
-        ranked = sorted(sites[op.name], key=lambda m: _rank(m.id))
-        chosen.extend(ranked[:cap])
+        for key, src, edit in sorted(sites[op.name], key=lambda site: _rank(site[0]))[:cap]:
+            applied = apply(src, edit)
+            chosen.append(Mutant(
+                id=key, repo=repo, operator=op.name, rule=op.rule, benign=op.benign,
+                files={src.path: applied.text}, truth=[Truth(src.path, n) for n in applied.truth],
+                description=edit.description))
     return chosen

@@ -3,11 +3,11 @@ and its benign twin, the detached target."""
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, Optional
 
 import libcst as cst
 
-from benchmarks.ecosystem.mutators.base import Edit, Operator, Source
+from benchmarks.ecosystem.mutators.base import Edit, Operator, Source, insert_after
 from benchmarks.ecosystem.mutators.structure import forward_sites, loss_calls
 
 
@@ -16,8 +16,22 @@ def _detached(expr: cst.BaseExpression) -> cst.Call:
 
 
 def detach_module_output(src: Source) -> Iterator[Edit]:
-    for _, call, _ in forward_sites(src):
-        yield Edit({call: _detached(call)}, f"`.detach()` on `{src.code(call.func)}(...)` on the loss path")
+    for _, call, stmt in forward_sites(src):
+        what = f"`.detach()` on `{src.code(call.func)}(...)` on the loss path"
+        first = _first_unpacked(stmt, call)
+        if first is None:
+            yield Edit({call: _detached(call)}, what)
+        else:  # a tuple has no .detach(): detach the first output after unpacking
+            yield Edit(insert_after(stmt, f"{first} = {first}.detach()"), what)
+
+
+def _first_unpacked(stmt: cst.CSTNode, call: cst.Call) -> Optional[str]:
+    """``a`` when ``stmt`` is ``a, b = call``."""
+    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
+    if isinstance(small, cst.Assign) and small.value is call and isinstance(small.targets[0].target, cst.Tuple):
+        first = small.targets[0].target.elements[0].value
+        return first.value if isinstance(first, cst.Name) else None
+    return None
 
 
 def _detach_loss_argument(src: Source, index: int, what: str) -> Iterator[Edit]:

@@ -20,7 +20,9 @@ def _construction(src: Source, opt_stmt: cst.CSTNode, model: str) -> Optional[cs
         value = assign_value(stmt)
         target = stmt.body[0].targets if isinstance(value, cst.Call) and isinstance(
             stmt.body[0], cst.Assign) else ()
-        if len(target) == 1 and src.code(target[0].target) == model:
+        # `model = model.to(device)` moves the instance; only a fresh construction rebuilds it
+        if len(target) == 1 and src.code(target[0].target) == model and \
+                src.code(value).split("(")[0].split(".")[0] != model.split(".")[0]:
             found = stmt
     return found
 

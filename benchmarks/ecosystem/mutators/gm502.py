@@ -10,8 +10,9 @@ from benchmarks.ecosystem.mutators.structure import feature_arg, forward_sites
 
 def per_batch_stats(src: Source) -> Iterator[Edit]:
     for _, call, stmt in forward_sites(src):
-        x = feature_arg(call)
-        if x:
+        feature = feature_arg(call)
+        if feature is not None:
+            x = src.code(feature)
             yield Edit(insert_before(stmt, f"{x} = ({x} - {x}.mean(0, keepdim=True)) / "
                                            f"({x}.std(0, keepdim=True) + 1e-6)"),
                        f"`{x}` standardised with its batch's statistics")

@@ -15,8 +15,9 @@ def _rotate(src: Source, parts: str, what: str) -> Iterator[Edit]:
     if not torch_bound(src):
         return
     for _, call, stmt in forward_sites(src):
-        x = feature_arg(call)
-        if x:
+        feature = feature_arg(call)
+        if feature is not None:
+            x = src.code(feature)
             yield Edit(insert_before(stmt, _ROTATION, f"{x} = torch.cat([{parts.format(x=x)}], dim=-1)"),
                        f"{what} of `{x}` rotated")
 

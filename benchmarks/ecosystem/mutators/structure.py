@@ -213,21 +213,32 @@ def torch_bound(src: Source) -> bool:
 
 
 def forward_sites(src: Source) -> Iterator[tuple[TrainLoop, cst.Call, cst.CSTNode]]:
-    """``(loop, module call, its statement)`` for module calls on a loop's loss path whose
-    statement sits in an indented body."""
+    """``(loop, module call, its statement)`` for the model calls on a loop's loss path (not
+    the calls of loss modules) whose statement sits in an indented body."""
+    criteria = _loss_modules(src)
     for tl in train_loops(src):
         for call in module_calls_on_loss_path(src, tl):
             stmt = src.statement(call)
-            if in_body(src, stmt):
+            if in_body(src, stmt) and src.code(call.func) not in criteria:
                 yield tl, call, stmt
 
 
-def feature_arg(call: cst.Call) -> Optional[str]:
-    """The features a module call gets: its last positional plain-name argument (DGL models
-    take ``(graph, features)``); None when the call has a single argument or none."""
-    names = [a.value.value for a in call.args if a.keyword is None and a.star == ""
-             and isinstance(a.value, cst.Name)]
-    return names[-1] if len(call.args) >= 2 and names else None
+def feature_arg(call: cst.Call) -> Optional[cst.BaseExpression]:
+    """The features a module call gets: its last positional argument when that can be assigned
+    to (DGL models take ``(graph, features)``); None for a call of fewer than two arguments."""
+    positional = [a.value for a in call.args if a.keyword is None and a.star == ""]
+    last = positional[-1] if len(positional) >= 2 else None
+    return last if isinstance(last, (cst.Name, cst.Attribute, cst.Subscript)) else None
+
+
+def _loss_modules(src: Source) -> set[str]:
+    """What loss modules are bound to: the targets of ``X = torch.nn.SomeLoss(...)``."""
+    out = set()
+    for stmt in statements(src.module):
+        value = assign_value(stmt)
+        if isinstance(value, cst.Call) and is_loss_call(src, value) and isinstance(stmt.body[0], cst.Assign):
+            out.update(src.code(t.target) for t in stmt.body[0].targets)
+    return out
 
 
 def assignable(expr: cst.BaseExpression) -> bool:

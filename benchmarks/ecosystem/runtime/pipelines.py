@@ -45,7 +45,7 @@ PIPELINES = {
                   "--lr", "0.005", "--mask_rate", "0.5"),
                  r"# Epoch \d+: train_loss: ([0-9.]+)"),
         Pipeline("lifesci-ogbg-ppa", "awslabs+dgl-lifesci", "lifesci_ogbg.py",
-                 ("--epochs", "3", "--n_layers", "2", "--hidden_feats", "32",
+                 ("--epochs", "4", "--n_layers", "2", "--hidden_feats", "64",
                   "--batch_size", "16", "--filename", ""),
                  r"train_loss: ([0-9.]+)"),
     ]

@@ -20,7 +20,7 @@ import sys
 import tempfile
 from collections import defaultdict
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 from benchmarks.ecosystem.corpus import REPO, repo_path
 from benchmarks.ecosystem.mutant import Mutant
@@ -32,6 +32,7 @@ OUTPUT = REPO / "build" / "ecosystem" / "runtime_score.json"
 
 
 def copy(mutant: Mutant, dest: Path) -> Path:
+    """The corpus repository with the mutant's files written over it, at ``dest``."""
     return mutant.materialise(repo_path(mutant.repo), dest)
 
 
@@ -73,7 +74,8 @@ def runnable(mutants: Iterable[Mutant], root: Path, ran: dict[str, set[int]], ca
 
 
 def score_pipeline(pipeline: Pipeline, rules: Optional[list[str]], cap: int, max_steps: int,
-                   timeout: float, log=print) -> dict:
+                   timeout: float, log: Callable[[str], None] = print) -> dict:
+    """The clean run (bare and probed) and every runnable mutant's verdict, as one record."""
     clean = Mutant(f"{pipeline.repo}:clean", pipeline.repo, "clean", "", False, {})
     with tempfile.TemporaryDirectory() as tmp:
         root = copy(clean, Path(tmp) / "clean")

@@ -19,7 +19,7 @@ def test_graphmae2_trains_offline_and_the_probe_runs_on_it(tmp_path: Path) -> No
     assert clean.trains, clean.losses
     assert {"main_full_batch.py", "models/edcoder.py"} <= set(clean.lines)
 
-    report = probe(PIPELINE, root, max_steps=5, timeout=300)
+    report = probe(PIPELINE, root, timeout=300, max_steps=5)
     assert "error" not in report, report.get("error")
     assert report["run"]["stopped"] == "budget", report["run"]
     assert report["run"]["steps"] >= 5

@@ -73,7 +73,7 @@ def runnable(mutants: Iterable[Mutant], root: Path, ran: dict[str, set[int]], ca
     return [m for ms in kept.values() for m in ms]
 
 
-def score_pipeline(pipeline: Pipeline, rules: Optional[list[str]], cap: int, max_steps: int,
+def score_pipeline(pipeline: Pipeline, rules: Optional[list[str]], cap: int, max_steps: Optional[int],
                    timeout: float, log: Callable[[str], None] = print) -> dict:
     """The clean run (bare and probed) and every runnable mutant's verdict, as one record."""
     clean = Mutant(f"{pipeline.repo}:clean", pipeline.repo, "clean", "", False, {})
@@ -83,7 +83,7 @@ def score_pipeline(pipeline: Pipeline, rules: Optional[list[str]], cap: int, max
         log(f"{pipeline.name}: clean run exit {bare.exit_code}, loss "
             + (f"{bare.losses[0]:.4f} -> {bare.losses[-1]:.4f} over {len(bare.losses)} steps"
                if bare.losses else "not found"))
-        report = probe(pipeline, root, max_steps, timeout)
+        report = probe(pipeline, root, timeout, max_steps)
         mutants = runnable(generate(pipeline.repo, root, rules, cap=10_000), root, bare.lines, cap)
     clean_findings = [{k: f.get(k) for k in ("rule", "path", "line", "status", "message")}
                       for f in report.get("findings", [])]
@@ -93,7 +93,7 @@ def score_pipeline(pipeline: Pipeline, rules: Optional[list[str]], cap: int, max
     results = []
     for i, mutant in enumerate(mutants, 1):
         with tempfile.TemporaryDirectory() as tmp:
-            result = verdict(mutant, probe(pipeline, copy(mutant, Path(tmp) / "m"), max_steps, timeout))
+            result = verdict(mutant, probe(pipeline, copy(mutant, Path(tmp) / "m"), timeout, max_steps))
         log(f"  [{i}/{len(mutants)}] {mutant.id}: {result['caught'] or 'missed'} "
             f"{result['statuses_at_truth']} ({(result['run'] or {}).get('stopped', result['error'])})")
         results.append(result)
@@ -135,7 +135,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="a pipeline to score (repeatable; default all)")
     parser.add_argument("--rules", help="comma-separated rule codes (default all)")
     parser.add_argument("--cap", type=int, default=2, help="mutants per operator and pipeline")
-    parser.add_argument("--max-steps", type=int, default=20)
+    parser.add_argument("--max-steps", type=int, help="the probe's step budget (default: the "
+                        "pipeline's whole short run)")
     parser.add_argument("--timeout", type=float, default=300)
     parser.add_argument("--output", type=Path, default=OUTPUT)
     parser.add_argument("--merge", type=Path, nargs="+", metavar="JSON",

@@ -14,6 +14,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 from benchmarks.ecosystem.runtime.offline import LINES_ENV
 
@@ -27,6 +28,9 @@ class Pipeline:
     wrapper: str  # file in this folder
     argv: tuple[str, ...]  # the script's own flags: few epochs, small model, CPU
     loss: str  # regex whose group 1 is one training loss, in output order
+    # the probe's step budget: every optimiser step of the short run, so a mutant in a later
+    # loop (GraphMAE2's linear probe after pre-training) runs before the probe stops the script
+    max_steps: int
 
     def command(self) -> list[str]:
         return [sys.executable, str(HERE / self.wrapper), *self.argv]
@@ -43,11 +47,11 @@ PIPELINES = {
                  ("--dataset", "cora", "--device", "-1", "--seeds", "0", "--max_epoch", "20",
                   "--max_epoch_f", "10", "--num_hidden", "32", "--num_heads", "2",
                   "--lr", "0.005", "--mask_rate", "0.5"),
-                 r"# Epoch \d+: train_loss: ([0-9.]+)"),
+                 r"# Epoch \d+: train_loss: ([0-9.]+)", max_steps=32),
         Pipeline("lifesci-ogbg-ppa", "awslabs+dgl-lifesci", "lifesci_ogbg.py",
                  ("--epochs", "4", "--n_layers", "2", "--hidden_feats", "64",
                   "--batch_size", "16", "--filename", ""),
-                 r"train_loss: ([0-9.]+)"),
+                 r"train_loss: ([0-9.]+)", max_steps=20),
     ]
 }
 
@@ -80,8 +84,9 @@ def run(pipeline: Pipeline, root: Path, timeout: float = 600) -> CleanRun:
                     {k: set(v) for k, v in ran.items()}, output)
 
 
-def probe(pipeline: Pipeline, root: Path, max_steps: int, timeout: float) -> dict:
+def probe(pipeline: Pipeline, root: Path, timeout: float, max_steps: Optional[int] = None) -> dict:
     """``gm-audit probe --steps auto`` on the pipeline's command in ``root``; the JSON report."""
+    max_steps = max_steps or pipeline.max_steps
     proc = subprocess.run(
         [sys.executable, "-m", "auditor", "probe", "--format", "json", "--no-cache", "--exit-zero",
          "--steps", "auto", "--max-steps", str(max_steps), "--timeout", str(timeout), "--",

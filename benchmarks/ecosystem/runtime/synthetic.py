@@ -59,7 +59,8 @@ def molecule_graphs(count: int = 120, num_classes: int = 3, edge_feats: int = 7,
     for _ in range(count):
         n = int(torch.randint(6, 14, (1,), generator=gen))
         src = torch.randint(n, (2 * n,), generator=gen)
-        dst = torch.randint(n, (2 * n,), generator=gen)
+        # no self loops: molecules have none, and the probe rightly reports graphs carrying them
+        dst = (src + torch.randint(1, n, (2 * n,), generator=gen)) % n
         graph = dgl.graph((torch.cat([src, dst]), torch.cat([dst, src])), num_nodes=n)
         label = int(torch.randint(num_classes, (1,), generator=gen))
         feat = torch.rand(n * 2, edge_feats, generator=gen)

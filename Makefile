@@ -7,7 +7,7 @@ GM     := $(abspath $(VENV))/bin/gm-audit
 STAMP  := $(VENV)/.installed
 DEMO   := build/demo
 
-.PHONY: venv demo test browser bench clean
+.PHONY: venv demo test browser bench ecosystem clean
 
 venv: $(STAMP)
 
@@ -40,6 +40,14 @@ test: venv browser
 bench: venv
 	$(PY) benchmarks/static_bench.py
 	$(PY) benchmarks/probe_bench.py
+
+# The ecosystem check (issue 11) on the real-code corpus (../shared/corpus): the triage report of
+# the unmodified corpus, the static mutation score, and the probe on real pipelines run offline
+# (the slow part: one probe run per mutant, minutes per pipeline on CPU).
+ecosystem: venv
+	$(PY) -m benchmarks.ecosystem.report
+	$(PY) -m benchmarks.ecosystem.static_score
+	$(PY) -m benchmarks.ecosystem.runtime_score
 
 clean:
 	rm -rf $(VENV) $(DEMO) .gm_audit_cache .pytest_cache

@@ -57,11 +57,12 @@ def line_text(root: Path, path: str, line: int) -> str:
     return lines[line - 1].strip() if 0 < line <= len(lines) else ""
 
 
-def run_check(root: Path, extra: Sequence[str] = (), timeout: float = 900) -> dict:
-    """``gm-audit check .`` in ``root``; the parsed JSON report."""
+def run_check(root: Path, extra: Sequence[str] = (), timeout: float = 900, cache: bool = False) -> dict:
+    """``gm-audit check .`` in ``root``; the parsed JSON report. ``cache`` keeps gm-audit's
+    per-file cache in ``root`` (only for writable copies: the corpus itself may be read-only)."""
     proc = subprocess.run(
-        [sys.executable, "-m", "auditor", "check", ".", "--format", "json", "--no-cache",
-         "--exit-zero", "--quiet", *extra],
+        [sys.executable, "-m", "auditor", "check", ".", "--format", "json",
+         *(() if cache else ("--no-cache",)), "--exit-zero", "--quiet", *extra],
         cwd=root, capture_output=True, text=True, timeout=timeout,
         env={**os.environ, "GM_AUDIT_DEBUG": ""},
     )

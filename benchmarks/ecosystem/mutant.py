@@ -32,11 +32,27 @@ class Mutant:
 
     def materialise(self, source: Path, dest: Path) -> Path:
         """A copy of ``source`` at ``dest`` with this mutant's files written over it."""
-        shutil.copytree(source, dest, symlinks=True, dirs_exist_ok=True)
-        # the corpus is laid out without write bits in CI; the copy must be writable
-        for entry in [dest, *dest.rglob("*")]:
-            if not entry.is_symlink():
-                entry.chmod(entry.stat().st_mode | 0o200)
+        copy_tree(source, dest)
+        return self.write(dest)
+
+    def write(self, dest: Path) -> Path:
+        """This mutant's files written over an existing copy at ``dest``."""
         for rel, text in self.files.items():
             (dest / rel).write_text(text, encoding="utf-8")
         return dest
+
+    def revert(self, source: Path, dest: Path) -> None:
+        """Put ``source``'s own files back over this mutant's in the copy at ``dest`` (one copy
+        then serves every mutant of a repository, with its check cache kept warm)."""
+        for rel in self.files:
+            shutil.copyfile(source / rel, dest / rel)
+
+
+def copy_tree(source: Path, dest: Path) -> Path:
+    """A writable copy of ``source`` at ``dest``."""
+    shutil.copytree(source, dest, symlinks=True, dirs_exist_ok=True)
+    # the corpus is laid out without write bits in CI; the copy must be writable
+    for entry in [dest, *dest.rglob("*")]:
+        if not entry.is_symlink():
+            entry.chmod(entry.stat().st_mode | 0o200)
+    return dest

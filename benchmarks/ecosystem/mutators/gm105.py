@@ -1,0 +1,49 @@
+"""GM105: the model rebuilt (or deep-copied) after its optimizer was built over it."""
+
+from __future__ import annotations
+
+from typing import Iterator, Optional
+
+import libcst as cst
+
+from benchmarks.ecosystem.mutators.base import Edit, Operator, Source, insert_after
+from benchmarks.ecosystem.mutators.structure import (assign_value, assignable, in_body,
+                                                     optimizer_builds, scope_of, statements)
+
+
+def _construction(src: Source, opt_stmt: cst.CSTNode, model: str) -> Optional[cst.CSTNode]:
+    """The last ``MODEL = call(...)`` before the optimizer, in the same function."""
+    found = None
+    for stmt in statements(scope_of(src, opt_stmt)):
+        if src.line(stmt) >= src.line(opt_stmt):
+            break
+        value = assign_value(stmt)
+        target = stmt.body[0].targets if isinstance(value, cst.Call) and isinstance(
+            stmt.body[0], cst.Assign) else ()
+        # `model = model.to(device)` moves the instance; only a fresh construction rebuilds it
+        if len(target) == 1 and src.code(target[0].target) == model and \
+                src.code(value).split("(")[0].split(".")[0] != model.split(".")[0]:
+            found = stmt
+    return found
+
+
+def rebuild_after_optimizer(src: Source) -> Iterator[Edit]:
+    for stmt, _, model in optimizer_builds(src):
+        built = _construction(src, stmt, src.code(model)) if in_body(src, stmt) else None
+        if built is not None:
+            yield Edit(insert_after(stmt, src.code(built).strip()),
+                       f"`{src.code(model)}` built again after its optimizer", anchors=(stmt,))
+
+
+def deepcopy_after_optimizer(src: Source) -> Iterator[Edit]:
+    for stmt, _, model in optimizer_builds(src):
+        if in_body(src, stmt) and assignable(model):
+            name = src.code(model)
+            yield Edit(insert_after(stmt, "import copy", f"{name} = copy.deepcopy({name})"),
+                       f"`{name}` deep-copied after its optimizer", anchors=(stmt,))
+
+
+OPERATORS = [
+    Operator("gm105.rebuild-after-optimizer", "GM105", rebuild_after_optimizer, ("optim",)),
+    Operator("gm105.deepcopy-after-optimizer", "GM105", deepcopy_after_optimizer, ("optim",)),
+]

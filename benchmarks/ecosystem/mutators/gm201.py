@@ -1,0 +1,58 @@
+"""GM201: the model left in eval mode for training: the ``.train()`` after an evaluation
+removed, or an ``.eval()`` added before the loop; benign twin, eval then train."""
+
+from __future__ import annotations
+
+from typing import Iterator, Optional
+
+import libcst as cst
+
+from benchmarks.ecosystem.mutators.base import Edit, Operator, Source, insert_before, neutralise
+from benchmarks.ecosystem.mutators.structure import (TrainLoop, in_body, method_calls,
+                                                     module_calls_on_loss_path, scope_of,
+                                                     train_loops)
+
+
+def drop_train(src: Source) -> Iterator[Edit]:
+    training = {id(tl.scope) for tl in train_loops(src)}
+    for call in method_calls(src.module, "train"):
+        model = call.func.value
+        stmt = src.statement(call)
+        if call.args or id(scope_of(src, call)) not in training or not in_body(src, stmt):
+            continue
+        evals = [e for e in method_calls(src.module, "eval") if src.code(e.func.value) == src.code(model)]
+        if evals:
+            # the rule reports the `.eval()` that now reaches the training step
+            yield Edit(neutralise(stmt), f"`{src.code(call)}` after evaluation removed",
+                       anchors=tuple(evals))
+
+
+def _model(src: Source, tl: TrainLoop) -> Optional[str]:
+    """The model the loop trains: the receiver-free module call on its loss path."""
+    for call in module_calls_on_loss_path(src, tl):
+        if isinstance(call.func, (cst.Name, cst.Attribute)):
+            return src.code(call.func)
+    return None
+
+
+def _before_loop(src: Source, *code: str) -> Iterator[Edit]:
+    for tl in train_loops(src):
+        model = _model(src, tl)
+        if model and in_body(src, tl.loop) and not any(method_calls(tl.loop, "train")):
+            yield Edit(insert_before(tl.loop, *(c.format(m=model) for c in code)),
+                       f"`{model}` switched to eval mode before the loop")
+
+
+def eval_before_loop(src: Source) -> Iterator[Edit]:
+    return _before_loop(src, "{m}.eval()")
+
+
+def eval_then_train(src: Source) -> Iterator[Edit]:
+    return _before_loop(src, "{m}.eval()", "{m}.train()")
+
+
+OPERATORS = [
+    Operator("gm201.drop-train-after-eval", "GM201", drop_train, (".eval()",)),
+    Operator("gm201.eval-before-loop", "GM201", eval_before_loop, (".backward(",)),
+    Operator("gm201.eval-then-train", "GM201", eval_then_train, (".backward(",), benign=True),
+]

@@ -1,0 +1,38 @@
+"""GM501: a second ``add_self_loop`` on a graph that already got one; benign twin, the loops
+removed first."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from benchmarks.ecosystem.mutators.base import Edit, Operator, Source, insert_after
+from benchmarks.ecosystem.mutators.structure import in_body, method_calls
+
+
+def _self_loop_statements(src: Source) -> Iterator[tuple[cst.CSTNode, cst.Call]]:
+    """``G = ....add_self_loop(G ...)`` statements: dgl's function or the graph method."""
+    for call in method_calls(src.module, "add_self_loop"):
+        stmt = src.statement(call)
+        if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Assign) \
+                and stmt.body[0].value is call and in_body(src, stmt):
+            yield stmt, call
+
+
+def second_self_loop(src: Source) -> Iterator[Edit]:
+    for stmt, _ in _self_loop_statements(src):
+        yield Edit(insert_after(stmt, src.code(stmt).strip()), "`add_self_loop` applied a second time")
+
+
+def remove_then_add(src: Source) -> Iterator[Edit]:
+    for stmt, call in _self_loop_statements(src):
+        remove = src.code(stmt).strip().replace("add_self_loop", "remove_self_loop", 1)
+        yield Edit(insert_after(stmt, remove, src.code(stmt).strip()),
+                   "self loops removed before a second `add_self_loop`")
+
+
+OPERATORS = [
+    Operator("gm501.second-self-loop", "GM501", second_self_loop, ("add_self_loop",)),
+    Operator("gm501.remove-then-add", "GM501", remove_then_add, ("add_self_loop",), benign=True),
+]

@@ -1,0 +1,50 @@
+"""GM603: an RNG drawn from in the training loop whose family the repository never seeds,
+while it seeds others; benign twin, a draw from a seeded family."""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator
+
+from benchmarks.ecosystem.mutators.base import Edit, Operator, Source, insert_before
+from benchmarks.ecosystem.mutators.structure import first_loop_statement, in_body, train_loops
+
+# family -> (the module it needs bound in the file, a draw from it)
+DRAWS = {"torch": ("torch", "torch.randperm(8)"), "numpy": ("numpy", "{m}.random.permutation(8)"),
+         "random": ("random", "{m}.random()")}
+SEEDS = {"torch": re.compile(r"\bmanual_seed(_all)?\("), "numpy": re.compile(r"\brandom\.seed\(|default_rng\(\d"),
+         "random": re.compile(r"(?<!\.)\brandom\.seed\(")}
+
+
+def seeded_families(texts: Iterator[str]) -> frozenset[str]:
+    """The RNG families that some file seeds (numpy's and stdlib's seed calls look alike:
+    ``np.random.seed`` counts for numpy, a bare ``random.seed`` for the stdlib)."""
+    joined = "\n".join(texts)
+    return frozenset(f for f, pattern in SEEDS.items() if pattern.search(joined))
+
+
+def _draw(src: Source, seeded: bool) -> Iterator[Edit]:
+    if not src.seeded:
+        return
+    bound = {full: name for name, full in src.imports.items()}
+    families = [f for f in DRAWS if (f in src.seeded) == seeded and DRAWS[f][0] in bound]
+    for tl in train_loops(src) if families else ():
+        stmt = first_loop_statement(src, tl)
+        if in_body(src, stmt):
+            module, draw = DRAWS[families[0]]
+            yield Edit(insert_before(stmt, f"drawn = {draw.format(m=bound[module])}"),
+                       f"a draw from the {'seeded' if seeded else 'unseeded'} {families[0]} RNG")
+
+
+def unseeded_draw(src: Source) -> Iterator[Edit]:
+    return _draw(src, seeded=False)
+
+
+def seeded_draw(src: Source) -> Iterator[Edit]:
+    return _draw(src, seeded=True)
+
+
+OPERATORS = [
+    Operator("gm603.unseeded-draw", "GM603", unseeded_draw, (".backward(",)),
+    Operator("gm603.seeded-draw", "GM603", seeded_draw, (".backward(",), benign=True),
+]

@@ -1,0 +1,139 @@
+"""What every offline wrapper needs: stub modules for absent optional imports, and runpy.
+
+Kept free of torch and dgl imports so a wrapper can install its stubs before the corpus code
+(or anything it imports) runs.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import json
+import os
+import runpy
+import sys
+import threading
+import types
+from pathlib import Path
+from typing import Iterable, Sequence
+
+
+class _Anything(type):
+    """A class whose every attribute, call and subclass is another such class: enough for code
+    that only touches a stubbed library at import time (enum members, decorators, base classes)."""
+
+    def __getattr__(cls, name: str) -> "_Anything":
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Anything(name, (), {})
+
+    def __call__(cls, *args: object, **kwargs: object) -> "_Anything":
+        return _Anything(cls.__name__, (), {})
+
+    def __iter__(cls):
+        return iter(())
+
+    def __bool__(cls) -> bool:
+        return False
+
+
+class _StubModule(types.ModuleType):
+    def __getattr__(self, name: str) -> _Anything:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Anything(name, (), {})
+
+
+class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Serves every module under the given top-level names, only when they are not installed."""
+
+    def __init__(self, roots: set[str]) -> None:
+        self.roots = roots
+
+    def find_spec(self, fullname, path=None, target=None):  # type: ignore[override]
+        if fullname.split(".")[0] not in self.roots:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+
+    def create_module(self, spec):  # type: ignore[override]
+        module = _StubModule(spec.name)
+        module.__path__ = []  # a package, so any submodule import resolves through this finder
+        return module
+
+    def exec_module(self, module) -> None:  # type: ignore[override]
+        pass
+
+
+def stub_missing(names: Iterable[str]) -> list[str]:
+    """Stub those of ``names`` (top-level modules) that are not installed; the stubbed ones."""
+    missing = {n for n in names if importlib.util.find_spec(n) is None}
+    if missing:
+        sys.meta_path.append(_StubFinder(missing))
+    return sorted(missing)
+
+
+def provide(fullname: str, **attrs: object) -> types.ModuleType:
+    """Module ``fullname`` (parents included, created empty when absent) with ``attrs`` set:
+    the synthetic dataset classes a script imports from a library the venv does not have."""
+    parts = fullname.split(".")
+    parent = None
+    for i in range(1, len(parts) + 1):
+        name = ".".join(parts[:i])
+        module = sys.modules.get(name)
+        if module is None:
+            module = types.ModuleType(name)
+            module.__path__ = []
+            sys.modules[name] = module
+            if parent is not None:
+                setattr(parent, parts[i - 1], module)
+        parent = module
+    for key, value in attrs.items():
+        setattr(parent, key, value)
+    return parent
+
+
+LINES_ENV = "GM_ECOSYSTEM_LINES"
+
+
+class _LineRecorder:
+    """The lines of every code object under ``root`` that was called: where a mutant can run.
+    A profile hook sees calls only, so the bare run stays at about its normal speed."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = str(root) + os.sep
+        self.seen: set[int] = set()
+        self.lines: dict[str, set[int]] = {}
+
+    def __call__(self, frame: types.FrameType, event: str, arg: object) -> None:
+        code = frame.f_code
+        if event != "call" or id(code) in self.seen:
+            return
+        self.seen.add(id(code))
+        if code.co_filename.startswith(self.root):
+            rel = code.co_filename[len(self.root):].replace(os.sep, "/")
+            self.lines.setdefault(rel, set()).update(n for _, _, n in code.co_lines() if n)
+
+    def write(self, dest: str) -> None:
+        sys.setprofile(None)
+        Path(dest).write_text(json.dumps({k: sorted(v) for k, v in self.lines.items()}),
+                              encoding="utf-8")
+
+
+def run_script(folder: Path, script: str, argv: Sequence[str], extra_path: Sequence[Path] = ()) -> None:
+    """Run ``folder/script`` as ``__main__`` from its own folder, as ``python script argv``.
+
+    With ``GM_ECOSYSTEM_LINES`` set, the lines of the code the run called under the current
+    directory (the corpus copy) are written there as JSON at exit."""
+    if os.environ.get(LINES_ENV):
+        recorder = _LineRecorder(Path.cwd().resolve())
+        atexit.register(recorder.write, os.environ[LINES_ENV])
+        sys.setprofile(recorder)
+        threading.setprofile(recorder)
+    os.chdir(folder)
+    sys.argv = [script, *argv]
+    # the script's folder first, as python puts it for a script; the wrapper's own folder out
+    sys.path[0] = str(folder)
+    sys.path[1:1] = [str(p) for p in extra_path]
+    runpy.run_path(str(folder / script), run_name="__main__")

@@ -1,0 +1,159 @@
+"""Runtime score on real code (issue 11, point 5): the probe on real corpus pipelines run offline.
+
+    python -m benchmarks.ecosystem.runtime_score [--pipeline NAME] [--rules GM101,...] [--cap 1]
+
+For each pipeline (``runtime/pipelines.py``): the clean copy runs bare (it must train: its loss
+falls) and under the probe (any finding the probe confirms or raises there is a false alarm);
+then every generated mutant whose truth lines lie in code the clean run executed is probed
+(``--cap`` per operator: each probe is a whole run of the script). A mutant is
+caught when a finding of its rule at one of its truth lines is ``confirmed``, or raised by the
+probe alone (``runtime``); a benign twin so flagged is a false alarm. Prints a table per rule
+and writes the whole record as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+from typing import Callable, Iterable, Optional
+
+from benchmarks.ecosystem.corpus import REPO, repo_path
+from benchmarks.ecosystem.mutant import Mutant
+from benchmarks.ecosystem.mutators import generate
+from benchmarks.ecosystem.runtime.pipelines import PIPELINES, Pipeline, probe, run
+
+CAUGHT = ("confirmed", "runtime")
+OUTPUT = REPO / "build" / "ecosystem" / "runtime_score.json"
+
+
+def copy(mutant: Mutant, dest: Path) -> Path:
+    """The corpus repository with the mutant's files written over it, at ``dest``."""
+    return mutant.materialise(repo_path(mutant.repo), dest)
+
+
+def verdict(mutant: Mutant, report: dict) -> dict:
+    """The statuses the probe gave to findings of the mutant's rule at its truth lines."""
+    truth = {(t.path, t.line) for t in mutant.truth}
+    at_truth = sorted({f["status"] for f in report.get("findings", [])
+                       if f["rule"] == mutant.rule and (f["path"], f["line"]) in truth})
+    status = next((s for s in CAUGHT if s in at_truth), None)
+    return {"id": mutant.id, "rule": mutant.rule, "operator": mutant.operator,
+            "benign": mutant.benign, "description": mutant.description,
+            "truth": [[t.path, t.line] for t in mutant.truth], "statuses_at_truth": at_truth,
+            "caught": status, "run": report.get("run"), "error": report.get("error")}
+
+
+def _origin(before: str, after: str, line: int) -> set[int]:
+    """The 1-based lines of ``before`` where line ``line`` of ``after`` comes from: itself when
+    the edit kept it, the lines it replaced, or the line it was inserted before."""
+    matcher = difflib.SequenceMatcher(None, before.splitlines(), after.splitlines(), autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if j1 < line <= j2:
+            if tag == "equal":
+                return {i1 + line - j1}
+            return set(range(i1 + 1, i2 + 1)) if i2 > i1 else {i1 + 1}
+    return set()
+
+
+def runnable(mutants: Iterable[Mutant], root: Path, ran: dict[str, set[int]], cap: int) -> list[Mutant]:
+    """Mutants whose truth lines lie in code the clean run executed (lines of the functions it
+    called, in ``root``), ``cap`` per operator in the order ``generate`` ranked them (the same
+    sites on every run). An edit's added imports do not count: they run in any case."""
+    kept: dict[str, list[Mutant]] = defaultdict(list)
+    for m in mutants:
+        if len(kept[m.operator]) < cap and m.truth and all(
+                _origin((root / t.path).read_text(encoding="utf-8"), m.files[t.path], t.line)
+                & ran.get(t.path, set()) for t in m.truth if t.path in m.files):
+            kept[m.operator].append(m)
+    return [m for ms in kept.values() for m in ms]
+
+
+def score_pipeline(pipeline: Pipeline, rules: Optional[list[str]], cap: int, max_steps: Optional[int],
+                   timeout: float, log: Callable[[str], None] = print) -> dict:
+    """The clean run (bare and probed) and every runnable mutant's verdict, as one record."""
+    clean = Mutant(f"{pipeline.repo}:clean", pipeline.repo, "clean", "", False, {})
+    with tempfile.TemporaryDirectory() as tmp:
+        root = copy(clean, Path(tmp) / "clean")
+        bare = run(pipeline, root, timeout)
+        log(f"{pipeline.name}: clean run exit {bare.exit_code}, loss "
+            + (f"{bare.losses[0]:.4f} -> {bare.losses[-1]:.4f} over {len(bare.losses)} steps"
+               if bare.losses else "not found"))
+        report = probe(pipeline, root, timeout, max_steps)
+        mutants = runnable(generate(pipeline.repo, root, rules, cap=10_000), root, bare.lines, cap)
+    clean_findings = [{k: f.get(k) for k in ("rule", "path", "line", "status", "message")}
+                      for f in report.get("findings", [])]
+    log(f"{pipeline.name}: probe on the clean run: {len(clean_findings)} finding(s), "
+        f"{sum(f['status'] in CAUGHT for f in clean_findings)} confirmed/runtime; "
+        f"{len(mutants)} mutant(s) to probe")
+    results = []
+    for i, mutant in enumerate(mutants, 1):
+        with tempfile.TemporaryDirectory() as tmp:
+            result = verdict(mutant, probe(pipeline, copy(mutant, Path(tmp) / "m"), timeout, max_steps))
+        log(f"  [{i}/{len(mutants)}] {mutant.id}: {result['caught'] or 'missed'} "
+            f"{result['statuses_at_truth']} ({(result['run'] or {}).get('stopped', result['error'])})")
+        results.append(result)
+    return {"pipeline": pipeline.name, "repo": pipeline.repo,
+            "clean": {"exit": bare.exit_code, "trains": bare.trains, "losses": bare.losses,
+                      "probe_run": report.get("run"), "probe_error": report.get("error"),
+                      "findings": clean_findings},
+            "mutants": results}
+
+
+def table(scores: list[dict]) -> list[str]:
+    """One row per rule: bug mutants, caught confirmed / runtime at truth, missed; benign twins
+    flagged; findings the probe confirmed or raised on the clean runs."""
+    rows: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for score in scores:
+        for f in score["clean"]["findings"]:
+            rows[f["rule"]]["clean_flagged" if f["status"] in CAUGHT else "clean_other"] += 1
+        for m in score["mutants"]:
+            row = rows[m["rule"]]
+            if m["benign"]:
+                row["twins"] += 1
+                row["twins_flagged"] += bool(m["caught"])
+            else:
+                row["mutants"] += 1
+                row[m["caught"] or "missed"] += 1
+    head = ("rule", "mutants", "confirmed", "runtime", "missed", "twins", "twins flagged",
+            "clean: confirmed/runtime", "clean: other")
+    keys = ("mutants", "confirmed", "runtime", "missed", "twins", "twins_flagged",
+            "clean_flagged", "clean_other")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for rule in sorted(rows):
+        lines.append("| " + " | ".join([rule, *(str(rows[rule][k]) for k in keys)]) + " |")
+    return lines
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pipeline", action="append", choices=sorted(PIPELINES),
+                        help="a pipeline to score (repeatable; default all)")
+    parser.add_argument("--rules", help="comma-separated rule codes (default all)")
+    parser.add_argument("--cap", type=int, default=2, help="mutants per operator and pipeline")
+    parser.add_argument("--max-steps", type=int, help="the probe's step budget (default: the "
+                        "pipeline's whole short run)")
+    parser.add_argument("--timeout", type=float, default=300)
+    parser.add_argument("--output", type=Path, default=OUTPUT)
+    parser.add_argument("--merge", type=Path, nargs="+", metavar="JSON",
+                        help="no probing: the table of earlier runs' JSON files, merged")
+    args = parser.parse_args(argv)
+    rules = args.rules.split(",") if args.rules else None
+    if args.merge:
+        scores = [s for path in args.merge for s in json.loads(path.read_text(encoding="utf-8"))]
+    else:
+        scores = [score_pipeline(PIPELINES[name], rules, args.cap, args.max_steps, args.timeout)
+                  for name in args.pipeline or sorted(PIPELINES)]
+    print("\n".join(table(scores)))
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(scores, indent=1), encoding="utf-8")
+    print(f"written {args.output}")
+    return 0 if all(s["clean"]["trains"] for s in scores) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,137 @@
+"""Static score (issue 11, point 4): recall per rule on generated mutants of each corpus
+repository and the bundled fixture, and how many benign twins are flagged.
+
+    python -m benchmarks.ecosystem.static_score [--repos R ...] [--rules GM101 ...]
+                                                [--cap 3] [--max-mutants N] [--json FILE]
+
+A mutant is found when the check reports its rule at one of its truth lines, and that finding
+is not one the unmodified repository already has (same rule, file and line text). A benign twin
+is flagged when its rule reports there at error or warning. Speed: each repository is copied
+once to a temp dir and checked once with gm-audit's per-file cache there; every mutant is then
+written over that copy, checked (only the mutated file is re-analysed, the cross-file stage is
+recomputed as always) and reverted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterable, Optional, Sequence
+
+from benchmarks.ecosystem import corpus
+from benchmarks.ecosystem.mutant import Mutant, copy_tree
+from benchmarks.ecosystem.mutators import generate
+
+FLAGGING = ("error", "warning")
+
+
+@dataclass
+class Scored:
+    id: str
+    repo: str
+    operator: str
+    rule: str
+    benign: bool
+    hit: bool  # bug found at its truth line / benign twin flagged there
+    truth: list[tuple[str, int]]
+    description: str
+
+
+def source_root(repo: str, scratch: Path) -> Path:
+    """Where ``repo``'s unmodified code is: the corpus folder, or the fixture built in scratch."""
+    if repo != corpus.FIXTURE:
+        return corpus.repo_path(repo)
+    dest = scratch / "fixture-source"
+    subprocess.run([sys.executable, str(corpus.REPO / "fixtures" / "build.py"), "clean", str(dest)],
+                   check=True, capture_output=True)
+    return dest
+
+
+def hit(mutant: Mutant, found: Iterable[corpus.Reported], clean: set[tuple[str, str, str]]) -> bool:
+    at = {(t.path, t.line) for t in mutant.truth}
+    return any(f.rule == mutant.rule and (f.path, f.line) in at and f.key not in clean
+               and (not mutant.benign or f.severity in FLAGGING) for f in found)
+
+
+def score_repo(repo: str, rules: Optional[Sequence[str]], cap: int,
+               max_mutants: Optional[int]) -> tuple[list[Scored], dict[str, float]]:
+    with tempfile.TemporaryDirectory(prefix="gm-static-") as tmp:
+        scratch = Path(tmp)
+        source = source_root(repo, scratch)
+        start = time.perf_counter()
+        mutants = generate(repo, source, rules, cap)[:max_mutants]
+        generated = time.perf_counter()
+        work = copy_tree(source, scratch / "work")
+        clean = {f.key for f in corpus.findings(work, report=corpus.run_check(work, cache=True))}
+        warmed = time.perf_counter()
+        out = []
+        for mutant in mutants:
+            mutant.write(work)
+            found = corpus.findings(work, report=corpus.run_check(work, cache=True))
+            mutant.revert(source, work)
+            out.append(Scored(mutant.id, repo, mutant.operator, mutant.rule, mutant.benign,
+                              hit(mutant, found, clean), [(t.path, t.line) for t in mutant.truth],
+                              mutant.description))
+        end = time.perf_counter()
+    return out, {"generate": generated - start, "warm_check": warmed - generated,
+                 "mutant_checks": end - warmed, "mutants": len(mutants)}
+
+
+def tally(scored: Sequence[Scored], benign: bool) -> dict[str, dict[str, list[int]]]:
+    """rule -> repo -> [hits, mutants]."""
+    table: dict[str, dict[str, list[int]]] = {}
+    for s in scored:
+        if s.benign == benign:
+            cell = table.setdefault(s.rule, {}).setdefault(s.repo, [0, 0])
+            cell[0] += s.hit
+            cell[1] += 1
+    return table
+
+
+def render(table: dict[str, dict[str, list[int]]], repos: Sequence[str], title: str) -> str:
+    short = [r.split("+")[-1][:12] for r in repos]
+    lines = [title, "rule   " + "".join(f"{s:>14}" for s in short) + f"{'all':>10}"]
+    for rule in sorted(table):
+        cells = [table[rule].get(r) for r in repos]
+        total = [sum(c[0] for c in cells if c), sum(c[1] for c in cells if c)]
+        lines.append(f"{rule:<7}" + "".join(f"{f'{c[0]}/{c[1]}' if c else '-':>14}" for c in cells)
+                     + f"{f'{total[0]}/{total[1]}':>10}")
+    return "\n".join(lines)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repos", nargs="*", help="corpus folders and/or 'fixture' (default: all)")
+    parser.add_argument("--rules", nargs="*", help="rule codes (default: all)")
+    parser.add_argument("--cap", type=int, default=3, help="sites per operator per repository")
+    parser.add_argument("--max-mutants", type=int, help="mutants per repository at most")
+    parser.add_argument("--json", type=Path, help="write every mutant's result here")
+    args = parser.parse_args(argv)
+    repos = args.repos or [*corpus.repositories(), corpus.FIXTURE]
+    scored: list[Scored] = []
+    timing = {}
+    for repo in repos:
+        results, timing[repo] = score_repo(repo, args.rules, args.cap, args.max_mutants)
+        scored.extend(results)
+        print(f"{repo}: {timing[repo]['mutants']} mutants, "
+              f"{sum(timing[repo][k] for k in ('generate', 'warm_check', 'mutant_checks')):.0f} s",
+              file=sys.stderr, flush=True)
+    recall, benign = tally(scored, False), tally(scored, True)
+    print(render(recall, repos, "Recall (bugs found at their truth line / mutants)"))
+    print()
+    print(render(benign, repos, "Benign twins flagged at error/warning / twins"))
+    if args.json:
+        args.json.write_text(json.dumps({"repos": repos, "timing": timing, "recall": recall,
+                                         "benign": benign, "mutants": [asdict(s) for s in scored]},
+                                        indent=1), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

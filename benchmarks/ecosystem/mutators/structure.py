@@ -7,13 +7,14 @@ and the torch/dgl API it calls, never from a variable's name.
 from __future__ import annotations
 
 import builtins
-import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable, Iterator, Optional
 
 import libcst as cst
 
+# the engine's field walk: libcst's ``children`` runs a whole visit per call
+from auditor.static.collector import _child_nodes
 from benchmarks.ecosystem.mutators.base import Source
 
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
@@ -36,24 +37,7 @@ def walk(node: cst.CSTNode, into_scopes: bool = False) -> Iterator[cst.CSTNode]:
         yield current
         if current is not node and isinstance(current, _SCOPES) and not into_scopes:
             continue
-        stack.extend(reversed(_children(current)))
-
-
-def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
-    # libcst's ``children`` runs a whole visit per call; reading the fields is many times faster
-    out: list[cst.CSTNode] = []
-    for name in _fields(type(node)):
-        value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            out.append(value)
-        elif isinstance(value, (list, tuple)):
-            out.extend(v for v in value if isinstance(v, cst.CSTNode))
-    return out
-
-
-@lru_cache(maxsize=None)
-def _fields(kind: type) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(kind))
+        stack.extend(reversed(_child_nodes(current)))
 
 
 def calls(node: cst.CSTNode) -> Iterator[cst.Call]:

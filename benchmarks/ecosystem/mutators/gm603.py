@@ -11,9 +11,9 @@ from benchmarks.ecosystem.mutators.structure import first_loop_statement, in_bod
 
 # family -> (the module it needs bound in the file, a draw from it)
 DRAWS = {"torch": ("torch", "torch.randperm(8)"), "numpy": ("numpy", "{m}.random.permutation(8)"),
-         "random": ("random", "{m}.random()")}
+         "random": ("random", "{m}.random()"), "dgl": ("dgl", "{m}.rand_graph(8, 16)")}
 SEEDS = {"torch": re.compile(r"\bmanual_seed(_all)?\("), "numpy": re.compile(r"\brandom\.seed\(|default_rng\(\d"),
-         "random": re.compile(r"(?<!\.)\brandom\.seed\(")}
+         "random": re.compile(r"(?<!\.)\brandom\.seed\("), "dgl": re.compile(r"\bdgl\.(random\.)?seed\(")}
 
 
 def seeded_families(texts: Iterator[str]) -> frozenset[str]:
@@ -27,12 +27,14 @@ def _draw(src: Source, seeded: bool) -> Iterator[Edit]:
     if not src.seeded:
         return
     bound = {full: name for name, full in src.imports.items()}
-    families = [f for f in DRAWS if (f in src.seeded) == seeded and DRAWS[f][0] in bound]
+    # a family the file imports first; else one imported on the spot (the draw is the bug)
+    families = sorted((f for f in DRAWS if (f in src.seeded) == seeded), key=lambda f: DRAWS[f][0] not in bound)
     for tl in train_loops(src) if families else ():
         stmt = first_loop_statement(src, tl)
         if in_body(src, stmt):
             module, draw = DRAWS[families[0]]
-            yield Edit(insert_before(stmt, f"drawn = {draw.format(m=bound[module])}"),
+            imports = () if module in bound else (f"import {module}",)
+            yield Edit(insert_before(stmt, *imports, f"drawn = {draw.format(m=bound.get(module, module))}"),
                        f"a draw from the {'seeded' if seeded else 'unseeded'} {families[0]} RNG")
 
 

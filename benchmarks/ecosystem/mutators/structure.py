@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import builtins
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterable, Iterator, Optional
 
 import libcst as cst
 
+# the engine's field walk: libcst's ``children`` runs a whole visit per call
+from auditor.static.collector import _child_nodes
 from benchmarks.ecosystem.mutators.base import Source
 
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
@@ -25,8 +28,8 @@ TENSOR_METHODS = frozenset(
 
 
 def walk(node: cst.CSTNode, into_scopes: bool = False) -> Iterator[cst.CSTNode]:
-    """``node``'s subtree in source order, not entering nested defs unless asked (a whole
-    module is always entered: its functions are where the code is)."""
+    """``node``'s subtree, parents before children, not entering nested defs unless asked (a
+    whole module is always entered: its functions are where the code is)."""
     into_scopes = into_scopes or isinstance(node, cst.Module)
     stack = [node]
     while stack:
@@ -34,7 +37,7 @@ def walk(node: cst.CSTNode, into_scopes: bool = False) -> Iterator[cst.CSTNode]:
         yield current
         if current is not node and isinstance(current, _SCOPES) and not into_scopes:
             continue
-        stack.extend(reversed(current.children))
+        stack.extend(reversed(_child_nodes(current)))
 
 
 def calls(node: cst.CSTNode) -> Iterator[cst.Call]:
@@ -74,6 +77,7 @@ class TrainLoop:
         return receiver(self.backward)
 
 
+@lru_cache(maxsize=8)  # every operator asks this of the same file in turn
 def train_loops(src: Source) -> list[TrainLoop]:
     found = []
     for backward in method_calls(src.module, "backward"):
@@ -144,6 +148,7 @@ def is_module_call(src: Source, call: cst.Call) -> bool:
     return func.value not in _defined(src) and not hasattr(builtins, func.value)
 
 
+@lru_cache(maxsize=8)  # every operator asks this of the same file in turn
 def _defined(src: Source) -> set[str]:
     return {n.name.value for n in walk(src.module, into_scopes=True)
             if isinstance(n, (cst.FunctionDef, cst.ClassDef))}
@@ -231,6 +236,7 @@ def feature_arg(call: cst.Call) -> Optional[cst.BaseExpression]:
     return last if isinstance(last, (cst.Name, cst.Attribute, cst.Subscript)) else None
 
 
+@lru_cache(maxsize=8)  # every operator asks this of the same file in turn
 def _loss_modules(src: Source) -> set[str]:
     """What loss modules are bound to: the targets of ``X = torch.nn.SomeLoss(...)``."""
     out = set()

@@ -90,7 +90,7 @@ def test_ctrl_c_stops_a_diff_at_once(tmp_path):
 
 def test_temporary_folders_of_a_stopped_program_go_with_the_run(tmp_path, cli):
     """A step budget or timeout stops the program before DataLoader workers remove their pymp-*
-    folders: they are made in the run folder, which is removed."""
+    folders: the ones made during the run are removed with it (TMPDIR stays the program's own)."""
     (tmp_path / "prog.py").write_text("import tempfile, time\ntempfile.mkdtemp(prefix='pymp-')\ntime.sleep(60)\n")
     outer = tmp_path / "tmp"
     outer.mkdir()

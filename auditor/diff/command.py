@@ -38,7 +38,9 @@ from auditor.diff.snapshot import ENV_DIR, ENV_SEED
 from auditor.findings import Finding, Severity, Status
 from auditor.probe.command import _resolve_executable
 from auditor.probe.evidence import Evidence
-from auditor.probe.launch import RunOutcome, prepare, run_command, stop_programs_on_signals
+from auditor.probe.launch import (
+    RunOutcome, prepare, pymp_dirs, remove_new_pymp, run_command, stop_programs_on_signals,
+)
 from auditor.reports import Report
 
 DEFAULT_TIMEOUT_S = 300.0
@@ -101,6 +103,7 @@ def _options(args: argparse.Namespace, config: Config) -> dict[str, Any]:
 
 def _execute(run: Run, opts: dict, watch: list, cwd: Path) -> Run:
     run_dir = Path(tempfile.mkdtemp(prefix=f"gm-audit-diff-{run.role}-"))
+    pymp = pymp_dirs()
     try:
         env = prepare(run_dir, cwd, str(opts["steps"]), watch, opts["device"])
         snap_dir = run_dir / "snapshot"
@@ -113,6 +116,7 @@ def _execute(run: Run, opts: dict, watch: list, cwd: Path) -> Run:
         run.snapshot = _load_snapshot(snap_dir)
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
+        remove_new_pymp(pymp)
     return run
 
 

@@ -17,7 +17,9 @@ from auditor.emit import EXIT_ERROR, UsageError, emit
 from auditor.findings import Finding, Severity
 from auditor.probe.charts import parameter_gradients, reconstruction_view
 from auditor.probe.evidence import Evidence
-from auditor.probe.launch import RunOutcome, prepare, run_command, stop_programs_on_signals, tail
+from auditor.probe.launch import (
+    RunOutcome, prepare, pymp_dirs, remove_new_pymp, run_command, stop_programs_on_signals, tail,
+)
 from auditor.probe.verdicts import decide, gradient_flow, runtime_findings
 from auditor.registry import select_runtime_checks
 from auditor.reports import Report, probe_failed
@@ -174,6 +176,7 @@ def run_probe_command(args: argparse.Namespace, config: Config, rules: list, fai
     cwd = Path.cwd()
     watch = sorted({(f.path, f.line, f.end_line) for f in static.findings})
     run_dir = Path(tempfile.mkdtemp(prefix="gm-audit-probe-"))
+    pymp = pymp_dirs()
     try:
         env = prepare(run_dir, cwd, opts["budget"], watch, opts["device"])
         cmd = _resolve_executable(opts["cmd"], env)
@@ -182,6 +185,7 @@ def run_probe_command(args: argparse.Namespace, config: Config, rules: list, fai
         evidence = Evidence.load(run_dir / "evidence")
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
+        remove_new_pymp(pymp)
     stopped = classify(outcome, evidence)
     run = run_facts(outcome, evidence, stopped, opts)
     notes = list(evidence.notes)

@@ -12,8 +12,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -89,12 +91,9 @@ def prepare(run_dir: Path, cwd: Path, steps: str, watch: Sequence[tuple[str, int
     evidence.mkdir(exist_ok=True)
     watch_file = run_dir / "watch.json"
     watch_file.write_text(json.dumps({"spans": [list(w) for w in watch]}), encoding="utf-8")
-    # the program's temporary files (DataLoader workers' pymp-* folders, which a stopped run never
-    # removes) live in the run folder and go with it
-    scratch = run_dir / "tmp"
-    scratch.mkdir(exist_ok=True)
+    # TMPDIR stays the program's own: a checkpoint it keeps in /tmp must be found under the probe
+    # too (the pymp-* folders a stopped run leaves are removed afterwards: remove_new_pymp)
     env = dict(os.environ if base_env is None else base_env)
-    env.update({"TMPDIR": str(scratch), "TEMP": str(scratch), "TMP": str(scratch)})
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(site), env.get("PYTHONPATH", "")) if p)
     env.update({
         "GM_AUDIT_PROBE_DIR": str(evidence),
@@ -268,3 +267,21 @@ def run_command(cmd: Sequence[str], env: dict[str, str], cwd: Path, timeout: flo
             _kill_group(proc.pid)  # stragglers: DataLoader workers, children of a shell wrapper
             _kill_orphans(known)
     return RunOutcome(stopped, code, time.monotonic() - start, tail(log))
+
+
+def pymp_dirs() -> set[str]:
+    """multiprocessing's ``pymp-*`` folders in the temporary directory (the program's too)."""
+    try:
+        return {p.name for p in Path(tempfile.gettempdir()).iterdir() if p.name.startswith("pymp-")}
+    except OSError:
+        return set()
+
+
+def remove_new_pymp(before: set[str]) -> None:
+    """The ``pymp-*`` folders made during the run: a program stopped by the step budget or the
+    timeout never lets its DataLoader workers remove them."""
+    root = Path(tempfile.gettempdir())
+    for name in pymp_dirs() - before:
+        path = root / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)

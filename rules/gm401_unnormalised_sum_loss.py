@@ -285,6 +285,16 @@ loss weights tuned against the summed loss must be revisited.
     # -- runtime -----------------------------------------------------------------------------------
     @classmethod
     def confirm(cls, finding: Finding, evidence: Any) -> Optional[Verdict]:
+        """From the sums the backpropagated loss contained at the finding's lines
+        (``Evidence.sums_at``): confirmed when the loss grows with the rows summed, refuted when
+        it divides the sum by their count; else from the loss calls' reduction."""
+        sites = evidence.sums_at(finding.path, finding.line, finding.end_line)
+        if sites:
+            growing = [s for s in sites if s.grows]
+            return Verdict(Status.CONFIRMED if growing else Status.REFUTED,
+                           [s.why + (": the loss grows with them" if s.grows else
+                                     ": the loss divides the sum by its count")
+                            for s in (growing or sites)[:2]])
         losses = [lc for lc in evidence.losses
                   if lc.path == finding.path and finding.line <= lc.line <= finding.end_line]
         if losses:

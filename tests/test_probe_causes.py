@@ -342,3 +342,63 @@ model = model.to(torch.bfloat16)
         data["findings"]
     assert not at(data, "GM301", "train.py", line_of(train, "loss.backward()"))
 
+
+
+MAE = """
+import torch, torch.nn as nn
+
+
+class MAE(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.token = nn.Parameter(torch.zeros(1, 6))
+        self.enc = nn.Linear(6, 16)
+        self.dec = nn.Linear(16, 6)
+
+    def forward(self, x, mask):
+        h = torch.where(mask[:, None], self.token.expand_as(x), x)
+        return self.dec(torch.relu(self.enc(h)))
+
+
+def train(model, opt, steps=12):
+    crit = nn.MSELoss(reduction="sum")
+    for step in range(steps):
+        x = torch.randn(200, 6)
+        mask = torch.rand(200) < (0.2 + 0.6 * (step % 2))  # masked nodes: about 40, then 160
+        recon = model(x, mask)
+        err = (recon[mask] - x[mask]).pow(2).mean(1)
+        loss = err.sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+torch.manual_seed(0)
+model = MAE()
+train(model, torch.optim.SGD(model.parameters(), lr=0.01))
+"""
+
+
+@pytest.mark.parametrize("body, cause, status", [
+    # summed over the masked nodes: the loss grows with their number
+    ("", "err.sum()", "confirmed"),
+    # nn.MSELoss(reduction="sum"): at the module's construction, where the reduction is chosen
+    ("        loss = crit(recon[mask], x[mask])\n", 'reduction="sum"', "confirmed"),
+    # the sum scaled by one over the count on its own line: a mean
+    ("        err = (recon[mask] - x[mask]).pow(2).mean(1)\n        inv_n = 1.0 / len(err)\n"
+     "        loss = err.sum() * inv_n\n", "err.sum()", "refuted"),
+    # each row divided by the count before the sum: a mean that looks like a sum
+    ("        err = (recon[mask] - x[mask]).pow(2).mean(1) / int(mask.sum())\n"
+     "        loss = err.sum()\n", "err.sum()", "refuted"),
+])
+def test_sum_reduction_over_masked_nodes_is_gm401_at_the_sum(cli, tmp_path, body, cause,
+                                                            status):
+    train = MAE.replace("        err = (recon[mask] - x[mask]).pow(2).mean(1)\n        loss = err.sum()\n",
+                        body) if body else MAE
+    write(tmp_path, {"train.py": train})
+    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "4"))
+    line = line_of(train, cause)
+    found = [f for f in by_rule(data, "GM401") if f["path"] == "train.py" and f["line"] == line]
+    assert found and {f["status"] for f in found} == {status}, data["findings"]
+    others = [f for f in errors(data, "GM401") if f["line"] != line]
+    assert not others, others

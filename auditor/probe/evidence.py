@@ -33,6 +33,8 @@ Quick tour (``ev`` is an :class:`Evidence`)::
     ev.frames                           # xyz/tangent/normal consistency of point features
     ev.samples                          # dataset samples drawn again: changed? same object?
     s.components                        # loss components of a step: value, d loss/d component
+    s.sums, ev.sum_sites(), ev.sums_at(path, line)   # summing reductions in the loss (GM401):
+                                        #   rows summed, weight per row, does the loss grow?
     ev.retained, ev.growing_holders()   # graphs held across steps outside the loss graph
     ev.processes                        # one Evidence per process (DDP / torchrun ranks)
 
@@ -196,6 +198,7 @@ class StepFacts:
     cast_cause: Optional[dict[str, Any]] = None  # the model cast to float16/bfloat16
     params_in_containers: list[str] = field(default_factory=list)  # unreached, see recorder
     frozen_sums: dict[str, float] = field(default_factory=dict)  # value sum per frozen param
+    sums: list["SumReduction"] = field(default_factory=list)  # summing reductions in the loss
     # parameters whose gradient was still set when this backward started although an optimizer
     # stepped since the previous backward and nothing reset it (gradients accumulating: GM104)
     stale_grads: int = 0
@@ -241,6 +244,62 @@ class LossComponent:
     def dropped(self) -> bool:
         """Computed, but contributing nothing to the gradient of the loss."""
         return self.coef == 0.0 and bool(self.value)
+
+
+@dataclass
+class SumReduction:
+    """A full sum (``err.sum()``, ``torch.sum(err)``) or a ``reduction='sum'`` loss that the
+    backpropagated loss of a step contains, at its cause site (the sum's call; an ``nn`` loss
+    module's construction). ``rows``: first dimension of the summed input; ``coef``: the loss's
+    weight per summed row (d loss / d sum, times a scalar applied to the rows just before the
+    sum); ``node_rows``: node counts of the step (rows of the feature matrices entering the
+    training forward, and the masked count)."""
+
+    path: str
+    line: int
+    fn: str = ".sum()"
+    stack: list[list[Any]] = field(default_factory=list)
+    rows: int = 0
+    numel: int = 0
+    coef: Optional[float] = None
+    value: Optional[float] = None
+    node_rows: list[int] = field(default_factory=list)
+
+
+@dataclass
+class SumSite:
+    """What the sums recorded at one site show (:meth:`Evidence.sum_sites`): ``grows`` True when
+    the backpropagated loss grows with the number of summed rows (the weight per row does not
+    shrink as they grow, or, at one row count, no division by more than a small constant),
+    False when the loss divides the sum by its count."""
+
+    path: str
+    line: int
+    fn: str
+    stack: list[list[Any]]
+    records: list[tuple[int, SumReduction]]  # (step, record)
+    grows: bool
+    why: str
+
+
+MIN_SUM_ROWS = 8  # fewer summed rows: a sum of a few loss terms, not of nodes
+MAX_CONSTANT_DIVISOR = 8.0  # `err.sum() / 2` still grows with the rows; `/ n_masked` does not
+
+
+def _judge_sums(records: list[SumReduction]) -> tuple[bool, str]:
+    """Whether the loss grows with the rows a sum adds up (see :class:`SumSite`)."""
+    by_rows: dict[int, float] = {}
+    for r in records:
+        by_rows.setdefault(r.rows, abs(r.coef or 0.0))
+    lo, hi = min(by_rows), max(by_rows)
+    if hi >= 1.25 * lo and by_rows[lo] and by_rows[hi]:
+        # the weight per row shrinks like 1/rows when the sum is divided by its count
+        shrink = math.log(by_rows[lo] / by_rows[hi]) / math.log(hi / lo)
+        what = (f"summed rows {lo} -> {hi} across steps, weight per row "
+                f"{by_rows[lo]:.3g} -> {by_rows[hi]:.3g}")
+        return shrink < 0.5, what
+    coef = by_rows[hi]
+    return coef * MAX_CONSTANT_DIVISOR >= 1.0, f"{hi} summed rows, weight per row {coef:.3g}"
 
 
 @dataclass
@@ -628,6 +687,8 @@ class Evidence:
                           if isinstance(v, dict)}
             s["components"] = [_build(LossComponent, c) for c in s.get("components") or []
                                if isinstance(c, dict) and "name" in c]
+            s["sums"] = [_build(SumReduction, c) for c in s.get("sums") or []
+                         if isinstance(c, dict) and "path" in c]
             out.append(_build(StepFacts, s, **self._who(d)))
         return out
 
@@ -810,6 +871,28 @@ class Evidence:
     @property
     def retained(self) -> list[RetainedGraph]:
         return self._typed("retained", RetainedGraph)
+
+    def sum_sites(self) -> list[SumSite]:
+        """The summing reductions of the backpropagated losses, per cause site, judged: does the
+        loss grow with the number of rows they add up? Sums over fewer than MIN_SUM_ROWS rows,
+        over more rows than any node count of their step, or that the loss does not depend on,
+        are left out."""
+        by: dict[tuple[str, int], list[tuple[int, SumReduction]]] = {}
+        for s in self.steps:
+            for r in s.sums:
+                if r.rows >= MIN_SUM_ROWS and r.coef and finite(r.coef) and (
+                        not r.node_rows or r.rows <= max(r.node_rows)):
+                    by.setdefault((r.path, r.line), []).append((s.index, r))
+        out = []
+        for (path, line), records in by.items():
+            grows, why = _judge_sums([r for _, r in records])
+            first = records[0][1]
+            out.append(SumSite(path, line, first.fn, first.stack, records, grows, why))
+        return out
+
+    def sums_at(self, path: str, line: int, end_line: Optional[int] = None) -> list[SumSite]:
+        return [s for s in self.sum_sites() if s.path == path
+                and line <= s.line <= (end_line or line)]
 
     def growing_holders(self) -> list[tuple[str, list[RetainedGraph]]]:
         """Holders whose retained graph grew from one recorded step to the next and ended

@@ -141,6 +141,7 @@ class Recorder:
 
     # for the hook modules, which import nothing of the recorder (late-bound: defined below)
     is_graph = staticmethod(lambda x: _is_graph(x))
+    row_scale = staticmethod(lambda fn: row_scale(fn))
     short = staticmethod(lambda t: _short(t))
 
     def bn_state(self, m) -> tuple:
@@ -442,7 +443,7 @@ class Recorder:
     def _new_step_acc(self) -> dict:
         return {"used": set(), "roots": {}, "finite": [], "graphs": {}, "scaler": False,
                 "zero_grad": 0, "components": [], "recon": None, "cuts": [],
-                "grad_off_inner": {}}
+                "grad_off_inner": {}, "sums": [], "node_rows": set()}
 
     def register_root(self, root) -> None:
         """Name a model's modules and parameters the first time it runs a root forward."""
@@ -664,6 +665,11 @@ class Recorder:
                     grads[n] = {"state": state, "norm": v if math.isfinite(v) else None}
             step["grads"] = grads
             step["nonfinite_grads"] = [n for n, g in grads.items() if g["state"] == "nonfinite"]
+        if self.cur["sums"]:
+            try:
+                self.sum_reductions(step)
+            except Exception:
+                pass
         with self.lock:
             self.steps.append(step)
             self.step_count += 1
@@ -722,6 +728,24 @@ class Recorder:
             out.append({"name": name, "value": v, "coef": c, "share": share,
                         "in_graph": g is not None})
         step["components"] = out
+
+    # -- summing reductions (GM401) -------------------------------------------------------------
+    def sum_reductions(self, step: dict) -> None:
+        """The full sums (and ``reduction='sum'`` losses) of this step that its backward went
+        through, each with the loss's weight per summed row: the gradient that reached the sum
+        (d loss / d sum, caught by a tensor hook, see ``hooks/losses.py``) times the scalar
+        applied to the rows just before it. A sum that the loss does not divide by a count
+        keeps its weight as its rows (the masked nodes) grow."""
+        held = [info for info in self.cur["sums"] if "grad" in info]
+        if not held:
+            return
+        torch = self.torch
+        coefs = torch.stack([i.pop("grad").float().reshape(()) for i in held]).tolist()
+        values = torch.stack([i.pop("value").float().reshape(()) for i in held]).tolist()
+        rows = sorted(self.cur["node_rows"])[:8]
+        step["sums"] = [{**{k: v for k, v in info.items() if k != "scale"},
+                         "coef": c * info["scale"], "value": v, "node_rows": rows}
+                        for info, c, v in zip(held, coefs, values)]
 
     # -- graphs held across steps (GM106) ------------------------------------------------------
     def retained_graphs(self, tensors, nodes: set, step: dict) -> None:
@@ -804,6 +828,7 @@ class Recorder:
         if self.detailed_step():
             feats = _feature_matrices(self.torch, args)
             self.cur["recon"] = {"inputs": feats, "first": None, "out": None} if feats else None
+            self.cur["node_rows"].update(int(x.shape[0]) for _, x in feats)
 
     def child_input(self, args) -> None:
         """The first feature matrix a direct submodule receives: the model's input as the model
@@ -853,6 +878,8 @@ class Recorder:
         masked = changed is not None and 0 < changed.numel() < x.shape[0]
         rows = changed[:MAX_RECON_NODES] if masked else torch.arange(min(MAX_RECON_NODES, x.shape[0]))
         rows = rows.to(x.device)
+        if masked:
+            self.cur["node_rows"].add(int(changed.numel()))
         self.reconstruction = {
             "step": self.step_count, "input": name, "module": module, "cols": int(x.shape[1]),
             "masked": bool(masked), "masked_count": int(changed.numel()) if masked else 0,
@@ -961,6 +988,25 @@ def _feature_matrices(torch, args) -> list:
         seen.add(id(x))
         out.append((name, x))
     return out
+
+
+def row_scale(sum_fn) -> float:
+    """The scalar factor applied to every row just before a sum (``(err / n).sum()``,
+    ``(0.5 * err).sum()``): read from the node under the sum; 1.0 when there is none."""
+    if not type(sum_fn).__name__.startswith("Sum") or not sum_fn.next_functions:
+        return 1.0
+    below = sum_fn.next_functions[0][0]
+    name = type(below).__name__
+    if name.startswith(("DivBackward", "MulBackward")):
+        for attr in ("_saved_other", "_saved_self"):
+            x = getattr(below, attr, None)
+            if hasattr(x, "numel") and x.numel() == 1 and not x.requires_grad:
+                v = float(x)
+                if name.startswith("Div") and attr == "_saved_other":
+                    return 1.0 / v if v else 1.0
+                if name.startswith("Mul"):
+                    return v
+    return 1.0
 
 
 class _GradFnHolder:

@@ -29,6 +29,8 @@ GM201      the model or its Dropout/BatchNorm submodules in eval mode at a train
            at the ``.eval()``/``.train(False)`` that left them so
 GM301      the backpropagated loss in float16/bfloat16 (at the model's cast when there was
            one); fp16 autocast without a GradScaler; a loss fed a low-precision prediction
+GM401      a sum (``.sum()``, ``reduction='sum'``) over the nodes in the backpropagated loss,
+           not divided by their count: at the sum (an ``nn`` loss module's construction)
 GM402      parameters the loss reaches that get exactly zero gradient at every step
 GM302      DistributedDataParallel built without a process group or in a world of size 1
 GM501      nodes carrying more than one self loop: at the ``add_self_loop`` that made them
@@ -150,6 +152,7 @@ def runtime_findings(evidence: Evidence, static: Sequence[Finding],
     if not _precision(steps, add):
         _low_precision_predictions(evidence, add)  # the same defect, seen at the loss call
     _accumulating(steps, add)
+    _sum_reductions(evidence, add)
     _zero_gradients(steps, add)
     _nonfinite(steps, add)
     _optimizers(evidence, steps, add)
@@ -299,6 +302,23 @@ def _accumulating(steps: list[StepFacts], add) -> None:
                 [f"step {s.index}: an optimizer stepped since the previous backward and no "
                  f"zero_grad ran; {s.stale_grads} gradients were non-zero at the start"])
             return
+
+
+def _sum_reductions(evidence: Evidence, add) -> None:
+    """A summing reduction whose sum the loss does not divide by its count: the loss and its
+    gradient grow with the number of reconstructed nodes (GM401), at the sum's call (an ``nn``
+    loss module's construction for ``reduction='sum'``)."""
+    for site in evidence.sum_sites():
+        if site.grows:
+            step, r = site.records[-1]
+            add("GM401", site.path, site.line,
+                f"the backpropagated loss adds up {r.rows} rows with `{site.fn}` without dividing "
+                f"by their count: it grows with the number of reconstructed nodes",
+                "use reduction='mean', or divide the sum by the number of reconstructed rows",
+                [f"{site.why}; summed at {chain({'stack': site.stack or [[site.path, site.line]]})}",
+                 f"step {step}: sum {r.value:.4g} over {r.rows} rows" + (
+                     f" (node counts of the step: {', '.join(map(str, r.node_rows))})"
+                     if r.node_rows else "")])
 
 
 def _zero_gradients(steps: list[StepFacts], add) -> None:

@@ -1,10 +1,13 @@
-"""Losses: ``torch.nn.functional`` loss calls (reduction, dtype, value, prediction statistics) and
-``F.normalize`` of predicted directions.
+"""Losses: ``torch.nn.functional`` loss calls (reduction, dtype, value, prediction statistics),
+``F.normalize`` of predicted directions, and the summing reductions whose scale the backward
+later measures (GM401): full ``.sum()`` / ``torch.sum`` in user code and losses with
+``reduction='sum'``, each at its cause site (an ``nn`` loss module's: its construction).
 """
 
 from __future__ import annotations
 
 import inspect
+import sys
 import weakref
 
 LOSS_FUNCTIONS = (
@@ -13,6 +16,7 @@ LOSS_FUNCTIONS = (
     "poisson_nll_loss", "gaussian_nll_loss", "margin_ranking_loss", "hinge_embedding_loss",
     "soft_margin_loss", "multilabel_soft_margin_loss", "triplet_margin_loss", "multi_margin_loss",
 )
+MAX_SUMS = 16  # summing reductions with a graph kept per step
 
 
 def install(rec, torch) -> None:
@@ -78,10 +82,62 @@ def install(rec, torch) -> None:
             rec.cur["components"].append((f"{fname}@{path}:{line}", weakref.ref(out)))
         rec.record("loss", path, line, {k: item.get(k) for k in
                                         ("fn", "reduction", "dtype", "value", "numel")})
+        if item["reduction"] == "sum" and isinstance(inp, torch.Tensor):
+            note_sum(out, inp, loss_module_site() or rec.stack(2), fname)
+
+    def loss_module_site():
+        """The construction of the ``nn`` loss module (``nn.MSELoss(reduction='sum')``) whose
+        forward made this loss call: where its reduction was chosen; None for a direct call."""
+        f = sys._getframe(3)
+        while f is not None and rec.rel(f.f_code.co_filename) is None:
+            module = f.f_locals.get("self")
+            if isinstance(module, loss_base):
+                entry = rec.built_at.get(id(module))
+                return entry[1]["stack"] if entry is not None and entry[0]() is module else None
+            f = f.f_back
+        return None
+
+    def note_sum(out, inp, stack, fn):
+        """A summing reduction with a graph, at a detailed step: a tensor hook catches the
+        gradient the step's backward brings to it (``Recorder.sum_reductions`` weighs it)."""
+        sums = rec.cur["sums"]
+        if (stack and len(sums) < MAX_SUMS and isinstance(out, torch.Tensor)
+                and out.grad_fn is not None and out.numel() == 1 and inp.dim() >= 1
+                and rec.detailed_step()):
+            info = {"fn": fn, "path": stack[0][0], "line": stack[0][1], "stack": stack,
+                    "rows": int(inp.shape[0]), "numel": int(inp.numel()),
+                    "scale": rec.row_scale(out.grad_fn), "value": out.detach()}
+
+            def caught(grad, info=info):
+                info["grad"] = grad.detach()
+
+            out.register_hook(caught)
+            sums.append(info)
 
     for name in LOSS_FUNCTIONS:
         if hasattr(F, name):
             rec.patch(F, name, lambda o, n=name: loss_wrapper(o, n))
+    loss_base = nn.modules.loss._Loss
+
+    # -- full sums in user code: `err.sum()`, `torch.sum(err)` -----------------------------------
+    def sum_wrapper(original, method):
+        def full_sum(*args, **kwargs):
+            out = original(*args, **kwargs)
+            # the full reduction only (no dim), called by user code itself, on a graph
+            if (not tls.busy and len(args) == 1 and not kwargs and rec.detailed_step()
+                    and isinstance(out, torch.Tensor) and out.grad_fn is not None):
+                where = rec.direct_user_caller(2)
+                if where is not None:
+                    guarded(note_full_sum)(out, args[0], method)
+            return out
+        return full_sum
+
+    def note_full_sum(out, inp, method):
+        if isinstance(inp, torch.Tensor):
+            note_sum(out, inp, rec.stack(3), ".sum()" if method else "torch.sum")
+
+    rec.patch(torch.Tensor, "sum", lambda o: sum_wrapper(o, True))
+    rec.patch(torch, "sum", lambda o: sum_wrapper(o, False))
 
     def normalize_wrapper(original):
         def normalize(input, *args, **kwargs):

@@ -1,12 +1,16 @@
-"""Probe overhead on the clean GraphMAE fixture.
+"""Probe overhead on the clean GraphMAE fixture and on a real corpus pipeline run offline.
 
-    python benchmarks/probe_bench.py [--steps 40] [--rounds 3]
+    python benchmarks/probe_bench.py [--steps 40] [--rounds 3] [--only fixture|corpus]
 
-1. Time per training step, bare versus under `gm-audit probe`, side by side (alternating runs,
-   ``--rounds`` pairs): a driver builds the fixture's model and times each step of the fixture's
-   loop itself (written to a JSON file, since the probe captures the program's output). Reported: median ms/step after the first step, and
-   the ratio (target: at most 1.3x).
-2. Total wall time of `gm-audit probe --steps auto -- python train.py` on the fixture.
+1. Time per training step, bare versus under `gm-audit probe`, side by side (``--rounds``
+   bare/probed pairs, alternating, so that the load of a shared machine falls on both):
+   - fixture: a driver builds the clean fixture's model and times each step of its loop;
+   - corpus: GraphMAE2's ``main_full_batch.py`` (cora stand-in, as the runtime score runs it:
+     ``benchmarks/ecosystem/runtime/pipelines.py``), timed between consecutive steps of its
+     first optimizer (a global optimizer step hook: the same in both runs).
+   Times go to a JSON file (the probe captures the program's output). Reported: median ms/step
+   after the first step, the ratio (target: at most 1.3x), and the 1-minute load average.
+2. Total wall time of `gm-audit probe --steps auto` on each, against the bare run.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -22,8 +28,16 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
 
-DRIVER = """
+from benchmarks.ecosystem.corpus import repo_path  # noqa: E402
+from benchmarks.ecosystem.runtime.pipelines import PIPELINES  # noqa: E402
+
+CORPUS_PIPELINE = "graphmae2-full-batch"
+# one thread for the model's kernels in both runs: steadier figures on a shared machine
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+FIXTURE_DRIVER = """
 import json, sys, time
 from dataclasses import replace
 import torch
@@ -32,7 +46,7 @@ from data import make_datasets, make_loader
 from model import GraphMAE
 from utils import seed_everything
 
-steps, out = int(sys.argv[1]), sys.argv[2]
+out, steps = sys.argv[1], int(sys.argv[2])
 torch.set_num_threads(1)  # steadier figures on a shared machine
 cfg = replace(Config(), epochs=1)
 seed_everything(cfg.seed)
@@ -56,59 +70,118 @@ while len(times) < steps:
             break
 """
 
+# runs a pipeline's offline wrapper; times the steps of the first optimizer that steps
+CORPUS_DRIVER = """
+import json, runpy, sys, time
+import torch
+from torch.optim.optimizer import register_optimizer_step_post_hook
 
-def materialise(dest: Path) -> None:
+out, wrapper = sys.argv[1], sys.argv[2]
+sys.argv = [wrapper, *sys.argv[3:]]
+marks, first = [], []
+
+def timed(optimizer, args, kwargs):
+    if not first:
+        first.append(id(optimizer))
+    if id(optimizer) == first[0]:
+        marks.append(time.perf_counter())
+        with open(out, "w") as fh:
+            json.dump([b - a for a, b in zip(marks, marks[1:])], fh)
+
+register_optimizer_step_post_hook(timed)
+runpy.run_path(wrapper, run_name="__main__")
+"""
+
+
+def materialise_fixture(dest: Path) -> None:
     spec = importlib.util.spec_from_file_location("fixture_build", REPO / "fixtures" / "build.py")
     build = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(build)
     build.materialize("clean", dest)
-    (dest / "bench_driver.py").write_text(DRIVER, encoding="utf-8")
+    (dest / "bench_driver.py").write_text(FIXTURE_DRIVER, encoding="utf-8")
+
+
+def materialise_corpus(dest: Path) -> None:
+    shutil.copytree(repo_path(PIPELINES[CORPUS_PIPELINE].repo), dest)
+    (dest / "bench_driver.py").write_text(CORPUS_DRIVER, encoding="utf-8")
+
+
+def gm_audit(*options: str) -> list[str]:
+    return [sys.executable, "-m", "auditor", "probe", "--format", "json", "--no-cache",
+            "--exit-zero", *options, "--"]
 
 
 def per_step(cmd: list[str], cwd: Path, out: Path) -> list[float]:
-    subprocess.run(cmd, cwd=cwd, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return json.loads(out.read_text())
+    out.unlink(missing_ok=True)
+    subprocess.run(cmd, cwd=cwd, check=False, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, env=ENV)
+    return json.loads(out.read_text()) if out.exists() else []
+
+
+def side_by_side(name: str, root: Path, driver: list[str], rounds: int, budget: int) -> None:
+    """Bare and probed runs of ``driver`` (its first argument: the JSON file of step times)
+    alternating ``rounds`` times; medians after the first step."""
+    probed_cmd = gm_audit("--steps", str(budget), "--max-steps", str(budget))
+    bare, probed, ratios, loads = [], [], [], []
+    for _ in range(rounds):
+        loads.append(os.getloadavg()[0])
+        b_run = per_step([sys.executable, "bench_driver.py", "bare.json", *driver], root,
+                         root / "bare.json")
+        p_run = per_step([*probed_cmd, sys.executable, "bench_driver.py", "probe.json", *driver],
+                         root, root / "probe.json")
+        if len(b_run) < 2 or len(p_run) < 2:
+            print(f"{name}: a run recorded fewer than 2 steps (bare {len(b_run)}, probed "
+                  f"{len(p_run)})")
+            return
+        bare.append(b_run)
+        probed.append(p_run)
+        ratios.append(statistics.median(p_run[1:]) / statistics.median(b_run[1:]))
+    b = statistics.median(t for run in bare for t in run[1:])
+    p = statistics.median(t for run in probed for t in run[1:])
+    print(f"{name}: per step (median after the first, {rounds} x {len(bare[0])} steps): bare "
+          f"{1e3 * b:.1f} ms, probe {1e3 * p:.1f} ms, ratio {p / b:.2f}x (per round: "
+          f"{', '.join(f'{r:.2f}x' for r in ratios)}; first step: bare {1e3 * bare[0][0]:.0f} ms, "
+          f"probe {1e3 * probed[0][0]:.0f} ms; load average "
+          f"{', '.join(f'{x:.1f}' for x in loads)})", flush=True)
+
+
+def auto_wall(name: str, root: Path, command: list[str], bare: list[str], max_steps: int) -> None:
+    """`gm-audit probe --steps auto` on ``command``, against ``bare`` (the whole bare run)."""
+    start = time.perf_counter()
+    proc = subprocess.run([*gm_audit("--steps", "auto", "--max-steps", str(max_steps)), *command],
+                          cwd=root, capture_output=True, text=True, env=ENV)
+    wall = time.perf_counter() - start
+    run = json.loads(proc.stdout)["run"] if proc.stdout.strip() else {}
+    start = time.perf_counter()
+    subprocess.run(bare, cwd=root, capture_output=True, env=ENV)
+    bare_wall = time.perf_counter() - start
+    print(f"{name}: gm-audit probe --steps auto: {wall:.1f} s wall, {run.get('steps')} steps, "
+          f"stopped: {run.get('stopped')} (bare run: {bare_wall:.1f} s; load average "
+          f"{os.getloadavg()[0]:.1f})", flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--steps", type=int, default=40, help="fixture steps per run")
     parser.add_argument("--rounds", type=int, default=3, help="bare/probed pairs, alternating")
+    parser.add_argument("--only", choices=("fixture", "corpus"))
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        materialise(root)
-        gm = [sys.executable, "-m", "auditor", "probe", "--format", "json", "--no-cache",
-              "--paths", ".", "--steps", str(args.steps + 5), "--max-steps", str(args.steps + 5),
-              "--"]
-        # bare and probed runs alternate, so that the load of a shared machine falls on both
-        bare, probed, ratios = [], [], []
-        for _ in range(args.rounds):
-            b_run = per_step([sys.executable, "bench_driver.py", str(args.steps), "bare.json"],
-                             root, root / "bare.json")
-            p_run = per_step([*gm, sys.executable, "bench_driver.py", str(args.steps),
-                              "probe.json"], root, root / "probe.json")
-            bare.append(b_run)
-            probed.append(p_run)
-            ratios.append(statistics.median(p_run[1:]) / statistics.median(b_run[1:]))
-        b = statistics.median(t for run in bare for t in run[1:])
-        p = statistics.median(t for run in probed for t in run[1:])
-        print(f"per step (median after the first, {args.rounds} x {args.steps} steps each): "
-              f"bare {1e3 * b:.1f} ms, probe {1e3 * p:.1f} ms, ratio {p / b:.2f}x "
-              f"(per round: {', '.join(f'{r:.2f}x' for r in ratios)}; first step: bare "
-              f"{1e3 * bare[0][0]:.0f} ms, probe {1e3 * probed[0][0]:.0f} ms)")
-        start = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "auditor", "probe", "--format", "json",
-                               "--no-cache", "--steps", "auto", "--", sys.executable, "train.py"],
-                              cwd=root, capture_output=True, text=True)
-        wall = time.perf_counter() - start
-        run = json.loads(proc.stdout)["run"] if proc.stdout.strip() else {}
-        start = time.perf_counter()
-        subprocess.run([sys.executable, "train.py", "--epochs", "1"], cwd=root,
-                       capture_output=True)
-        bare_wall = time.perf_counter() - start
-        print(f"gm-audit probe --steps auto: {wall:.1f} s wall, {run.get('steps')} steps, "
-              f"stopped: {run.get('stopped')} (bare train.py --epochs 1: {bare_wall:.1f} s)")
+        if args.only != "corpus":
+            root = Path(tmp) / "fixture"
+            root.mkdir()
+            materialise_fixture(root)
+            side_by_side("fixture", root, [str(args.steps)], args.rounds, args.steps + 5)
+            auto_wall("fixture", root, [sys.executable, "train.py"],
+                      [sys.executable, "train.py", "--epochs", "1"], 20)
+        if args.only != "fixture":
+            pipeline = PIPELINES[CORPUS_PIPELINE]
+            root = Path(tmp) / "corpus"
+            materialise_corpus(root)
+            command = pipeline.command()
+            side_by_side(f"corpus {pipeline.name}", root, command[1:], args.rounds,
+                         pipeline.max_steps + 5)
+            auto_wall(f"corpus {pipeline.name}", root, command, command, pipeline.max_steps)
 
 
 if __name__ == "__main__":

@@ -402,3 +402,29 @@ def test_sum_reduction_over_masked_nodes_is_gm401_at_the_sum(cli, tmp_path, body
     assert found and {f["status"] for f in found} == {status}, data["findings"]
     others = [f for f in errors(data, "GM401") if f["line"] != line]
     assert not others, others
+
+
+BN_NET = NET.replace("self.dec = nn.Linear(16, 6)",
+                     "self.bn = nn.BatchNorm1d(16)\n        self.dec = nn.Linear(16, 6)") \
+    .replace("self.dec(torch.relu(self.enc(x)))", "self.dec(torch.relu(self.bn(self.enc(x))))")
+
+
+@pytest.mark.parametrize("mode, error", [("", True), ("model.eval()\n    ", False)])
+def test_extra_forward_between_steps_moving_batchnorm_stats_is_gm202_there(cli, tmp_path, mode,
+                                                                          error):
+    # a "monitoring" pass after each step, in train mode unless the twin puts the model in eval
+    monitor = f"""
+def monitor(model):
+    {mode}with torch.no_grad():
+        out = model(torch.randn(64, 6))
+    model.train()
+    return float(out.std())
+"""
+    loop = LOOP.replace("        opt.step()\n", "        opt.step()\n        monitor(model)\n")
+    train, data = run_net(cli, tmp_path, BN_NET + monitor + loop)
+    line = line_of(train, "out = model(torch.randn(64, 6))")
+    assert bool(at(data, "GM202", "train.py", line)) == error, data["findings"]
+    assert not [f for f in errors(data, "GM202") if f["line"] != line], data["findings"]
+    if error:
+        assert any("bn" in e and f"train.py:{line_of(train, '    monitor(model)')}" in e
+                   for f in at(data, "GM202", "train.py", line) for e in f["evidence"])

@@ -410,7 +410,9 @@ class BatchNormEvent:
     """``kind``: reset (reset_running_stats/reset_parameters called), modified (buffers changed
     outside the module's own forward, detected at ``step``), frozen (forward ran in eval mode
     during a training step, so the running stats did not update), stalled (a training-mode
-    forward that cannot update them: ``momentum`` 0 or ``track_running_stats`` off)."""
+    forward that cannot update them: ``momentum`` 0 or ``track_running_stats`` off),
+    outside_step (a train-mode forward with gradients off, outside any training step, moved
+    them: ``path``/``line``/``stack`` its call)."""
 
     kind: str
     module: str
@@ -419,6 +421,7 @@ class BatchNormEvent:
     step: int = 0
     buffers: list[str] = field(default_factory=list)
     detail: str = ""  # stalled: momentum=0 | track_running_stats=False
+    stack: list[list[Any]] = field(default_factory=list)
     pid: int = 0
     rank: Optional[int] = None
 

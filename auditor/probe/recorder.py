@@ -15,8 +15,8 @@ no per-operator tracing. Line coverage is measured only for the lines of the sta
 (``GM_AUDIT_PROBE_WATCH``), with a trace function that returns at once for other files.
 
 Output: ``$GM_AUDIT_PROBE_DIR/evidence-<pid>.json`` (schema: ``auditor/probe/evidence.py``),
-rewritten at the first steps, at most every half second afterwards, at the budget stop, at exit
-and on SIGTERM, so a crash or a timeout still leaves the evidence gathered so far.
+rewritten at the first steps, afterwards at most every half second or twenty times as long as the
+last write took (whichever is longer), at the budget stop, at exit and on SIGTERM, so a crash or a timeout still leaves the evidence gathered so far.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ MAX_STEP_TAGS = 64
 MAX_STACK = 6  # user frames kept per cause site
 MAX_RECORDS = 2000  # per list (losses, graphs, outputs...): a long run stays bounded
 FLUSH_EVERY_S = 0.5
+FLUSH_SHARE = 0.05  # writing the evidence takes at most this share of the run's time
 MIN_AUTO_STEPS = 3
 DETAIL_STEPS = 6  # steps with every fact recorded (see Recorder.detailed_step)
 DETAIL_EVERY = 10
@@ -61,6 +62,7 @@ class _Tls(threading.local):
     child_depth = 1  # nesting of the model's own submodules: 2 under a DDP/DataParallel wrapper
     root_grad = True  # grad mode at the current root forward
     grad_off = None  # (frame, stack) of the latest no_grad/inference_mode entered in user code
+    bn_watch = None  # train-mode BatchNorms of a root forward with gradients off, their buffers
 
 
 class Recorder:
@@ -96,6 +98,7 @@ class Recorder:
         self.rank = _env_int("RANK")
         self.world_size = _env_int("WORLD_SIZE")
         self.last_flush = 0.0
+        self.flush_gap = FLUSH_EVERY_S  # grows with the cost of a write (see flush)
         self.dirty = False
         self.stopping = False
         self.torch = None
@@ -109,6 +112,7 @@ class Recorder:
         self.bn_versions: dict[int, tuple] = {}
         self.bn_frozen_seen: set[int] = set()
         self.bn_stalled_seen: set[int] = set()
+        self.bn_outside_seen: set[tuple] = set()  # forward sites that moved BatchNorm stats
         self.input_batches = 0
         self.samples: dict[str, dict] = {}  # dataset class -> samples drawn again
         self.sample_prints: dict[tuple, tuple] = {}  # (id(dataset), index) -> (weakref, print)
@@ -385,7 +389,7 @@ class Recorder:
 
     def flush(self, force: bool = False) -> None:
         now = time.monotonic()
-        if not force and (not self.dirty or now - self.last_flush < FLUSH_EVERY_S):
+        if not force and (not self.dirty or now - self.last_flush < self.flush_gap):
             return
         if os.getpid() != self.pid:
             return  # a forked child (DataLoader worker) writes nothing of its parent's
@@ -396,10 +400,13 @@ class Recorder:
         tmp = f"{target}.{threading.get_ident()}.tmp"
         try:
             with open(tmp, "w", encoding="utf-8") as fh:
-                json.dump(doc, fh, default=_jsonable)
+                fh.write(json.dumps(doc, default=_jsonable))
             os.replace(tmp, target)
         except OSError:
             pass
+        # a large evidence file (a wide feature matrix's column statistics, many steps) costs
+        # more to write: the next write waits in proportion, so writing stays a small share
+        self.flush_gap = max(FLUSH_EVERY_S, (time.monotonic() - now) / FLUSH_SHARE)
 
     def at_exit(self) -> None:
         if self.run["status"] == "running":

@@ -27,6 +27,8 @@ GM105      trained parameters in no optimizer param group (at the model's constr
            parameters; parameters that got gradients but never changed across the steps
 GM201      the model or its Dropout/BatchNorm submodules in eval mode at a training backward:
            at the ``.eval()``/``.train(False)`` that left them so
+GM202      BatchNorm running statistics moved by a train-mode forward with gradients off (a
+           warm-up or extra forward outside the training step): at that forward's call
 GM301      the backpropagated loss in float16/bfloat16 (at the model's cast when there was
            one); fp16 autocast without a GradScaler; a loss fed a low-precision prediction
 GM401      a sum (``.sum()``, ``reduction='sum'``) over the nodes in the backpropagated loss,
@@ -149,6 +151,7 @@ def runtime_findings(evidence: Evidence, static: Sequence[Finding],
     steps = [s for s in evidence.steps if s.kind == "backward"]
     _blocked_gradients(evidence, steps, add)
     _modes(evidence, steps, add)
+    _batchnorm_outside_steps(evidence, add)
     if not _precision(steps, add):
         _low_precision_predictions(evidence, add)  # the same defect, seen at the loss call
     _accumulating(steps, add)
@@ -257,6 +260,21 @@ def _modes(evidence: Evidence, steps: list[StepFacts], add) -> None:
                 f"training backward ran with {_names(who)} in eval mode",
                 "call model.train() before the training loop (and after any evaluation)", ev)
             return
+
+
+def _batchnorm_outside_steps(evidence: Evidence, add) -> None:
+    """A forward in train mode with gradients off (a warm-up pass, an extra forward between
+    steps) that moved BatchNorm running statistics: GM202 at that forward's call."""
+    for e in evidence.batchnorm:
+        if e.kind == "outside_step" and e.path:
+            add("GM202", e.path, e.line,
+                f"a forward in train mode outside the training step (gradients off) updated the "
+                f"running statistics of {e.module}",
+                "call model.eval() around forwards that are not training steps (and model.train() "
+                "after), or drop the extra forward",
+                [f"running statistics of {e.module} moved by the forward at "
+                 f"{chain({'stack': e.stack or [[e.path, e.line]]})}, after step {e.step}; "
+                 f"{_when(evidence, e.__dict__, 'bn.forward')}"])
 
 
 def _precision(steps: list[StepFacts], add) -> bool:

@@ -1,5 +1,6 @@
 """Module forwards: root-forward facts, parameters used, graphs entering modules, BatchNorm buffers
-written outside the forward.
+written outside the forward, and forwards outside the training step (gradients off, train mode)
+that move BatchNorm running statistics, at the forward's call.
 """
 
 from __future__ import annotations
@@ -30,6 +31,14 @@ def install(rec, torch) -> None:
                      "inference_mode_at_forward": torch.is_inference_mode_enabled(),
                      "autocast_at_forward": rec.autocast_state()}
             tls.root_grad = facts["grad_enabled_at_forward"]
+            tls.bn_watch = None
+            if not tls.root_grad or facts["inference_mode_at_forward"]:
+                # no backward can follow this forward: a train-mode BatchNorm in it updates its
+                # running statistics outside the training step (see post)
+                bns = [(n, m) for n, m in rec.special.get(mid, ()) if isinstance(m, bn_cls)
+                       and m.training and m.track_running_stats and m.momentum != 0]
+                if bns:
+                    tls.bn_watch = (bns, [rec.bn_state(m) for _, m in bns])
             if not tls.root_grad:
                 cause = grad_off_cause()
                 if cause is not None:
@@ -99,6 +108,9 @@ def install(rec, torch) -> None:
                 pass
         if tls.depth == 0:
             rec.note_reconstruction()
+            if tls.bn_watch is not None:
+                watch, tls.bn_watch = tls.bn_watch, None
+                bn_moved_outside_step(*watch)
         if torch.is_grad_enabled():
             out = output[0] if isinstance(output, (tuple, list)) and output else output
             if isinstance(out, torch.Tensor) and out.is_floating_point():
@@ -106,6 +118,19 @@ def install(rec, torch) -> None:
                                           torch.isfinite(out.detach()).all()))
         if isinstance(module, bn_cls):
             rec.bn_versions[id(module)] = rec.bn_state(module)
+
+    def bn_moved_outside_step(bns, before) -> None:
+        moved = [n for (n, m), old in zip(bns, before) if rec.bn_state(m) != old]
+        if not moved:
+            return
+        stack = rec.stack(3)
+        if not stack or tuple(stack[0]) in rec.bn_outside_seen:
+            return
+        rec.bn_outside_seen.add(tuple(stack[0]))
+        rec.cause("bn.forward", stack, modules=moved[:8])
+        rec.add("batchnorm", {"kind": "outside_step", "module": ", ".join(moved[:4]),
+                              "path": stack[0][0], "line": stack[0][1], "stack": stack,
+                              "step": rec.step_count, "detail": "gradients disabled"})
 
     def check_bn(m) -> None:
         old = rec.bn_versions.get(id(m))

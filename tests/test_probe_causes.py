@@ -428,3 +428,41 @@ def monitor(model):
     if error:
         assert any("bn" in e and f"train.py:{line_of(train, '    monitor(model)')}" in e
                    for f in at(data, "GM202", "train.py", line) for e in f["evidence"])
+
+
+@pytest.mark.parametrize("keep, grows", [
+    ("            total += loss\n", "total += loss"),
+    ("            self.history.append(loss)\n", "self.history.append(loss)"),
+    ("            total += loss.item()\n", None),  # a number: no graph held
+])
+def test_graph_held_across_steps_is_gm106_at_the_statement_that_grows_the_holder(
+        cli, tmp_path, keep, grows):
+    train = NET + f"""
+class Trainer:
+    def __init__(self, model, opt):
+        self.model, self.opt, self.history = model, opt, []
+
+    def fit(self, steps=12):
+        total = 0.0
+        for step in range(steps):
+            x = torch.randn(32, 6)
+            loss = F.mse_loss(self.model(x), x)
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+{keep}        return total
+
+
+torch.manual_seed(0)
+model = Net()
+Trainer(model, torch.optim.SGD(model.parameters(), lr=0.01)).fit()
+"""
+    write(tmp_path, {"train.py": train})
+    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "5"))
+    if grows is None:
+        assert not errors(data, "GM106"), data["findings"]
+        return
+    found = at(data, "GM106", "train.py", line_of(train, grows))
+    holder = "total" if "total" in grows else "history"
+    assert found and any(f"{holder}`" in f["message"] for f in found), data["findings"]
+    assert not [f for f in errors(data, "GM106") if f not in found], data["findings"]

@@ -553,7 +553,10 @@ class RetainedGraph:
     """Tensors with an autograd graph held by ``holder`` (``function.variable`` in the frames
     around the backward, or ``Class.attribute`` of their ``self``) at the backward of ``step``,
     outside that step's loss graph: ``nodes`` autograd nodes kept alive (counted up to four times
-    ``loss_nodes``, the size of the step's own loss graph)."""
+    ``loss_nodes``, the size of the step's own loss graph). ``path``/``line``: the backward;
+    ``held_at``: ``[path, line]`` of the statement that grows the holder (``total += loss``,
+    ``self.history.append(loss)``), found in the code of the function holding it (or of the
+    holder's class), when there is one."""
 
     step: int
     holder: str
@@ -562,6 +565,7 @@ class RetainedGraph:
     tensors: int = 0
     path: str = ""
     line: int = 0
+    held_at: Optional[list[Any]] = None
     pid: int = 0
     rank: Optional[int] = None
 

@@ -768,6 +768,7 @@ class Recorder:
                 frames.append(f)
             f = f.f_back
         holders: dict[str, list] = {}
+        owners: dict[str, tuple] = {}  # holder -> (code objects to search, name, is attribute)
 
         def add(name, value, depth=0):
             if isinstance(value, torch.Tensor):
@@ -785,10 +786,13 @@ class Recorder:
             where = fr.f_code.co_name
             for name, value in list(fr.f_locals.items()):
                 add(f"{where}.{name}", value)
+                owners.setdefault(f"{where}.{name}", ((fr.f_code,), name, False))
                 if name == "self" and hasattr(value, "__dict__") and \
                         not isinstance(value, torch.nn.Module):
+                    methods = (fr.f_code, *_method_codes(type(value)))
                     for attr, v in list(vars(value).items()):
                         add(f"{type(value).__name__}.{attr}", v)
+                        owners.setdefault(f"{type(value).__name__}.{attr}", (methods, attr, True))
         if not holders:
             return
         cap = 4 * len(nodes) + 64  # enough to tell several steps' graphs from one
@@ -802,9 +806,17 @@ class Recorder:
                 for nxt, _ in getattr(fn, "next_functions", ()):
                     if nxt is not None:
                         stack.append(nxt)
-            self.add("retained", {"step": step["index"], "holder": holder, "nodes": len(seen),
-                                  "loss_nodes": len(nodes), "tensors": len(fns),
-                                  "path": step.get("path", ""), "line": step.get("line", 0)})
+            item = {"step": step["index"], "holder": holder, "nodes": len(seen),
+                    "loss_nodes": len(nodes), "tensors": len(fns),
+                    "path": step.get("path", ""), "line": step.get("line", 0)}
+            codes, name, is_attr = owners[holder]
+            for code in codes:
+                line = _accumulation_line(code, name, is_attr)
+                where = self.rel(code.co_filename) if line else None
+                if where is not None:
+                    item["held_at"] = [where, line]
+                    break
+            self.add("retained", item)
 
     # -- model inputs (GM502, GM503) -----------------------------------------------------------
     def input_stats(self, module, args, path, line) -> None:
@@ -1014,6 +1026,55 @@ def row_scale(sum_fn) -> float:
                 if name.startswith("Mul"):
                     return v
     return 1.0
+
+
+_GROW_METHODS = frozenset({"append", "extend", "insert", "add", "appendleft", "setdefault",
+                           "update", "__setitem__", "__iadd__"})
+_LOADS = frozenset({"LOAD_FAST", "LOAD_NAME", "LOAD_GLOBAL", "LOAD_DEREF", "LOAD_CLOSURE"})
+_STORES = frozenset({"STORE_FAST", "STORE_NAME", "STORE_GLOBAL", "STORE_DEREF"})
+
+
+def _method_codes(cls) -> list:
+    """The code objects of a class's own functions (where an attribute may be grown)."""
+    out = []
+    for klass in cls.__mro__[:-1]:
+        for v in vars(klass).values():
+            code = getattr(v, "__code__", None)
+            if code is not None:
+                out.append(code)
+    return out[:64]
+
+
+def _accumulation_line(code, name: str, is_attr: bool):
+    """The first line of ``code`` that grows the holder ``name`` (a local or global variable,
+    or an attribute when ``is_attr``): ``name += x`` / ``name = name + x``, ``name.append(x)``
+    and the like, ``name[k] = x``; None when the code has none."""
+    import dis
+
+    try:
+        ins = list(dis.get_instructions(code))
+    except (TypeError, ValueError):
+        return None
+
+    def holds(i) -> bool:
+        return (ins[i].opname == "LOAD_ATTR") == is_attr and ins[i].argval == name and (
+            is_attr or ins[i].opname in _LOADS)
+
+    for i, x in enumerate(ins):
+        line = x.positions.lineno if x.positions else None
+        if not line:
+            continue
+        before = range(max(0, i - 6), i)
+        if x.opname == ("STORE_ATTR" if is_attr else x.opname) and x.argval == name and (
+                is_attr or x.opname in _STORES) and any(
+                    ins[j].opname.startswith(("BINARY_OP", "INPLACE_", "BINARY_ADD"))
+                    for j in before) and any(holds(j) for j in before):
+            return line
+        if x.opname in ("LOAD_ATTR", "LOAD_METHOD") and x.argval in _GROW_METHODS and i and holds(i - 1):
+            return line
+        if x.opname == "STORE_SUBSCR" and any(holds(j) for j in range(max(0, i - 3), i)):
+            return line
+    return None
 
 
 class _GradFnHolder:

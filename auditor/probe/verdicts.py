@@ -25,6 +25,8 @@ GM104      gradients accumulating: set when a backward starts, with an optimizer
 GM105      trained parameters in no optimizer param group (at the model's construction when it
            came after the optimizer's, else at the optimizer's); optimizer over foreign
            parameters; parameters that got gradients but never changed across the steps
+GM106      a variable, attribute or container holding the autograd graph of every step: at
+           the statement that grows it (``total += loss``, ``self.history.append(loss)``)
 GM201      the model or its Dropout/BatchNorm submodules in eval mode at a training backward:
            at the ``.eval()``/``.train(False)`` that left them so
 GM202      BatchNorm running statistics moved by a train-mode forward with gradients off (a
@@ -155,6 +157,7 @@ def runtime_findings(evidence: Evidence, static: Sequence[Finding],
     if not _precision(steps, add):
         _low_precision_predictions(evidence, add)  # the same defect, seen at the loss call
     _accumulating(steps, add)
+    _held_graphs(evidence, add)
     _sum_reductions(evidence, add)
     _zero_gradients(steps, add)
     _nonfinite(steps, add)
@@ -320,6 +323,21 @@ def _accumulating(steps: list[StepFacts], add) -> None:
                 [f"step {s.index}: an optimizer stepped since the previous backward and no "
                  f"zero_grad ran; {s.stale_grads} gradients were non-zero at the start"])
             return
+
+
+def _held_graphs(evidence: Evidence, add) -> None:
+    """A holder (a variable, an attribute, a container) whose tensors keep the autograd graph of
+    every step alive (GM106): at the statement that grows it, else at the backward."""
+    for holder, rs in evidence.growing_holders():
+        r = rs[-1]
+        path, line = (r.held_at[0], r.held_at[1]) if r.held_at else (r.path, r.line)
+        trail = ", ".join(f"{x.nodes} at step {x.step}" for x in rs[-3:])
+        add("GM106", path, line,
+            f"`{holder}` keeps the autograd graph of past steps alive: it holds "
+            f"{r.tensors} tensor(s) with a graph, {r.nodes} autograd nodes outside this step's loss",
+            "accumulate loss.item() (or loss.detach()), not the loss tensor",
+            [f"autograd nodes held by `{holder}` outside the step's loss graph: {trail} (one "
+             f"step's loss graph: {r.loss_nodes} nodes); backward at {r.path}:{r.line}"])
 
 
 def _sum_reductions(evidence: Evidence, add) -> None:

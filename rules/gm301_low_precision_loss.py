@@ -328,8 +328,13 @@ Unsafe: moving the loss out of the region or adding a scaler changes numerics an
             finding.path, finding.line, "autocast", finding.end_line
         ):
             return Verdict(Status.UNEXERCISED, ["the line never ran"])
-        low = [s for s in evidence.steps if any(t in (s.loss_dtype or "") for t in ("float16", "bfloat16"))]
-        fp16_unscaled = [s for s in evidence.steps if s.autocast_at_forward
+        # a cast at this line (Module.half()/.bfloat16()/.to(dtype)): only the steps after it
+        # show its effect (GraphMAE2 casts its encoder for the linear probe, after pre-training)
+        casts = evidence.calls_at(finding.path, finding.line, "cast", finding.end_line)
+        after = min((t for c in casts for t in c.steps), default=None)
+        steps = [s for s in evidence.steps if after is None or s.index > after]
+        low = [s for s in steps if any(t in (s.loss_dtype or "") for t in ("float16", "bfloat16"))]
+        fp16_unscaled = [s for s in steps if s.autocast_at_forward
                          and "float16" in str(s.autocast_at_forward.get("dtype", ""))
                          and "bfloat16" not in str(s.autocast_at_forward.get("dtype", ""))
                          and not s.scaler_used]
@@ -340,7 +345,18 @@ Unsafe: moving the loss out of the region or adding a scaler changes numerics an
             lines.append(f"float16 autocast without GradScaler.scale at step {fp16_unscaled[0].index}")
         if lines:
             return Verdict(Status.CONFIRMED, lines)
-        if evidence.steps:
-            return Verdict(Status.REFUTED, [f"the loss was {evidence.steps[0].loss_dtype or 'float32'}"
-                                            + (" and scaled" if evidence.steps[0].scaler_used else "")])
+        dtypes = {str(a.get("dtype")) for c in casts for a in c.args if isinstance(a, dict)}
+        failed = [r.error for r in evidence.runs if r.status == "exception" and any(
+            t in r.error for t in ("Half", "BFloat16", "float16", "bfloat16"))]
+        if casts and not steps and failed:
+            # the cast ran and the program then failed on its low-precision tensors: the cast is
+            # shown, the loss it would have given is not
+            return Verdict(Status.CONFIRMED, [
+                f"the model was cast to {', '.join(sorted(dtypes)) or 'low precision'} here "
+                f"(after step {after}); the run then failed: {failed[0][:160]}"])
+        if steps:
+            return Verdict(Status.REFUTED, [f"the loss was {steps[0].loss_dtype or 'float32'}"
+                                            + (" and scaled" if steps[0].scaler_used else "")
+                                            + (f" at the {len(steps)} step(s) after this line ran"
+                                               if casts else "")])
         return None

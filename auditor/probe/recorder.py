@@ -63,6 +63,8 @@ class _Tls(threading.local):
     root_grad = True  # grad mode at the current root forward
     grad_off = None  # (frame, stack) of the latest no_grad/inference_mode entered in user code
     bn_watch = None  # train-mode BatchNorms of a root forward with gradients off, their buffers
+    untraced = None  # the library-only module whose forward runs with line tracing off
+    step_untraced = False  # line tracing off during a library optimizer's step
 
 
 class Recorder:
@@ -138,9 +140,15 @@ class Recorder:
             self.watched.setdefault(rel, set()).update(range(line, end + 1))
         self.spans = [(e[0], int(e[1]), int(e[2] or e[1])) for e in watch if len(e) == 3]
         self.line_hits: dict[tuple[str, int], int] = {}
+        self.call_lines: set[tuple[str, int]] = set()  # lines of recorded calls (they ran)
         self.files_run: set[str] = set()  # watched files any code of which ran
         self.code_lines: dict[object, object] = {}
         self.tracing = False
+        self.global_trace = None
+        self.quiet = False  # a step that is not detailed: no line tracing
+        self.library_modules: dict[int, tuple] = {}  # id(module) -> (weakref, library_only)
+        self.library_types: dict[type, bool] = {}
+        self.graph_cache: dict[tuple, tuple] = {}  # (id, nodes, edges) -> (weakref, facts)
         self.snapshot = _snapshot_mode(self)  # gm-audit diff: seeds and tensor snapshots
 
     # for the hook modules, which import nothing of the recorder (late-bound: defined below)
@@ -232,6 +240,7 @@ class Recorder:
                 rec = self.calls[key] = {"kind": kind, "path": path, "line": line, "count": 0,
                                          "args": [], "steps": [], "stack": stack or []}
             rec["count"] += 1
+            self.call_lines.add((path, line))
             if args is not None:
                 if len(rec["args"]) < MAX_SAMPLES:
                     rec["args"].append(args)
@@ -345,17 +354,77 @@ class Recorder:
             return local if entry else None
 
         self.tracing = True
+        self.global_trace = global_trace
         threading.settrace(global_trace)  # type: ignore[arg-type]
         sys.settrace(global_trace)
 
+    # Line tracing slows every Python instruction of the thread while it is on (CPython 3.11
+    # traces per instruction, whatever the frame), so it is off while library code runs that
+    # calls no user code: the backward, a library optimizer's step, library-only modules
+    # and during the steps that are not detailed (see detailed_step): the lines of the findings
+    # are counted before the first backward, at the first DETAIL_STEPS steps and at every
+    # DETAIL_EVERY-th step
+    def suspend_tracing(self) -> bool:
+        """Line tracing off in this thread; True when it was on (resume it after)."""
+        if self.tracing and sys.gettrace() is self.global_trace:
+            sys.settrace(None)
+            return True
+        return False
+
+    def resume_tracing(self) -> None:
+        if self.tracing and not self.quiet and sys.gettrace() is None:
+            sys.settrace(self.global_trace)
+
+    def trace_this_step(self) -> None:
+        """At the end of a step: line tracing on for the next one when it is detailed."""
+        self.quiet = not self.detailed_step()
+        if self.quiet:
+            self.suspend_tracing()
+        else:
+            self.resume_tracing()
+
+    def library_only(self, module) -> bool:
+        """The module and all its submodules are of classes defined in libraries (torch, dgl,
+        site-packages): its forward runs no user code."""
+        key = id(module)
+        known = self.library_modules.get(key)
+        if known is None or known[0]() is not module:
+            flag = all(self.library_class(type(m)) for m in module.modules())
+            try:
+                known = self.library_modules[key] = (weakref.ref(module), flag)
+            except TypeError:
+                return False
+        return known[1]
+
+    def library_class(self, cls) -> bool:
+        flag = self.library_types.get(cls)
+        if flag is None:
+            mod = sys.modules.get(getattr(cls, "__module__", ""), None)
+            path = getattr(mod, "__file__", None)
+            flag = self.library_types[cls] = bool(path) and self.rel(path) is None
+        return flag
+
     def all_watched_hit(self) -> bool:
-        """Every watched span ran, leaving out those in files this program never imported:
+        """Every watched span ran (a traced line, or a recorded call there: the tracer is off
+        in most steps), leaving out those in files this program never imported:
         they cannot run here, so they do not hold the ``--steps auto`` budget."""
-        return all(any(self.line_hits.get((p, n)) for n in range(a, b + 1))
+        return all(any(self.line_hits.get((p, n)) or (p, n) in self.call_lines
+                       for n in range(a, b + 1))
                    for p, a, b in self.spans if p in self.files_run)
 
     # -- evidence file ------------------------------------------------------------------------------
+    def imported_watched_files(self) -> None:
+        """Watched files imported as modules, whether or not a traced step saw their code run
+        (the tracer is off in most steps)."""
+        for module in list(sys.modules.values()):
+            path = getattr(module, "__file__", None)
+            rel = self.rel(path) if isinstance(path, str) else None
+            if rel in self.watched:
+                self.files_run.add(rel)
+
     def document(self) -> dict:
+        if self.watched:
+            self.imported_watched_files()
         with self.lock:
             self.run["steps"] = self.step_count
             calls = [dict(c) for c in self.calls.values()]
@@ -685,6 +754,8 @@ class Recorder:
             self.dirty = True
         if self.snapshot is not None:
             self.snapshot.after_backward()
+        if self.tracing:
+            self.trace_this_step()
         if self.detailed_step():
             self.check_rngs()
         self.flush(force=self.step_count <= 2)
@@ -976,6 +1047,22 @@ class Recorder:
 
     # -- graphs ----------------------------------------------------------------------------------
     def graph_facts(self, g) -> dict:
+        """Self loops and in-degrees of a DGL graph; kept per graph object while its node and
+        edge counts stay (a full-batch pipeline feeds the same graph at every step)."""
+        key = (id(g), g.num_nodes(), g.num_edges())
+        cached = self.graph_cache.get(key)
+        if cached is not None and cached[0]() is g:
+            return dict(cached[1])
+        facts = self._graph_facts(g)
+        try:
+            if len(self.graph_cache) > 256:
+                self.graph_cache.clear()
+            self.graph_cache[key] = (weakref.ref(g), facts)
+        except TypeError:
+            pass
+        return dict(facts)
+
+    def _graph_facts(self, g) -> dict:
         torch = self.torch
         src, dst = g.edges()
         loop = src == dst

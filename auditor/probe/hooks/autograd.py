@@ -29,10 +29,13 @@ def install(rec, torch) -> None:
             finally:
                 tls.busy -= 1
             tls.in_backward = True
+            traced = rec.suspend_tracing()  # the backward runs library code only
             try:
                 return original(*args, **kwargs)
             finally:
                 tls.in_backward = False
+                if traced:
+                    rec.resume_tracing()
                 if ctx is not None:
                     guarded(rec.after_backward)(ctx)
         return wrapper

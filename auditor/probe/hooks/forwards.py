@@ -18,6 +18,12 @@ def install(rec, torch) -> None:
     def pre(module, args):
         depth = tls.depth
         tls.depth = depth + 1
+        if tls.untraced is None and rec.tracing:
+            if rec.library_only(module):
+                if rec.suspend_tracing():
+                    tls.untraced = module
+            else:
+                rec.resume_tracing()  # off since a forward or a step that raised
         if depth == 0:
             tls.child_depth = 2 if type(module).__name__ in rec.wrapper_classes else 1
             if rec.budget_spent() and torch.is_grad_enabled():
@@ -99,6 +105,9 @@ def install(rec, torch) -> None:
     @guarded
     def post(module, args, output):
         tls.depth = max(0, tls.depth - 1)
+        if tls.untraced is module:
+            tls.untraced = None
+            rec.resume_tracing()
         if tls.depth == tls.child_depth:
             rec.child_output(module, output)
         if tls.depth == 0 and torch.is_grad_enabled():

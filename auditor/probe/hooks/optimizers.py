@@ -17,9 +17,11 @@ def install(rec, torch) -> None:
 
     @guarded
     def opt_pre(optimizer, args, kwargs):
+        if rec.library_class(type(optimizer)):
+            tls.step_untraced = rec.suspend_tracing()  # a library step runs no user code
         model = last_model()
-        if model is None:
-            return
+        if model is None or not rec.detailed_step():
+            return  # parameter changes (GM105) are measured at the detailed steps
         params = list(model.parameters())
         if sum(p.numel() for p in params) <= 50_000_000:
             rec.snapshots[id(optimizer)] = [(rec.param_name(p), p, p.detach().clone()) for p in params]
@@ -29,6 +31,9 @@ def install(rec, torch) -> None:
 
     @guarded
     def opt_post(optimizer, args, kwargs):
+        if tls.step_untraced:
+            tls.step_untraced = False
+            rec.resume_tracing()
         path, line = rec.site()
         model = last_model()
         opt_ids = {id(p) for g in optimizer.param_groups for p in g["params"]}

@@ -466,3 +466,18 @@ Trainer(model, torch.optim.SGD(model.parameters(), lr=0.01)).fit()
     holder = "total" if "total" in grows else "history"
     assert found and any(f"{holder}`" in f["message"] for f in found), data["findings"]
     assert not [f for f in errors(data, "GM106") if f not in found], data["findings"]
+
+
+def test_nonfinite_loss_names_the_first_module_whose_output_went_nonfinite(cli, tmp_path):
+    net = NET.replace("self.dec = nn.Linear(16, 6)",
+                      "self.dec = nn.Linear(16, 6)\n        self.blow = Blow()") \
+        .replace("return self.dec(torch.relu(self.enc(x)))",
+                 "return self.dec(self.blow(torch.relu(self.enc(x))))")
+    blow = """
+class Blow(nn.Module):
+    def forward(self, h):
+        return torch.log(h - 1e3)  # log of negative numbers: NaN
+"""
+    train, data = run_net(cli, tmp_path, net.replace("class Net", blow + "\n\nclass Net") + LOOP)
+    found = errors(data, "GM701")
+    assert found and "first non-finite module output: blow" in found[0]["message"], found

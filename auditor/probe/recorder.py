@@ -649,9 +649,9 @@ class Recorder:
         step["scaler_used"] = acc["scaler"]
         step["zero_grad_calls"] = acc["zero_grad"]
         if step.get("loss_finite") is False:
-            for name, flag in acc["finite"]:
+            for name, out in acc["finite"]:
                 try:
-                    if not bool(flag):
+                    if not bool(torch.isfinite(out).all()):
                         step["nonfinite_module"] = name
                         break
                 except Exception:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import sys
 
+MAX_HELD_OUTPUTS = 256  # module outputs of a step kept to name the first non-finite one
+
 
 def install(rec, torch) -> None:
     nn = torch.nn
@@ -120,11 +122,13 @@ def install(rec, torch) -> None:
             if tls.bn_watch is not None:
                 watch, tls.bn_watch = tls.bn_watch, None
                 bn_moved_outside_step(*watch)
-        if torch.is_grad_enabled():
+        outputs = rec.cur["finite"]
+        if len(outputs) < MAX_HELD_OUTPUTS and torch.is_grad_enabled():
+            # held (a detached view, no copy) and checked only when the loss is not finite
             out = output[0] if isinstance(output, (tuple, list)) and output else output
             if isinstance(out, torch.Tensor) and out.is_floating_point():
-                rec.cur["finite"].append((rec.module_names.get(id(module), type(module).__name__),
-                                          torch.isfinite(out.detach()).all()))
+                outputs.append((rec.module_names.get(id(module), type(module).__name__),
+                                out.detach()))
         if isinstance(module, bn_cls):
             rec.bn_versions[id(module)] = rec.bn_state(module)
 

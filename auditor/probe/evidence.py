@@ -63,6 +63,8 @@ Calls recorded at a cause site (eval/train, requires_grad, cast, the self-loop o
 * ``load_state_dict`` [strict, missing, unexpected, module, trained]
 * ``seed``           [fn, rng, value]
 * ``bn.reset``       BatchNorm reset_running_stats / reset_parameters [module]
+* ``bn.forward``     a root forward in train mode with gradients off that moved BatchNorm running
+                     statistics (outside any training step) [modules]; with ``stack``
 * ``normalize``      torch.nn.functional.normalize on a prediction [mean_norm, dim_size]
 
 Everything is tolerant of missing keys: a process that crashed early leaves a partial file, and

@@ -1147,8 +1147,11 @@ def _accumulation_line(code, name: str, is_attr: bool):
         return (ins[i].opname == "LOAD_ATTR") == is_attr and ins[i].argval == name and (
             is_attr or ins[i].opname in _LOADS)
 
+    line = None
     for i, x in enumerate(ins):
-        line = x.positions.lineno if x.positions else None
+        pos = getattr(x, "positions", None)  # 3.11+; before: the line starts only
+        start = x.starts_line if type(x.starts_line) is int else None
+        line = (pos.lineno if pos is not None else None) or start or line
         if not line:
             continue
         before = range(max(0, i - 6), i)

@@ -174,7 +174,10 @@ class StepFacts:
     params_used: list[str] = field(default_factory=list)  # in a forward that ran this step
     params_reached: list[str] = field(default_factory=list)  # from loss.grad_fn
     params_frozen: list[str] = field(default_factory=list)  # requires_grad False
+    # per parameter at the detailed steps (the first six, then every tenth) and at any step with
+    # a non-finite gradient; between them only ``grads_finite`` (every gradient finite)
     grads: dict[str, GradFacts] = field(default_factory=dict)
+    grads_finite: bool = False
     training_at_forward: dict[str, bool] = field(default_factory=dict)  # "" = the model itself
     training_at_backward: dict[str, bool] = field(default_factory=dict)
     grad_enabled_at_forward: Optional[bool] = None

@@ -730,17 +730,26 @@ class Recorder:
             params = [(n, p) for n, p in model.named_parameters()]
             with_grad = [(n, p.grad) for n, p in params if p.grad is not None]
             grads = {n: {"state": "none"} for n, p in params if p.grad is None}
+            norms = []
             if with_grad:
                 gs = [g.detach() for _, g in with_grad]
                 try:
-                    norms = [float(x) for x in torch.stack([x.float() for x in torch._foreach_norm(gs)]).tolist()]
+                    stacked = torch.stack([x.float() for x in torch._foreach_norm(gs)])
+                    # between detailed steps, per-parameter norms only when one is not finite
+                    if self.detailed_step() or not math.isfinite(float(stacked.sum())):
+                        norms = [float(x) for x in stacked.tolist()]
                 except Exception:
                     norms = [float(g.float().norm()) for g in gs]
+            if with_grad and not norms:
+                step["grads_finite"] = True
+            elif with_grad:
                 for (n, _), v in zip(with_grad, norms):
                     state = "nonfinite" if not math.isfinite(v) else ("zero" if v == 0 else "finite")
                     grads[n] = {"state": state, "norm": v if math.isfinite(v) else None}
-            step["grads"] = grads
-            step["nonfinite_grads"] = [n for n, g in grads.items() if g["state"] == "nonfinite"]
+            if not step.get("grads_finite"):
+                step["grads"] = grads
+                step["nonfinite_grads"] = [n for n, g in grads.items()
+                                           if g["state"] == "nonfinite"]
         if self.cur["sums"]:
             try:
                 self.sum_reductions(step)

@@ -125,7 +125,11 @@ class Source:
         self.path = path
         self.data = data
         self.text, self.encoding = _decode(data)
-        self.wrapper = MetadataWrapper(cst.parse_module(self.text))
+        module = cst.parse_module(self.text)
+        if self.text.endswith("\r") and not module.has_trailing_newline:
+            # libcst only takes "\n" for a file's last newline: a CR-only file would lose its own
+            module = module.with_changes(has_trailing_newline=True)
+        self.wrapper = MetadataWrapper(module)
         self.module = self.wrapper.module  # positions and parents refer to this tree's nodes
         self._positions = self.wrapper.resolve(PositionProvider)
         self._parents = self.wrapper.resolve(ParentNodeProvider)

@@ -272,6 +272,9 @@ def run_check(
             done += 1
             if progress:
                 progress(done, total)
+    # the project sees files in discovery order, however the pool or the cache answered: some
+    # project-stage answers depend on it, and the same tree must give the same report
+    results = {rel: results[rel] for rel, _, _ in contents}
     abspaths = {job[0]: job[1] for job in todo}
 
     def load_skipped(rel: str) -> Optional[FileFacts]:

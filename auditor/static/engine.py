@@ -308,6 +308,8 @@ def run_check(
                 traceback.print_exc()
             errors.append(FileError("<project>", f"internal error in {rule.code}: {type(exc).__name__}: {exc}"))
 
+    errors += [FileError(path, "analysis truncated: " + "; ".join(whats))
+               for path, whats in project.truncated.items()]
     findings = apply_suppressions(findings, results, config, report_unused_ignores)
     findings = sorted(dedupe(findings), key=Finding.sort_key)
     cache.save()

@@ -3,12 +3,10 @@ hard links are kept, and what was and was not fixed is reported."""
 
 import json
 import os
-import shutil
 import stat
 import subprocess
-import sys
-import tempfile
-from pathlib import Path
+
+from conftest import run_cli_unprivileged, unprivileged
 
 SOURCE = "import torch\n\nstate = torch.load('ckpt.pt')\n"
 
@@ -50,55 +48,32 @@ def test_owner_mode_and_hard_links_are_kept(tmp_path, cli):
     assert linked.stat().st_ino == inode and (tmp_path / "alias.txt").read_text() == linked.read_text()
 
 
-NOBODY = 65534
-
-
-def as_user(cmd: list[str]) -> list[str]:
-    """Root ignores folder permissions: as root, the command runs as nobody (setpriv drops every
-    capability with the uid), who must then own the tree it works on."""
-    if os.geteuid() != 0:
-        return cmd
-    return ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *cmd]
-
-
-def test_read_only_folder_means_no_file_is_written():
-    # a tree of its own: pytest's folders are private to root, nobody could not even enter them
-    root = Path(tempfile.mkdtemp())
+def test_read_only_folder_means_no_file_is_written(tmp_path):
+    (tmp_path / "free.py").write_text(SOURCE)
+    (tmp_path / "locked").mkdir()
+    (tmp_path / "locked" / "x.py").write_text(SOURCE)
+    (tmp_path / "locked").chmod(0o555)
     try:
-        (root / "free.py").write_text(SOURCE)
-        (root / "locked").mkdir()
-        (root / "locked" / "x.py").write_text(SOURCE)
-        (root / "home").mkdir()
-        if os.geteuid() == 0:
-            for path in [root, *root.rglob("*")]:
-                os.chown(path, NOBODY, NOBODY)
-        (root / "locked").chmod(0o555)
-        # the folder is really closed to the user gm-audit runs as (and the tree open to it)
-        probe = subprocess.run(as_user(["touch", "locked/new", "free.py"]), cwd=root,
+        # the folder is really closed to gm-audit as it runs (and the rest of the tree open)
+        probe = subprocess.run(unprivileged(["touch", "locked/new", "free.py"]), cwd=tmp_path,
                                capture_output=True, text=True)
         assert probe.returncode != 0 and "locked/new" in probe.stderr, probe.stderr
-        assert "free.py" not in probe.stderr
-        assert not (root / "locked" / "new").exists()
-        env = {**os.environ, "HOME": str(root / "home"), "XDG_CACHE_HOME": str(root / "home")}
-        env.pop("GM_AUDIT_DEBUG", None)
-        proc = subprocess.run(as_user([sys.executable, "-m", "auditor", "check", ".", "--fix",
-                                       "--no-cache", "--format", "json"]),
-                              cwd=root, env=env, capture_output=True, text=True, timeout=120)
-        assert "Traceback" not in proc.stderr, proc.stderr
-        assert proc.returncode == 1, proc.stderr
-        # all or nothing: the writable file is left as it was too, and no temporary file remains
-        assert (root / "free.py").read_text() == SOURCE
-        assert (root / "locked" / "x.py").read_text() == SOURCE
-        assert sorted(p.name for p in root.rglob("*")) == ["free.py", "home", "locked", "x.py"]
-        for name in ("free.py", "locked/x.py"):
-            assert f"{name}: not written: Permission denied; no file was changed" in proc.stderr
-        report = json.loads(proc.stdout)
-        assert report["fixes"]["applied"] == []
-        assert sorted((f["rule"], f["path"]) for f in report["findings"]) == [
-            ("GM602", "free.py"), ("GM602", "locked/x.py")]
+        assert "free.py" not in probe.stderr and not (tmp_path / "locked" / "new").exists()
+        proc = run_cli_unprivileged("check", ".", "--fix", "--no-cache", "--format", "json", cwd=tmp_path)
     finally:
-        (root / "locked").chmod(0o755)
-        shutil.rmtree(root)
+        (tmp_path / "locked").chmod(0o755)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode == 1, proc.stderr
+    # all or nothing: the writable file is left as it was too, and no temporary file remains
+    assert (tmp_path / "free.py").read_text() == SOURCE
+    assert (tmp_path / "locked" / "x.py").read_text() == SOURCE
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["free.py", "locked", "x.py"]
+    for name in ("free.py", "locked/x.py"):
+        assert f"{name}: not written: Permission denied; no file was changed" in proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["fixes"]["applied"] == []
+    assert sorted((f["rule"], f["path"]) for f in report["findings"]) == [
+        ("GM602", "free.py"), ("GM602", "locked/x.py")]
 
 
 def test_cr_only_file_keeps_its_line_ends_and_final_newline(tmp_path, cli):

@@ -101,11 +101,17 @@ class FixOutcome:
         """Unified diff of every changed file (``--diff``)."""
         out: list[str] = []
         for path, (old, new) in sorted(self.changed.items()):
-            a = _decode(old)[0].splitlines(keepends=True)
-            b = _decode(new)[0].splitlines(keepends=True)
+            a, b = _patch_lines(_decode(old)[0]), _patch_lines(_decode(new)[0])
             for line in difflib.unified_diff(a, b, f"a/{path}", f"b/{path}"):
                 out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
         return "".join(out)
+
+
+def _patch_lines(text: str) -> list[str]:
+    """Lines as diff and patch count them: ended by "\n" only (a form feed, U+2028 or U+0085 is
+    part of its line, as for Python; str.splitlines would cut there and shift every hunk)."""
+    lines = text.split("\n")
+    return [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
 
 
 def _decode(data: bytes) -> tuple[str, str]:

@@ -147,7 +147,7 @@ def crash_banner(report: Report) -> list[str]:
            "may only mean the program stopped before reaching their lines."]
     tail = [t for t in report.extra.get("output_tail") or [] if isinstance(t, str)]
     if tail:
-        out += [">", "> ```text", *(f"> {t.replace('```', 'ˋˋˋ')}" for t in tail), "> ```"]
+        out += [">", "> ```text", *(f"> {printable(t).replace('```', 'ˋˋˋ')}" for t in tail), "> ```"]
     return [*out, ""]
 
 

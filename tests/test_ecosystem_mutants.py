@@ -157,3 +157,27 @@ def test_coverage_counts_the_repositories_each_operator_applies_to(
     # nothing here loads a checkpoint: no GM601 operator applies
     summary = printed[-1]
     assert summary.startswith("rules without") and "GM601" in summary and "GM104" not in summary
+
+
+def test_summary_puts_static_recall_and_precision_in_one_table(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from benchmarks.ecosystem import report, summary
+    static = tmp_path / "static.json"
+    assert static_score.main(["--repos", corpus.FIXTURE, "--rules", "GM104",
+                              "--max-mutants", "2", "--json", str(static)]) == 0
+    repo = SMALL[0]
+    precision = tmp_path / "precision.json"
+    assert report.main([repo, "--json", str(precision)]) == 0
+    capsys.readouterr()
+    assert summary.main(["--static", str(static), "--precision", str(precision)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == f"| rule | fixture | {repo.split('+')[-1]} | all |"
+    found = json.loads(static.read_text())["recall"]["GM104"][corpus.FIXTURE]
+    row = next(line for line in printed if line.startswith("| GM104 |"))
+    assert row.split(" | ")[1] == f"{found[0]}/{found[1]} · – · –"
+    judged = json.loads(precision.read_text())["by_repo"][repo]
+    for rule, counts in judged.items():
+        tp, benign = counts.get("true_positive", 0), counts.get("benign", 0)
+        if tp + benign:
+            cell = next(line for line in printed if line.startswith(f"| {rule} |")).split(" | ")[2]
+            assert cell.endswith(f" · {tp}/{tp + benign}")

@@ -76,13 +76,16 @@ def score_repo(repo: str, rules: Optional[Sequence[str]], cap: int,
         clean = {f.key for f in corpus.findings(work, report=corpus.run_check(work, cache=True))}
         warmed = time.perf_counter()
         out = []
-        for mutant in mutants:
+        for i, mutant in enumerate(mutants, 1):
             mutant.write(work)
             found = corpus.findings(work, report=corpus.run_check(work, cache=True))
             mutant.revert(source, work)
             out.append(Scored(mutant.id, repo, mutant.operator, mutant.rule, mutant.benign,
                               hit(mutant, found, clean), [(t.path, t.line) for t in mutant.truth],
                               mutant.description))
+            # a long run (OpenHGNN: minutes per mutant on a loaded machine) shows as it goes
+            print(f"  [{i}/{len(mutants)}] {mutant.id}: {'hit' if out[-1].hit else 'miss'}",
+                  file=sys.stderr, flush=True)
         end = time.perf_counter()
     return out, {"generate": generated - start, "warm_check": warmed - generated,
                  "mutant_checks": end - warmed, "mutants": len(mutants)}

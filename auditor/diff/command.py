@@ -337,6 +337,8 @@ def run_diff_command(args: argparse.Namespace, config: Config, rules: list, fail
             for t in tail[-12:]:
                 print(f"  | {t}", file=sys.stderr)
             return EXIT_ERROR
+    if opts["auto"]:  # a reference faster than the candidate may have recorded more
+        ref.snapshot["steps"] = ref.snapshot["steps"][:cand.steps]
     tol = opts["tol"]
     uses_cuda = any(d.startswith("cuda") for r in (ref, cand) for d in r.evidence.devices)
     if opts["calibrate"] or uses_cuda:

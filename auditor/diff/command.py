@@ -257,10 +257,12 @@ def _flagged_but_agreeing(static: list[Finding], ref: Run, cand: Run, opts: dict
             f" and {len(fs) - 4} more" if len(fs) > 4 else "")
 
     advice = []
+    stopped = classify(cand.outcome, cand.evidence) == "budget" if cand.outcome else False
     for k, fs in sorted(later.items()):
-        advice.append(f"{listed(fs)} first ran after step {k - 1}: ask for --steps {k}")
+        advice.append(f"{listed(fs)} first ran after step {k - 1}: ask for --steps {k}"
+                      if stopped or k <= cand.steps else
+                      f"{listed(fs)} ran only after the last training step")
     if never:
-        stopped = classify(cand.outcome, cand.evidence) == "budget" if cand.outcome else False
         if not stopped:
             advice.append(f"{listed(never)} never ran before the program ended")
         elif opts["auto"]:

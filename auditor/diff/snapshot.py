@@ -270,8 +270,9 @@ class Snapshot:
             if self.steps:
                 self.refresh_update()
             if len(self.steps) >= self.budget() or self.stop_requested():
-                self.rec.stop_for_budget()
-            self.start_step(module)
+                self.rec.stop_for_budget()  # ends the process
+            else:
+                self.start_step(module)
         cur = self.cur
         if cur is None:
             return

@@ -270,28 +270,29 @@ VALIDATED = (
     "for i in range(12):\n"
     "    loss = net(x).pow(2).mean()\n"
     "    opt.zero_grad(); loss.backward(); opt.step()\n"
-    "    if (i + 1) % 5 == 0:\n"
+    "    if (i + 1) % 7 == 0:\n"
     "        validate(net)\n"
 )
 LEAVES_EVAL = VALIDATED.replace("    model.train()\n", "")
 
 
 def test_steps_auto_runs_until_a_late_eval_shows_and_names_its_chain(cli, tmp_path):
+    # the validation after step 7 (past the probe's first, detailed steps) leaves eval mode
     code, data = diff_json(cli, tmp_path, VALIDATED, LEAVES_EVAL, "--steps", "auto")
     first = data["first_divergence"]
-    assert code == 1 and first["stage"] == "mode" and "(step 6)" in first["detail"], first
+    assert code == 1 and first["stage"] == "mode" and "(step 8)" in first["detail"], first
     assert (first["rule"], first["path"], first["line"]) == ("GM201", "cand.py", 7)
     [finding] = data["findings"]
     assert "cand.py:7, called from cand.py:15" in finding["evidence"][0], finding
-    assert data["runs"]["candidate"]["steps"] == data["runs"]["reference"]["steps"] == 6
+    assert data["runs"]["candidate"]["steps"] == data["runs"]["reference"]["steps"] == 8
 
 
 def test_agreement_says_which_step_to_ask_for(cli, tmp_path):
-    # the eval runs after step 5: five steps agree, and the note asks for the sixth
-    code, data = diff_json(cli, tmp_path, VALIDATED, LEAVES_EVAL, "--steps", "5")
+    # the eval runs after step 7: seven steps agree, and the note asks for the eighth
+    code, data = diff_json(cli, tmp_path, VALIDATED, LEAVES_EVAL, "--steps", "7")
     assert code == 0, data["first_divergence"]
     [note] = [n for n in data["notes"] if n.startswith("no divergence, but")]
-    assert "GM201 at cand.py:7 first ran after step 5: ask for --steps 6" in note, note
+    assert "GM201 at cand.py:7 first ran after step 7: ask for --steps 8" in note, note
     # a bound too low for the line to run at all
     code, data = diff_json(cli, tmp_path, VALIDATED, LEAVES_EVAL, "--steps", "auto",
                            "--max-steps", "3")

@@ -376,8 +376,9 @@ class Recorder:
             sys.settrace(self.global_trace)
 
     def trace_this_step(self) -> None:
-        """At the end of a step: line tracing on for the next one when it is detailed."""
-        self.quiet = not self.detailed_step()
+        """At the end of a step: line tracing on for the next one when it is detailed, or at
+        every step under ``gm-audit diff`` (it tells the step at which each line first ran)."""
+        self.quiet = self.snapshot is None and not self.detailed_step()
         if self.quiet:
             self.suspend_tracing()
         else:

@@ -9,7 +9,8 @@ from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.facts import FunctionInfo, Span
 from auditor.static.project import Project
-from auditor.static.training import Origin, OptimizerBuild, Training, is_optimizer_class
+from auditor.static.training import (Action, Origin, OptimizerBuild, Training,
+                                     is_optimizer_class)
 
 
 class OptimizerStaleModel(Rule):
@@ -277,17 +278,11 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
     @classmethod
     def _stale_instances(cls, t: Training) -> Iterable[Finding]:
         for loop in t.training_loops():
-            trained: list[Origin] = []
-            for back in loop.of("backward"):
-                # only modules whose outputs reach the loss with their autograd history: a
-                # linear probe on detached / no_grad embeddings does not train the encoder
-                for sfn, j in t.loss_slice(back.fn, back.index, live=True):
-                    if j < 0 or (sfn.class_name and t.is_module_class(sfn.class_name)):
-                        continue  # calls inside a module are its submodules
-                    if t.module_call(sfn, j) and t.grad_off(sfn, j) is None:
-                        trained += [o for o in t.origins(sfn, sfn.events[j].func, j)
-                                    if o.known and t.is_module_class(o.cls)]
             for step in loop.of("step"):
+                # the backward whose gradients this step applies: the one in the same function
+                # (a loop that calls a linear-probe helper holds the helper's own step too)
+                backs = [b for b in loop.of("backward") if b.fn is step.fn] or loop.of("backward")
+                trained = cls._trained(t, backs)
                 for build, made in cls._optimizer_builds(t, step.fn, step.index, step.receiver):
                     given = t.param_origins(build, made.via[-1] if made.via else None)
                     if not given or not all(o.known for o in given):
@@ -296,6 +291,20 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
                         if o in given:
                             continue
                         yield cls._stale(t, o, build, made)
+
+    @staticmethod
+    def _trained(t: Training, backs: list[Action]) -> list[Origin]:
+        """The module instances whose outputs reach these backwards with their autograd
+        history: a linear probe on detached / no_grad embeddings does not train the encoder."""
+        trained: list[Origin] = []
+        for back in backs:
+            for sfn, j in t.loss_slice(back.fn, back.index, live=True):
+                if j < 0 or (sfn.class_name and t.is_module_class(sfn.class_name)):
+                    continue  # calls inside a module are its submodules
+                if t.module_call(sfn, j) and t.grad_off(sfn, j) is None:
+                    trained += [o for o in t.origins(sfn, sfn.events[j].func, j)
+                                if o.known and t.is_module_class(o.cls)]
+        return list(dict.fromkeys(trained))
 
     @classmethod
     def _stale(cls, t: Training, trained: Origin, build: OptimizerBuild, made: Origin) -> Finding:

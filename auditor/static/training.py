@@ -348,6 +348,9 @@ class Training:
         if cls.startswith(("torch.nn.", "dgl.nn.", "torch_geometric.nn.")):
             return not last.endswith("Loss") and last[:1].isupper() and "functional" not in cls
         info = self.project.classes.get(cls)
+        if info is None:  # `from pkg import BaseModel`, re-exported by pkg/__init__.py
+            target = self.project.reexported(cls)
+            info = self.project.classes.get(target) if target else None
         if info is None:
             return False
         return any(b.endswith("Module") or self.is_module_class(b, seen) for b in info.bases)

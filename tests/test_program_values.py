@@ -210,7 +210,8 @@ def _weighted(default: str) -> dict[str, str]:
 
 
 def test_loss_weight_defaulting_to_zero_in_argparse(tmp_path):
-    assert check(tmp_path, _weighted("0.0"), "GM402") == [("GM402", "train.py", 6)]
+    # reported where the zero is set: the argparse default
+    assert check(tmp_path, _weighted("0.0"), "GM402") == [("GM402", "train.py", 13)]
 
 
 def test_loss_weight_defaulting_to_a_positive_number_is_clean(tmp_path):

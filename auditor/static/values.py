@@ -13,17 +13,23 @@ copies, into the returns of project functions, and up to call sites for paramete
 * ``UNKNOWN`` anything else (the lattice's top: rules keep their previous answer there).
 
 Rules ask :func:`kind_at` (``Training`` supplies module calls, grad mode and call resolution).
+
+Constants flow through configuration with :class:`Constants`, which a rule's per-file visitor
+feeds as it walks (dict literals, ``dict(BASE, k=v)``, ``cfg.get("k", default)``, defaults).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import Any, Optional
+
+import libcst as cst
 
 from auditor.static.facts import FunctionInfo
 from auditor.static.training import NON_DIFFERENTIABLE, Training, outer_call, statement_start
 
 NUMBER, DATA, GRAD, UNKNOWN = "number", "data", "grad", "unknown"
+UNKNOWN_VALUE = object()  # what :class:`Constants` answers for a value it cannot know
 
 # methods and functions whose result is a Python number (or a numpy value) whatever they get
 NUMBER_METHODS = {"item", "tolist", "numpy", "size", "numel", "dim", "__len__"}
@@ -102,3 +108,98 @@ def _one_term(value: str) -> bool:
         elif depth == 0 and ch in "+-*/%@<>=|&":
             return False
     return bool(value)
+
+
+class Constants:
+    """Constants of one file as a rule's visitor meets them (source order): module-level and
+    local ``NAME = <constant>``, parameter defaults of the function being visited. Values are
+    literals, dict literals, ``dict(BASE, k=v)``; expressions ``X["k"]``, ``X.get("k", d)``,
+    ``-x`` evaluate through them. ``evaluate`` answers :data:`UNKNOWN_VALUE` when it cannot."""
+
+    def __init__(self) -> None:
+        self.scopes: list[dict[str, Any]] = [{}]
+        self.fallback = False
+
+    def push(self) -> None:
+        self.scopes.append({})
+
+    def pop(self) -> None:
+        self.scopes.pop()
+
+    def bind(self, name: str, node: cst.BaseExpression) -> None:
+        value = self.evaluate(node)
+        if value is UNKNOWN_VALUE:
+            self.forget(name)
+        else:
+            self.scopes[-1][name] = value
+
+    def forget(self, name: str) -> None:
+        """``name`` changed in a way not followed (``w += step``): no constant any more."""
+        for scope in self.scopes:
+            scope.pop(name, None)
+
+    def evaluate(self, node: cst.BaseExpression, fallback: bool = False) -> Any:
+        """``fallback``: ``m.get("k", d)`` on a mapping not known here answers its default ``d``
+        (what the run uses unless its configuration sets ``k``)."""
+        self.fallback = fallback
+        return self._value(node)
+
+    def _value(self, node: cst.BaseExpression) -> Any:
+        if isinstance(node, (cst.Integer, cst.Float)):
+            try:
+                return float(node.value)
+            except ValueError:
+                return UNKNOWN_VALUE
+        if isinstance(node, cst.SimpleString):
+            return node.evaluated_value
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+            inner = self._value(node.expression)
+            return -inner if isinstance(inner, float) else UNKNOWN_VALUE
+        if isinstance(node, cst.Name):
+            if node.value in ("True", "False", "None"):
+                return {"True": True, "False": False, "None": None}[node.value]
+            for scope in reversed(self.scopes):
+                if node.value in scope:
+                    return scope[node.value]
+            return UNKNOWN_VALUE
+        if isinstance(node, cst.Dict):
+            out: dict[Any, Any] = {}
+            for element in node.elements:
+                if not isinstance(element, cst.DictElement):
+                    return UNKNOWN_VALUE  # `**other`: keys unknown
+                key = self._value(element.key)
+                if key is UNKNOWN_VALUE:
+                    return UNKNOWN_VALUE
+                out[key] = self._value(element.value)
+            return out
+        if isinstance(node, cst.Subscript) and len(node.slice) == 1 \
+                and isinstance(node.slice[0].slice, cst.Index):
+            base = self._value(node.value)
+            key = self._value(node.slice[0].slice.value)
+            return base.get(key, UNKNOWN_VALUE) if isinstance(base, dict) else UNKNOWN_VALUE
+        if isinstance(node, cst.Call):
+            return self._call(node)
+        return UNKNOWN_VALUE
+
+    def _call(self, node: cst.Call) -> Any:
+        func = node.func
+        if isinstance(func, cst.Name) and func.value == "dict":
+            out: dict[Any, Any] = {}
+            for arg in node.args:
+                if arg.keyword is not None:
+                    out[arg.keyword.value] = self._value(arg.value)
+                    continue
+                base = self._value(arg.value)
+                if not isinstance(base, dict):
+                    return UNKNOWN_VALUE
+                out.update(base)
+            return out
+        if isinstance(func, cst.Attribute) and func.attr.value == "get" and node.args:
+            base = self._value(func.value)
+            key = self._value(node.args[0].value)
+            default = self._value(node.args[1].value) if len(node.args) > 1 else None
+            if isinstance(base, dict) and key is not UNKNOWN_VALUE:
+                return base.get(key, default)
+            if self.fallback and base is UNKNOWN_VALUE and len(node.args) > 1:
+                return default
+        return UNKNOWN_VALUE

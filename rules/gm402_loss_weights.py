@@ -187,16 +187,15 @@ confirm.
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.functions.append(node.name.value)
-        self.constants.push()
+        self.constants.enter_function(node)
         self.losses.append(set())
         for param in (*node.params.params, *node.params.kwonly_params):
             if param.default is not None:
                 self._scalar(param.name.value, param.default, param.default)
-                self.constants.bind(param.name.value, param.default)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self.functions.pop()
-        self.constants.pop()
+        self.constants.leave_function()
         self.losses.pop()
 
     # -- weight definitions ----------------------------------------------------------------------
@@ -239,12 +238,11 @@ confirm.
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self.target = " ".join(self.ctx.code(t.target, 60) for t in node.targets)
+        self.constants.assigned(node)
         for target in node.targets:
             self._assigned(target.target, node.value)
-            if isinstance(target.target, cst.Name):
-                self.constants.bind(target.target.value, node.value)
-                if self._loss_value(node.value):
-                    self.losses[-1].add(target.target.value)
+            if isinstance(target.target, cst.Name) and self._loss_value(node.value):
+                self.losses[-1].add(target.target.value)
 
     def leave_Assign(self, original_node: cst.Assign) -> None:
         self.target = ""
@@ -316,8 +314,7 @@ confirm.
         return False
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        if isinstance(node.target, cst.Name):
-            self.constants.forget(node.target.value)
+        self.constants.assigned(node)
         if isinstance(node.operator, cst.AddAssign) and LOSSY.search(_last(node.target) or ""):
             self._large_term(node.value)
 

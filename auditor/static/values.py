@@ -21,7 +21,7 @@ feeds as it walks (dict literals, ``dict(BASE, k=v)``, ``cfg.get("k", default)``
 from __future__ import annotations
 
 import re
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import libcst as cst
 
@@ -120,11 +120,24 @@ class Constants:
         self.scopes: list[dict[str, Any]] = [{}]
         self.fallback = False
 
-    def push(self) -> None:
+    # -- fed by a visitor, in source order -----------------------------------------------------
+    def enter_function(self, node: cst.FunctionDef) -> None:
         self.scopes.append({})
+        for param in (*node.params.params, *node.params.kwonly_params):
+            if param.default is not None:
+                self.bind(param.name.value, param.default)
 
-    def pop(self) -> None:
+    def leave_function(self) -> None:
         self.scopes.pop()
+
+    def assigned(self, node: Union[cst.Assign, cst.AugAssign]) -> None:
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        for target in targets:
+            if isinstance(target, cst.Name):
+                if isinstance(node, cst.Assign):
+                    self.bind(target.value, node.value)
+                else:
+                    self.forget(target.value)
 
     def bind(self, name: str, node: cst.BaseExpression) -> None:
         value = self.evaluate(node)

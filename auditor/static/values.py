@@ -25,6 +25,7 @@ from typing import Any, Optional, Union
 
 import libcst as cst
 
+from auditor.static.dataflow import definitions
 from auditor.static.facts import FunctionInfo
 from auditor.static.training import NON_DIFFERENTIABLE, Training, outer_call, statement_start
 
@@ -37,6 +38,36 @@ NUMBER_FUNCS = {"len", "float", "int", "round", "abs", "min", "max", "sum"}
 NUMBER_MODULES = ("numpy.", "np.", "sklearn.", "math.", "scipy.", "statistics.")
 _DATA_VIEW = re.compile(r"\.(ndata|edata|srcdata|dstdata)\b|\.(nodes|edges)\[[^\]]*\]\.data\b")
 MAX_DEPTH = 4
+
+
+# a product over the node dimension (`z.T @ z`, `torch.mm(z1.T, z2)`): a feature x feature matrix,
+# the same size whatever the batch; an identity matrix
+_FIXED_SIZE = re.compile(
+    r"(\.T|\.t\(\)|\.transpose\(\s*0\s*,\s*1\s*\))\s*@|"
+    r"\b(mm|matmul)\(\s*[\w.]+(\.T|\.t\(\))\s*,|\.eye\(")
+# `c = c / n`, `c = c.to(device)`: the same size as the tensor it rescales or moves
+_SAME_SIZE = re.compile(r"^\s*([\w.]+)\s*([/*]\s*[\w.()\[\]]+|\.to\([^()]*\))\s*$")
+
+
+def fixed_size(text: str) -> bool:
+    """An expression whose size does not grow with the number of nodes in the batch (a Gram /
+    cross-correlation matrix, an identity)."""
+    return bool(_FIXED_SIZE.search(text))
+
+
+def fixed_size_name(fn: FunctionInfo, name: str, index: int, depth: int = 0) -> bool:
+    """Every value ``name`` may hold at statement ``index`` is :func:`fixed_size`, directly or
+    rescaled (``c = torch.mm(z.T, z)`` then ``c = c / n``)."""
+    found = definitions(fn, name, index)
+    if not found or depth > MAX_DEPTH:
+        return False
+    for stmt in found:
+        value = stmt.text.split("=", 1)[-1]
+        same = _SAME_SIZE.match(value)
+        if not (fixed_size(value) or same is not None
+                and fixed_size_name(fn, same.group(1), stmt.index, depth + 1)):
+            return False
+    return True
 
 
 def is_data_view(text: str) -> bool:

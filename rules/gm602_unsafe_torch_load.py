@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Optional
 
 import libcst as cst
@@ -11,6 +12,11 @@ from auditor.fix import Fix, Fixer, set_keyword
 from auditor.rule import Invalid, Rule, Valid, Verdict
 
 LOADERS = {"torch.load", "torch.serialization.load"}
+SAVERS = {"torch.save", "torch.serialization.save"}
+
+
+def _path_text(code: str) -> str:
+    return re.sub(r"\s+", "", code)
 
 
 def _is_true(node: cst.BaseExpression) -> bool:
@@ -40,6 +46,13 @@ Without `weights_only=True`, `torch.load` unpickles the file: a checkpoint downl
 default. In a pipeline that reconstructs badly, the load is also where foreign weights enter the
 model (see GM601): loading tensors only keeps that step auditable.
 
+Not reported: a load of the very path expression the same file writes with `torch.save`
+(`torch.save(model.state_dict(), self.filename)` ... `torch.load(self.filename)`, the best-epoch
+restore of an early stopper). That file holds what this program pickled itself; whoever can
+replace it between the save and the load can write the program's own files, code included, so
+the load adds no exposure. A load of any other path, or with `weights_only=False` written out, is
+reported.
+
 ## Example
 ```python
 state = torch.load("pretrained.pt")
@@ -66,6 +79,12 @@ plain containers will then fail to load, loudly, instead of executing code.
         Valid("from torch import load\nstate = load('w.pt', map_location='cpu', weights_only=True)\n"),
         Valid("import pickle\nobj = pickle.load(open('x.pkl', 'rb'))\n"),
         Valid("def load(path):\n    return path\nload('x')\n"),
+        # the best-epoch checkpoint this program wrote, restored after training
+        Valid(
+            "import torch\n\nclass EarlyStopping:\n"
+            "    def save(self, model):\n        torch.save(model.state_dict(), self.filename)\n"
+            "    def restore(self, model):\n        model.load_state_dict(torch.load(self.filename))\n"
+        ),
     ]
     INVALID = [
         Invalid("import torch\nstate = torch.load('w.pt')\n", line=2, column=9),
@@ -75,22 +94,45 @@ plain containers will then fail to load, loudly, instead of executing code.
             {"util.py": "import torch\n\ndef restore(p):\n    return torch.load(p)\n"},
             line=4, path="util.py",
         ),
+        # saved to one path, loaded from another (a file from elsewhere)
+        Invalid("import torch\ntorch.save(sd, 'out.pt')\nsd = torch.load(args.init)\n", line=3),
     ]
 
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.saved: set[str] = set()  # path expressions this file's `torch.save` writes
+        self.loads: list[tuple[cst.Call, str, bool]] = []  # (call, path text, explicit False)
+
     def visit_Call(self, node: cst.Call) -> None:
-        if self.ctx.qualify(node.func) not in LOADERS:
+        qualified = self.ctx.qualify(node.func)
+        if qualified in SAVERS:
+            target = next((a.value for a in node.args if a.keyword and a.keyword.value == "f"),
+                          node.args[1].value if len(node.args) > 1 else None)
+            if target is not None:
+                self.saved.add(_path_text(self.ctx.code(target)))
+            return
+        if qualified not in LOADERS:
             return
         flag = next((a for a in node.args if a.keyword and a.keyword.value == "weights_only"), None)
         if flag is not None and _is_true(flag.value):
             return
         if flag is not None and not (isinstance(flag.value, cst.Name) and flag.value.value == "False"):
             return  # a variable: the caller decides; nothing to prove statically
-        self.report(
-            node,
-            "`torch.load` without `weights_only=True` unpickles arbitrary objects"
-            + (" (explicitly disabled)" if flag is not None else ""),
-            fix="pass `weights_only=True` so only tensors and plain containers are loaded",
-        )
+        source = next((a.value for a in node.args if a.keyword is None or a.keyword.value == "f"),
+                      None)
+        self.loads.append((node, _path_text(self.ctx.code(source)) if source else "",
+                           flag is not None))
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        for node, path, disabled in self.loads:
+            if path and path in self.saved and not disabled:
+                continue  # the run's own checkpoint (best-model restore): see the doc
+            self.report(
+                node,
+                "`torch.load` without `weights_only=True` unpickles arbitrary objects"
+                + (" (explicitly disabled)" if disabled else ""),
+                fix="pass `weights_only=True` so only tensors and plain containers are loaded",
+            )
 
     @classmethod
     def fix(cls, finding: Finding, fixer: Fixer) -> Optional[Fix]:

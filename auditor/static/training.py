@@ -264,6 +264,7 @@ class Training:
     def __init__(self, project: Project) -> None:
         self.project = project
         self._origins: dict[tuple, list[Origin]] = {}
+        self._slices: dict[tuple, list[Site]] = {}  # loss_slice answers (they are asked often)
         self._resolved: dict[tuple, list[str]] = {}
         self._contains: dict[tuple[str, str], bool] = {}
         self._loops: Optional[list[TrainingLoop]] = None
@@ -589,13 +590,16 @@ class Training:
     def loss_slice(self, fn: FunctionInfo, i: int, live: bool = False) -> list[Site]:
         """``live``: only what carries autograd history into the loss (tensors computed with
         gradients on and not detached on the way): the modules the backward really reaches."""
-        event = fn.events[i]
-        names = [u for u in event.uses if not u.endswith(".backward")]
-        inner = self._expression_events(fn, i)
-        out: list[Site] = [(fn, k) for k in inner]
-        for k in inner:
-            out += self._into_callees(fn, k, 1, set(), live)
-        return _unique(out + self._slice(fn, i, names, 0, {fn.qualname}, live))
+        key = (fn.qualname, i, live, self.project._generation)
+        if key not in self._slices:
+            event = fn.events[i]
+            names = [u for u in event.uses if not u.endswith(".backward")]
+            inner = self._expression_events(fn, i)
+            out: list[Site] = [(fn, k) for k in inner]
+            for k in inner:
+                out += self._into_callees(fn, k, 1, set(), live)
+            self._slices[key] = _unique(out + self._slice(fn, i, names, 0, {fn.qualname}, live))
+        return list(self._slices[key])
 
     def _slice(self, fn: FunctionInfo, stop: int, names: list[str], depth: int,
                stack: set[str], live: bool = False) -> list[Site]:

@@ -1,7 +1,8 @@
 """Abstract values: what kind of object a name holds at one event of a function.
 
 A small lattice, decided from the statement that last assigned the name (followed through plain
-copies, into the returns of project functions, and up to call sites for parameters):
+copies ``a = b``); instances of project classes are :meth:`Training.origins`' answer, with the
+factory call sites that made them and one level of call-site context for parameters:
 
 * ``NUMBER``  a Python number: ``.item()``, ``.size(0)``, ``len(...)``, ``float(...)``,
   numpy / sklearn / math results;
@@ -34,7 +35,7 @@ UNKNOWN_VALUE = object()  # what :class:`Constants` answers for a value it canno
 
 # methods and functions whose result is a Python number (or a numpy value) whatever they get
 NUMBER_METHODS = {"item", "tolist", "numpy", "size", "numel", "dim", "__len__"}
-NUMBER_FUNCS = {"len", "float", "int", "round", "abs", "min", "max", "sum"}
+NUMBER_FUNCS = {"len", "float", "int", "bool"}  # (`sum`, `abs`, `max` of tensors are tensors)
 NUMBER_MODULES = ("numpy.", "np.", "sklearn.", "math.", "scipy.", "statistics.")
 _DATA_VIEW = re.compile(r"\.(ndata|edata|srcdata|dstdata)\b|\.(nodes|edges)\[[^\]]*\]\.data\b")
 MAX_DEPTH = 4

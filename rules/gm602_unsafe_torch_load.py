@@ -46,12 +46,12 @@ Without `weights_only=True`, `torch.load` unpickles the file: a checkpoint downl
 default. In a pipeline that reconstructs badly, the load is also where foreign weights enter the
 model (see GM601): loading tensors only keeps that step auditable.
 
-Not reported: a load of the very path expression the same file writes with `torch.save`
-(`torch.save(model.state_dict(), self.filename)` ... `torch.load(self.filename)`, the best-epoch
-restore of an early stopper). That file holds what this program pickled itself; whoever can
-replace it between the save and the load can write the program's own files, code included, so
-the load adds no exposure. A load of any other path, or with `weights_only=False` written out, is
-reported.
+Not reported: a load, later in the same function, of the very path expression that function
+wrote with `torch.save` (the best-epoch checkpoint saved in the training loop and restored after
+it). That file holds what this run pickled itself a moment before; whoever can replace it in
+between can write the program's own files, code included, so the load adds no exposure. A load
+in another function (a `load_checkpoint` method, a resume at start-up) may read a file a previous
+run or someone else left there, and is reported.
 
 ## Example
 ```python
@@ -79,11 +79,11 @@ plain containers will then fail to load, loudly, instead of executing code.
         Valid("from torch import load\nstate = load('w.pt', map_location='cpu', weights_only=True)\n"),
         Valid("import pickle\nobj = pickle.load(open('x.pkl', 'rb'))\n"),
         Valid("def load(path):\n    return path\nload('x')\n"),
-        # the best-epoch checkpoint this program wrote, restored after training
+        # the best-epoch checkpoint this function wrote, restored after training
         Valid(
-            "import torch\n\nclass EarlyStopping:\n"
-            "    def save(self, model):\n        torch.save(model.state_dict(), self.filename)\n"
-            "    def restore(self, model):\n        model.load_state_dict(torch.load(self.filename))\n"
+            "import torch\n\ndef fit(model, epochs, path):\n    for epoch in range(epochs):\n"
+            "        torch.save(model.state_dict(), path)\n"
+            "    model.load_state_dict(torch.load(path))\n"
         ),
     ]
     INVALID = [
@@ -96,12 +96,56 @@ plain containers will then fail to load, loudly, instead of executing code.
         ),
         # saved to one path, loaded from another (a file from elsewhere)
         Invalid("import torch\ntorch.save(sd, 'out.pt')\nsd = torch.load(args.init)\n", line=3),
+        # saved when training, loaded when not: the file is a previous run's
+        Invalid(
+            "import torch\n\ndef run(model, train, path):\n    if train:\n"
+            "        torch.save(model.state_dict(), path)\n    else:\n"
+            "        model.load_state_dict(torch.load(path))\n",
+            line=7,
+        ),
+        # saved by one method, loaded by another: the file may be a previous run's
+        Invalid(
+            "import torch\n\nclass Stopper:\n"
+            "    def save(self, model):\n        torch.save(model.state_dict(), self.filename)\n"
+            "    def load(self, model):\n        model.load_state_dict(torch.load(self.filename))\n",
+            line=7,
+        ),
     ]
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self.saved: set[str] = set()  # path expressions this file's `torch.save` writes
-        self.loads: list[tuple[cst.Call, str, bool]] = []  # (call, path text, explicit False)
+        # per enclosing function (innermost last): the path expressions its `torch.save` calls
+        # have written so far, in source order, each with the `if` branches it ran under
+        self.saved: list[set[tuple[str, tuple]]] = [set()]
+        self.branches: list[tuple[int, str]] = []  # (id of an `if`, "body" | "else")
+        self._ifs: list[cst.If] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.saved.append(set())
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.saved.pop()
+
+    def visit_If(self, node: cst.If) -> None:
+        if self.branches and self.branches[-1][0] == id(self._ifs[-1]) and \
+                self._ifs[-1].orelse is node:
+            self.branches[-1] = (self.branches[-1][0], "else")  # an `elif`
+        self._ifs.append(node)
+        self.branches.append((id(node), "body"))
+
+    def leave_If(self, original_node: cst.If) -> None:
+        self._ifs.pop()
+        self.branches.pop()
+
+    def visit_Else(self, node: cst.Else) -> None:
+        if self._ifs and self._ifs[-1].orelse is node:
+            self.branches[-1] = (self.branches[-1][0], "else")
+
+    def _saved_on_path(self, path: str) -> bool:
+        """A save of ``path`` earlier in this function on every path to here: its branches are
+        a prefix of the current ones (not the `if` side of an `if save / else load`)."""
+        here = tuple(self.branches)
+        return any(p == path and here[:len(under)] == under for p, under in self.saved[-1])
 
     def visit_Call(self, node: cst.Call) -> None:
         qualified = self.ctx.qualify(node.func)
@@ -109,7 +153,7 @@ plain containers will then fail to load, loudly, instead of executing code.
             target = next((a.value for a in node.args if a.keyword and a.keyword.value == "f"),
                           node.args[1].value if len(node.args) > 1 else None)
             if target is not None:
-                self.saved.add(_path_text(self.ctx.code(target)))
+                self.saved[-1].add((_path_text(self.ctx.code(target)), tuple(self.branches)))
             return
         if qualified not in LOADERS:
             return
@@ -120,19 +164,15 @@ plain containers will then fail to load, loudly, instead of executing code.
             return  # a variable: the caller decides; nothing to prove statically
         source = next((a.value for a in node.args if a.keyword is None or a.keyword.value == "f"),
                       None)
-        self.loads.append((node, _path_text(self.ctx.code(source)) if source else "",
-                           flag is not None))
-
-    def leave_Module(self, original_node: cst.Module) -> None:
-        for node, path, disabled in self.loads:
-            if path and path in self.saved and not disabled:
-                continue  # the run's own checkpoint (best-model restore): see the doc
-            self.report(
-                node,
-                "`torch.load` without `weights_only=True` unpickles arbitrary objects"
-                + (" (explicitly disabled)" if disabled else ""),
-                fix="pass `weights_only=True` so only tensors and plain containers are loaded",
-            )
+        if flag is None and source is not None \
+                and self._saved_on_path(_path_text(self.ctx.code(source))):
+            return  # the checkpoint this function saved above (best-epoch restore): see the doc
+        self.report(
+            node,
+            "`torch.load` without `weights_only=True` unpickles arbitrary objects"
+            + (" (explicitly disabled)" if flag is not None else ""),
+            fix="pass `weights_only=True` so only tensors and plain containers are loaded",
+        )
 
     @classmethod
     def fix(cls, finding: Finding, fixer: Fixer) -> Optional[Fix]:

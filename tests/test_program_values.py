@@ -223,7 +223,8 @@ def _dict_config(override: str) -> dict[str, str]:
         "DEFAULTS = {'w_rec': 1.0, 'w_reg': 0.1}\n"
         f"CONFIG = dict(DEFAULTS, w_reg={override})\n"
         "\n"
-        "def fit(model, opt, loader, cfg=CONFIG):\n"
+        "def fit(model, opt, loader):\n"
+        "    cfg = CONFIG\n"
         "    for g, x in loader:\n"
         "        rec, reg = model(g, x)\n"
         "        loss = cfg['w_rec'] * rec + cfg.get('w_reg', 0.1) * reg\n"
@@ -234,7 +235,7 @@ def _dict_config(override: str) -> dict[str, str]:
 
 
 def test_weight_zeroed_by_dict_override(tmp_path):
-    assert check(tmp_path, _dict_config("0.0"), "GM402") == [("GM402", "train.py", 7)]
+    assert check(tmp_path, _dict_config("0.0"), "GM402") == [("GM402", "train.py", 8)]
 
 
 def test_weight_kept_by_dict_override_is_clean(tmp_path):

@@ -16,7 +16,7 @@ factory call sites that made them and one level of call-site context for paramet
 Rules ask :func:`kind_at` (``Training`` supplies module calls, grad mode and call resolution).
 
 Constants flow through configuration with :class:`Constants`, which a rule's per-file visitor
-feeds as it walks (dict literals, ``dict(BASE, k=v)``, ``cfg.get("k", default)``, defaults).
+feeds as it walks (dict literals, ``dict(BASE, k=v)``, ``cfg.get("k", default)``).
 """
 
 from __future__ import annotations
@@ -144,7 +144,7 @@ def _one_term(value: str) -> bool:
 
 class Constants:
     """Constants of one file as a rule's visitor meets them (source order): module-level and
-    local ``NAME = <constant>``, parameter defaults of the function being visited. Values are
+    local ``NAME = <constant>`` (parameters shadow them: a call decides). Values are
     literals, dict literals, ``dict(BASE, k=v)``; expressions ``X["k"]``, ``X.get("k", d)``,
     ``-x`` evaluate through them. ``evaluate`` answers :data:`UNKNOWN_VALUE` when it cannot."""
 
@@ -154,10 +154,9 @@ class Constants:
 
     # -- fed by a visitor, in source order -----------------------------------------------------
     def enter_function(self, node: cst.FunctionDef) -> None:
-        self.scopes.append({})
-        for param in (*node.params.params, *node.params.kwonly_params):
-            if param.default is not None:
-                self.bind(param.name.value, param.default)
+        # a parameter holds what each call passes: its default is no constant of the body
+        params = (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params)
+        self.scopes.append({p.name.value: UNKNOWN_VALUE for p in params})
 
     def leave_function(self) -> None:
         self.scopes.pop()

@@ -605,6 +605,7 @@ class Training:
                stack: set[str], live: bool = False) -> list[Site]:
         wanted = set(names)
         out: list[Site] = []
+        reached = set(fn.events[stop].conditions) if stop < len(fn.events) else set()
         for j in range(stop - 1, -1, -1):
             e = fn.events[j]
             if e.kind not in ("assign", "augassign", "call") or not (set(e.targets) & wanted):
@@ -619,9 +620,11 @@ class Training:
             out.append((fn, j))
             if outer is not None and outer.method in NON_DIFFERENTIABLE:
                 continue  # `pred = logits.argmax(-1)`: no gradient flows back through it
-            if e.kind == "assign" and e.branch is None and \
+            if e.kind == "assign" and set(e.conditions) <= reached and \
                     re.match(r"[\w.]+\s*(,\s*[\w.]+\s*)*=[^=]", e.text):
-                wanted -= set(e.targets)  # a plain assignment: earlier values are overwritten
+                # a plain assignment on every path to the use (under no test the use is not
+                # under: the script's main guard, say): earlier values are overwritten
+                wanted -= set(e.targets)
             # the value flows, not the module object that computes it: `model(g)` reads g, and
             # following `model` would lead into how the model was built
             read = set(e.uses) - {fn.events[k].func for k in calls}

@@ -24,7 +24,11 @@ TENSOR_METHODS = frozenset(
     "permute transpose detach clone item numpy size contiguous flatten repeat expand norm pow "
     "exp log abs max min argmax softmax sigmoid tanh relu type append extend get items keys "
     "values format join split cat stack ndata edata edges nodes number_of_nodes num_nodes "
-    "in_degrees out_degrees local_var update_all apply_edges backward step zero_grad".split())
+    "in_degrees out_degrees local_var update_all apply_edges backward step zero_grad pop "
+    # DGL graph methods: they return graphs, not a module's output
+    "add_self_loop remove_self_loop add_reverse_edges to_simple add_edges add_nodes remove_edges "
+    "remove_nodes subgraph node_subgraph edge_subgraph in_subgraph out_subgraph reverse "
+    "formats local_scope".split())
 
 
 def walk(node: cst.CSTNode, into_scopes: bool = False) -> Iterator[cst.CSTNode]:

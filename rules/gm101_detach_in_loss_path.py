@@ -282,6 +282,39 @@ review that the value was not meant to be a frozen target.
         ),
     ]
     INVALID = [
+        # the loss itself detached; the other outputs only logged after the backward
+        Invalid(
+            "import torch.nn as nn\n"
+            "class Net(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.lin = nn.Linear(4, 4)\n"
+            "    def forward(self, x):\n"
+            "        out = self.lin(x)\n"
+            "        return out.pow(2).mean(), {'norm': out.norm()}\n"
+            "def train(model, opt, loader, log):\n"
+            "    for x in loader:\n"
+            "        loss, parts = model(x)\n"
+            "        loss = loss.detach()\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+            "        log.info('%s %s', loss.item(), parts)\n",
+            line=12,
+        ),
+        # a criterion module's output and labels from the command line are not predictions
+        Invalid(
+            "import argparse\nimport torch.nn as nn\n"
+            "args = argparse.ArgumentParser().parse_args()\n"
+            "labels = load_labels(args.dataset)\n"
+            "head = nn.Linear(16, 3)\n"
+            "loss_fn = nn.CrossEntropyLoss()\n"
+            "for epoch in range(100):\n"
+            "    logits = head(embs).detach()\n"
+            "    loss = loss_fn(logits, labels)\n"
+            "    loss.backward()\n",
+            line=8,
+        ),
         # the GraphMAE bug: the encoder's embedding detached before the decoder
         Invalid(
             "import torch.nn as nn\n"
@@ -469,7 +502,7 @@ review that the value was not meant to be a frozen target.
         else:
             flow = df.flows_from_statement(project, fn, stmt)
         live = [s for s in flow.sinks if not _reused_across_steps(project, fn, stmt, s)]
-        if not live or _is_target(project, flow, inner, call, receiver, origin):
+        if not live or _is_target(project, flow, inner, call, receiver, origin, live):
             return None
         sink = live[0]
         message = (
@@ -541,13 +574,18 @@ def _reused_across_steps(project: Project, fn: FunctionInfo, stmt: df.Statement,
 
 
 def _is_target(project: Project, flow: df.Flow, inner: list[Event], cut: Optional[Event],
-               receiver: str, origin: df.Origin) -> bool:
+               receiver: str, origin: df.Origin, sinks: list[df.Sink]) -> bool:
     """Decide, walking the flow in order, whether the cut value first meets a prediction that
     still carries gradient (a target: benign) or feeds a module (the cut hurts). Fed back into
     the very module that produced it (a recurrent state, truncated backpropagation through
-    time) it is benign too: that module still gets its gradient from the new step."""
+    time) it is benign too: that module still gets its gradient from the new step. Statements
+    after the backward the value reaches (the loss logged beside other outputs) are not on its
+    way to the loss."""
     for step in flow.steps:
         stmt, fn = step.stmt, step.fn
+        here = [s.event.span.line for s in sinks if s.fn.qualname == fn.qualname]
+        if here and stmt.head.span.line > max(here):
+            continue
         excluded = {id(c) for c in inner}
         if cut is not None:
             excluded.add(id(cut))

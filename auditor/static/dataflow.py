@@ -52,6 +52,7 @@ carry the flow. Results are cached on the project object, so rules can call free
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional
 
@@ -75,6 +76,15 @@ NOT_TENSOR_METHODS = {"parameters", "named_parameters", "state_dict", "buffers",
                       "modules", "named_modules", "children", "train", "eval", "to", "cuda",
                       "cpu", "zero_grad", "apply", "register_buffer", "load_state_dict",
                       "requires_grad_", "half", "float", "double", "bfloat16", "type"}
+# calls that hand back the module they were given (same parameters)
+SHARING_METHODS = {"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "train", "eval",
+                   "requires_grad_", "share_memory", "apply", "type", "to_empty", "zero_grad"}
+SHARING_WRAPPERS = ("DistributedDataParallel", "DataParallel", "torch.compile", "torch.jit.script",
+                    "torch.jit.trace", "prepare", "convert_sync_batchnorm")
+# packages whose classes are never modules with parameters: the standard library, numerics, I/O
+NOT_MODULE_PACKAGES = frozenset(sys.stdlib_module_names) | {
+    "numpy", "scipy", "sklearn", "pandas", "tqdm", "yaml", "matplotlib", "networkx", "wandb",
+    "tensorboardX", "omegaconf", "hydra", "rich", "PIL"}
 MODEL_NAMES = {"model", "net", "network", "module", "student", "encoder", "decoder", "backbone",
                "gnn", "graphmae", "mae", "autoencoder"}
 LOSS_FUNC_RE = re.compile(
@@ -723,6 +733,8 @@ def is_module_class(project: Project, qualname: str, _seen: Optional[set[str]] =
         return True
     if qualname not in project.classes:
         last = qualname.rsplit(".", 1)[-1]
+        if qualname.split(".")[0] in NOT_MODULE_PACKAGES:
+            return False  # `argparse.ArgumentParser`, `numpy.random.RandomState`: no parameters
         return last[:1].isupper() and not _is_loss_class(last) and not qualname.startswith(
             ("torch.optim", "torch.utils", "torch.Generator", "torch.device", "numpy", "dgl.data",
              "torch.cuda.amp", "torch.amp", "torch.autocast")
@@ -769,7 +781,7 @@ def instance_classes(project: Project, fn: FunctionInfo, name: str, index: int,
             for call in stmt.calls:
                 classes |= constructed_class(project, call)
             if not classes and stmt.kind == "assign":
-                for use in stmt.head.uses:
+                for use in _aliased(stmt):
                     if "." not in use or use.startswith("self."):
                         classes |= instance_classes(project, where, use, stmt.index, depth + 1)
             out |= classes
@@ -780,6 +792,23 @@ def instance_classes(project: Project, fn: FunctionInfo, name: str, index: int,
                 if re.fullmatch(r"[\w.]+", text or ""):
                     out |= instance_classes(project, caller, text, _index_of(caller, call), depth + 1)
     cache[key] = out
+    return out
+
+
+def _aliased(stmt: Statement) -> set[str]:
+    """The objects an assignment binds its target to: ``m = model``, ``m = model.to(dev)``,
+    ``m = DistributedDataParallel(model)``. ``out = model(x)`` or ``y = f(a, b)`` hold what a call
+    returned, not one of its inputs."""
+    value = stmt.head.text.split("=", 1)[-1].strip()
+    if re.fullmatch(r"[\w.]+", value):
+        return {value}
+    out: set[str] = set()
+    for call in stmt.calls:
+        if call.method in SHARING_METHODS and re.fullmatch(r"[\w.]+", call.receiver):
+            out.add(call.receiver)
+        elif call.func.removesuffix("()").endswith(SHARING_WRAPPERS) and call.args \
+                and re.fullmatch(r"[\w.]+", call.args[0]):
+            out.add(call.args[0])
     return out
 
 

@@ -46,6 +46,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Optional
 
+from auditor.static.dataflow import SHARING_METHODS, SHARING_WRAPPERS
 from auditor.static.facts import Event, FunctionInfo, Span
 from auditor.static.paths import NO_GRAD_CONTEXTS, bindings, rebase
 from auditor.static.project import Project
@@ -59,11 +60,6 @@ OPTIMIZER_CLASSES = {
     "Adam", "AdamW", "SGD", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam",
     "LBFGS", "SparseAdam", "ASGD", "Rprop", "Lamb", "LAMB", "Lion", "Adafactor", "FusedAdam",
 }
-# calls that hand back the module they were given (same parameters)
-SHARING_METHODS = {"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "train", "eval",
-                   "requires_grad_", "share_memory", "apply", "type", "to_empty", "zero_grad"}
-SHARING_WRAPPERS = ("DistributedDataParallel", "DataParallel", "torch.compile", "torch.jit.script",
-                    "torch.jit.trace", "prepare", "convert_sync_batchnorm")
 COPIERS = {"copy.deepcopy", "copy.copy", "deepcopy"}
 # attribute names of modules that are meant to stay untrained (teachers, EMA targets...)
 UNTRAINED_NAME = re.compile(

@@ -134,6 +134,20 @@ Unsafe: moving the loss out of the region or adding a scaler changes numerics an
         ),
     ]
     INVALID = [
+        # a LightningModule casts itself before its optimizer is built; Lightning trains it
+        Invalid(
+            "import torch\nimport pytorch_lightning as pl\nimport torch.nn.functional as F\n"
+            "class Lit(pl.LightningModule):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.lin = torch.nn.Linear(4, 4)\n"
+            "    def training_step(self, batch, i):\n"
+            "        return F.mse_loss(self.lin(batch), batch)\n"
+            "    def configure_optimizers(self):\n"
+            "        self.half()\n"
+            "        return torch.optim.Adam(self.parameters())\n",
+            line=11, message_contains="cast to float16",
+        ),
         # a hand-written loss inside the region is computed in bfloat16
         Invalid(
             "import torch\n"
@@ -308,6 +322,9 @@ Unsafe: moving the loss out of the region or adding a scaler changes numerics an
             flow = df.flows_from(project, fn, call, stop=_upcast)
         else:  # `model.half()` converts the module in place
             flow = df.flows_to(project, fn, [call.receiver], stmt.index + 1, stop=_upcast)
+            if not flow.sinks and call.receiver == "self" and fn.class_name:
+                # a module casting itself (in a Lightning hook): its own methods backpropagate
+                flow = df.Flow(sinks=[k for k in df.sinks(project) if k.fn.class_name == fn.class_name])
         if not flow.sinks:
             return None
         sink = flow.sinks[0]
@@ -338,6 +355,8 @@ Unsafe: moving the loss out of the region or adding a scaler changes numerics an
     @staticmethod
     def _is_module(project: Project, fn: FunctionInfo, stmt: df.Statement, call: Event) -> bool:
         receiver = call.receiver
+        if receiver == "self" and fn.class_name:
+            return df.is_module_class(project, fn.class_name)
         if "(" not in receiver:
             classes = df.instance_classes(project, fn, receiver, stmt.index)
             if classes:

@@ -251,6 +251,26 @@ review that the value was not meant to be a frozen target.
                 "    probe(enc, g, x, labels, 3)\n"
             ),
         }),
+        # the method's embeddings, detached in a model method called once, probed after training
+        Valid(
+            "import torch\nimport torch.nn as nn\n"
+            "class SSL(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.backbone = nn.Linear(8, 8)\n"
+            "    def get_embedding(self, x):\n"
+            "        out = self.backbone(x)\n"
+            "        return out.detach()\n"
+            "model = SSL()\n"
+            "embeds = model.get_embedding(feats)\n"
+            "logreg = nn.Linear(8, 3)\n"
+            "opt = torch.optim.Adam(logreg.parameters())\n"
+            "for epoch in range(100):\n"
+            "    loss = nn.functional.cross_entropy(logreg(embeds), labels)\n"
+            "    opt.zero_grad()\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+        ),
         Valid(
             "import torch\nimport torch.nn.functional as F\n"
             "def run(backbone, head, x, y, steps):\n"
@@ -568,6 +588,11 @@ def _reused_across_steps(project: Project, fn: FunctionInfo, stmt: df.Statement,
         return False
     if sink.fn is fn:
         return bool(set(sink.event.loop_ids) - set(stmt.head.loop_ids))
+    # returned up to the function that trains on it, by a call made before that loop
+    # (`embeds = model.get_embedding(g)` once, then a probe trained on them for many epochs)
+    calls = project.call_sites(sink.fn.qualname, fn.qualname)
+    if calls and all(set(sink.event.loop_ids) - set(c.loop_ids) for c in calls):
+        return True
     # handed down to a function that trains on it in its own loop (not returned up to a loop)
     return (sink.fn.qualname in project.reachable_from(fn.qualname)
             and fn.qualname not in project.reachable_from(sink.fn.qualname))

@@ -44,9 +44,16 @@ def _unpacked(stmt: cst.CSTNode, call: cst.Call) -> Optional[list[str]]:
 _EVALUATION_HOOKS = {"validation_step", "test_step", "predict_step"}
 
 
+_TO_NUMBER = {"item", "tolist", "numpy", "data"}
+
+
 def _evaluated(src: Source, call: cst.Call) -> bool:
-    """``call`` runs without gradients: in a Lightning evaluation hook or a ``no_grad`` block."""
+    """``call``'s value is never backpropagated: turned into a number in its own expression (a
+    metric, ``F.l1_loss(y, p).item()``), or run without gradients, in a Lightning evaluation hook
+    or a ``no_grad`` block."""
     for up in src.ancestors(call):
+        if isinstance(up, cst.Attribute) and up.attr.value in _TO_NUMBER:
+            return True
         if isinstance(up, cst.FunctionDef):
             return up.name.value in _EVALUATION_HOOKS or any(
                 "no_grad" in src.code(d.decorator) or "inference_mode" in src.code(d.decorator)

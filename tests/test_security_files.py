@@ -85,3 +85,22 @@ def test_an_unreadable_folder_is_reported_and_the_rest_checked(tmp_path, monkeyp
             locked.chmod(0o755)
     assert [p.name for p in found.files] == ["good.py"]
     assert found.notes == [((locked).as_posix(), "cannot read folder: Permission denied")]
+
+
+def test_output_to_a_pipe_or_device_writes_through_it_and_never_replaces_it(tmp_path, cli):
+    """`--output /dev/null` (as root) must not swap the device for a plain file: a FIFO stands in
+    for it here, read by a thread while gm-audit writes."""
+    import threading
+    (tmp_path / "good.py").write_text(GOOD)
+    fifo = tmp_path / "report.fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    proc = cli("--format", "json", "--no-cache", "--output", str(fifo), "good.py", cwd=tmp_path,
+               timeout=60)
+    reader.join(timeout=30)
+    assert proc.returncode == 1, proc.stderr
+    assert fifo.is_fifo()
+    assert [f["rule"] for f in json.loads(got[0])["findings"]] == ["GM602"]
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]

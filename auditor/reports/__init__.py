@@ -72,8 +72,16 @@ def current_umask() -> int:
 
 
 def write_atomic(path: str, text: str) -> None:
-    """Readers never see a half-written report: temporary file in the same folder, then rename."""
+    """Readers never see a half-written report: temporary file in the same folder, then rename.
+
+    A target that exists and is not a regular file (``/dev/null``, ``/dev/stdout``, a FIFO a CI
+    step reads from) is written through instead: renaming over it would replace the device or
+    pipe with a plain file (as root, ``--output /dev/null`` would destroy ``/dev/null``)."""
     target = Path(path)
+    if target.exists() and not target.is_file():
+        with open(target, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+        return
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:

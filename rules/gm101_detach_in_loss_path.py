@@ -14,6 +14,7 @@ from auditor.static import dataflow as df
 from auditor.static.context import dotted
 from auditor.static.facts import Event, FunctionInfo, Span
 from auditor.static.project import Project
+from auditor.static.training import detached_text
 
 NO_GRAD = ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad",
            "torch.autograd.grad_mode.no_grad")
@@ -321,6 +322,19 @@ review that the value was not meant to be a frozen target.
             "        opt.step()\n"
             "        log.info('%s %s', loss.item(), parts)\n",
             line=12,
+        ),
+        # both views of a two-view model detached: neither carries gradient to the other
+        Invalid(
+            "import torch\n"
+            "def train(model, opt, g1, x1, g2, x2, steps):\n"
+            "    for _ in range(steps):\n"
+            "        z1, z2 = model(g1, x1, g2, x2)\n"
+            "        z1, z2 = z1.detach(), z2.detach()\n"
+            "        loss = -torch.mm(z1.T, z2).diagonal().sum()\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n",
+            line=5,
         ),
         # a criterion module's output and labels from the command line are not predictions
         Invalid(
@@ -637,9 +651,11 @@ def _is_target(project: Project, flow: df.Flow, inner: list[Event], cut: Optiona
             cut_names |= {u for u in step.inner.uses}
         if receiver:
             cut_names |= {u for u in stmt.uses if df.mentions(receiver, u)}
+        value = stmt.text.split("=", 1)[-1] if stmt.kind == "assign" else stmt.text
         others = [u for u in stmt.uses if u not in cut_names and u not in callee_names
                   and not any(u.startswith(c + ".") for c in cut_names | callee_names)
-                  and not any(c.startswith(u + ".") for c in cut_names)]
+                  and not any(c.startswith(u + ".") for c in cut_names)
+                  and not detached_text(value, u)]  # `b.detach()` beside the cut: cut too
         if others and df.derives_from_module(project, fn, others, stmt.index) is not None:
             return True
     return False

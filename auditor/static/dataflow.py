@@ -235,6 +235,16 @@ def _value_split(text: str) -> tuple[str, str]:
     return (text[: m.start()], text[m.end():].strip()) if m else ("", text)
 
 
+_DETACHED_VALUE = re.compile(r"[\w.\[\]'\"]+\.detach\(\)")
+
+
+def _only_detached(stmt: Statement) -> bool:
+    """The assignment's value is nothing but detached tensors (``a, b = a.detach(), b.detach()``):
+    what it binds carries no parameter's gradient."""
+    value = _value_split(stmt.text)[1]
+    return bool(_DETACHED_VALUE.search(value)) and not _DETACHED_VALUE.sub("", value).strip(" ,()")
+
+
 def _value_text(stmt: Statement) -> str:
     if stmt.kind == "return":
         return stmt.text.removeprefix("return").strip()
@@ -940,7 +950,7 @@ def _derive_one(project: Project, fn: FunctionInfo, name: str, index: int,
         defs = _self_definitions(project, fn, name)
     for where, stmt in defs:
         if stmt.kind == "augassign" or stmt.kind == "assign":
-            if is_scalar_conversion(stmt):
+            if is_scalar_conversion(stmt) or (stmt.kind == "assign" and _only_detached(stmt)):
                 continue
             callees = stmt.callee_names()
             found = derives_from_module(project, where, [], stmt.index, depth + 1, stmt)

@@ -13,6 +13,7 @@ from auditor.findings import Finding, Severity, Status
 from auditor.probe.evidence import Evidence
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.context import dotted
+from auditor.static.dataflow import function_of
 from auditor.static.facts import Span
 from auditor.static.project import Project
 from auditor.static.training import Training
@@ -144,6 +145,17 @@ by a person, and the reference script must then do the same.
         Valid("import torch.nn as nn\nbn = nn.BatchNorm1d(128, momentum=0.1)\n"),
         # reading the statistics is fine
         Valid("def log_bn(bn):\n    print(bn.running_mean.mean().item(), bn.running_var.mean().item())\n"),
+        # one graph per batch in an inference script: no running statistics move
+        Valid({
+            "model.py": "from torch import nn\n\nclass Enc(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.norm = nn.BatchNorm1d(64)\n",
+            "reconstruct.py": "import torch\nfrom torch.utils.data import DataLoader\nimport dgl\n"
+            "loader = DataLoader(ds, batch_size=1, collate_fn=dgl.batch)\nmodel.eval()\n"
+            "with torch.no_grad():\n    for g in loader:\n        print(model(g))\n",
+            "train.py": "from torch.utils.data import DataLoader\nimport dgl\n"
+            "loader = DataLoader(ds, batch_size=8, shuffle=True, collate_fn=dgl.batch)\n"
+            "for g in loader:\n    loss = model(g)\n    loss.backward()\n    opt.step()\n",
+        }),
         # several graphs per batch
         Valid({
             "model.py": "from torch import nn\n\nclass Enc(nn.Module):\n    def __init__(self):\n"
@@ -218,7 +230,8 @@ by a person, and the reference script must then do the same.
                 "model.py": "from torch import nn\n\nclass Enc(nn.Module):\n    def __init__(self):\n"
                 "        super().__init__()\n        self.norm = nn.BatchNorm1d(64)\n",
                 "train.py": "from torch.utils.data import DataLoader\nimport dgl\n"
-                "loader = DataLoader(ds, batch_size=1, shuffle=True, collate_fn=dgl.batch)\n",
+                "loader = DataLoader(ds, batch_size=1, shuffle=True, collate_fn=dgl.batch)\n"
+                "for g in loader:\n    loss = model(g)\n    loss.backward()\n    opt.step()\n",
             },
             line=3, path="train.py", message_contains="one graph",
         ),
@@ -359,7 +372,10 @@ by a person, and the reference script must then do the same.
                 "running statistics with a batch the training step never used",
                 fix="call `.eval()` before an extra forward (and `.train()` after it), or reuse "
                     "the training forward's output"))
+        trained_in = {loop.fn.qualname for loop in training.training_loops()}
         for file, loader in _facts(project, SingleGraphBatch):
+            if not _feeds_training(project, file.path, loader.span.line, trained_in):
+                continue  # an inference or evaluation script: no statistics are updated
             finding = cls.make_finding(
                 file.path, loader.span,
                 f"`{loader.what}` feeds one graph per step to a model with BatchNorm: the batch "
@@ -408,6 +424,16 @@ by a person, and the reference script must then do the same.
                 f"the line ran and {len(evidence.steps)} training step(s) followed, but no "
                 f"BatchNorm layer was {EFFECTS[effect]}"])
         return None
+
+
+def _feeds_training(project: Project, path: str, line: int, trained_in: set[str]) -> bool:
+    """The loader is made where training runs: in a function with a training loop, one it calls,
+    or one that (transitively) calls it, or something those call."""
+    fn = function_of(project, path, line)
+    if fn is None:
+        return False
+    related = {fn.qualname, *project.ancestors(fn.qualname)}
+    return any(q in trained_in for r in related for q in {r, *project.reachable_from(r)})
 
 
 # the runtime effect of each kind of static finding (BatchNormEvent.kind), by its message

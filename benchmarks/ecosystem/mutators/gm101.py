@@ -8,8 +8,8 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from benchmarks.ecosystem.mutators.base import Edit, Operator, Source, insert_after
-from benchmarks.ecosystem.mutators.structure import (assign_value, forward_sites, loss_calls, loss_path,
-                                                     used_names)
+from benchmarks.ecosystem.mutators.structure import (assign_value, assigned_names, forward_sites,
+                                                     grad_survives_detach, loss_calls)
 
 
 def _detached(expr: cst.BaseExpression) -> cst.Call:
@@ -17,26 +17,27 @@ def _detached(expr: cst.BaseExpression) -> cst.Call:
 
 
 def detach_module_output(src: Source) -> Iterator[Edit]:
+    """Only where another module's gradient still reaches the loss: detaching the loss's only
+    source (``loss = model(g, x)``) makes ``backward`` raise instead of training silently."""
     for tl, call, stmt in forward_sites(src):
         what = f"`.detach()` on `{src.code(call.func)}(...)` on the loss path"
-        unpacked = _unpacked(stmt, call)
-        if unpacked is None:
-            yield Edit({call: _detached(call)}, what)
+        first = _first_unpacked(stmt, call)
+        whole = isinstance(stmt, cst.SimpleStatementLine) and assign_value(stmt) is call
+        detached = {first} if first else assigned_names(stmt) if whole else set()
+        if not grad_survives_detach(src, tl, call, detached):
             continue
-        # a tuple has no .detach(): detach, after unpacking, every output the loss reads (one
-        # output of several, the others still live, is a stop-gradient branch, not a cut)
-        needed = used_names(tl.loss) | {n for s in loss_path(src, tl) for n in used_names(assign_value(s))}
-        cut = [n for n in unpacked if n in needed]
-        if cut:
-            yield Edit(insert_after(stmt, f"{', '.join(cut)} = {', '.join(f'{n}.detach()' for n in cut)}"),
-                       what)
+        if first is None:
+            yield Edit({call: _detached(call)}, what)
+        else:  # a tuple has no .detach(): detach the first output after unpacking
+            yield Edit(insert_after(stmt, f"{first} = {first}.detach()"), what)
 
 
-def _unpacked(stmt: cst.CSTNode, call: cst.Call) -> Optional[list[str]]:
-    """``[a, b]`` when ``stmt`` is ``a, b = call``."""
+def _first_unpacked(stmt: cst.CSTNode, call: cst.Call) -> Optional[str]:
+    """``a`` when ``stmt`` is ``a, b = call``."""
     small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
     if isinstance(small, cst.Assign) and small.value is call and isinstance(small.targets[0].target, cst.Tuple):
-        return [e.value.value for e in small.targets[0].target.elements if isinstance(e.value, cst.Name)]
+        first = small.targets[0].target.elements[0].value
+        return first.value if isinstance(first, cst.Name) else None
     return None
 
 

@@ -212,18 +212,26 @@ by a person, and the reference script must then do the same.
         Invalid(_BN_MODEL + (
             "def train(model, opt, loader):\n    for x in loader:\n"
             "        loss = model(x).pow(2).mean()\n        opt.zero_grad()\n        loss.backward()\n"
-            "        opt.step()\n        with torch.no_grad():\n            acc = model(x).argmax(-1)\n"),
+            "        opt.step()\n        with torch.no_grad():\n            acc = model(x).argmax(-1)\n"
+            "enc = Enc()\ntrain(enc, torch.optim.Adam(enc.parameters()), batches)\n"),
             line=18, message_contains="extra forward"),
         # the BatchNorm class comes from a norm factory; the extra forward is in a Trainer method
         Invalid({
             "norms.py": "from torch import nn\n\ndef create_norm(name):\n"
             "    return nn.BatchNorm1d if name == 'batchnorm' else nn.Identity\n",
+            "model.py": "from torch import nn\nfrom norms import create_norm\n\nclass GAT(nn.Module):\n"
+            "    def __init__(self, norm):\n        super().__init__()\n"
+            "        self.lin = nn.Linear(8, 8)\n        self.norm = create_norm(norm)(8)\n"
+            "    def forward(self, g, x):\n        return self.norm(self.lin(x)).pow(2).mean()\n",
+            "train.py": "import torch\nfrom model import GAT\nfrom engine import Trainer\n"
+            "model = GAT('batchnorm')\n"
+            "Trainer(model, torch.optim.Adam(model.parameters())).fit(loader)\n",
             "engine.py": "import torch\n\nclass Trainer:\n    def __init__(self, model, opt):\n"
-            "        self.model, self.opt = model, opt\n    def fit(self, loader):\n"
+            "        self.model = model\n        self.opt = opt\n    def fit(self, loader):\n"
             "        for g, x in loader:\n            loss = self.model(g, x)\n"
             "            self.opt.zero_grad()\n            loss.backward()\n            self.opt.step()\n"
             "            with torch.no_grad():\n                self.model(g, x)\n",
-        }, path="engine.py", line=13, message_contains="extra forward"),
+        }, path="engine.py", line=14, message_contains="extra forward"),
         # BatchNorm in the model, one graph per batch in the training script
         Invalid(
             {
@@ -359,12 +367,13 @@ by a person, and the reference script must then do the same.
             return []
         out = []
         training = Training.of(project)
+        holders = {fn.qualname for file, bn in _facts(project, BatchNormBuilt)
+                   if (fn := function_of(project, file.path, bn.span.line)) is not None}
         for loop, i in training.gradient_free_forwards():
             call = loop.fn.events[i]
-            made = training.origins(loop.fn, call.func, i)
-            if all(o.known and o.cls.startswith(("torch.nn.", "dgl.nn.")) and o.cls not in BATCHNORMS
-                   for o in made):
-                continue  # a library layer without BatchNorm inside (a linear probe's head)
+            made = {o.cls for o in training.origins(loop.fn, call.func, i) if o.known}
+            if not any(_builds_batchnorm(project, training, cls, holders) for cls in made):
+                continue  # a module without BatchNorm (a linear probe's head), or one not known
             out.append(cls.make_finding(
                 loop.fn.path, call.span,
                 f"`{call.func}(...)` runs in train mode with gradients off, inside the training "
@@ -424,6 +433,17 @@ by a person, and the reference script must then do the same.
                 f"the line ran and {len(evidence.steps)} training step(s) followed, but no "
                 f"BatchNorm layer was {EFFECTS[effect]}"])
         return None
+
+
+def _builds_batchnorm(project: Project, training: Training, cls: str, holders: set[str]) -> bool:
+    """The module class, or one it builds among its attributes, constructs a BatchNorm in one of
+    its methods or through a function they call (a norm factory); ``holders``: the functions
+    where a BatchNorm class is named."""
+    if cls in BATCHNORMS:
+        return True
+    inner = [c for c in list(project.classes) if training.contains_class(cls, c)]
+    return any(q in holders or holders & set(project.callees(q))
+               for q, f in list(project.functions.items()) if f.class_name in inner)
 
 
 def _feeds_training(project: Project, path: str, line: int, trained_in: set[str]) -> bool:

@@ -148,21 +148,6 @@ Unsafe: moving the loss out of the region or adding a scaler changes numerics an
             "        return torch.optim.Adam(self.parameters())\n",
             line=11, message_contains="cast to float16",
         ),
-        # the autocast forward in one branch of an if/else, the backward after both
-        Invalid(
-            "import torch\n"
-            "def train(model, loader, opt, views):\n"
-            "    for g, x in loader:\n"
-            "        if views:\n"
-            "            with torch.autocast('cuda', dtype=torch.float16):\n"
-            "                loss = model(g, x, views)\n"
-            "        else:\n"
-            "            loss = model(g, x)\n"
-            "        opt.zero_grad()\n"
-            "        loss.backward()\n"
-            "        opt.step()\n",
-            line=5, message_contains="GradScaler",
-        ),
         # a hand-written loss inside the region is computed in bfloat16
         Invalid(
             "import torch\n"

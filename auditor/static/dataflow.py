@@ -603,10 +603,8 @@ class _Walker:
                 hit_calls = [c for c in stmt.calls if any(
                     u == n or u.startswith(n + ".") for u in c.uses for n in hit)]
             if not hit:
-                # reassigned from something else; under a condition (the `else` of the `if`
-                # that made the value, say) the value may survive it
-                if stmt.kind == "assign" and pos > 0 and stmt.head.branch is None:
-                    live -= _rebound(stmt)
+                if stmt.kind == "assign" and pos > 0:
+                    live -= _rebound(stmt)  # reassigned from something else
                 continue
             if self.stop is not None and self.stop(fn, stmt, hit):
                 if stmt.kind in ("assign", "augassign"):

@@ -284,6 +284,17 @@ review that the value was not meant to be a frozen target.
             "        loss.backward()\n"
             "        opt.step()\n"
         ),
+        # integer node ids built with a tensor constructor, read through `.data` for a sampler
+        Valid(
+            "import torch\n"
+            "def step(model, loader, subs, opt):\n"
+            "    q_sub = torch.LongTensor(subs).cuda()\n"
+            "    nodes = torch.cat([torch.arange(len(subs)).unsqueeze(1), q_sub.unsqueeze(1)], 1)\n"
+            "    nodes = loader.get_neighbors(nodes.data.cpu().numpy())\n"
+            "    loss = model(nodes).sum()\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+        ),
         # a target built by two frozen modules, both inside the no_grad block
         Valid(
             "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"

@@ -743,8 +743,8 @@ def is_module_class(project: Project, qualname: str, _seen: Optional[set[str]] =
         return True
     if qualname not in project.classes:
         last = qualname.rsplit(".", 1)[-1]
-        if qualname.split(".")[0] in NOT_MODULE_PACKAGES:
-            return False  # `argparse.ArgumentParser`, `numpy.random.RandomState`: no parameters
+        if qualname.split(".")[0] in NOT_MODULE_PACKAGES or last.endswith("Tensor"):
+            return False  # `argparse.ArgumentParser`, `torch.LongTensor(ids)`: no parameters
         return last[:1].isupper() and not _is_loss_class(last) and not qualname.startswith(
             ("torch.optim", "torch.utils", "torch.Generator", "torch.device", "numpy", "dgl.data",
              "torch.cuda.amp", "torch.amp", "torch.autocast")

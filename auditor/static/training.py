@@ -31,6 +31,9 @@ API (``fn`` is a :class:`FunctionInfo`, ``i`` the index of an event in ``fn.even
                               ``set_grad_enabled(False)`` call event that disables gradients at
                               event ``i`` (innermost wins, ``enable_grad`` re-enables), or None.
 * ``grad_off_decorator(fn)``  the index in ``fn.decorators`` of a grad-disabling decorator.
+* ``gradient_free_forwards()`` [(TrainingLoop, i)] module calls in a training loop's own body run
+                              with gradients off and the module in train mode, whose value no
+                              backward of the loop reads (a second forward per step).
 
 Plain predicates: ``is_backward(event)``, ``is_grad_reset(event)``, ``is_optimizer_class(name)``,
 ``looks_optimizer(text)``, ``detached_text(text, name)``.
@@ -43,6 +46,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Optional
 
+from auditor.static.dataflow import SHARING_METHODS, SHARING_WRAPPERS
 from auditor.static.facts import Event, FunctionInfo, Span
 from auditor.static.paths import NO_GRAD_CONTEXTS, bindings, rebase
 from auditor.static.project import Project
@@ -56,11 +60,6 @@ OPTIMIZER_CLASSES = {
     "Adam", "AdamW", "SGD", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam",
     "LBFGS", "SparseAdam", "ASGD", "Rprop", "Lamb", "LAMB", "Lion", "Adafactor", "FusedAdam",
 }
-# calls that hand back the module they were given (same parameters)
-SHARING_METHODS = {"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "train", "eval",
-                   "requires_grad_", "share_memory", "apply", "type", "to_empty", "zero_grad"}
-SHARING_WRAPPERS = ("DistributedDataParallel", "DataParallel", "torch.compile", "torch.jit.script",
-                    "torch.jit.trace", "prepare", "convert_sync_batchnorm")
 COPIERS = {"copy.deepcopy", "copy.copy", "deepcopy"}
 # attribute names of modules that are meant to stay untrained (teachers, EMA targets...)
 UNTRAINED_NAME = re.compile(
@@ -718,9 +717,33 @@ class Training:
                                          stack | {qual})
         return out
 
+    def gradient_free_forwards(self) -> list[tuple[TrainingLoop, int]]:
+        out: list[tuple[TrainingLoop, int]] = []
+        seen: set[tuple[str, int]] = set()
+        for loop in self.training_loops():
+            fn = loop.fn
+            on_loss = {(sfn.qualname, j) for a in loop.of("backward") if a.fn is fn
+                       for sfn, j in self.loss_slice(fn, a.index)}
+            body = [i for i, e in enumerate(fn.events) if loop.loop_id in e.loop_ids]
+            evaluating = False  # `.eval()` earlier in this iteration, no `.train()` since
+            for i in body:
+                e = fn.events[i]
+                if e.kind == "call" and e.method in ("eval", "train") and e.receiver:
+                    evaluating = e.method == "eval" or (e.args[:1] == ["False"])
+                    continue
+                if evaluating or (fn.qualname, i) in on_loss or e.kind != "call" \
+                        or self.grad_off(fn, i) is None or not self.module_call(fn, i) \
+                        or (fn.qualname, i) in seen:
+                    continue
+                seen.add((fn.qualname, i))
+                out.append((loop, i))
+        return out
+
     def training_loops(self) -> list[TrainingLoop]:
         if self._loops is not None:
             return self._loops
+        # a rule whose prefilter skipped the training script still asks where training happens
+        self.project.load_mentioning("backward(")
         self._loops = []
         for fn in list(self.project.functions.values()):
             loop_ids = sorted({lid for e in fn.events for lid in e.loop_ids})

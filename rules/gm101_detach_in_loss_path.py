@@ -14,6 +14,7 @@ from auditor.static import dataflow as df
 from auditor.static.context import dotted
 from auditor.static.facts import Event, FunctionInfo, Span
 from auditor.static.project import Project
+from auditor.static.training import detached_text
 
 NO_GRAD = ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad",
            "torch.autograd.grad_mode.no_grad")
@@ -252,6 +253,26 @@ review that the value was not meant to be a frozen target.
                 "    probe(enc, g, x, labels, 3)\n"
             ),
         }),
+        # the method's embeddings, detached in a model method called once, probed after training
+        Valid(
+            "import torch\nimport torch.nn as nn\n"
+            "class SSL(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.backbone = nn.Linear(8, 8)\n"
+            "    def get_embedding(self, x):\n"
+            "        out = self.backbone(x)\n"
+            "        return out.detach()\n"
+            "model = SSL()\n"
+            "embeds = model.get_embedding(feats)\n"
+            "logreg = nn.Linear(8, 3)\n"
+            "opt = torch.optim.Adam(logreg.parameters())\n"
+            "for epoch in range(100):\n"
+            "    loss = nn.functional.cross_entropy(logreg(embeds), labels)\n"
+            "    opt.zero_grad()\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+        ),
         Valid(
             "import torch\nimport torch.nn.functional as F\n"
             "def run(backbone, head, x, y, steps):\n"
@@ -262,6 +283,17 @@ review that the value was not meant to be a frozen target.
             "        loss = F.mse_loss(head(z), y)\n"
             "        loss.backward()\n"
             "        opt.step()\n"
+        ),
+        # integer node ids built with a tensor constructor, read through `.data` for a sampler
+        Valid(
+            "import torch\n"
+            "def step(model, loader, subs, opt):\n"
+            "    q_sub = torch.LongTensor(subs).cuda()\n"
+            "    nodes = torch.cat([torch.arange(len(subs)).unsqueeze(1), q_sub.unsqueeze(1)], 1)\n"
+            "    nodes = loader.get_neighbors(nodes.data.cpu().numpy())\n"
+            "    loss = model(nodes).sum()\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
         ),
         # a target built by two frozen modules, both inside the no_grad block
         Valid(
@@ -283,6 +315,52 @@ review that the value was not meant to be a frozen target.
         ),
     ]
     INVALID = [
+        # the loss itself detached; the other outputs only logged after the backward
+        Invalid(
+            "import torch.nn as nn\n"
+            "class Net(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.lin = nn.Linear(4, 4)\n"
+            "    def forward(self, x):\n"
+            "        out = self.lin(x)\n"
+            "        return out.pow(2).mean(), {'norm': out.norm()}\n"
+            "def train(model, opt, loader, log):\n"
+            "    for x in loader:\n"
+            "        loss, parts = model(x)\n"
+            "        loss = loss.detach()\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+            "        log.info('%s %s', loss.item(), parts)\n",
+            line=12,
+        ),
+        # both views of a two-view model detached: neither carries gradient to the other
+        Invalid(
+            "import torch\n"
+            "def train(model, opt, g1, x1, g2, x2, steps):\n"
+            "    for _ in range(steps):\n"
+            "        z1, z2 = model(g1, x1, g2, x2)\n"
+            "        z1, z2 = z1.detach(), z2.detach()\n"
+            "        loss = -torch.mm(z1.T, z2).diagonal().sum()\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n",
+            line=5,
+        ),
+        # a criterion module's output and labels from the command line are not predictions
+        Invalid(
+            "import argparse\nimport torch.nn as nn\n"
+            "args = argparse.ArgumentParser().parse_args()\n"
+            "labels = load_labels(args.dataset)\n"
+            "head = nn.Linear(16, 3)\n"
+            "loss_fn = nn.CrossEntropyLoss()\n"
+            "for epoch in range(100):\n"
+            "    logits = head(embs).detach()\n"
+            "    loss = loss_fn(logits, labels)\n"
+            "    loss.backward()\n",
+            line=8,
+        ),
         # the GraphMAE bug: the encoder's embedding detached before the decoder
         Invalid(
             "import torch.nn as nn\n"
@@ -480,7 +558,7 @@ review that the value was not meant to be a frozen target.
         else:
             flow = df.flows_from_statement(project, fn, stmt)
         live = [s for s in flow.sinks if not _reused_across_steps(project, fn, stmt, s)]
-        if not live or _is_target(project, flow, inner, call, receiver, origin):
+        if not live or _is_target(project, flow, inner, call, receiver, origin, live):
             return None
         sink = live[0]
         message = (
@@ -546,19 +624,29 @@ def _reused_across_steps(project: Project, fn: FunctionInfo, stmt: df.Statement,
         return False
     if sink.fn is fn:
         return bool(set(sink.event.loop_ids) - set(stmt.head.loop_ids))
+    # returned up to the function that trains on it, by a call made before that loop
+    # (`embeds = model.get_embedding(g)` once, then a probe trained on them for many epochs)
+    calls = project.call_sites(sink.fn.qualname, fn.qualname)
+    if calls and all(set(sink.event.loop_ids) - set(c.loop_ids) for c in calls):
+        return True
     # handed down to a function that trains on it in its own loop (not returned up to a loop)
     return (sink.fn.qualname in project.reachable_from(fn.qualname)
             and fn.qualname not in project.reachable_from(sink.fn.qualname))
 
 
 def _is_target(project: Project, flow: df.Flow, inner: list[Event], cut: Optional[Event],
-               receiver: str, origin: df.Origin) -> bool:
+               receiver: str, origin: df.Origin, sinks: list[df.Sink]) -> bool:
     """Decide, walking the flow in order, whether the cut value first meets a prediction that
     still carries gradient (a target: benign) or feeds a module (the cut hurts). Fed back into
     the very module that produced it (a recurrent state, truncated backpropagation through
-    time) it is benign too: that module still gets its gradient from the new step."""
+    time) it is benign too: that module still gets its gradient from the new step. Statements
+    after the backward the value reaches (the loss logged beside other outputs) are not on its
+    way to the loss."""
     for step in flow.steps:
         stmt, fn = step.stmt, step.fn
+        here = [s.event.span.line for s in sinks if s.fn.qualname == fn.qualname]
+        if here and stmt.head.span.line > max(here):
+            continue
         excluded = {id(c) for c in inner}
         if cut is not None:
             excluded.add(id(cut))
@@ -585,9 +673,11 @@ def _is_target(project: Project, flow: df.Flow, inner: list[Event], cut: Optiona
             cut_names |= {u for u in step.inner.uses}
         if receiver:
             cut_names |= {u for u in stmt.uses if df.mentions(receiver, u)}
+        value = stmt.text.split("=", 1)[-1] if stmt.kind == "assign" else stmt.text
         others = [u for u in stmt.uses if u not in cut_names and u not in callee_names
                   and not any(u.startswith(c + ".") for c in cut_names | callee_names)
-                  and not any(c.startswith(u + ".") for c in cut_names)]
+                  and not any(c.startswith(u + ".") for c in cut_names)
+                  and not detached_text(value, u)]  # `b.detach()` beside the cut: cut too
         if others and df.derives_from_module(project, fn, others, stmt.index) is not None:
             return True
     return False

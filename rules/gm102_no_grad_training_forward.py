@@ -186,6 +186,19 @@ parameters only).
         }),
     ]
     INVALID = [
+        # the loss computed with gradients off (the forward itself outside the block)
+        Invalid(
+            "import torch\n"
+            "def train(model, criterion, opt, loader):\n"
+            "    for g, y in loader:\n"
+            "        pred = model(g)\n"
+            "        with torch.no_grad():\n"
+            "            loss = criterion(pred, y).mean()\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n",
+            line=5, message_contains="no gradient",
+        ),
         Invalid(
             "import torch\n"
             "def step(model, opt, g):\n"
@@ -271,8 +284,23 @@ parameters only).
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
         t = Training.of(project)
+        reported: set[tuple[str, int, int]] = set()
         for fn, i in t.backward_sites():
             where = f"{fn.path}:{fn.events[i].span.line}"
+            # the backpropagated value itself computed with gradients off: nothing reaches any
+            # parameter, whatever the statement calls
+            made = next((j for j in range(i - 1, -1, -1) if fn.events[j].kind in ("assign", "augassign")
+                         and fn.events[i].receiver in fn.events[j].targets), None)
+            off = t.grad_off(fn, made) if made is not None else None
+            if off is not None:
+                span = fn.events[off].span
+                reported.add((fn.path, span.line, span.column))
+                yield cls.make_finding(
+                    fn.path, span,
+                    f"`{fn.events[off].func}(...)` disables gradients where `{fn.events[i].receiver}` "
+                    f"is computed, and it is backpropagated at {where}: it carries no gradient to any "
+                    f"parameter",
+                    fix="compute the loss outside the grad-disabling block")
             for sfn, j in t.loss_slice(fn, i):
                 if j < 0:
                     k = t.grad_off_decorator(sfn)
@@ -291,6 +319,9 @@ parameters only).
                     span = sfn.events[off].span
                     what = f"`{sfn.events[off].func}(...)`"
                     callee = event.func
+                if (sfn.path, span.line, span.column) in reported:
+                    continue
+                reported.add((sfn.path, span.line, span.column))
                 yield cls.make_finding(
                     sfn.path, span,
                     f"{what} disables gradients around `{callee}`, whose output feeds the loss "

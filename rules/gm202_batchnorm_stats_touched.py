@@ -13,8 +13,10 @@ from auditor.findings import Finding, Severity, Status
 from auditor.probe.evidence import Evidence
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.context import dotted
+from auditor.static.dataflow import function_of
 from auditor.static.facts import Span
 from auditor.static.project import Project
+from auditor.static.training import Training
 
 BUFFERS = {"running_mean", "running_var", "num_batches_tracked"}
 INPLACE = {"copy_", "zero_", "fill_", "mul_", "add_", "sub_", "div_", "normal_", "uniform_"}
@@ -52,6 +54,11 @@ def _kwarg(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
     return next((a.value for a in call.args if a.keyword and a.keyword.value == name), None)
 
 
+_BN_MODEL = ("import torch\nfrom torch import nn\n\nclass Enc(nn.Module):\n    def __init__(self):\n"
+             "        super().__init__()\n        self.lin = nn.Linear(8, 8)\n        self.norm = nn.BatchNorm1d(8)\n"
+             "    def forward(self, x):\n        return self.norm(self.lin(x))\n")
+
+
 class BatchNormStatsTouched(Rule):
     code = "GM202"
     name = "batchnorm-stats-touched"
@@ -72,7 +79,11 @@ Finds code that changes a BatchNorm layer's running statistics other than by its
 * `nn.BatchNorm*d(..., momentum=0)` (statistics frozen at their initial 0/1), and, as warnings,
   `track_running_stats=False` (batch statistics at evaluation too) and a loader that feeds the
   model one graph at a time (`batch_size=1`, or a `GraphDataLoader` without `batch_size`) in a
-  project whose model has a `BatchNorm`: the statistics are then those of one part's few nodes.
+  project whose model has a `BatchNorm`: the statistics are then those of one part's few nodes;
+* in a project whose model has a `BatchNorm`, a forward run inside the training loop with
+  gradients off (`torch.no_grad()`, `inference_mode()`) while the model is still in train mode,
+  whose output no backward reads (metrics on the training batch, a second pass): every such
+  forward moves the running statistics once more, with a batch training never saw.
 
 A module's own implementation (`self.running_mean = ...` in a custom normalisation layer) is not
 reported.
@@ -134,6 +145,17 @@ by a person, and the reference script must then do the same.
         Valid("import torch.nn as nn\nbn = nn.BatchNorm1d(128, momentum=0.1)\n"),
         # reading the statistics is fine
         Valid("def log_bn(bn):\n    print(bn.running_mean.mean().item(), bn.running_var.mean().item())\n"),
+        # one graph per batch in an inference script: no running statistics move
+        Valid({
+            "model.py": "from torch import nn\n\nclass Enc(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.norm = nn.BatchNorm1d(64)\n",
+            "reconstruct.py": "import torch\nfrom torch.utils.data import DataLoader\nimport dgl\n"
+            "loader = DataLoader(ds, batch_size=1, collate_fn=dgl.batch)\nmodel.eval()\n"
+            "with torch.no_grad():\n    for g in loader:\n        print(model(g))\n",
+            "train.py": "from torch.utils.data import DataLoader\nimport dgl\n"
+            "loader = DataLoader(ds, batch_size=8, shuffle=True, collate_fn=dgl.batch)\n"
+            "for g in loader:\n    loss = model(g)\n    loss.backward()\n    opt.step()\n",
+        }),
         # several graphs per batch
         Valid({
             "model.py": "from torch import nn\n\nclass Enc(nn.Module):\n    def __init__(self):\n"
@@ -141,6 +163,24 @@ by a person, and the reference script must then do the same.
             "train.py": "from dgl.dataloading import GraphDataLoader\n"
             "loader = GraphDataLoader(ds, batch_size=8, shuffle=True)\n",
         }),
+        # an extra no-grad forward after `.eval()`; a no-grad target forward the loss reads
+        Valid(_BN_MODEL + (
+            "def train(model, opt, loader):\n    for x in loader:\n        model.train()\n"
+            "        loss = model(x).pow(2).mean()\n        opt.zero_grad()\n        loss.backward()\n"
+            "        opt.step()\n        model.eval()\n        with torch.no_grad():\n"
+            "            model(x)\n")),
+        Valid(_BN_MODEL + (
+            "def train(model, target, opt, loader):\n    for x in loader:\n"
+            "        with torch.no_grad():\n            t = target(x)\n"
+            "        loss = (model(x) - t).pow(2).mean()\n        opt.zero_grad()\n"
+            "        loss.backward()\n        opt.step()\n")),
+        # a linear probe's head (no BatchNorm inside) run again under no_grad
+        Valid(_BN_MODEL + (
+            "def probe(feats, labels):\n    head = nn.Linear(8, 2)\n"
+            "    opt = torch.optim.Adam(head.parameters())\n    for _ in range(100):\n"
+            "        loss = nn.functional.cross_entropy(head(feats), labels)\n"
+            "        opt.zero_grad()\n        loss.backward()\n        opt.step()\n"
+            "        with torch.no_grad():\n            acc = head(feats).argmax(-1)\n")),
     ]
     INVALID = [
         Invalid(
@@ -168,13 +208,38 @@ by a person, and the reference script must then do the same.
             "    model.encoder.norm.load_state_dict(teacher.encoder.norm.state_dict())\n",
             line=2,
         ),
+        # a second forward of the training batch, gradients off, still in train mode
+        Invalid(_BN_MODEL + (
+            "def train(model, opt, loader):\n    for x in loader:\n"
+            "        loss = model(x).pow(2).mean()\n        opt.zero_grad()\n        loss.backward()\n"
+            "        opt.step()\n        with torch.no_grad():\n            acc = model(x).argmax(-1)\n"
+            "enc = Enc()\ntrain(enc, torch.optim.Adam(enc.parameters()), batches)\n"),
+            line=18, message_contains="extra forward"),
+        # the BatchNorm class comes from a norm factory; the extra forward is in a Trainer method
+        Invalid({
+            "norms.py": "from torch import nn\n\ndef create_norm(name):\n"
+            "    return nn.BatchNorm1d if name == 'batchnorm' else nn.Identity\n",
+            "model.py": "from torch import nn\nfrom norms import create_norm\n\nclass GAT(nn.Module):\n"
+            "    def __init__(self, norm):\n        super().__init__()\n"
+            "        self.lin = nn.Linear(8, 8)\n        self.norm = create_norm(norm)(8)\n"
+            "    def forward(self, g, x):\n        return self.norm(self.lin(x)).pow(2).mean()\n",
+            "train.py": "import torch\nfrom model import GAT\nfrom engine import Trainer\n"
+            "model = GAT('batchnorm')\n"
+            "Trainer(model, torch.optim.Adam(model.parameters())).fit(loader)\n",
+            "engine.py": "import torch\n\nclass Trainer:\n    def __init__(self, model, opt):\n"
+            "        self.model = model\n        self.opt = opt\n    def fit(self, loader):\n"
+            "        for g, x in loader:\n            loss = self.model(g, x)\n"
+            "            self.opt.zero_grad()\n            loss.backward()\n            self.opt.step()\n"
+            "            with torch.no_grad():\n                self.model(g, x)\n",
+        }, path="engine.py", line=14, message_contains="extra forward"),
         # BatchNorm in the model, one graph per batch in the training script
         Invalid(
             {
                 "model.py": "from torch import nn\n\nclass Enc(nn.Module):\n    def __init__(self):\n"
                 "        super().__init__()\n        self.norm = nn.BatchNorm1d(64)\n",
                 "train.py": "from torch.utils.data import DataLoader\nimport dgl\n"
-                "loader = DataLoader(ds, batch_size=1, shuffle=True, collate_fn=dgl.batch)\n",
+                "loader = DataLoader(ds, batch_size=1, shuffle=True, collate_fn=dgl.batch)\n"
+                "for g in loader:\n    loss = model(g)\n    loss.backward()\n    opt.step()\n",
             },
             line=3, path="train.py", message_contains="one graph",
         ),
@@ -223,6 +288,17 @@ by a person, and the reference script must then do the same.
             self.report(target, f"BatchNorm momentum of `{receiver}` changed outside its "
                         "construction: the running statistics are frozen or re-weighted",
                         fix="leave BatchNorm momentum at its default (0.1)")
+
+    # -- BatchNorm classes handed around (`return nn.BatchNorm1d` in a norm factory) ------------
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._batchnorm_reference(node)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self._batchnorm_reference(node)
+
+    def _batchnorm_reference(self, node: cst.BaseExpression) -> None:
+        if not self.ctx.in_import and self.ctx.qualify(node) in BATCHNORMS:
+            self.fact(BatchNormBuilt(self.ctx.span(node)))
 
     # -- calls ---------------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
@@ -290,7 +366,25 @@ by a person, and the reference script must then do the same.
         if not any(True for _ in _facts(project, BatchNormBuilt)):
             return []
         out = []
+        training = Training.of(project)
+        holders = {fn.qualname for file, bn in _facts(project, BatchNormBuilt)
+                   if (fn := function_of(project, file.path, bn.span.line)) is not None}
+        for loop, i in training.gradient_free_forwards():
+            call = loop.fn.events[i]
+            made = {o.cls for o in training.origins(loop.fn, call.func, i) if o.known}
+            if not any(_builds_batchnorm(project, training, cls, holders) for cls in made):
+                continue  # a module without BatchNorm (a linear probe's head), or one not known
+            out.append(cls.make_finding(
+                loop.fn.path, call.span,
+                f"`{call.func}(...)` runs in train mode with gradients off, inside the training "
+                "loop, and no backward reads its output: this extra forward updates the BatchNorm "
+                "running statistics with a batch the training step never used",
+                fix="call `.eval()` before an extra forward (and `.train()` after it), or reuse "
+                    "the training forward's output"))
+        trained_in = {loop.fn.qualname for loop in training.training_loops()}
         for file, loader in _facts(project, SingleGraphBatch):
+            if not _feeds_training(project, file.path, loader.span.line, trained_in):
+                continue  # an inference or evaluation script: no statistics are updated
             finding = cls.make_finding(
                 file.path, loader.span,
                 f"`{loader.what}` feeds one graph per step to a model with BatchNorm: the batch "
@@ -339,6 +433,27 @@ by a person, and the reference script must then do the same.
                 f"the line ran and {len(evidence.steps)} training step(s) followed, but no "
                 f"BatchNorm layer was {EFFECTS[effect]}"])
         return None
+
+
+def _builds_batchnorm(project: Project, training: Training, cls: str, holders: set[str]) -> bool:
+    """The module class, or one it builds among its attributes, constructs a BatchNorm in one of
+    its methods or through a function they call (a norm factory); ``holders``: the functions
+    where a BatchNorm class is named."""
+    if cls in BATCHNORMS:
+        return True
+    inner = [c for c in list(project.classes) if training.contains_class(cls, c)]
+    return any(q in holders or holders & set(project.callees(q))
+               for q, f in list(project.functions.items()) if f.class_name in inner)
+
+
+def _feeds_training(project: Project, path: str, line: int, trained_in: set[str]) -> bool:
+    """The loader is made where training runs: in a function with a training loop, one it calls,
+    or one that (transitively) calls it, or something those call."""
+    fn = function_of(project, path, line)
+    if fn is None:
+        return False
+    related = {fn.qualname, *project.ancestors(fn.qualname)}
+    return any(q in trained_in for r in related for q in {r, *project.reachable_from(r)})
 
 
 # the runtime effect of each kind of static finding (BatchNormEvent.kind), by its message

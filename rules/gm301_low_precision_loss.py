@@ -107,6 +107,19 @@ Unsafe: moving the loss out of the region or adding a scaler changes numerics an
             "    scaler.step(opt)\n"
             "    scaler.update()\n"
         ),
+        # the standard AMP recipe: a torch loss module inside the region runs in float32 anyway
+        Valid(
+            "import torch\nimport torch.nn as nn\n"
+            "def train(model, loader, opt):\n"
+            "    scaler = torch.cuda.amp.GradScaler()\n"
+            "    loss_fn = nn.CrossEntropyLoss()\n"
+            "    for x, y in loader:\n"
+            "        with torch.cuda.amp.autocast():\n"
+            "            loss = loss_fn(model(x), y)\n"
+            "        scaler.scale(loss).backward()\n"
+            "        scaler.step(opt)\n"
+            "        scaler.update()\n"
+        ),
         # disabled autocast, and a cast for inference only
         Valid(
             "import torch\n"
@@ -121,6 +134,31 @@ Unsafe: moving the loss out of the region or adding a scaler changes numerics an
         ),
     ]
     INVALID = [
+        # a LightningModule casts itself before its optimizer is built; Lightning trains it
+        Invalid(
+            "import torch\nimport pytorch_lightning as pl\nimport torch.nn.functional as F\n"
+            "class Lit(pl.LightningModule):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.lin = torch.nn.Linear(4, 4)\n"
+            "    def training_step(self, batch, i):\n"
+            "        return F.mse_loss(self.lin(batch), batch)\n"
+            "    def configure_optimizers(self):\n"
+            "        self.half()\n"
+            "        return torch.optim.Adam(self.parameters())\n",
+            line=11, message_contains="cast to float16",
+        ),
+        # a hand-written loss inside the region is computed in bfloat16
+        Invalid(
+            "import torch\n"
+            "def train(model, loader, opt):\n"
+            "    for x in loader:\n"
+            "        with torch.autocast('cuda', dtype=torch.bfloat16):\n"
+            "            loss = (model(x) - x).abs().mean()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n",
+            line=4, message_contains="computed inside",
+        ),
         # CUDA autocast defaults to float16; no scaler
         Invalid(
             "import torch\nimport torch.nn.functional as F\n"
@@ -244,7 +282,7 @@ Unsafe: moving the loss out of the region or adding a scaler changes numerics an
             fix = ("create `scaler = torch.cuda.amp.GradScaler()` and call `scaler.scale(loss).backward()`, "
                    "`scaler.step(optimizer)`, `scaler.update()`; or use `dtype=torch.bfloat16`")
             return cls.make_finding(fn.path, call.span, message, fix)
-        if loss_at and precision:
+        if loss_at and precision and not _float32_losses(project, fn, region):
             finding = cls.make_finding(
                 fn.path, call.span,
                 f"the reconstruction loss is computed inside this {precision} autocast region "
@@ -284,6 +322,9 @@ Unsafe: moving the loss out of the region or adding a scaler changes numerics an
             flow = df.flows_from(project, fn, call, stop=_upcast)
         else:  # `model.half()` converts the module in place
             flow = df.flows_to(project, fn, [call.receiver], stmt.index + 1, stop=_upcast)
+            if not flow.sinks and call.receiver == "self" and fn.class_name:
+                # a module casting itself (in a Lightning hook): its own methods backpropagate
+                flow = df.Flow(sinks=[k for k in df.sinks(project) if k.fn.class_name == fn.class_name])
         if not flow.sinks:
             return None
         sink = flow.sinks[0]
@@ -314,6 +355,8 @@ Unsafe: moving the loss out of the region or adding a scaler changes numerics an
     @staticmethod
     def _is_module(project: Project, fn: FunctionInfo, stmt: df.Statement, call: Event) -> bool:
         receiver = call.receiver
+        if receiver == "self" and fn.class_name:
+            return df.is_module_class(project, fn.class_name)
         if "(" not in receiver:
             classes = df.instance_classes(project, fn, receiver, stmt.index)
             if classes:
@@ -360,3 +403,32 @@ Unsafe: moving the loss out of the region or adding a scaler changes numerics an
                                             + (f" at the {len(steps)} step(s) after this line ran"
                                                if casts else "")])
         return None
+
+
+# torch losses that autocast itself runs in float32 (its "autocast to float32" op list): inside a
+# low-precision region they still compute in full precision
+AUTOCAST_FLOAT32_LOSSES = {
+    "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div",
+    "binary_cross_entropy_with_logits", "cosine_embedding_loss", "margin_ranking_loss",
+    "soft_margin_loss", "multilabel_margin_loss", "multi_margin_loss", "poisson_nll_loss",
+    "hinge_embedding_loss", "triplet_margin_loss",
+    "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "KLDivLoss",
+    "BCEWithLogitsLoss", "CosineEmbeddingLoss", "MarginRankingLoss", "SoftMarginLoss",
+    "MultiLabelMarginLoss", "MultiMarginLoss", "PoissonNLLLoss", "HingeEmbeddingLoss",
+    "TripletMarginLoss"}
+
+
+def _float32_losses(project: Project, fn: FunctionInfo, region: list[df.Statement]) -> bool:
+    """Every loss the autocast region computes itself is a torch loss that autocast promotes to
+    float32 (a functional loss, or a loss module such as `nn.CrossEntropyLoss()`)."""
+    found = [c for stmt in region for c in stmt.calls if df.is_loss_call(project, fn, c)]
+
+    def promoted(call: Event) -> bool:
+        func = call.func.removesuffix("()")
+        if func.startswith("torch.") and func.rsplit(".", 1)[-1] in AUTOCAST_FLOAT32_LOSSES:
+            return True
+        classes = df.instance_classes(project, fn, df.callee_text(call), df.statement_of(fn, call).index)
+        return bool(classes) and all(c.startswith("torch.nn.") and c.rsplit(".", 1)[-1]
+                                     in AUTOCAST_FLOAT32_LOSSES for c in classes)
+
+    return bool(found) and all(promoted(c) for c in found)

@@ -11,10 +11,11 @@ import libcst as cst
 from auditor.findings import Finding, Severity, Status
 from auditor.probe.evidence import Evidence
 from auditor.rule import Invalid, Rule, Valid, Verdict
-from auditor.static.dataflow import function_of
-from auditor.static.facts import Span
+from auditor.static.dataflow import derives_from_module, function_of, statement_at
+from auditor.static.facts import FunctionInfo, Span
 from auditor.static.project import Project
 from auditor.static.stages import GETITEM, TRANSFORM, stage_of
+from auditor.static.training import Training
 
 CENTER = {"mean", "nanmean", "median", "min", "amin"}
 SPREAD = {"std", "nanstd", "var", "max", "amax", "norm"}
@@ -25,6 +26,7 @@ _LIBS = ("torch.", "numpy.")
 class Normalisation:
     span: Span
     what: str  # the expression, shortened
+    base: str = ""  # the name of the tensor normalised (``x`` of ``x[:, :3]``), when known
 
 
 def _key(ctx, node: cst.CSTNode) -> str:
@@ -88,7 +90,9 @@ the evaluation do exactly the same.
 
 Statistics computed once over the dataset (a `compute_stats()` called from a dataset's
 constructor, the `NormStats` of the fixtures), `nn.LayerNorm` / `nn.BatchNorm1d` modules and
-evaluation metrics are not reported.
+evaluation metrics are not reported; nor is the model's own normalisation of its hidden values:
+a module's output standardised by the method (CCA-SSG whitens its embeddings), or a hand-written
+normalisation layer that other modules of the project build, applied to their activations.
 
 ## Why is this bad?
 GraphMAE reconstructs the masked nodes' coordinates in the units of its input. With per-batch
@@ -150,10 +154,34 @@ No automatic fix: the dataset statistics have to be computed and passed in.
             "        super().__init__()\n        self.norm = nn.LayerNorm(16)\n\n"
             "    def forward(self, x):\n        return self.norm(x)\n"
         ),
+        # the method standardises its embeddings (CCA-SSG); a hand-written LayerNorm in the encoder
+        Valid(
+            "import torch\nfrom torch import nn\n\nclass LayerNorm(nn.Module):\n"
+            "    def __init__(self, d):\n        super().__init__()\n"
+            "        self.weight = nn.Parameter(torch.ones(d))\n"
+            "    def forward(self, x):\n        x = x - x.mean()\n"
+            "        return x / (x.std() + 1e-5) * self.weight\n\n"
+            "class CCA(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.lin = nn.Linear(8, 8)\n        self.norm = LayerNorm(8)\n"
+            "    def forward(self, x1, x2):\n        h1 = self.norm(self.lin(x1))\n"
+            "        h2 = self.norm(self.lin(x2))\n"
+            "        z1 = (h1 - h1.mean(0)) / h1.std(0)\n        z2 = (h2 - h2.mean(0)) / h2.std(0)\n"
+            "        return (z1.T @ z2).pow(2).sum()\n"
+        ),
         # one-off preprocessing script, not per batch
         Valid("import numpy as np\nx = np.load('a.npy')\nx = (x - x.mean(0)) / x.std(0)\nnp.save('b.npy', x)\n"),
     ]
     INVALID = [
+        # the model standardises the input features it is called with
+        Invalid(
+            "import torch\nfrom torch import nn\n\nclass MAE(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n        self.enc = nn.Linear(9, 9)\n"
+            "    def forward(self, x):\n        x = (x - x.mean(0)) / x.std(0)\n"
+            "        return (self.enc(x) - x).pow(2).mean()\n\n"
+            "def train(model, loader, opt):\n    for x in loader:\n        loss = model(x)\n"
+            "        loss.backward()\n        opt.step()\n",
+            line=9,
+        ),
         Invalid(
             "import dgl\n\ndef collate(graphs):\n    g = dgl.batch(graphs)\n    x = g.ndata['feat']\n"
             "    g.ndata['feat'] = (x - x.mean(dim=0)) / x.std(dim=0)\n    return g\n",
@@ -248,17 +276,20 @@ No automatic fix: the dataset statistics have to be computed and passed in.
                 return red[0]
         return None
 
-    def _normalisation(self, node: cst.BaseExpression) -> bool:
-        if self._centered(node) is not None:
-            return True
+    def _normalised(self, node: cst.BaseExpression) -> Optional[str]:
+        """The tensor ``node`` standardises with its own statistics, else None."""
+        centered = self._centered(node)
+        if centered is not None:
+            return centered
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
             base = self._centered(node.left) or _key(self.ctx, node.left)
-            return self._contains_spread(node.right, base)
-        return False
+            return base if self._contains_spread(node.right, base) else None
+        return None
 
     def _check_value(self, node: Optional[cst.BaseExpression]) -> None:
-        if node is not None and self._normalisation(node):
-            self.fact(Normalisation(self.ctx.span(node), self.ctx.code(node, 80)))
+        base = self._normalised(node) if node is not None else None
+        if node is not None and base is not None:
+            self.fact(Normalisation(self.ctx.span(node), self.ctx.code(node, 80), _root(base)))
 
     # -- statements ------------------------------------------------------------------------------
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -278,7 +309,7 @@ No automatic fix: the dataset statistics have to be computed and passed in.
         if (isinstance(node.operator, cst.SubtractAssign) and red[1] in CENTER) or (
             isinstance(node.operator, cst.DivideAssign) and red[1] in SPREAD
         ):
-            self.fact(Normalisation(self.ctx.span(node), self.ctx.code(node, 80)))
+            self.fact(Normalisation(self.ctx.span(node), self.ctx.code(node, 80), _root(red[0])))
 
     def visit_Return(self, node: cst.Return) -> None:
         self._check_value(node.value)
@@ -299,7 +330,7 @@ No automatic fix: the dataset statistics have to be computed and passed in.
         for file, norm in facts:
             fn = function_of(project, file.path, norm.span.line)
             stage = stage_of(project, fn.qualname) if fn is not None else None
-            if stage is None:
+            if stage is None or (fn is not None and _model_internal(project, fn, norm)):
                 continue
             where = {"getitem": "`__getitem__`", "collate": "the collate function",
                      "transform": "a per-sample transform", "forward": "a module's forward",
@@ -344,6 +375,23 @@ No automatic fix: the dataset statistics have to be computed and passed in.
                 f"ran {calls}x, but over {batches} training batches no input column has batch "
                 "statistics pinned the way per-batch normalisation pins them"])
         return None
+
+
+def _model_internal(project: Project, fn: FunctionInfo, norm: Normalisation) -> bool:
+    """The tensor standardised is the model's own, not the input features: a module's output
+    (embeddings whitened by the method's objective, as CCA-SSG does), or the input of a layer
+    that other modules of the project build (a hand-written LayerNorm on hidden activations).
+    Either is part of the model, computed the same way at training and at evaluation."""
+    stmt = statement_at(fn, norm.span.line)
+    if not norm.base or stmt is None:
+        return False
+    if derives_from_module(project, fn, [norm.base], stmt.index) is not None:
+        return True
+    if fn.name != "forward" or norm.base not in fn.params or not fn.class_name:
+        return False
+    training = Training.of(project)
+    return any(cls != fn.class_name and training.contains_class(cls, fn.class_name)
+               for cls in list(project.classes))
 
 
 def _batches(evidence: Evidence) -> dict[tuple, list]:

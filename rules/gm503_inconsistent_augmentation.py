@@ -19,7 +19,9 @@ from auditor.static.project import Project
 from auditor.static.stages import stage_of
 
 XYZ, TANGENT, NORMAL, ALL = "coordinates", "tangents", "normals", "all features"
+REST = "channels after them"  # `x[..., 3:]`: whatever follows the coordinates (the directions)
 _SLICES = ((re.compile(r"(?<![\d.])0?\s*:\s*3\s*\]"), XYZ), (re.compile(r"3\s*:\s*6"), TANGENT),
+           (re.compile(r"(\.\.\.|:)\s*,\s*3\s*:\s*\]"), REST),
            (re.compile(r"6\s*:\s*9"), NORMAL),
            # `pts[..., j : j + 3]` in a loop over the 3-vectors of a point: every channel
            (re.compile(r"\b([A-Za-z_]\w*)\s*:\s*\1\s*\+\s*3\b"), ALL))
@@ -59,6 +61,7 @@ class _Scope:
     jitters: list[tuple[str, Span, int]] = field(default_factory=list)  # channel, span, line
     renormalised_after: list[int] = field(default_factory=list)  # lines of renormalisations
     cached: set[str] = field(default_factory=set)
+    sliced: set[str] = field(default_factory=set)  # channels read by a slice (`x[..., 3:]`)
     mutations: list[tuple[str, Span]] = field(default_factory=list)
     draws: bool = False
 
@@ -128,6 +131,14 @@ No automatic fix: whether the reference used augmentation at all, and of which k
 """
 
     VALID = [
+        # every 3-vector of the features rotated in the training step; rows sliced, not channels
+        Valid(
+            "import torch\n\ndef train(model, opt, loader):\n    for g, x in loader:\n"
+            "        rot = torch.linalg.qr(torch.randn(3, 3))[0]\n"
+            "        x = torch.cat([x[..., :3] @ rot, x[..., 3:6] @ rot, x[..., 6:9] @ rot], dim=-1)\n"
+            "        x = x[3:]\n        loss = model(g, x)\n        opt.zero_grad()\n"
+            "        loss.backward()\n        opt.step()\n",
+        ),
         # every channel rotated, on a copy
         Valid(
             "import torch\n\nclass DS:\n    def __getitem__(self, i):\n"
@@ -168,6 +179,15 @@ No automatic fix: whether the reference used augmentation at all, and of which k
         ),
     ]
     INVALID = [
+        # the coordinates rotated in the training step, the rest of each feature vector not
+        Invalid(
+            "import torch\n\ndef train(model, opt, loader):\n    for g, x in loader:\n"
+            "        rot = torch.linalg.qr(torch.randn(3, 3))[0]\n"
+            "        x = torch.cat([x[..., :3] @ rot, x[..., 3:]], dim=-1)\n"
+            "        loss = model(g, x)\n        opt.zero_grad()\n        loss.backward()\n"
+            "        opt.step()\n",
+            line=6, message_contains="channels after them",
+        ),
         Invalid(
             "import torch\n\nclass DS:\n    def __getitem__(self, i):\n"
             "        pts = self.parts[i].clone()  # xyz, tangent, normal\n        R = random_rotation()\n"
@@ -228,6 +248,9 @@ No automatic fix: whether the reference used augmentation at all, and of which k
     def _conclude(self, scope: _Scope, name: str) -> None:
         if XYZ in scope.rotated:
             missing = [c for c in (TANGENT, NORMAL) if self.has[c] and c not in scope.rotated]
+            if REST in scope.sliced and REST not in scope.rotated and not missing \
+                    and not {TANGENT, NORMAL} <= set(scope.rotated):
+                missing = [REST]  # the features go on past the coordinates, unrotated
             if missing and ALL not in scope.rotated:
                 self.fact(Augmentation(
                     "rotation", scope.rotated[XYZ],
@@ -251,6 +274,11 @@ No automatic fix: whether the reference used augmentation at all, and of which k
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if isinstance(node.operator, cst.MatrixMultiply):
             self._rotation(node, [node.left, node.right])
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        what = channel(self.ctx.code(node, 120))
+        if what == REST:
+            self.scopes[-1].sliced.add(what)
 
     def visit_Call(self, node: cst.Call) -> None:
         func = self.ctx.qualify(node.func) or self.ctx.code(node.func, 60)

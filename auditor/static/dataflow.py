@@ -52,6 +52,7 @@ carry the flow. Results are cached on the project object, so rules can call free
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional
 
@@ -75,6 +76,15 @@ NOT_TENSOR_METHODS = {"parameters", "named_parameters", "state_dict", "buffers",
                       "modules", "named_modules", "children", "train", "eval", "to", "cuda",
                       "cpu", "zero_grad", "apply", "register_buffer", "load_state_dict",
                       "requires_grad_", "half", "float", "double", "bfloat16", "type"}
+# calls that hand back the module they were given (same parameters)
+SHARING_METHODS = {"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "train", "eval",
+                   "requires_grad_", "share_memory", "apply", "type", "to_empty", "zero_grad"}
+SHARING_WRAPPERS = ("DistributedDataParallel", "DataParallel", "torch.compile", "torch.jit.script",
+                    "torch.jit.trace", "prepare", "convert_sync_batchnorm")
+# packages whose classes are never modules with parameters: the standard library, numerics, I/O
+NOT_MODULE_PACKAGES = frozenset(sys.stdlib_module_names) | {
+    "numpy", "scipy", "sklearn", "pandas", "tqdm", "yaml", "matplotlib", "networkx", "wandb",
+    "tensorboardX", "omegaconf", "hydra", "rich", "PIL"}
 MODEL_NAMES = {"model", "net", "network", "module", "student", "encoder", "decoder", "backbone",
                "gnn", "graphmae", "mae", "autoencoder"}
 LOSS_FUNC_RE = re.compile(
@@ -223,6 +233,16 @@ def _value_split(text: str) -> tuple[str, str]:
     """``(targets, value)`` of an assignment's text (``("", text)`` when it assigns nothing)."""
     m = re.search(r"(?<![=!<>])[-+*/%@&|^]?=(?!=)", text)
     return (text[: m.start()], text[m.end():].strip()) if m else ("", text)
+
+
+_DETACHED_VALUE = re.compile(r"[\w.\[\]'\"]+\.detach\(\)")
+
+
+def _only_detached(stmt: Statement) -> bool:
+    """The assignment's value is nothing but detached tensors (``a, b = a.detach(), b.detach()``):
+    what it binds carries no parameter's gradient."""
+    value = _value_split(stmt.text)[1]
+    return bool(_DETACHED_VALUE.search(value)) and not _DETACHED_VALUE.sub("", value).strip(" ,()")
 
 
 def _value_text(stmt: Statement) -> str:
@@ -723,6 +743,8 @@ def is_module_class(project: Project, qualname: str, _seen: Optional[set[str]] =
         return True
     if qualname not in project.classes:
         last = qualname.rsplit(".", 1)[-1]
+        if qualname.split(".")[0] in NOT_MODULE_PACKAGES or last.endswith("Tensor"):
+            return False  # `argparse.ArgumentParser`, `torch.LongTensor(ids)`: no parameters
         return last[:1].isupper() and not _is_loss_class(last) and not qualname.startswith(
             ("torch.optim", "torch.utils", "torch.Generator", "torch.device", "numpy", "dgl.data",
              "torch.cuda.amp", "torch.amp", "torch.autocast")
@@ -769,7 +791,7 @@ def instance_classes(project: Project, fn: FunctionInfo, name: str, index: int,
             for call in stmt.calls:
                 classes |= constructed_class(project, call)
             if not classes and stmt.kind == "assign":
-                for use in stmt.head.uses:
+                for use in _aliased(stmt):
                     if "." not in use or use.startswith("self."):
                         classes |= instance_classes(project, where, use, stmt.index, depth + 1)
             out |= classes
@@ -780,6 +802,23 @@ def instance_classes(project: Project, fn: FunctionInfo, name: str, index: int,
                 if re.fullmatch(r"[\w.]+", text or ""):
                     out |= instance_classes(project, caller, text, _index_of(caller, call), depth + 1)
     cache[key] = out
+    return out
+
+
+def _aliased(stmt: Statement) -> set[str]:
+    """The objects an assignment binds its target to: ``m = model``, ``m = model.to(dev)``,
+    ``m = DistributedDataParallel(model)``. ``out = model(x)`` or ``y = f(a, b)`` hold what a call
+    returned, not one of its inputs."""
+    value = stmt.head.text.split("=", 1)[-1].strip()
+    if re.fullmatch(r"[\w.]+", value):
+        return {value}
+    out: set[str] = set()
+    for call in stmt.calls:
+        if call.method in SHARING_METHODS and re.fullmatch(r"[\w.]+", call.receiver):
+            out.add(call.receiver)
+        elif call.func.removesuffix("()").endswith(SHARING_WRAPPERS) and call.args \
+                and re.fullmatch(r"[\w.]+", call.args[0]):
+            out.add(call.args[0])
     return out
 
 
@@ -909,7 +948,7 @@ def _derive_one(project: Project, fn: FunctionInfo, name: str, index: int,
         defs = _self_definitions(project, fn, name)
     for where, stmt in defs:
         if stmt.kind == "augassign" or stmt.kind == "assign":
-            if is_scalar_conversion(stmt):
+            if is_scalar_conversion(stmt) or (stmt.kind == "assign" and _only_detached(stmt)):
                 continue
             callees = stmt.callee_names()
             found = derives_from_module(project, where, [], stmt.index, depth + 1, stmt)

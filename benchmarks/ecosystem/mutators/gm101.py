@@ -41,8 +41,34 @@ def _first_unpacked(stmt: cst.CSTNode, call: cst.Call) -> Optional[str]:
     return None
 
 
+# Lightning runs these hooks without gradients: a loss computed there is never backpropagated
+_EVALUATION_HOOKS = {"validation_step", "test_step", "predict_step"}
+
+
+_TO_NUMBER = {"item", "tolist", "numpy", "data"}
+
+
+def _evaluated(src: Source, call: cst.Call) -> bool:
+    """``call``'s value is never backpropagated: turned into a number in its own expression (a
+    metric, ``F.l1_loss(y, p).item()``), or run without gradients, in a Lightning evaluation hook
+    or a ``no_grad`` block."""
+    for up in src.ancestors(call):
+        if isinstance(up, cst.Attribute) and up.attr.value in _TO_NUMBER:
+            return True
+        if isinstance(up, cst.FunctionDef):
+            return up.name.value in _EVALUATION_HOOKS or any(
+                "no_grad" in src.code(d.decorator) or "inference_mode" in src.code(d.decorator)
+                for d in up.decorators)
+        if isinstance(up, cst.With) and any("no_grad" in src.code(i.item) or "inference_mode"
+                                            in src.code(i.item) for i in up.items):
+            return True
+    return False
+
+
 def _detach_loss_argument(src: Source, index: int, what: str) -> Iterator[Edit]:
     for call in loss_calls(src):
+        if _evaluated(src, call):
+            continue
         positional = [a for a in call.args if a.keyword is None]
         if len(positional) >= 2:
             arg = positional[index]

@@ -8,21 +8,30 @@ from typing import Iterator
 import libcst as cst
 
 from benchmarks.ecosystem.mutators.base import Edit, Operator, Source, insert_after
-from benchmarks.ecosystem.mutators.structure import in_body, method_calls
+from benchmarks.ecosystem.mutators.structure import in_body, method_calls, used_names
 
 
 def _self_loop_statements(src: Source) -> Iterator[tuple[cst.CSTNode, cst.Call]]:
-    """``G = ....add_self_loop(G ...)`` statements: dgl's function or the graph method."""
+    """``G = ....add_self_loop(G ...)`` statements: dgl's function or the graph method, whose
+    target is the graph it reads (run twice, the second reads the first's loops)."""
     for call in method_calls(src.module, "add_self_loop"):
         stmt = src.statement(call)
         if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Assign) \
                 and stmt.body[0].value is call and in_body(src, stmt):
-            yield stmt, call
+            target = stmt.body[0].targets[0].target
+            if isinstance(target, cst.Name) and target.value in used_names(call):
+                yield stmt, call
 
 
 def second_self_loop(src: Source) -> Iterator[Edit]:
     for stmt, _ in _self_loop_statements(src):
-        yield Edit(insert_after(stmt, src.code(stmt).strip()), "`add_self_loop` applied a second time")
+        code = src.code(stmt).strip()
+        if "remove_self_loop" in code:
+            continue  # `g.remove_self_loop().add_self_loop()` twice is the same graph: no bug
+        # the copy is marked so that the diff knows it from the original: the rule reports the
+        # second (redundant) add, which must be the changed line
+        yield Edit(insert_after(stmt, f"{code.split('#')[0].rstrip()}  # again"),
+                   "`add_self_loop` applied a second time")
 
 
 def remove_then_add(src: Source) -> Iterator[Edit]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Mapping, Optional
 
 import libcst as cst
@@ -13,16 +12,6 @@ from auditor.static.positions import ast_spans, cst_kind
 from auditor.static.reading import python_lines
 
 MODULE_SCOPE = "<module>"
-
-
-def module_name_for(path: Path) -> str:
-    """Dotted module name: walk up through packages (folders holding ``__init__.py``)."""
-    parts = [path.stem] if path.stem != "__init__" else []
-    parent = path.parent
-    while (parent / "__init__.py").is_file() and parent.name:
-        parts.insert(0, parent.name)
-        parent = parent.parent
-    return ".".join(parts) or path.parent.name
 
 
 def dotted(node: cst.CSTNode) -> Optional[str]:

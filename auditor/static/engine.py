@@ -20,8 +20,9 @@ from auditor.registry import PARSE_ERROR, all_rules
 from auditor.rule import Rule
 from auditor.static.cache import Cache, content_digest
 from auditor.static.collector import FactCollector
-from auditor.static.context import FileContext, module_name_for
+from auditor.static.context import FileContext
 from auditor.static.facts import FileFacts
+from auditor.static.imports import Layout, module_identity
 from auditor.static.isolate import map_surviving, run_isolated
 from auditor.static.nesting import MAX_DEPTH, RISKY_DEPTH, nesting_depth
 from auditor.static.project import Project
@@ -109,7 +110,7 @@ def analyze_source(
     """Everything the static pass learns from one file, in one traversal. Never raises.
     ``expendable``: this process may die of a native crash (a pool worker, an isolated child);
     otherwise a file deep enough to risk one is parsed in a child process."""
-    module = module_name_for(abspath)
+    module = module_identity(path)
     result = FileResult(path=path, module=module)
     if len(data) > MAX_FILE_BYTES:
         result.error = FileError(
@@ -188,7 +189,7 @@ def _analyze_job(job: Job) -> FileResult:
 
 def _crashed(path: str, line: int) -> FileResult:
     """The answer for a file whose analysis killed its process: never retried in this one."""
-    result = FileResult(path=path, module=module_name_for(Path(path)))
+    result = FileResult(path=path, module=module_identity(path))
     result.findings.append(too_deep_finding(path, line, "the parser crashed or hung on it"))
     return result
 
@@ -283,7 +284,7 @@ def run_check(
 
     analysed = [r.facts for r in results.values() if r.facts is not None]
     skipped = {r.module: r.path for r in results.values() if r.facts is None and r.error is None}
-    project = Project(analysed, skipped=skipped, loader=load_skipped)
+    project = Project(analysed, skipped=skipped, loader=load_skipped, layout=Layout(digests))
     findings: list[Finding] = []
     for res in results.values():
         findings.extend(res.findings)

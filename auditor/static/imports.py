@@ -1,0 +1,152 @@
+"""Where an import leads, decided per importing file the way Python's import system would.
+
+Every file is its own module, named by its path (:func:`module_identity`): ``exp1/layers.py`` and
+``exp2/layers.py`` are two modules even though both scripts import them as ``layers``. An absolute
+import is looked up along the importing file's search path (:meth:`Layout.search_path`), in the
+order CPython builds ``sys.path`` for the program that runs it:
+
+1. the script's own folder (``sys.path[0]``): the file's folder when it is not inside a package,
+   or when it is run as a script itself (``if __name__ == "__main__"``);
+2. the package root: the folder above the file's top ``__init__.py``;
+3. the folders above it up to the checked tree's root, each with its ``src/`` (``python -m`` from
+   there, ``PYTHONPATH=.``, an editable ``src`` layout install);
+4. the roots of the other top-level packages of the tree (installed packages of a monorepo).
+
+Within a folder a regular package or a module wins at once; namespace-package portions (folders
+without ``__init__.py``) are merged, as PEP 420 says. Relative imports are resolved while the file
+is read (they need only its own name); this module only answers absolute ones. Everything here is
+computed from the list of files, so per-file facts stay cacheable on their own content.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Iterable, Optional
+
+UP = "__up__"  # a `..` segment of a path outside the checked folder
+
+
+def module_identity(path: str) -> str:
+    """The unique dotted name of the module a file is: its relative POSIX path, dotted
+    (``exp1/layers.py`` -> ``exp1.layers``, ``pkg/__init__.py`` -> ``pkg``). Dots inside a folder
+    name (``v1.0/``) become ``_`` so that the name splits back into its folders."""
+    path = posixpath.normpath(path)
+    stem = path[:-3] if path.endswith(".py") else path
+    parts = [UP if p == ".." else p.replace(".", "_") for p in stem.split("/") if p not in ("", ".")]
+    if parts and parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts) or "__init__"
+
+
+def _join(folder: str, name: str) -> str:
+    return f"{folder}/{name}" if folder else name
+
+
+def _parent(folder: str) -> Optional[str]:
+    if not folder or folder == ".." or folder.endswith("/.."):
+        return None
+    return posixpath.dirname(folder)
+
+
+class Layout:
+    """The checked tree's Python files (relative POSIX paths) and the lookups imports need."""
+
+    def __init__(self, paths: Iterable[str]) -> None:
+        self.files = {posixpath.normpath(p) for p in paths if p.endswith(".py")}
+        self.dirs: set[str] = set()
+        for path in self.files:
+            folder = posixpath.dirname(path)
+            while folder not in self.dirs:
+                self.dirs.add(folder)
+                parent = _parent(folder)
+                if parent is None:
+                    break
+                folder = parent
+        self._paths: dict[tuple[str, bool], tuple[str, ...]] = {}
+        self._found: dict[tuple[tuple[str, ...], str], Optional[str]] = {}
+        self._package_roots = self._top_package_roots()
+
+    def is_package(self, folder: str) -> bool:
+        return _join(folder, "__init__.py") in self.files
+
+    def package_root(self, folder: str) -> str:
+        """The folder above the top package holding ``folder`` (``folder`` itself if none)."""
+        while self.is_package(folder):
+            parent = _parent(folder)
+            if parent is None:
+                break
+            folder = parent
+        return folder
+
+    def _top_package_roots(self) -> list[str]:
+        roots = {self.package_root(d) for d in self.dirs if self.is_package(d)}
+        return sorted(roots, key=lambda r: (r.count("/") + bool(r), r))
+
+    def search_path(self, path: str, runs_as_script: bool = False) -> tuple[str, ...]:
+        """The folders an absolute import in the file at ``path`` is looked up in, in order."""
+        folder = posixpath.dirname(posixpath.normpath(path))
+        key = (folder, runs_as_script)
+        found = self._paths.get(key)
+        if found is not None:
+            return found
+        order: list[str] = []
+        if runs_as_script or not self.is_package(folder):
+            order.append(folder)
+        above: Optional[str] = self.package_root(folder)
+        while above is not None:
+            order.append(above)
+            src = _join(above, "src")
+            if src in self.dirs and not self.is_package(src):
+                order.append(src)
+            above = _parent(above)
+        order += self._package_roots
+        found = tuple(dict.fromkeys(order))
+        self._paths[key] = found
+        return found
+
+    def resolve(self, name: str, search_path: tuple[str, ...]) -> Optional[str]:
+        """``layers.GraphMAE`` -> ``exp1.layers.GraphMAE`` (the module's identity and the rest of
+        the name), or None when no file of the tree is that module (``torch.nn``)."""
+        key = (search_path, name)
+        if key in self._found:
+            return self._found[key]
+        parts = name.split(".")
+        answer: Optional[str] = None
+        portions: list[tuple[int, str]] = []
+        for folder in search_path:
+            located = self._locate(folder, parts)
+            if located is None:
+                continue
+            consumed, where, namespace = located
+            if not namespace:
+                answer = self._name(where, parts[consumed:])
+                break
+            portions.append((consumed, where))
+        if answer is None and portions:  # PEP 420: the portion that holds the submodule
+            consumed, where = max(portions, key=lambda p: p[0])
+            answer = self._name(where, parts[consumed:])
+        self._found[key] = answer
+        return answer
+
+    def _locate(self, folder: str, parts: list[str]) -> Optional[tuple[int, str, bool]]:
+        """How many leading parts name a module or package under ``folder``: (count, the file or
+        folder reached, whether the first part is only a namespace portion)."""
+        consumed, where, namespace = 0, "", False
+        for i, part in enumerate(parts):
+            below = _join(folder, part)
+            if self.is_package(below):
+                folder = where = below
+            elif _join(folder, part + ".py") in self.files:
+                consumed, where = i + 1, _join(folder, part + ".py")
+                break
+            elif below in self.dirs:
+                folder = where = below
+                namespace = namespace or i == 0
+            else:
+                break
+            consumed = i + 1
+        return (consumed, where, namespace) if consumed else None
+
+    @staticmethod
+    def _name(where: str, rest: list[str]) -> str:
+        return ".".join([module_identity(where), *rest])

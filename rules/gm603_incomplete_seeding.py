@@ -201,9 +201,9 @@ drawn, never what the code computes with them.
         seeded = seeding.seeded
         # each training script on its own: the one that trains must seed what the project draws
         # (minimal.py seeding torch does not make train.py reproducible)
-        for entry, reached in seeding.reach.items():
-            if not any(is_backward(e) for q in reached for e in cls._events(project, q)):
-                continue
+        training = {entry for entry, reached in seeding.reach.items()
+                    if any(is_backward(e) for q in reached for e in cls._events(project, q))}
+        for entry in training:
             own = seeding.seeded_from(entry)
             if own:
                 seeded = seeded & own if seeded else own
@@ -218,22 +218,28 @@ drawn, never what the code computes with them.
         out: list[Finding] = []
         reported: set[tuple[str, str]] = set()
         for fn, event, draw in draws:
+            # a draw is judged by the programs that run it (the training ones first): what
+            # another experiment's script seeds says nothing about this one
+            entries = seeding.running(fn.qualname)
+            entries = [e for e in entries if e in training] or entries
+            here = (set.intersection(*(seeding.seeded_from(e) for e in entries)) if entries
+                    else seeded)
             if draw.unseedable:
-                if seeded:
+                if here:
                     out.append(cls.make_finding(
                         fn.path, event.span,
                         f"`{draw.what}` draws fresh OS entropy: no seed reaches it, although the "
-                        f"pipeline seeds {', '.join(sorted(seeded))}",
+                        f"pipeline seeds {', '.join(sorted(here))}",
                         fix="pass a seed: `np.random.default_rng(seed)`",
                     ))
                 continue
-            if draw.family in seeded:
+            if draw.family in here:
                 continue
-            key = (fn.path, draw.family) if seeded else ("", draw.family)
-            if key in reported or not (seeded or trains):
+            key = (fn.path, draw.family) if here else ("", draw.family)
+            if key in reported or not (here or trains):
                 continue
             reported.add(key)
-            out.append(cls._unseeded(fn, event, draw, seeded, seeding))
+            out.append(cls._unseeded(fn, event, draw, here, seeding, entries))
         return out
 
     @staticmethod
@@ -242,7 +248,8 @@ drawn, never what the code computes with them.
         return fn.events if fn is not None else []
 
     @classmethod
-    def _unseeded(cls, fn: FunctionInfo, event: Event, draw: Draw, seeded: set[str], seeding) -> Finding:
+    def _unseeded(cls, fn: FunctionInfo, event: Event, draw: Draw, seeded: set[str], seeding,
+                  entries: list[str]) -> Finding:
         unreached = seeding.unreached_for(draw.family)
         note = ""
         if unreached:
@@ -250,7 +257,7 @@ drawn, never what the code computes with them.
             note = f"; `{helper.qualname}` ({helper.path}) would seed it but is never called"
         fix = f"seed it with the others: `{_SEED_CALL[draw.family]}`"
         if seeded:
-            where = seeding.where(next(iter(sorted(seeded))))
+            where = seeding.where(next(iter(sorted(seeded))), entries)
             finding = cls.make_finding(
                 fn.path, event.span,
                 f"`{draw.what}` draws from the {draw.family} RNG, which is never seeded, while "

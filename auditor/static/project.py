@@ -87,6 +87,7 @@ class Project:
         files = list(files)
         # every file of the tree, analysed or not: where imports can lead
         self.layout = layout or Layout([f.path for f in files] + list(self._skipped.values()))
+        self.root = Path.cwd()  # what the files' relative paths start from (packaging files too)
         self.module_paths: dict[str, str] = {f.module: f.path for f in files}
         self.module_paths.update(self._skipped)
         self._programs: Optional[list[Program]] = None
@@ -194,7 +195,8 @@ class Project:
                 continue
             name, rest = parts[i], parts[i + 1:]
             targets = [facts.imports[name]] if name in facts.imports else []
-            targets += [f"{m}.{name}" for m in facts.star_imports if self._star_exports(m, name)]
+            # the last `import *` that binds the name wins, as it would at run time
+            targets += [f"{m}.{name}" for m in reversed(facts.star_imports) if self._star_exports(m, name)]
             for target in targets:
                 full = ".".join([target, *rest])
                 if full == qualname:
@@ -278,6 +280,8 @@ class Project:
                     continue
                 if callee not in self.classes:
                     self._load_module_of(callee)
+                if callee not in self.classes:  # `from pkg import Model`: pkg re-exports it
+                    callee = self.reexported(callee) or callee
                 if callee in self.classes:
                     return callee
         return None
@@ -311,6 +315,17 @@ class Project:
             return set()
         return {qualname} | nx.descendants(self.graph, qualname)
 
+    def reachable_from_all(self, qualnames: Iterable[str]) -> set[str]:
+        """Every function calls from any of ``qualnames`` may run, those included."""
+        seen = {q for q in qualnames if q in self.graph}
+        todo = list(seen)
+        while todo:
+            for nxt in self.graph.successors(todo.pop()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return seen
+
     def call_sites(self, caller: str, callee: str) -> list[Event]:
         data = self.graph.get_edge_data(caller, callee)
         return list(data["events"]) if data else []
@@ -329,7 +344,7 @@ class Project:
     def programs(self) -> list[Program]:
         """The programs the tree's entry points start (auditor/static/programs.py)."""
         if self._programs is None:
-            self._programs = entry_programs(self)
+            self._programs = entry_programs(self, self.root)
         return self._programs
 
     def programs_with(self, path: str) -> list[Program]:

@@ -25,7 +25,7 @@ import posixpath
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Iterator, Optional
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 from auditor.static.context import MODULE_SCOPE
 from auditor.static.facts import FileFacts
@@ -61,10 +61,11 @@ def imported_paths(project: "Project", path: str) -> set[str]:
     return out
 
 
-def closure(project: "Project", start: str) -> frozenset[str]:
+def closure(imports: dict[str, set[str]], start: str) -> frozenset[str]:
+    """``start`` and every file a chain of its imports reaches (``imports``: path -> imported)."""
     seen, todo = {start}, [start]
     while todo:
-        for nxt in imported_paths(project, todo.pop()):
+        for nxt in imports.get(todo.pop(), ()):
             if nxt not in seen:
                 seen.add(nxt)
                 todo.append(nxt)
@@ -142,9 +143,14 @@ def _declared(base: Path) -> Iterator[tuple[str, str]]:
                 yield module, func
 
 
-def entry_programs(project: "Project", root: Optional[Path] = None) -> list[Program]:
+def import_graph(project: "Project") -> dict[str, set[str]]:
+    """path -> the files its imports reach, for every analysed file."""
+    return {path: imported_paths(project, path) for path in list(project.files)}
+
+
+def entry_programs(project: "Project", imports: dict[str, set[str]], root: Path) -> list[Program]:
     """Every program of the tree that an entry point starts."""
-    imported = {p for path in list(project.files) for p in imported_paths(project, path)}
+    imported = set().union(*imports.values()) if imports else set()
     out: list[Program] = []
     for path, facts in sorted(project.files.items()):
         if _is_test(path):
@@ -156,28 +162,26 @@ def entry_programs(project: "Project", root: Optional[Path] = None) -> list[Prog
             kind = SCRIPT
         else:
             continue
-        out.append(_program(project, path, kind, _test_functions(facts) if kind == TEST else ()))
+        out.append(_program(project, imports, path, kind, _test_functions(facts) if kind == TEST else ()))
     for folder, module, func in console_scripts(project.layout, root or Path.cwd()):
         search = (folder, posixpath.join(folder, "src") if folder else "src", *project.layout.search_path(
             posixpath.join(folder, "setup.py")))
         target = project.layout.resolve(module, tuple(search))
         path = project.module_paths.get(target or "")
         if path is not None:
-            out.append(_program(project, path, CONSOLE, (f"{target}.{func}",)))
+            out.append(_program(project, imports, path, CONSOLE, (f"{target}.{func}",)))
     return out
 
 
-def _program(project: "Project", path: str, kind: str, extra: tuple[str, ...]) -> Program:
-    files = closure(project, path)
+def _program(project: "Project", imports: dict[str, set[str]], path: str, kind: str,
+             extra: tuple[str, ...]) -> Program:
+    files = closure(imports, path)
     bodies = tuple(f"{project.files[p].module}.{MODULE_SCOPE}" for p in sorted(files) if p in project.files)
     return Program(path, kind, files, (*extra, *bodies))
 
 
-def library_program(project: "Project", path: str) -> Program:
-    return _program(project, path, LIBRARY, ())
-
-
-def programs_with(programs: Iterable[Program], project: "Project", path: str) -> list[Program]:
+def programs_with(programs: Iterable[Program], project: "Project", imports: dict[str, set[str]],
+                  path: str) -> list[Program]:
     """The programs that run the file at ``path``; library code: its own closure."""
     found = [p for p in programs if path in p.files]
-    return found or [library_program(project, path)]
+    return found or [_program(project, imports, path, LIBRARY, ())]

@@ -10,7 +10,7 @@ import networkx as nx
 from auditor.static.context import MODULE_SCOPE
 from auditor.static.facts import Event, FileFacts, FunctionInfo
 from auditor.static.imports import Layout
-from auditor.static.programs import Program, entry_programs, programs_with
+from auditor.static.programs import Program, entry_programs, import_graph, programs_with
 
 
 def canonicalise(facts: FileFacts, layout: Layout) -> None:
@@ -91,6 +91,7 @@ class Project:
         self.module_paths: dict[str, str] = {f.module: f.path for f in files}
         self.module_paths.update(self._skipped)
         self._programs: Optional[list[Program]] = None
+        self._imports: dict[str, set[str]] = {}
         for facts in files:
             self._add(facts)
         # Linking never loads skipped files (that would analyse half the tree for nothing);
@@ -344,12 +345,14 @@ class Project:
     def programs(self) -> list[Program]:
         """The programs the tree's entry points start (auditor/static/programs.py)."""
         if self._programs is None:
-            self._programs = entry_programs(self, self.root)
+            self._imports = import_graph(self)
+            self._programs = entry_programs(self, self._imports, self.root)
         return self._programs
 
     def programs_with(self, path: str) -> list[Program]:
         """The programs that run the file at ``path``; for library code, its own closure."""
-        return programs_with(self.programs(), self, path)
+        programs = self.programs()
+        return programs_with(programs, self, self._imports, path)
 
     def share_program(self, *paths: str) -> bool:
         """Do the files at ``paths`` run in one program? Evidence spanning files must."""

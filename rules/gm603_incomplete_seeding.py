@@ -198,15 +198,10 @@ drawn, never what the code computes with them.
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
         seeding = project_seeding(project)
-        seeded = seeding.seeded
-        # each training script on its own: the one that trains must seed what the project draws
+        # each training script on its own: the one that trains must seed what it draws
         # (minimal.py seeding torch does not make train.py reproducible)
         training = {entry for entry, reached in seeding.reach.items()
                     if any(is_backward(e) for q in reached for e in cls._events(project, q))}
-        for entry in training:
-            own = seeding.seeded_from(entry)
-            if own:
-                seeded = seeded & own if seeded else own
         draws: list[tuple[FunctionInfo, Event, Draw]] = []
         trains = False
         for fn, event in project.events("call"):
@@ -222,8 +217,14 @@ drawn, never what the code computes with them.
             # another experiment's script seeds says nothing about this one
             entries = seeding.running(fn.qualname)
             entries = [e for e in entries if e in training] or entries
-            here = (set.intersection(*(seeding.seeded_from(e) for e in entries)) if entries
-                    else seeded)
+            programs = project.programs_with(fn.path)
+            files: frozenset[str] = frozenset().union(*(p.files for p in programs))
+            if entries:
+                here = set.intersection(*(seeding.seeded_from(e) for e in entries))
+            else:
+                # no call reaches it (a dataset method, a process target): the programs whose
+                # imports hold its file, judged by the seeding their own code does
+                here = set.intersection(*(seeding.seeded_within(p.files) for p in programs))
             if draw.unseedable:
                 if here:
                     out.append(cls.make_finding(
@@ -239,7 +240,7 @@ drawn, never what the code computes with them.
             if key in reported or not (here or trains):
                 continue
             reported.add(key)
-            out.append(cls._unseeded(fn, event, draw, here, seeding, entries))
+            out.append(cls._unseeded(fn, event, draw, here, seeding, entries, files))
         return out
 
     @staticmethod
@@ -249,15 +250,17 @@ drawn, never what the code computes with them.
 
     @classmethod
     def _unseeded(cls, fn: FunctionInfo, event: Event, draw: Draw, seeded: set[str], seeding,
-                  entries: list[str]) -> Finding:
-        unreached = seeding.unreached_for(draw.family)
+                  entries: list[str], files: frozenset[str]) -> Finding:
+        """``entries``: the programs running the draw (none: judged by the ``files`` of the
+        programs importing it); only their sites are named."""
+        unreached = [c for c in seeding.unreached_for(draw.family) if c.function.path in files]
         note = ""
         if unreached:
             helper = unreached[0].function
             note = f"; `{helper.qualname}` ({helper.path}) would seed it but is never called"
         fix = f"seed it with the others: `{_SEED_CALL[draw.family]}`"
         if seeded:
-            where = seeding.where(next(iter(sorted(seeded))), entries)
+            where = seeding.where(next(iter(sorted(seeded))), entries, None if entries else files)
             finding = cls.make_finding(
                 fn.path, event.span,
                 f"`{draw.what}` draws from the {draw.family} RNG, which is never seeded, while "

@@ -155,11 +155,14 @@ def test_console_script_is_an_entry_point(tmp_path):
     gm603 = [f for f in result.findings if f.rule == "GM603"]
     assert [(f.path, f.line) for f in gm603] == [("src/mypkg/cli.py", 8)]
     assert "random, torch, torch.cuda are seeded (in `src.mypkg.seeding.seed_all`)" in gm603[0].message
-    # without the declaration nothing calls `main`: seed_all is a helper "never called"
+    # without the declaration no entry point runs the package: each module is library code
+    # judged on its own imports, and model.py's weight initialisation (which `main` builds after
+    # seeding when it runs as the console script) has no seeding of its own
     result, programs = project_of(tmp_path / "undeclared", {k: v for k, v in files.items()
                                                              if k != "pyproject.toml"})
     assert programs == {}
-    assert any("never called" in f.message for f in result.findings if f.rule == "GM603")
+    gm603 = [(f.path, f.line, f.severity.value) for f in result.findings if f.rule == "GM603"]
+    assert gm603 == [("src/mypkg/cli.py", 8, "warning"), ("src/mypkg/model.py", 7, "info")]
 
 
 def test_seeding_is_judged_per_program(tmp_path):
@@ -179,3 +182,24 @@ def test_seeding_is_judged_per_program(tmp_path):
     gm603 = [f for f in result.findings if f.rule == "GM603"]
     assert [(f.path, f.line) for f in gm603] == [("exp2/train.py", 8)]
     assert "exp2.seeding.seed_all" in gm603[0].message and "exp1" not in gm603[0].message
+
+
+def test_code_no_call_reaches_is_judged_by_the_programs_importing_it(tmp_path):
+    # a dataset's __getitem__ and a process target run although no call of the tree reaches
+    # them: each experiment's draw is judged by what that experiment's own code seeds
+    utils = ("import random\nimport torch\n\ndef set_seed(s):\n    torch.manual_seed(s){more}\n\n"
+             "class Data:\n    def __getitem__(self, i):\n        order = list(range(5))\n"
+             "        random.shuffle(order)\n        return order\n")
+    train = ("import torch\nimport torch.multiprocessing as mp\nfrom utils import set_seed, Data\n"
+             "from layers import Encoder\n\n"
+             "def main(rank, args):\n    set_seed(0)\n    data = Data()\n" + TRAIN_LOOP
+             + "\nif __name__ == '__main__':\n    mp.spawn(main, args=(None,))\n")
+    files = {
+        "exp1/utils.py": utils.format(more="\n    random.seed(s)"), "exp1/layers.py": CLEAN,
+        "exp1/train.py": train,
+        "exp2/utils.py": utils.format(more=""), "exp2/layers.py": CLEAN, "exp2/train.py": train,
+    }
+    result, _ = project_of(tmp_path, files)
+    gm603 = [f for f in result.findings if f.rule == "GM603"]
+    assert [(f.path, f.line) for f in gm603] == [("exp2/utils.py", 10)]
+    assert "`exp2.utils.set_seed`" in gm603[0].message and "exp1" not in gm603[0].message

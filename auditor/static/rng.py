@@ -184,11 +184,18 @@ class Seeding:
         """Seeding calls of ``family`` sitting in functions that nothing calls."""
         return [c for c in self.calls if not c.reached and family in c.families]
 
-    def where(self, family: str, entries: Optional[list[str]] = None) -> str:
-        """``utils.seed_everything`` (first reached function seeding ``family``, in one of the
-        programs ``entries`` when given), or ''."""
+    def seeded_within(self, files: frozenset[str]) -> set[str]:
+        """RNGs seeded by a call in one of ``files`` (a program's), wherever it is called from:
+        what a program's own code seeds, for code that no call of it reaches statically."""
+        return {f for c in self.calls if c.function.path in files for f in c.families}
+
+    def where(self, family: str, entries: Optional[list[str]] = None,
+              files: Optional[frozenset[str]] = None) -> str:
+        """``utils.seed_everything`` (first reached function seeding ``family``; in one of the
+        programs ``entries``, or of the ``files``, when given), or ''."""
         reached = set().union(*(self.reach[e] for e in entries)) if entries else None
-        return next((c.function.qualname for c in self.calls if c.reached and family in c.families
+        return next((c.function.qualname for c in self.calls if family in c.families
+                     and (c.function.path in files if files is not None else c.reached)
                      and (reached is None or c.function.qualname in reached)), "")
 
 

@@ -203,3 +203,20 @@ def test_code_no_call_reaches_is_judged_by_the_programs_importing_it(tmp_path):
     gm603 = [f for f in result.findings if f.rule == "GM603"]
     assert [(f.path, f.line) for f in gm603] == [("exp2/utils.py", 10)]
     assert "`exp2.utils.set_seed`" in gm603[0].message and "exp1" not in gm603[0].message
+
+
+def test_checking_a_package_from_inside_it(tmp_path):
+    # `cd mypkg && gm-audit .`: the package's absolute imports of itself still resolve
+    files = {
+        "mypkg/__init__.py": "from . import model\n",
+        "mypkg/model.py": BUGGY,
+        "mypkg/train.py": script("from mypkg.model import Encoder"),
+    }
+    write_sources(files, tmp_path)
+    old = os.getcwd()
+    os.chdir(tmp_path / "mypkg")
+    try:
+        result = run_check(["."], Config(root=tmp_path / "mypkg"), GM101, jobs=1, use_cache=False)
+    finally:
+        os.chdir(old)
+    assert [(f.path, f.line) for f in result.findings] == [("model.py", 11)]

@@ -110,7 +110,8 @@ class FileContext:
         self.facts.imports[alias] = qualified
 
     def resolve_relative(self, level: int, module: Optional[str]) -> str:
-        package = self.module_name.split(".")
+        # the checked folder's own `__init__.py` is the package its files' names start from
+        package = self.module_name.split(".") if self.module_name != "__init__" else []
         # a module's package is its name minus the last part (an __init__ is its own package)
         up = level - 1 if self.path.endswith("__init__.py") else level
         base = package[: len(package) - up] if level else package

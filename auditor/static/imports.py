@@ -20,7 +20,9 @@ computed from the list of files, so per-file facts stay cacheable on their own c
 
 from __future__ import annotations
 
+import os
 import posixpath
+from pathlib import Path
 from typing import Iterable, Optional
 
 UP = "__up__"  # a `..` segment of a path outside the checked folder
@@ -42,40 +44,47 @@ def _join(folder: str, name: str) -> str:
     return f"{folder}/{name}" if folder else name
 
 
-def _parent(folder: str) -> Optional[str]:
-    if not folder or folder == ".." or folder.endswith("/.."):
-        return None
+def _parent(folder: str) -> str:
+    """The folder above (``..`` segments above the checked folder)."""
+    if not folder:
+        return ".."
+    if folder == ".." or folder.endswith("/.."):
+        return f"{folder}/.."
     return posixpath.dirname(folder)
 
 
 class Layout:
     """The checked tree's Python files (relative POSIX paths) and the lookups imports need."""
 
-    def __init__(self, paths: Iterable[str]) -> None:
+    def __init__(self, paths: Iterable[str], cwd: Optional[str] = None) -> None:
         self.files = {posixpath.normpath(p) for p in paths if p.endswith(".py")}
         self.dirs: set[str] = set()
         for path in self.files:
             folder = posixpath.dirname(path)
-            while folder not in self.dirs:
+            while folder not in self.dirs and folder != ".." and not folder.endswith("/.."):
                 self.dirs.add(folder)
-                parent = _parent(folder)
-                if parent is None:
-                    break
-                folder = parent
+                folder = _parent(folder)
+        self._cwd = cwd or os.getcwd()  # what the relative paths start from
+        self._above: dict[str, bool] = {}
         self._paths: dict[tuple[str, bool], tuple[str, ...]] = {}
         self._found: dict[tuple[tuple[str, ...], str], Optional[str]] = {}
         self._package_roots = self._top_package_roots()
 
     def is_package(self, folder: str) -> bool:
-        return _join(folder, "__init__.py") in self.files
+        if _join(folder, "__init__.py") in self.files:
+            return True
+        if folder != ".." and not folder.endswith("/.."):
+            return False
+        # above the checked folder (checking a package from inside it): ask the file system
+        known = self._above.get(folder)
+        if known is None:
+            known = self._above[folder] = os.path.isfile(os.path.join(self._cwd, folder, "__init__.py"))
+        return known
 
     def package_root(self, folder: str) -> str:
         """The folder above the top package holding ``folder`` (``folder`` itself if none)."""
         while self.is_package(folder):
-            parent = _parent(folder)
-            if parent is None:
-                break
-            folder = parent
+            folder = _parent(folder)
         return folder
 
     def _top_package_roots(self) -> list[str]:
@@ -92,13 +101,17 @@ class Layout:
         order: list[str] = []
         if runs_as_script or not self.is_package(folder):
             order.append(folder)
-        above: Optional[str] = self.package_root(folder)
-        while above is not None:
-            order.append(above)
+        root = self.package_root(folder)
+        order.append(root)
+        above = root
+        while above in self.dirs:  # the folders above, within the checked tree
             src = _join(above, "src")
             if src in self.dirs and not self.is_package(src):
                 order.append(src)
+            if not above:
+                break
             above = _parent(above)
+            order.append(above)
         order += self._package_roots
         found = tuple(dict.fromkeys(order))
         self._paths[key] = found
@@ -133,11 +146,11 @@ class Layout:
         folder reached, whether the first part is only a namespace portion)."""
         consumed, where, namespace = 0, "", False
         for i, part in enumerate(parts):
-            below = _join(folder, part)
+            below = self._inside(_join(folder, part))
             if self.is_package(below):
                 folder = where = below
-            elif _join(folder, part + ".py") in self.files:
-                consumed, where = i + 1, _join(folder, part + ".py")
+            elif below + ".py" in self.files:
+                consumed, where = i + 1, below + ".py"
                 break
             elif below in self.dirs:
                 folder = where = below
@@ -146,6 +159,14 @@ class Layout:
                 break
             consumed = i + 1
         return (consumed, where, namespace) if consumed else None
+
+    def _inside(self, path: str) -> str:
+        """``../pkg/x`` is ``x`` when the checked folder is ``pkg``: one spelling per file."""
+        if not path.startswith(".."):
+            return path
+        full = os.path.normpath(os.path.join(self._cwd, path))
+        rel = Path(os.path.relpath(full, self._cwd)).as_posix()
+        return "" if rel == "." else rel
 
     @staticmethod
     def _name(where: str, rest: list[str]) -> str:

@@ -213,18 +213,27 @@ drawn, never what the code computes with them.
         out: list[Finding] = []
         reported: set[tuple[str, str]] = set()
         for fn, event, draw in draws:
-            # a draw is judged by the programs that run it (the training ones first): what
-            # another experiment's script seeds says nothing about this one
-            entries = seeding.running(fn.qualname)
-            entries = [e for e in entries if e in training] or entries
+            # a draw is judged by one program that runs it (a training one first): what another
+            # experiment's script seeds says nothing about this one
+            entries = sorted(seeding.running(fn.qualname), key=lambda e: (e not in training, e))
             programs = project.programs_with(fn.path)
             files: frozenset[str] = frozenset().union(*(p.files for p in programs))
             if entries:
-                here = set.intersection(*(seeding.seeded_from(e) for e in entries))
+                owns = [(e, seeding.seeded_from(e)) for e in entries]
+                lacking = [(e, own) for e, own in owns if own and draw.family not in own]
+                if lacking:
+                    entries, here = [lacking[0][0]], lacking[0][1]
+                elif any(draw.family in own for _, own in owns):
+                    continue
+                else:
+                    here = set()
             else:
                 # no call reaches it (a dataset method, a process target): the programs whose
-                # imports hold its file, judged by the seeding their own code does
-                here = set.intersection(*(seeding.seeded_within(p.files) for p in programs))
+                # imports hold its file, judged by the seeding their own code does; code whose
+                # programs seed nothing (a library) leaves seeding to the caller
+                here = set().union(*(seeding.seeded_within(p.files) for p in programs))
+                if not here:
+                    continue
             if draw.unseedable:
                 if here:
                     out.append(cls.make_finding(

@@ -219,3 +219,24 @@ def test_checking_a_package_from_inside_it(tmp_path):
     finally:
         os.chdir(old)
     assert [(f.path, f.line) for f in result.findings] == [("model.py", 11)]
+
+
+def test_programs_follow_imports_of_files_the_prefilter_skipped(tmp_path):
+    # run.py and pipeline.py mention nothing GM603 looks for: their imports still make the program
+    files = {
+        "run.py": "from pipeline import go\n\nif __name__ == '__main__':\n    go()\n",
+        "pipeline.py": "from data import Data\n\ndef go():\n    return Data()\n",
+        "data.py": "import random\n\nclass Data:\n    def __getitem__(self, i):\n"
+                   "        return random.random()\n",
+    }
+    write_sources(files, tmp_path)
+    old = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        result = run_check(["."], Config(root=tmp_path), [all_rules()["GM603"]], jobs=1,
+                           use_cache=False, need_project=True)
+        assert sorted(result.project.files) == ["data.py"]  # the others were never parsed by libcst
+        programs = {(p.entry, p.kind): sorted(p.files) for p in result.project.programs()}
+    finally:
+        os.chdir(old)
+    assert programs == {("run.py", "script"): ["data.py", "pipeline.py", "run.py"]}

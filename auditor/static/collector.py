@@ -346,6 +346,8 @@ class FactCollector(Visitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         self.ctx.number(node, "call")
+        if len(self.functions) == 1:
+            self.facts.top_level_calls = True
         func = node.func
         receiver = method = ""
         if isinstance(func, cst.Attribute):

@@ -14,6 +14,16 @@ from auditor.static.reading import python_lines
 MODULE_SCOPE = "<module>"
 
 
+def resolve_relative(module_name: str, path: str, level: int, module: Optional[str]) -> str:
+    """``from ..utils import x`` in the module ``module_name`` (at ``path``): ``pkg.utils``."""
+    # the checked folder's own `__init__.py` is the package its files' names start from
+    package = module_name.split(".") if module_name != "__init__" else []
+    # a module's package is its name minus the last part (an __init__ is its own package)
+    up = level - 1 if path.endswith("__init__.py") else level
+    base = package[: len(package) - up] if level else package
+    return ".".join([*base, module] if module else base)
+
+
 def dotted(node: cst.CSTNode) -> Optional[str]:
     """``a.b.c`` for a Name/Attribute chain, else None."""
     if isinstance(node, cst.Name):
@@ -110,12 +120,7 @@ class FileContext:
         self.facts.imports[alias] = qualified
 
     def resolve_relative(self, level: int, module: Optional[str]) -> str:
-        # the checked folder's own `__init__.py` is the package its files' names start from
-        package = self.module_name.split(".") if self.module_name != "__init__" else []
-        # a module's package is its name minus the last part (an __init__ is its own package)
-        up = level - 1 if self.path.endswith("__init__.py") else level
-        base = package[: len(package) - up] if level else package
-        return ".".join([*base, module] if module else base)
+        return resolve_relative(self.module_name, self.path, level, module)
 
     def qualify(self, node: cst.CSTNode) -> str:
         """Best qualified name of an expression: imports and module-level definitions resolved.

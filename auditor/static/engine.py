@@ -22,7 +22,7 @@ from auditor.static.cache import Cache, content_digest
 from auditor.static.collector import FactCollector
 from auditor.static.context import FileContext
 from auditor.static.facts import FileFacts
-from auditor.static.imports import Layout, module_identity
+from auditor.static.imports import Layout, module_identity, outline
 from auditor.static.isolate import map_surviving, run_isolated
 from auditor.static.nesting import MAX_DEPTH, RISKY_DEPTH, nesting_depth
 from auditor.static.project import Project
@@ -39,6 +39,7 @@ class FileResult:
     path: str
     module: str
     facts: Optional[FileFacts] = None  # None: skipped by the prefilter, or unreadable
+    outline: Optional[FileFacts] = None  # a skipped file's imports only (programs need them)
     findings: list[Finding] = field(default_factory=list)
     error: Optional[FileError] = None
     ignores: Ignores = field(default_factory=dict)
@@ -130,7 +131,7 @@ def analyze_source(
         # nothing to check here, but a syntax error is still reported: CPython's own parser
         # answers that at a fraction of libcst's cost
         try:
-            ast.parse(text, filename=path)
+            result.outline = outline(ast.parse(text, filename=path), FileFacts(path=path, module=module))
         except SyntaxError as exc:
             result.findings.append(syntax_error_finding(path, exc.lineno or 1, exc.offset or 1, exc.msg))
         except (ValueError, RecursionError, MemoryError):
@@ -284,7 +285,9 @@ def run_check(
 
     analysed = [r.facts for r in results.values() if r.facts is not None]
     skipped = {r.module: r.path for r in results.values() if r.facts is None and r.error is None}
-    project = Project(analysed, skipped=skipped, loader=load_skipped, layout=Layout(digests))
+    outlines = [r.outline for r in results.values() if r.facts is None and r.outline is not None]
+    project = Project(analysed, skipped=skipped, loader=load_skipped, layout=Layout(digests),
+                      outlines=outlines)
     findings: list[Finding] = []
     for res in results.values():
         findings.extend(res.findings)

@@ -84,6 +84,7 @@ class FileFacts:
     import_fallbacks: dict[str, str] = field(default_factory=dict)
     exports: Optional[list[str]] = None  # a literal `__all__`, if any
     runs_as_script: bool = False  # has an `if __name__ == "__main__":` block
+    top_level_calls: bool = False  # calls something at module level (a script, when not imported)
     functions: dict[str, FunctionInfo] = field(default_factory=dict)
     classes: dict[str, ClassInfo] = field(default_factory=dict)
     rule_facts: dict[str, list[Any]] = field(default_factory=dict)  # rule code -> its own facts

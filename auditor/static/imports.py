@@ -20,10 +20,14 @@ computed from the list of files, so per-file facts stay cacheable on their own c
 
 from __future__ import annotations
 
+import ast
 import os
 import posixpath
 from pathlib import Path
 from typing import Iterable, Optional
+
+from auditor.static.context import resolve_relative
+from auditor.static.facts import FileFacts
 
 UP = "__up__"  # a `..` segment of a path outside the checked folder
 
@@ -171,3 +175,72 @@ class Layout:
     @staticmethod
     def _name(where: str, rest: list[str]) -> str:
         return ".".join([module_identity(where), *rest])
+
+
+_FALLBACK_ERRORS = ("ImportError", "ModuleNotFoundError", "Exception")
+
+
+def outline(tree: ast.Module, facts: FileFacts) -> FileFacts:
+    """What programs need of a file the prefilter skipped, from the ``ast`` tree its syntax
+    check already built: its imports (module level, and in ``if``/``try``/``with`` blocks there;
+    not those inside functions), ``__all__``, the ``__main__`` guard, module-level calls."""
+
+    def bind(alias: str, qualified: str, fallback: bool) -> None:
+        if fallback and alias in facts.imports:
+            facts.import_fallbacks.setdefault(alias, qualified)
+        else:
+            facts.imports[alias] = qualified
+
+    def visit(body: list[ast.stmt], fallback: bool) -> None:
+        for stmt in body:
+            if isinstance(stmt, ast.Import):
+                for a in stmt.names:
+                    bind(a.asname or a.name.split(".")[0], a.name if a.asname else a.name.split(".")[0],
+                         fallback)
+            elif isinstance(stmt, ast.ImportFrom):
+                base = (resolve_relative(facts.module, facts.path, stmt.level, stmt.module)
+                        if stmt.level else stmt.module or "")
+                for a in stmt.names:
+                    if a.name == "*":
+                        facts.star_imports.append(base)
+                        if stmt.level:
+                            facts.local_imports.append(base)
+                        continue
+                    qualified = f"{base}.{a.name}" if base else a.name
+                    bind(a.asname or a.name, qualified, fallback)
+                    if stmt.level:
+                        facts.local_imports.append(qualified)
+            elif isinstance(stmt, ast.If):
+                if _is_main_test(stmt.test):
+                    facts.runs_as_script = True
+                visit(stmt.body, fallback)
+                visit(stmt.orelse, fallback)
+            elif isinstance(stmt, ast.Try):
+                visit(stmt.body, fallback)
+                for handler in stmt.handlers:
+                    caught = handler.type
+                    names = caught.elts if isinstance(caught, ast.Tuple) else [caught]
+                    visit(handler.body, caught is None or any(
+                        isinstance(n, ast.Name) and n.id in _FALLBACK_ERRORS for n in names))
+                visit(stmt.orelse, fallback)
+                visit(stmt.finalbody, fallback)
+            elif isinstance(stmt, (ast.With, ast.For, ast.While)):
+                visit(stmt.body, fallback)
+            elif isinstance(stmt, ast.Assign):
+                if (len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                        and stmt.targets[0].id == "__all__" and isinstance(stmt.value, (ast.List, ast.Tuple))):
+                    facts.exports = [e.value for e in stmt.value.elts
+                                     if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+            if not facts.top_level_calls and isinstance(stmt, (ast.Expr, ast.Assign, ast.AugAssign)):
+                facts.top_level_calls = any(isinstance(n, ast.Call) for n in ast.walk(stmt))
+
+    visit(tree.body, False)
+    return facts
+
+
+def _is_main_test(test: ast.expr) -> bool:
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    return (any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides)
+            and any(isinstance(s, ast.Constant) and s.value == "__main__" for s in sides))

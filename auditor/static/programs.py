@@ -48,7 +48,7 @@ class Program:
 
 def imported_paths(project: "Project", path: str) -> set[str]:
     """Files the module at ``path`` imports (packages on the way included)."""
-    facts = project.files.get(path)
+    facts = project.files.get(path) or project.outlines.get(path)
     if facts is None:
         return set()
     out: set[str] = set()
@@ -88,12 +88,6 @@ def _test_functions(facts: FileFacts) -> tuple[str, ...]:
         ):
             out.append(qual)
     return tuple(out)
-
-
-def _body_calls(project: "Project", path: str) -> bool:
-    facts = project.files[path]
-    body = facts.functions.get(f"{facts.module}.{MODULE_SCOPE}")
-    return body is not None and any(e.kind == "call" for e in body.events)
 
 
 def console_scripts(layout: Layout, root: Path) -> Iterator[tuple[str, str, str]]:
@@ -144,21 +138,21 @@ def _declared(base: Path) -> Iterator[tuple[str, str]]:
 
 
 def import_graph(project: "Project") -> dict[str, set[str]]:
-    """path -> the files its imports reach, for every analysed file."""
-    return {path: imported_paths(project, path) for path in list(project.files)}
+    """path -> the files its imports reach, for every file (skipped ones by their outline)."""
+    return {path: imported_paths(project, path) for path in [*project.outlines, *project.files]}
 
 
 def entry_programs(project: "Project", imports: dict[str, set[str]], root: Path) -> list[Program]:
     """Every program of the tree that an entry point starts."""
     imported = set().union(*imports.values()) if imports else set()
     out: list[Program] = []
-    for path, facts in sorted(project.files.items()):
+    for path, facts in sorted({**project.outlines, **project.files}.items()):
         if _is_test(path):
             kind = TEST
         elif posixpath.basename(path) == "__main__.py":
             kind = MAIN_MODULE
         elif facts.runs_as_script or (path not in imported and not path.endswith("__init__.py")
-                                      and _body_calls(project, path)):
+                                      and facts.top_level_calls):
             kind = SCRIPT
         else:
             continue
@@ -176,7 +170,8 @@ def entry_programs(project: "Project", imports: dict[str, set[str]], root: Path)
 def _program(project: "Project", imports: dict[str, set[str]], path: str, kind: str,
              extra: tuple[str, ...]) -> Program:
     files = closure(imports, path)
-    bodies = tuple(f"{project.files[p].module}.{MODULE_SCOPE}" for p in sorted(files) if p in project.files)
+    bodies = tuple(f"{facts.module}.{MODULE_SCOPE}" for p in sorted(files)
+                   for facts in [project.files.get(p) or project.outlines.get(p)] if facts is not None)
     return Program(path, kind, files, (*extra, *bodies))
 
 

@@ -66,6 +66,7 @@ class Project:
         skipped: Optional[dict[str, str]] = None,
         loader: Optional[Callable[[str], Optional[FileFacts]]] = None,
         layout: Optional[Layout] = None,
+        outlines: Iterable[FileFacts] = (),
     ) -> None:
         self.files: dict[str, FileFacts] = {}
         self.functions: dict[str, FunctionInfo] = {}
@@ -92,6 +93,11 @@ class Project:
         self.module_paths.update(self._skipped)
         self._programs: Optional[list[Program]] = None
         self._imports: dict[str, set[str]] = {}
+        # skipped files' imports (auditor/static/imports.py:outline): what programs are made of
+        self.outlines: dict[str, FileFacts] = {}
+        for facts in outlines:
+            canonicalise(facts, self.layout)
+            self.outlines[facts.path] = facts
         for facts in files:
             self._add(facts)
         # Linking never loads skipped files (that would analyse half the tree for nothing);

@@ -85,6 +85,18 @@ def test_src_layout_package_imported_by_a_script():
     assert [(path, line) for _, path, line, _ in findings(files)] == [("src/mypkg/model.py", 11)]
 
 
+def test_package_installed_from_a_setup_py_folder():
+    # a monorepo installs `mylib` from python/ (itself a package of the repository)
+    files = {
+        "python/__init__.py": "",
+        "python/setup.py": "from setuptools import setup\nsetup(name='mylib', packages=['mylib'])\n",
+        "python/mylib/__init__.py": "",
+        "python/mylib/model.py": BUGGY,
+        "examples/a/train.py": script("from mylib.model import Encoder"),
+    }
+    assert [(path, line) for _, path, line, _ in findings(files)] == [("python/mylib/model.py", 11)]
+
+
 @pytest.mark.parametrize("inside", [True, False])
 def test_relative_import_in_a_package(inside):
     # `from .layers import Encoder` is the package's layers.py, whatever a root layers.py holds

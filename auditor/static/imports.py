@@ -10,7 +10,8 @@ order CPython builds ``sys.path`` for the program that runs it:
 2. the package root: the folder above the file's top ``__init__.py``;
 3. the folders above it up to the checked tree's root, each with its ``src/`` (``python -m`` from
    there, ``PYTHONPATH=.``, an editable ``src`` layout install);
-4. the roots of the other top-level packages of the tree (installed packages of a monorepo).
+4. the roots of the other top-level packages of the tree and the folders holding a ``setup.py``
+   (packages a monorepo installs).
 
 Within a folder a regular package or a module wins at once; namespace-package portions (folders
 without ``__init__.py``) are merged, as PEP 420 says. Relative imports are resolved while the file
@@ -92,7 +93,11 @@ class Layout:
         return folder
 
     def _top_package_roots(self) -> list[str]:
+        """Where the tree's packages install from: the folder above each top package, and
+        each folder holding a ``setup.py`` (its packages may sit in a folder that is itself a
+        package of the repository, as ``python/dgllife`` with a ``python/__init__.py``)."""
         roots = {self.package_root(d) for d in self.dirs if self.is_package(d)}
+        roots |= {posixpath.dirname(p) for p in self.files if posixpath.basename(p) == "setup.py"}
         return sorted(roots, key=lambda r: (r.count("/") + bool(r), r))
 
     def search_path(self, path: str, runs_as_script: bool = False) -> tuple[str, ...]:

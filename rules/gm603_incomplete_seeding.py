@@ -225,6 +225,8 @@ drawn, never what the code computes with them.
                     entries, here = [lacking[0][0]], lacking[0][1]
                 elif any(draw.family in own for _, own in owns):
                     continue
+                elif not any(e in training for e in entries):
+                    continue  # programs that neither train nor seed (a random config generator)
                 else:
                     here = set()
             else:

@@ -252,3 +252,15 @@ def test_programs_follow_imports_of_files_the_prefilter_skipped(tmp_path):
     finally:
         os.chdir(old)
     assert programs == {("run.py", "script"): ["data.py", "pipeline.py", "run.py"]}
+
+
+def test_a_program_that_does_not_train_is_not_held_to_another_ones_training():
+    # gen.py samples random hyper-parameters (its purpose); train.py trains and seeds nothing
+    files = {
+        "gen.py": "import random\n\nconfig = {'lr': random.choice([0.1, 0.01])}\nprint(config)\n",
+        "train.py": "import torch\nfrom layers import Encoder\n\n"
+                    + "\n".join(line[4:] for line in TRAIN_LOOP.splitlines()) + "\n",
+        "layers.py": CLEAN,
+    }
+    found = findings(files, [all_rules()["GM603"]])
+    assert {path for _, path, _, _ in found} == {"layers.py"}  # the weight init train.py runs

@@ -23,7 +23,7 @@ from auditor.static.collector import FactCollector
 from auditor.static.context import FileContext
 from auditor.static.facts import FileFacts
 from auditor.static.imports import Layout, module_identity, outline
-from auditor.static.isolate import map_surviving, run_isolated
+from auditor.static.isolate import Lost, map_bounded, run_isolated
 from auditor.static.nesting import MAX_DEPTH, RISKY_DEPTH, nesting_depth
 from auditor.static.project import Project
 from auditor.static.reading import MAX_FILE_BYTES, read_source
@@ -87,13 +87,14 @@ def decode(data: bytes) -> str:
 def syntax_error_finding(
     path: str, line: int, column: int, message: str,
     fix: str = "fix the syntax error; gm-audit checked nothing else in this file",
+    failed: str = "parsed",
 ) -> Finding:
-    """GM000: the file could not be parsed (reported, never raised)."""
+    """GM000: the file could not be parsed (or analysed at all); reported, never raised."""
     message = message.strip().splitlines()[0] if message.strip() else "syntax error"
     return Finding(
         rule=PARSE_ERROR, name="syntax-error", severity=Severity.ERROR, path=path,
         line=line, column=column, end_line=line, end_column=column + 1,
-        message=f"file could not be parsed: {message}", fix=fix,
+        message=f"file could not be {failed}: {message}", fix=fix,
     )
 
 
@@ -142,8 +143,8 @@ def analyze_source(
         result.findings.append(too_deep_finding(path, deepest, f"about {depth} levels at line {deepest}"))
         return result
     if depth > RISKY_DEPTH and not expendable:
-        survived = run_isolated(_analyze_job, (path, str(abspath), data, tuple(codes), force))
-        return survived or _crashed(path, deepest)
+        answer = run_isolated(_analyze_job, (path, str(abspath), data, tuple(codes), force))
+        return _lost(path, deepest, answer) if isinstance(answer, Lost) else answer
     try:
         tree = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
@@ -188,10 +189,17 @@ def _analyze_job(job: Job) -> FileResult:
     return analyze_source(path, Path(abspath), data, codes, force=force, expendable=True)
 
 
-def _crashed(path: str, line: int) -> FileResult:
-    """The answer for a file whose analysis killed its process: never retried in this one."""
+def _lost(path: str, line: int, lost: Lost) -> FileResult:
+    """The answer for a file whose analysis killed its process or ran past the time limit:
+    never retried in this process."""
     result = FileResult(path=path, module=module_identity(path))
-    result.findings.append(too_deep_finding(path, line, "the parser crashed or hung on it"))
+    if lost.reason == "timeout":
+        result.findings.append(syntax_error_finding(
+            path, 1, 1, f"analysis took too long (stopped after {lost.seconds:.0f} s)",
+            fix="generated code? exclude it; gm-audit checked nothing else in this file",
+            failed="analysed"))
+    else:
+        result.findings.append(too_deep_finding(path, line, "the parser crashed on it"))
     return result
 
 
@@ -251,8 +259,8 @@ def run_check(
     if progress:
         progress(done, total)
     if jobs > 1 and len(todo) > 4 * jobs:
-        for job, answer in map_surviving(_analyze_job, todo, jobs):
-            res = answer or _crashed(job[0], 1)
+        for job, answer in map_bounded(_analyze_job, todo, jobs):
+            res = _lost(job[0], 1, answer) if isinstance(answer, Lost) else answer
             results[res.path] = res
             cache.put(res.path, digests[res.path], res)
             done += 1
@@ -266,6 +274,9 @@ def run_check(
             done += 1
             if progress:
                 progress(done, total)
+    # the project sees files in discovery order, however the pool or the cache answered: some
+    # project-stage answers depend on it, and the same tree must give the same report
+    results = {rel: results[rel] for rel, _, _ in contents}
     abspaths = {job[0]: job[1] for job in todo}
 
     def load_skipped(rel: str) -> Optional[FileFacts]:
@@ -301,6 +312,8 @@ def run_check(
                 traceback.print_exc()
             errors.append(FileError("<project>", f"internal error in {rule.code}: {type(exc).__name__}: {exc}"))
 
+    errors += [FileError(path, "analysis truncated: " + "; ".join(whats))
+               for path, whats in project.truncated.items()]
     findings = apply_suppressions(findings, results, config, report_unused_ignores)
     findings = sorted(dedupe(findings), key=Finding.sort_key)
     cache.save()

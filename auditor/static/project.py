@@ -86,6 +86,9 @@ class Project:
         self._not_skipped: set[str] = set()
         self.graph: nx.DiGraph = nx.DiGraph()
         files = list(files)
+        # path -> what an analysis left unjudged there, and why (a cap that keeps it linear):
+        # reported with the file, never dropped in silence
+        self.truncated: dict[str, list[str]] = {}
         # every file of the tree, analysed or not: where imports can lead
         self.layout = layout or Layout([f.path for f in files] + list(self._skipped.values()))
         self.root = Path.cwd()  # what the files' relative paths start from (packaging files too)
@@ -105,6 +108,10 @@ class Project:
         self._loading = False
         self._link_all()
         self._loading = True
+
+    def truncate(self, path: str, what: str) -> None:
+        """A rule gave up on part of ``path``: ``what`` it left unjudged, and why."""
+        self.truncated.setdefault(path, []).append(what)
 
     # -- building --------------------------------------------------------------------------------
     def _add(self, facts: FileFacts) -> None:

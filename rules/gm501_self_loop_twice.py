@@ -528,6 +528,11 @@ No automatic fix: which of the two adds is the intended one depends on the other
         flow = Flow(project)
         flow.run()
         for span, path, earlier in flow.findings.values():
+            # evidence from one program only: an add in a script that never runs this file is
+            # another program's data path
+            earlier = [o for o in earlier if project.share_program(path, o.path)]
+            if not earlier:
+                continue
             # name the add farthest up the data path: another file first, then the earliest line
             named = sorted(earlier, key=lambda o: (o.path == path, o.path, o.line))
             also = f" (and {len(named) - 1} more)" if len(named) > 1 else ""

@@ -198,15 +198,10 @@ drawn, never what the code computes with them.
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
         seeding = project_seeding(project)
-        seeded = seeding.seeded
-        # each training script on its own: the one that trains must seed what the project draws
+        # each training script on its own: the one that trains must seed what it draws
         # (minimal.py seeding torch does not make train.py reproducible)
-        for entry, reached in seeding.reach.items():
-            if not any(is_backward(e) for q in reached for e in cls._events(project, q)):
-                continue
-            own = seeding.seeded_from(entry)
-            if own:
-                seeded = seeded & own if seeded else own
+        training = {entry for entry, reached in seeding.reach.items()
+                    if any(is_backward(e) for q in reached for e in cls._events(project, q))}
         draws: list[tuple[FunctionInfo, Event, Draw]] = []
         trains = False
         for fn, event in project.events("call"):
@@ -218,22 +213,51 @@ drawn, never what the code computes with them.
         out: list[Finding] = []
         reported: set[tuple[str, str]] = set()
         for fn, event, draw in draws:
+            # a draw is judged by one program that runs it (a training one first): what another
+            # experiment's script seeds says nothing about this one
+            entries = sorted(seeding.running(fn.qualname), key=lambda e: (e not in training, e))
+            programs = project.programs_with(fn.path)
+            files: frozenset[str] = frozenset().union(*(p.files for p in programs))
+            if entries:
+                owns = [(e, seeding.seeded_from(e)) for e in entries]
+                lacking = [(e, own) for e, own in owns if own and draw.family not in own]
+                if lacking:
+                    entries, here = [lacking[0][0]], lacking[0][1]
+                elif any(draw.family in own for _, own in owns):
+                    continue
+                elif not any(e in training for e in entries):
+                    continue  # programs that neither train nor seed (a random config generator)
+                else:
+                    here = set()
+            else:
+                # no call reaches it (a dataset method, a process target): the programs whose
+                # imports hold its file. One that trains and whose run seeds other RNGs but not
+                # this one is reported; else they are judged by the seeding their own code holds, and code
+                # whose programs seed nothing (a library) leaves seeding to the caller
+                runs = [(p.entry, seeding.seeded_from(p.entry)) for p in programs if p.entry in training]
+                lacking = [(e, own) for e, own in runs if own and draw.family not in own]
+                if lacking:
+                    entries, here = [lacking[0][0]], lacking[0][1]
+                else:
+                    here = set().union(*(seeding.seeded_within(p.files) for p in programs))
+                    if not here:
+                        continue
             if draw.unseedable:
-                if seeded:
+                if here:
                     out.append(cls.make_finding(
                         fn.path, event.span,
                         f"`{draw.what}` draws fresh OS entropy: no seed reaches it, although the "
-                        f"pipeline seeds {', '.join(sorted(seeded))}",
+                        f"pipeline seeds {', '.join(sorted(here))}",
                         fix="pass a seed: `np.random.default_rng(seed)`",
                     ))
                 continue
-            if draw.family in seeded:
+            if draw.family in here:
                 continue
-            key = (fn.path, draw.family) if seeded else ("", draw.family)
-            if key in reported or not (seeded or trains):
+            key = (fn.path, draw.family) if here else ("", draw.family)
+            if key in reported or not (here or trains):
                 continue
             reported.add(key)
-            out.append(cls._unseeded(fn, event, draw, seeded, seeding))
+            out.append(cls._unseeded(fn, event, draw, here, seeding, entries, files))
         return out
 
     @staticmethod
@@ -242,15 +266,18 @@ drawn, never what the code computes with them.
         return fn.events if fn is not None else []
 
     @classmethod
-    def _unseeded(cls, fn: FunctionInfo, event: Event, draw: Draw, seeded: set[str], seeding) -> Finding:
-        unreached = seeding.unreached_for(draw.family)
+    def _unseeded(cls, fn: FunctionInfo, event: Event, draw: Draw, seeded: set[str], seeding,
+                  entries: list[str], files: frozenset[str]) -> Finding:
+        """``entries``: the programs running the draw (none: judged by the ``files`` of the
+        programs importing it); only their sites are named."""
+        unreached = [c for c in seeding.unreached_for(draw.family) if c.function.path in files]
         note = ""
         if unreached:
             helper = unreached[0].function
             note = f"; `{helper.qualname}` ({helper.path}) would seed it but is never called"
         fix = f"seed it with the others: `{_SEED_CALL[draw.family]}`"
         if seeded:
-            where = seeding.where(next(iter(sorted(seeded))))
+            where = seeding.where(next(iter(sorted(seeded))), entries, None if entries else files)
             finding = cls.make_finding(
                 fn.path, event.span,
                 f"`{draw.what}` draws from the {draw.family} RNG, which is never seeded, while "

@@ -32,7 +32,7 @@ def test_imports_through_a_namespace_package_resolve():
         ("GM201", "graphmae/evaluation.py", 2)
     ]
     project = result.project
-    assert "evaluation.evaluate" in project.callees("main.train")
+    assert "graphmae.evaluation.evaluate" in project.callees("main.train")
 
 
 def test_script_style_imports_still_resolve():

@@ -104,6 +104,30 @@ def condition_text(line: str) -> str:
     return line[:-1].rstrip() if line.endswith(":") else line
 
 
+def is_main_guard(test: cst.BaseExpression) -> bool:
+    """``__name__ == "__main__"`` (either way round)."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    target = test.comparisons[0]
+    if not isinstance(target.operator, cst.Equal):
+        return False
+    sides = [test.left, target.comparator]
+    names = [s for s in sides if isinstance(s, cst.Name) and s.value == "__name__"]
+    texts = [s for s in sides if isinstance(s, cst.SimpleString) and s.evaluated_value == "__main__"]
+    return bool(names and texts)
+
+
+def literal_names(node: cst.Assign) -> Optional[list[str]]:
+    """The names of ``__all__ = ["a", "b"]`` (a list or tuple of string literals), else None."""
+    if len(node.targets) != 1 or dotted(node.targets[0].target) != "__all__":
+        return None
+    if not isinstance(node.value, (cst.List, cst.Tuple)):
+        return None
+    names = [el.value.evaluated_value for el in node.value.elements
+             if isinstance(el.value, cst.SimpleString)]
+    return [n for n in names if isinstance(n, str)]
+
+
 class FactCollector(Visitor):
     def __init__(self, ctx: FileContext) -> None:
         super().__init__()
@@ -125,6 +149,7 @@ class FactCollector(Visitor):
         self.conditions: list[str] = []  # enclosing `if` tests, negated in their `else`
         self.ifs: list[cst.If] = []
         self.condition_base: list[int] = [0]  # where the current function's own tests start
+        self.handlers: list[bool] = []  # enclosing `except` clauses: does each catch ImportError?
         self.statement: Optional[tuple[list[str], str]] = None  # (targets, text)
 
     # -- position numbering (see positions.py) ------------------------------------------------
@@ -151,10 +176,10 @@ class FactCollector(Visitor):
         for alias in node.names:
             full = dotted(alias.name) or ""
             if alias.asname is not None:
-                self.ctx.add_import(dotted(alias.asname.name) or full, full)
+                self._bind(dotted(alias.asname.name) or full, full)
             else:
                 root = full.split(".")[0]
-                self.ctx.add_import(root, root)
+                self._bind(root, root)
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         self.ctx.in_import += 1
@@ -164,11 +189,39 @@ class FactCollector(Visitor):
         if isinstance(node.names, cst.ImportStar):
             if base:
                 self.facts.star_imports.append(base)
+                if level:
+                    self.facts.local_imports.append(base)
             return
         for alias in node.names:
             name = dotted(alias.name) or ""
             local = dotted(alias.asname.name) if alias.asname is not None else name
-            self.ctx.add_import(local or name, f"{base}.{name}" if base else name)
+            qualified = f"{base}.{name}" if base else name
+            self._bind(local or name, qualified)
+            if level:
+                self.facts.local_imports.append(qualified)
+
+    def _bind(self, alias: str, qualified: str) -> None:
+        """An import binds ``alias``; inside ``except ImportError:`` it is the fallback of the
+        ``try`` body's import of the same name (which of the two runs is decided per program)."""
+        if self.import_fallback and alias in self.facts.imports:
+            self.facts.import_fallbacks.setdefault(alias, qualified)
+        else:
+            self.ctx.add_import(alias, qualified)
+
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        caught = dotted(node.type) if node.type is not None else None
+        fallback = caught in (None, "ImportError", "ModuleNotFoundError", "Exception")
+        if not fallback and isinstance(node.type, cst.Tuple):
+            fallback = any(dotted(el.value) in ("ImportError", "ModuleNotFoundError")
+                           for el in node.type.elements)
+        self.handlers.append(fallback)
+
+    def leave_ExceptHandler(self, original_node: cst.ExceptHandler) -> None:
+        self.handlers.pop()
+
+    @property
+    def import_fallback(self) -> bool:
+        return bool(self.handlers) and self.handlers[-1]
 
     # -- scopes ----------------------------------------------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
@@ -252,6 +305,8 @@ class FactCollector(Visitor):
 
     def visit_If(self, node: cst.If) -> None:
         self.ctx.number(node, "if")
+        if len(self.functions) == 1 and not self.classes and is_main_guard(node.test):
+            self.facts.runs_as_script = True
         if self.ifs and self.ifs[-1].orelse is node:  # an `elif`: the `if` above did not hold
             self.conditions[-1] = f"not ({self.conditions[-1]})"
         text = condition_text(self.ctx.line_text(self.ctx.span(node).line))
@@ -278,6 +333,10 @@ class FactCollector(Visitor):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self.ctx.number(node, "assign")
+        if len(self.functions) == 1 and not self.classes:
+            exports = literal_names(node)
+            if exports is not None:
+                self.facts.exports = exports
         self._enter_statement(node, [n for t in node.targets for n in target_names(t.target)])
 
     def leave_Assign(self, original_node: cst.Assign) -> None:
@@ -304,6 +363,8 @@ class FactCollector(Visitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         self.ctx.number(node, "call")
+        if len(self.functions) == 1:
+            self.facts.top_level_calls = True
         func = node.func
         receiver = method = ""
         if isinstance(func, cst.Attribute):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Mapping, Optional
 
 import libcst as cst
@@ -15,14 +14,14 @@ from auditor.static.reading import python_lines
 MODULE_SCOPE = "<module>"
 
 
-def module_name_for(path: Path) -> str:
-    """Dotted module name: walk up through packages (folders holding ``__init__.py``)."""
-    parts = [path.stem] if path.stem != "__init__" else []
-    parent = path.parent
-    while (parent / "__init__.py").is_file() and parent.name:
-        parts.insert(0, parent.name)
-        parent = parent.parent
-    return ".".join(parts) or path.parent.name
+def resolve_relative(module_name: str, path: str, level: int, module: Optional[str]) -> str:
+    """``from ..utils import x`` in the module ``module_name`` (at ``path``): ``pkg.utils``."""
+    # the checked folder's own `__init__.py` is the package its files' names start from
+    package = module_name.split(".") if module_name != "__init__" else []
+    # a module's package is its name minus the last part (an __init__ is its own package)
+    up = level - 1 if path.endswith("__init__.py") else level
+    base = package[: len(package) - up] if level else package
+    return ".".join([*base, module] if module else base)
 
 
 def dotted(node: cst.CSTNode) -> Optional[str]:
@@ -121,11 +120,7 @@ class FileContext:
         self.facts.imports[alias] = qualified
 
     def resolve_relative(self, level: int, module: Optional[str]) -> str:
-        package = self.module_name.split(".")
-        # a module's package is its name minus the last part (an __init__ is its own package)
-        up = level - 1 if self.path.endswith("__init__.py") else level
-        base = package[: len(package) - up] if level else package
-        return ".".join([*base, module] if module else base)
+        return resolve_relative(self.module_name, self.path, level, module)
 
     def qualify(self, node: cst.CSTNode) -> str:
         """Best qualified name of an expression: imports and module-level definitions resolved.

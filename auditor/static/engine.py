@@ -20,8 +20,9 @@ from auditor.registry import PARSE_ERROR, all_rules
 from auditor.rule import Rule
 from auditor.static.cache import Cache, content_digest
 from auditor.static.collector import FactCollector
-from auditor.static.context import FileContext, module_name_for
+from auditor.static.context import FileContext
 from auditor.static.facts import FileFacts
+from auditor.static.imports import Layout, module_identity, outline
 from auditor.static.isolate import Lost, map_bounded, run_isolated
 from auditor.static.nesting import MAX_DEPTH, RISKY_DEPTH, nesting_depth
 from auditor.static.project import Project
@@ -38,6 +39,7 @@ class FileResult:
     path: str
     module: str
     facts: Optional[FileFacts] = None  # None: skipped by the prefilter, or unreadable
+    outline: Optional[FileFacts] = None  # a skipped file's imports only (programs need them)
     findings: list[Finding] = field(default_factory=list)
     error: Optional[FileError] = None
     ignores: Ignores = field(default_factory=dict)
@@ -110,7 +112,7 @@ def analyze_source(
     """Everything the static pass learns from one file, in one traversal. Never raises.
     ``expendable``: this process may die of a native crash (a pool worker, an isolated child);
     otherwise a file deep enough to risk one is parsed in a child process."""
-    module = module_name_for(abspath)
+    module = module_identity(path)
     result = FileResult(path=path, module=module)
     if len(data) > MAX_FILE_BYTES:
         result.error = FileError(
@@ -130,7 +132,7 @@ def analyze_source(
         # nothing to check here, but a syntax error is still reported: CPython's own parser
         # answers that at a fraction of libcst's cost
         try:
-            ast.parse(text, filename=path)
+            result.outline = outline(ast.parse(text, filename=path), FileFacts(path=path, module=module))
         except SyntaxError as exc:
             result.findings.append(syntax_error_finding(path, exc.lineno or 1, exc.offset or 1, exc.msg))
         except (ValueError, RecursionError, MemoryError):
@@ -190,7 +192,7 @@ def _analyze_job(job: Job) -> FileResult:
 def _lost(path: str, line: int, lost: Lost) -> FileResult:
     """The answer for a file whose analysis killed its process or ran past the time limit:
     never retried in this process."""
-    result = FileResult(path=path, module=module_name_for(Path(path)))
+    result = FileResult(path=path, module=module_identity(path))
     if lost.reason == "timeout":
         result.findings.append(syntax_error_finding(
             path, 1, 1, f"analysis took too long (stopped after {lost.seconds:.0f} s)",
@@ -294,7 +296,9 @@ def run_check(
 
     analysed = [r.facts for r in results.values() if r.facts is not None]
     skipped = {r.module: r.path for r in results.values() if r.facts is None and r.error is None}
-    project = Project(analysed, skipped=skipped, loader=load_skipped)
+    outlines = [r.outline for r in results.values() if r.facts is None and r.outline is not None]
+    project = Project(analysed, skipped=skipped, loader=load_skipped, layout=Layout(digests),
+                      outlines=outlines)
     findings: list[Finding] = []
     for res in results.values():
         findings.extend(res.findings)

@@ -78,9 +78,16 @@ class ClassInfo:
 @dataclass
 class FileFacts:
     path: str  # relative, POSIX
-    module: str  # dotted module name
+    module: str  # the module's identity: its path, dotted (auditor/static/imports.py)
     imports: dict[str, str] = field(default_factory=dict)  # local alias -> qualified name
     star_imports: list[str] = field(default_factory=list)  # modules of `from m import *`
+    # names bound by relative imports: already module identities, never looked up again
+    local_imports: list[str] = field(default_factory=list)
+    # alias -> what `except ImportError:` binds it to when the `try` body's import fails
+    import_fallbacks: dict[str, str] = field(default_factory=dict)
+    exports: Optional[list[str]] = None  # a literal `__all__`, if any
+    runs_as_script: bool = False  # has an `if __name__ == "__main__":` block
+    top_level_calls: bool = False  # calls something at module level (a script, when not imported)
     functions: dict[str, FunctionInfo] = field(default_factory=dict)
     classes: dict[str, ClassInfo] = field(default_factory=dict)
     rule_facts: dict[str, list[Any]] = field(default_factory=dict)  # rule code -> its own facts

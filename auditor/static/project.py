@@ -9,37 +9,40 @@ import networkx as nx
 
 from auditor.static.context import MODULE_SCOPE
 from auditor.static.facts import Event, FileFacts, FunctionInfo
+from auditor.static.imports import Layout
+from auditor.static.programs import Program, entry_programs, import_graph, programs_with
 
 
-def module_aliases(files: Iterable[tuple[str, str]]) -> dict[str, str]:
-    """Other names the same module is imported by: ``graphmae/utils.py`` in a folder without
-    ``__init__.py`` is ``utils`` to a script beside it and ``graphmae.utils`` to one at the
-    root (an implicit namespace package). Path-derived dotted name -> the module's own name;
-    a name that is another file's own name is never an alias."""
-    files = list(files)
-    own = {module for _, module in files}
-    aliases: dict[str, str] = {}
-    for path, module in files:
-        if path.startswith("../") or not path.endswith(".py"):
-            continue
-        dotted = path[:-3].removesuffix("/__init__").replace("/", ".")
-        if dotted != module and dotted not in own:
-            aliases[dotted] = module
-    return aliases
-
-
-def canonicalise(facts: FileFacts, aliases: dict[str, str]) -> None:
-    """Rewrite imported names that reach a module by an alias to its own name (in place)."""
+def canonicalise(facts: FileFacts, layout: Layout) -> None:
+    """Rewrite the names a file imports to the modules they reach from that file (in place):
+    ``layers.GraphMAE`` in ``exp1/train.py`` is ``exp1.layers.GraphMAE``."""
+    search = layout.search_path(facts.path, facts.runs_as_script)
+    own = facts.module + "."
+    local = tuple(facts.local_imports)
+    # `try: import fast as m` / `except ImportError: import slow as m`: the `try` body's module
+    # when the tree has it, else the fallback when the tree has that (the try body is an
+    # optional third-party package the program does without)
+    swap: dict[str, str] = {}
+    for alias, fallback in facts.import_fallbacks.items():
+        primary = facts.imports.get(alias, "")
+        if layout.resolve(primary, search) is None and layout.resolve(fallback, search) is not None:
+            swap[primary] = fallback
+    roots = {v.split(".")[0] for v in [*facts.imports.values(), *facts.star_imports]}
 
     def canon(name: str) -> str:
-        parts = name.split(".")
-        for i in range(len(parts) - 1, 0, -1):
-            target = aliases.get(".".join(parts[:i]))
-            if target is not None:
-                return ".".join([target, *parts[i:]])
-        return aliases.get(name, name)
+        root = name.split(".", 1)[0]
+        if root not in roots or name.startswith(own):
+            return name
+        for primary, fallback in swap.items():
+            if name == primary or name.startswith(primary + "."):
+                name = fallback + name[len(primary):]
+                break
+        if any(name == v or name.startswith(v + ".") for v in local):
+            return name  # a relative import: already the module's identity
+        return layout.resolve(name, search) or name
 
     facts.imports = {alias: canon(q) for alias, q in facts.imports.items()}
+    facts.star_imports = [canon(m) for m in facts.star_imports]
     for cls in facts.classes.values():
         cls.bases = [canon(b) for b in cls.bases]
     for fn in facts.functions.values():
@@ -62,6 +65,8 @@ class Project:
         files: Iterable[FileFacts],
         skipped: Optional[dict[str, str]] = None,
         loader: Optional[Callable[[str], Optional[FileFacts]]] = None,
+        layout: Optional[Layout] = None,
+        outlines: Iterable[FileFacts] = (),
     ) -> None:
         self.files: dict[str, FileFacts] = {}
         self.functions: dict[str, FunctionInfo] = {}
@@ -84,9 +89,18 @@ class Project:
         # path -> what an analysis left unjudged there, and why (a cap that keeps it linear):
         # reported with the file, never dropped in silence
         self.truncated: dict[str, list[str]] = {}
-        self._aliases = module_aliases(
-            [(f.path, f.module) for f in files] + [(p, m) for m, p in self._skipped.items()]
-        )
+        # every file of the tree, analysed or not: where imports can lead
+        self.layout = layout or Layout([f.path for f in files] + list(self._skipped.values()))
+        self.root = Path.cwd()  # what the files' relative paths start from (packaging files too)
+        self.module_paths: dict[str, str] = {f.module: f.path for f in files}
+        self.module_paths.update(self._skipped)
+        self._programs: Optional[list[Program]] = None
+        self._imports: dict[str, set[str]] = {}
+        # skipped files' imports (auditor/static/imports.py:outline): what programs are made of
+        self.outlines: dict[str, FileFacts] = {}
+        for facts in outlines:
+            canonicalise(facts, self.layout)
+            self.outlines[facts.path] = facts
         for facts in files:
             self._add(facts)
         # Linking never loads skipped files (that would analyse half the tree for nothing);
@@ -101,9 +115,9 @@ class Project:
 
     # -- building --------------------------------------------------------------------------------
     def _add(self, facts: FileFacts) -> None:
-        if self._aliases:
-            canonicalise(facts, self._aliases)
+        canonicalise(facts, self.layout)
         self._generation += 1
+        self._programs = None
         self.files[facts.path] = facts
         self.modules[facts.module] = facts
         self._roots.add(facts.module.split(".")[0])
@@ -195,7 +209,8 @@ class Project:
                 continue
             name, rest = parts[i], parts[i + 1:]
             targets = [facts.imports[name]] if name in facts.imports else []
-            targets += [f"{m}.{name}" for m in facts.star_imports]
+            # the last `import *` that binds the name wins, as it would at run time
+            targets += [f"{m}.{name}" for m in reversed(facts.star_imports) if self._star_exports(m, name)]
             for target in targets:
                 full = ".".join([target, *rest])
                 if full == qualname:
@@ -209,6 +224,14 @@ class Project:
                         return deeper
             return None
         return None
+
+    def _star_exports(self, module: str, name: str) -> bool:
+        """Does ``from module import *`` bind ``name``? Its ``__all__`` when it has one, else
+        every public name."""
+        facts = self.modules.get(module)
+        if facts is None or facts.exports is None:
+            return not name.startswith("_")
+        return name in facts.exports
 
     def resolve_call(self, event: Event, caller: FunctionInfo) -> list[str]:
         """Functions a call event may run: direct names, ``self.method``, constructors, and
@@ -271,6 +294,8 @@ class Project:
                     continue
                 if callee not in self.classes:
                     self._load_module_of(callee)
+                if callee not in self.classes:  # `from pkg import Model`: pkg re-exports it
+                    callee = self.reexported(callee) or callee
                 if callee in self.classes:
                     return callee
         return None
@@ -304,6 +329,17 @@ class Project:
             return set()
         return {qualname} | nx.descendants(self.graph, qualname)
 
+    def reachable_from_all(self, qualnames: Iterable[str]) -> set[str]:
+        """Every function calls from any of ``qualnames`` may run, those included."""
+        seen = {q for q in qualnames if q in self.graph}
+        todo = list(seen)
+        while todo:
+            for nxt in self.graph.successors(todo.pop()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return seen
+
     def call_sites(self, caller: str, callee: str) -> list[Event]:
         data = self.graph.get_edge_data(caller, callee)
         return list(data["events"]) if data else []
@@ -318,6 +354,24 @@ class Project:
         for facts in list(self.files.values()):
             for value in facts.rule_facts.get(code, ()):
                 yield facts, value
+
+    def programs(self) -> list[Program]:
+        """The programs the tree's entry points start (auditor/static/programs.py)."""
+        if self._programs is None:
+            self._imports = import_graph(self)
+            self._programs = entry_programs(self, self._imports, self.root)
+        return self._programs
+
+    def programs_with(self, path: str) -> list[Program]:
+        """The programs that run the file at ``path``; for library code, its own closure."""
+        programs = self.programs()
+        return programs_with(programs, self, self._imports, path)
+
+    def share_program(self, *paths: str) -> bool:
+        """Do the files at ``paths`` run in one program? Evidence spanning files must."""
+        if len(set(paths)) < 2:
+            return True
+        return any(all(p in prog.files for p in paths) for prog in self.programs_with(paths[0]))
 
     def entry_points(self) -> list[str]:
         """Module bodies: where scripts start running."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+from auditor.static.context import MODULE_SCOPE
 from auditor.static.facts import Event, FunctionInfo
 from auditor.static.project import Project
 
@@ -162,13 +163,17 @@ class SeedCall:
 @dataclass
 class Seeding:
     calls: list[SeedCall] = field(default_factory=list)
-    # entry point (module body) -> the functions it reaches
+    # program (its entry file, auditor/static/programs.py) -> the functions it runs
     reach: dict[str, set[str]] = field(default_factory=dict)
 
     def seeded_from(self, entry: str) -> set[str]:
-        """RNGs seeded by the calls one entry point (a script's module body) reaches."""
+        """RNGs seeded by the calls one program runs."""
         reached = self.reach.get(entry, set())
         return {f for c in self.calls if c.function.qualname in reached for f in c.families}
+
+    def running(self, qualname: str) -> list[str]:
+        """The programs that run the function ``qualname``."""
+        return [entry for entry, reached in self.reach.items() if qualname in reached]
 
     @property
     def seeded(self) -> set[str]:
@@ -179,15 +184,34 @@ class Seeding:
         """Seeding calls of ``family`` sitting in functions that nothing calls."""
         return [c for c in self.calls if not c.reached and family in c.families]
 
-    def where(self, family: str) -> str:
-        """``utils.seed_everything`` (first reached function seeding ``family``), or ''."""
-        return next((c.function.qualname for c in self.calls if c.reached and family in c.families), "")
+    def seeded_within(self, files: frozenset[str]) -> set[str]:
+        """RNGs seeded by a call in one of ``files`` (a program's), wherever it is called from:
+        what a program's own code seeds, for code that no call of it reaches statically."""
+        return {f for c in self.calls if c.function.path in files for f in c.families}
+
+    def where(self, family: str, entries: Optional[list[str]] = None,
+              files: Optional[frozenset[str]] = None) -> str:
+        """``utils.seed_everything`` (first reached function seeding ``family``; in one of the
+        programs ``entries``, or of the ``files``, when given), or ''."""
+        reached = set().union(*(self.reach[e] for e in entries)) if entries else None
+        return next((c.function.qualname for c in self.calls if family in c.families
+                     and (c.function.path in files if files is not None else c.reached)
+                     and (reached is None or c.function.qualname in reached)), "")
 
 
 def project_seeding(project: Project) -> Seeding:
     """Every call that seeds a global RNG, following seeding helpers (``set_seed()``) across files:
-    a seeding call counts as run when some module body reaches its function through the call graph."""
-    reach = {entry: project.reachable_from(entry) for entry in project.entry_points()}
+    a seeding call counts as run when a program reaches its function through the call graph.
+    Programs are the tree's entry points with their imports, and each file no entry point
+    imports, on its own (library code whose module body still runs when imported)."""
+    reach: dict[str, set[str]] = {}
+    for program in project.programs():
+        key = f"{program.entry}:{program.roots[0]}" if program.entry in reach else program.entry
+        reach[key] = project.reachable_from_all(program.roots)
+    running = {p for program in project.programs() for p in program.files}
+    for path, facts in list(project.files.items()):
+        if path not in running:
+            reach[path] = project.reachable_from(f"{facts.module}.{MODULE_SCOPE}")
     reached: set[str] = set().union(*reach.values()) if reach else set()
     out = Seeding(reach=reach)
     for fn, event in project.events("call"):

@@ -38,6 +38,9 @@ class FileResult:
     path: str
     module: str
     facts: Optional[FileFacts] = None  # None: skipped by the prefilter, or unreadable
+    # a skipped file's facts, made ahead in a worker for the cross-file stage's on-demand loads
+    # (the engine moves them to the cache's lazy entries: never stored with the result)
+    summary: Optional[FileFacts] = None
     findings: list[Finding] = field(default_factory=list)
     error: Optional[FileError] = None
     ignores: Ignores = field(default_factory=dict)
@@ -104,11 +107,12 @@ def too_deep_finding(path: str, line: int, detail: str) -> Finding:
 
 def analyze_source(
     path: str, abspath: Path, data: bytes, codes: Sequence[str], force: bool = False,
-    expendable: bool = False,
+    expendable: bool = False, summarise: bool = False,
 ) -> FileResult:
     """Everything the static pass learns from one file, in one traversal. Never raises.
     ``expendable``: this process may die of a native crash (a pool worker, an isolated child);
-    otherwise a file deep enough to risk one is parsed in a child process."""
+    otherwise a file deep enough to risk one is parsed in a child process. ``summarise``: when
+    the prefilter skips the file, also make the facts an on-demand load would (``summary``)."""
     module = module_name_for(abspath)
     result = FileResult(path=path, module=module)
     if len(data) > MAX_FILE_BYTES:
@@ -134,14 +138,24 @@ def analyze_source(
             result.findings.append(syntax_error_finding(path, exc.lineno or 1, exc.offset or 1, exc.msg))
         except (ValueError, RecursionError, MemoryError):
             pass
+        if summarise:
+            depth, deepest = nesting_depth(text)
+            if depth <= RISKY_DEPTH:  # a risky file stays lazy: a crash must not cost its batch
+                result.summary = _analyse_tree(FileResult(path=path, module=module), text, [], deepest).facts
         return result
     depth, deepest = nesting_depth(text)
     if depth > MAX_DEPTH:
         result.findings.append(too_deep_finding(path, deepest, f"about {depth} levels at line {deepest}"))
         return result
     if depth > RISKY_DEPTH and not expendable:
-        survived = run_isolated(_analyze_job, (path, str(abspath), data, tuple(codes), force))
+        survived = run_isolated(_analyze_job, (path, str(abspath), data, tuple(codes), force, False))
         return survived or _crashed(path, deepest)
+    return _analyse_tree(result, text, wanted, deepest)
+
+
+def _analyse_tree(result: FileResult, text: str, wanted: list[type[Rule]], deepest: int) -> FileResult:
+    """Parse with libcst and run the collector and the ``wanted`` rules in one traversal."""
+    path, module = result.path, result.module
     try:
         tree = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
@@ -177,13 +191,15 @@ def analyze_source(
     return result
 
 
-Job = tuple[str, str, bytes, tuple[str, ...], bool]  # path, absolute path, content, codes, force
+# path, absolute path, content, codes, force, summarise
+Job = tuple[str, str, bytes, tuple[str, ...], bool, bool]
 
 
 def _analyze_job(job: Job) -> FileResult:
     """In a process that may die: a pool worker or an isolated child."""
-    path, abspath, data, codes, force = job
-    return analyze_source(path, Path(abspath), data, codes, force=force, expendable=True)
+    path, abspath, data, codes, force, summarise = job
+    return analyze_source(path, Path(abspath), data, codes, force=force, expendable=True,
+                          summarise=summarise)
 
 
 def _crashed(path: str, line: int) -> FileResult:
@@ -237,37 +253,47 @@ def run_check(
         return CheckResult(findings=findings, errors=sorted([*errors, *analysis_errors], key=lambda e: e.path),
                            files=total, seconds=time.perf_counter() - start, analysed=0,
                            cached=total)
+    computed: dict[str, FileResult] = {}
     for rel, p, data in contents:
         hit = cache.get(rel, digests[rel])
         if hit is not None:
             results[rel] = hit
         else:
-            todo.append((rel, str(p.resolve()), data, codes, False))
+            todo.append((rel, str(p.resolve()), data, codes, False, False))
     cached = len(results)
     jobs = jobs or os.cpu_count() or 1
     done = cached
     if progress:
         progress(done, total)
+    # A file the prefilter skips is analysed on demand when the cross-file stage needs its
+    # facts (a call leads into it): in one process, after everything else. With workers, their
+    # facts are made ahead, in parallel, while the rest is analysed; a load then costs nothing.
+    prepared: dict[str, FileFacts] = {}
     if jobs > 1 and len(todo) > 4 * jobs:
-        for job, answer in map_surviving(_analyze_job, todo, jobs):
-            res = answer or _crashed(job[0], 1)
-            results[res.path] = res
-            cache.put(res.path, digests[res.path], res)
-            done += 1
-            if progress:
-                progress(done, total)
+        todo = [(*job[:5], not cache.get(LAZY_PREFIX + job[0], digests[job[0]])) for job in todo]
+        answers = map_surviving(_analyze_job, todo, jobs)
     else:
-        for rel, abspath, data, _, _ in todo:
-            res = analyze_source(rel, Path(abspath), data, codes)
-            results[res.path] = res
-            cache.put(res.path, digests[res.path], res)
-            done += 1
-            if progress:
-                progress(done, total)
+        answers = ((job, analyze_source(job[0], Path(job[1]), job[2], codes)) for job in todo)
+    for job, answer in answers:
+        res = answer or _crashed(job[0], 1)
+        if res.summary is not None:
+            prepared[res.path] = res.summary
+            cache.put(LAZY_PREFIX + res.path, digests[res.path], res.summary)
+            res.summary = None
+        computed[res.path] = res
+        cache.put(res.path, digests[res.path], res)
+        done += 1
+        if progress:
+            progress(done, total)
+    # every file in the order it was found, however the workers finished: rules see the same
+    # project on every run
+    results = {rel: computed[rel] if rel in computed else results[rel] for rel, _, _ in contents}
     abspaths = {job[0]: job[1] for job in todo}
 
     def load_skipped(rel: str) -> Optional[FileFacts]:
         # a prefiltered file that a call leads into: analyse it now (facts only), cached apart
+        if rel in prepared:
+            return prepared.pop(rel)
         digest = digests.get(rel)
         hit = cache.get(LAZY_PREFIX + rel, digest) if digest else None
         if hit is not None:

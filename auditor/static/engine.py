@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import ast
+import functools
+import gc
 import os
 import time
 import traceback
@@ -209,6 +211,25 @@ def _crashed(path: str, line: int) -> FileResult:
     return result
 
 
+def _few_collections(fn: Callable[..., CheckResult]) -> Callable[..., CheckResult]:
+    """Run ``fn`` with CPython's cyclic collector rarely triggered. The pass allocates millions of
+    small objects: parse trees that reference counting frees, and facts that live to the end.
+    At the default threshold (a collection every 700 net allocations) the collector scanned the
+    growing heap thousands of times, about a sixth of the pass; workers inherit the setting."""
+
+    @functools.wraps(fn)
+    def run(*args: object, **kwargs: object) -> CheckResult:
+        before = gc.get_threshold()
+        gc.set_threshold(max(before[0], 50_000), *before[1:])
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            gc.set_threshold(*before)
+
+    return run
+
+
+@_few_collections
 def run_check(
     paths: Iterable[str],
     config: Config,

@@ -44,10 +44,16 @@ bench: venv
 # The ecosystem check (issue 11) on the real-code corpus (../shared/corpus): the triage report of
 # the unmodified corpus, the static mutation score, and the probe on real pipelines run offline
 # (the slow part: one probe run per mutant, minutes per pipeline on CPU).
+# `static_score --coverage` fails when a rule has no operator applying to 3 corpus repositories.
+ECO := build/ecosystem
 ecosystem: venv
-	$(PY) -m benchmarks.ecosystem.report
-	$(PY) -m benchmarks.ecosystem.static_score
-	$(PY) -m benchmarks.ecosystem.runtime_score
+	mkdir -p $(ECO)
+	$(PY) -m benchmarks.ecosystem.report --json $(ECO)/precision.json
+	$(PY) -m benchmarks.ecosystem.static_score --coverage
+	$(PY) -m benchmarks.ecosystem.static_score --json $(ECO)/static.json
+	$(PY) -m benchmarks.ecosystem.runtime_score --output $(ECO)/runtime_score.json
+	$(PY) -m benchmarks.ecosystem.summary --static $(ECO)/static.json \
+	    --runtime $(ECO)/runtime_score.json --precision $(ECO)/precision.json
 
 clean:
 	rm -rf $(VENV) $(DEMO) .gm_audit_cache .pytest_cache

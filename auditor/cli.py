@@ -156,7 +156,7 @@ def settings(args: argparse.Namespace) -> tuple[Config, list, Severity]:
     if getattr(args, "write_baseline", False) and not args.baseline:
         raise UsageError("--write-baseline needs --baseline FILE")
     start = Path(getattr(args, "paths", None) and args.paths[0] or ".")
-    config = load_config(args.config, start if start.exists() else Path("."))
+    config = load_config(args.config, start if os.path.exists(start) else Path("."))
     try:
         chosen = select(*selection(args, config))
     except UnknownRule as exc:

@@ -112,9 +112,13 @@ def discover(paths: Iterable[str], root: Path, exclude: Iterable[str] = ()) -> D
 
     for raw in paths:
         p = Path(raw)
-        if not p.exists() and not p.is_symlink():
-            raise PathMissing(f"path does not exist: {raw}")
-        if p.is_dir():
+        try:
+            os.lstat(p)
+        except FileNotFoundError:
+            raise PathMissing(f"path does not exist: {raw}") from None
+        except OSError:
+            pass  # in an unreadable folder: reported below, for this path
+        if os.path.isdir(p):  # False, not an error, where it cannot be looked at
             walk(p)
             continue
         problem = file_problem(p)

@@ -101,11 +101,17 @@ class FixOutcome:
         """Unified diff of every changed file (``--diff``)."""
         out: list[str] = []
         for path, (old, new) in sorted(self.changed.items()):
-            a = _decode(old)[0].splitlines(keepends=True)
-            b = _decode(new)[0].splitlines(keepends=True)
+            a, b = _patch_lines(_decode(old)[0]), _patch_lines(_decode(new)[0])
             for line in difflib.unified_diff(a, b, f"a/{path}", f"b/{path}"):
                 out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
         return "".join(out)
+
+
+def _patch_lines(text: str) -> list[str]:
+    """Lines as diff and patch count them: ended by "\n" only (a form feed, U+2028 or U+0085 is
+    part of its line, as for Python; str.splitlines would cut there and shift every hunk)."""
+    lines = text.split("\n")
+    return [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
 
 
 def _decode(data: bytes) -> tuple[str, str]:
@@ -125,7 +131,11 @@ class Source:
         self.path = path
         self.data = data
         self.text, self.encoding = _decode(data)
-        self.wrapper = MetadataWrapper(cst.parse_module(self.text))
+        module = cst.parse_module(self.text)
+        if self.text.endswith("\r") and not module.has_trailing_newline:
+            # libcst only takes "\n" for a file's last newline: a CR-only file would lose its own
+            module = module.with_changes(has_trailing_newline=True)
+        self.wrapper = MetadataWrapper(module)
         self.module = self.wrapper.module  # positions and parents refer to this tree's nodes
         self._positions = self.wrapper.resolve(PositionProvider)
         self._parents = self.wrapper.resolve(ParentNodeProvider)

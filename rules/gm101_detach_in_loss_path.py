@@ -20,7 +20,8 @@ NO_GRAD = ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad",
 CUTS = ("detach", "detach_")
 # Each judgement follows the function's data flow (linear in its size): a generated function with
 # thousands of stop-gradients (one 180 KB line of `model(a).detach()`) would make the stage
-# quadratic. Real training code has a handful; past these many the rest go unjudged.
+# quadratic. Real training code has a handful; past these many the rest go unjudged, and the
+# file is reported as truncated (an `errors` entry), never silently.
 MAX_CUTS_PER_FUNCTION = 128
 MAX_CUTS_PER_STATEMENT = 8  # each judgement also scans its statement's calls
 
@@ -392,11 +393,14 @@ review that the value was not meant to be a frozen target.
         for fn in list(project.functions.values()):
             if fn.class_name and df.is_autograd_function(project, fn.class_name):
                 continue  # a custom autograd.Function defines its gradient by hand
-            judged = 0
+            judged = skipped = 0
             for stmt in df.statements(fn):
                 budget = min(MAX_CUTS_PER_STATEMENT, MAX_CUTS_PER_FUNCTION - judged)
                 for call in stmt.calls:
-                    if call.method in CUTS and not call.args and call.receiver and budget > 0:
+                    if call.method in CUTS and not call.args and call.receiver:
+                        if budget <= 0:
+                            skipped += 1
+                            continue
                         budget -= 1
                         judged += 1
                         found = cls._judge(project, fn, stmt, call, f"`{call.receiver}.{call.method}()`",
@@ -417,6 +421,13 @@ review that the value was not meant to be a frozen target.
                             if found:
                                 findings.append(found)
                             break
+            if skipped:
+                local = fn.qualname.removeprefix(fn.module + ".")
+                where = "at module level" if local == "<module>" else f"in `{local}`"
+                project.truncate(fn.path, (
+                    f"GM101 judged {judged} of the {judged + skipped} `.detach()` calls {where} "
+                    f"(at most {MAX_CUTS_PER_STATEMENT} per statement and {MAX_CUTS_PER_FUNCTION} "
+                    "per function keep the cross-file stage linear in the file's size)"))
         for facts, fact in project.rule_facts(cls.code):
             if fact[0] != "data":
                 continue

@@ -21,3 +21,18 @@ def run_cli(*args: str, cwd: Path, input_env: dict | None = None, timeout: float
 @pytest.fixture
 def cli():
     return run_cli
+
+
+
+def unprivileged(cmd: list[str]) -> list[str]:
+    """``cmd`` bound by permission bits. Root ignores them (CAP_DAC_OVERRIDE): as root, ``cmd``
+    runs in a user namespace of its own (``unshare --user``), without root's capabilities over
+    the files here but still their owner, so a folder's mode binds it as it binds its owner."""
+    return ["unshare", "--user", *cmd] if os.geteuid() == 0 else cmd
+
+
+def run_cli_unprivileged(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HOME": str(cwd), "XDG_CACHE_HOME": str(cwd / ".cache")}
+    env.pop("GM_AUDIT_DEBUG", None)
+    return subprocess.run(unprivileged([sys.executable, "-m", "auditor", *args]), cwd=cwd,
+                          env=env, capture_output=True, text=True, timeout=120)

@@ -75,3 +75,109 @@ def test_static_score_runs_and_prints_its_tables(tmp_path: Path, capsys: pytest.
     assert len(report["mutants"]) == 3
     assert all(isinstance(m["hit"], bool) and m["truth"] for m in report["mutants"])
     assert report["timing"][corpus.FIXTURE]["mutants"] == 3
+
+
+# a training loop of the usual DGL shape: graph methods and a feature-dict pop beside the model's
+# encoder/decoder calls, and a loss module; the optimizer is built over the model
+ENCODER_DECODER = """\
+import torch
+
+
+def main(g, model):
+    opt = torch.optim.Adam(model.parameters())
+    crit = torch.nn.MSELoss()
+    for epoch in range(3):
+        model.train()
+        g = g.add_self_loop()
+        x = g.ndata.pop("feat")
+        h = model.encoder(g, x)
+        out = model.decoder(g, h)
+        loss = crit(out, x)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+# the model returns the loss's only graph through a criterion handed in as an argument
+SINGLE_SOURCE = """\
+import torch
+
+
+def train(model, crit, g, y, opt):
+    model.train()
+    for step in range(3):
+        loss = crit(model(g, g.ndata["feat"]), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+
+def _mutants(tmp_path: Path, program: str, rules: list[str]):
+    (tmp_path / "train.py").write_text(program)
+    return generate("toy", tmp_path, rules, cap=10)
+
+
+def test_forward_sites_are_module_calls_not_graph_methods(tmp_path: Path) -> None:
+    from benchmarks.ecosystem.mutators.base import Source
+    from benchmarks.ecosystem.mutators.structure import forward_sites
+    src = Source("train.py", ENCODER_DECODER)
+    assert [src.code(call.func) for _, call, _ in forward_sites(src)] == ["model.decoder", "model.encoder"]
+
+
+def test_detach_only_where_another_gradient_reaches_the_loss(tmp_path: Path) -> None:
+    # detaching the encoder's output leaves the decoder training (silent); detaching the
+    # decoder's, or the single model call's, leaves the loss without a graph (a crash)
+    found = _mutants(tmp_path, ENCODER_DECODER, ["GM101"])
+    assert [m.description for m in found if m.operator == "gm101.detach-module-output"] == [
+        "`.detach()` on `model.encoder(...)` on the loss path"]
+    assert not [m for m in _mutants(tmp_path, SINGLE_SOURCE, ["GM101"])
+                if m.operator == "gm101.detach-module-output"]
+
+
+def test_eval_before_the_loop_switches_the_model_not_the_criterion(tmp_path: Path) -> None:
+    found = [m for m in _mutants(tmp_path, SINGLE_SOURCE, ["GM201"]) if m.operator == "gm201.eval-before-loop"]
+    assert [m.description for m in found] == ["`model` switched to eval mode before the loop"]
+    assert "    model.eval()\n    for step" in found[0].files["train.py"]
+
+
+def test_coverage_counts_the_repositories_each_operator_applies_to(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    # three repositories with the loop, one without: operators of the loop apply to 3
+    for name, program in [("a", ENCODER_DECODER), ("b", ENCODER_DECODER), ("c", ENCODER_DECODER),
+                          ("d", "import torch\n")]:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "train.py").write_text(program)
+    monkeypatch.setattr(corpus, "CORPUS", tmp_path)
+    assert static_score.main(["--coverage", "--repos", "a", "b", "c", "d"]) == 1
+    printed = capsys.readouterr().out.splitlines()
+    rows = {line.split()[0]: line.split()[1:] for line in printed if line.startswith("gm")}
+    assert rows["gm101.detach-module-output"] == ["3", "1", "1", "1", "0"]
+    assert rows["gm104.drop-zero-grad"][0] == "3"
+    # nothing here loads a checkpoint: no GM601 operator applies
+    summary = printed[-1]
+    assert summary.startswith("rules without") and "GM601" in summary and "GM104" not in summary
+
+
+def test_summary_puts_static_recall_and_precision_in_one_table(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from benchmarks.ecosystem import report, summary
+    static = tmp_path / "static.json"
+    assert static_score.main(["--repos", corpus.FIXTURE, "--rules", "GM104",
+                              "--max-mutants", "2", "--json", str(static)]) == 0
+    repo = SMALL[0]
+    precision = tmp_path / "precision.json"
+    assert report.main([repo, "--json", str(precision)]) == 0
+    capsys.readouterr()
+    assert summary.main(["--static", str(static), "--precision", str(precision)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == f"| rule | fixture | {repo.split('+')[-1]} | all |"
+    found = json.loads(static.read_text())["recall"]["GM104"][corpus.FIXTURE]
+    row = next(line for line in printed if line.startswith("| GM104 |"))
+    assert row.split(" | ")[1] == f"{found[0]}/{found[1]} · – · –"
+    judged = json.loads(precision.read_text())["by_repo"][repo]
+    for rule, counts in judged.items():
+        tp, benign = counts.get("true_positive", 0), counts.get("benign", 0)
+        if tp + benign:
+            cell = next(line for line in printed if line.startswith(f"| {rule} |")).split(" | ")[2]
+            assert cell.endswith(f" · {tp}/{tp + benign}")

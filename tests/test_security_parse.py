@@ -1,4 +1,5 @@
-"""Native crashes of the parser cost the file that caused them, never the run."""
+"""Native crashes of the parser, and analyses that hang, cost the file that caused them, never
+the run, and leave no process behind."""
 
 import json
 import os
@@ -6,9 +7,10 @@ import signal
 import time
 from pathlib import Path
 
+from auditor.config import Config
 from auditor.registry import all_rules
-from auditor.static import engine
-from auditor.static.isolate import map_surviving, run_isolated
+from auditor.static import engine, isolate
+from auditor.static.isolate import Lost, map_bounded, run_isolated
 from auditor.static.nesting import MAX_DEPTH, nesting_depth
 
 NESTED_CALLS = "z = " + "g(" * 3000 + "1" + ")" * 3000 + "\n"  # segfaults libcst's parser
@@ -25,15 +27,63 @@ def _die_on_three(n: int) -> int:
     return n * 10
 
 
-def test_a_dying_child_answers_none_and_the_pool_survives_a_dying_worker():
+def test_a_dying_or_hanging_job_is_lost_alone_and_the_pool_goes_on():
     assert run_isolated(_die_on_three, 2) == 20
-    assert run_isolated(_die_on_three, 3) is None
+    crashed = run_isolated(_die_on_three, 3)
+    assert isinstance(crashed, Lost) and crashed.reason == "crashed"
     started = time.monotonic()
-    assert run_isolated(_die_on_three, 4, timeout=0.5) is None  # a hang is killed
+    hung = run_isolated(_die_on_three, 4, timeout=0.5)  # a hang is killed
+    assert isinstance(hung, Lost) and hung.reason == "timeout" and hung.seconds >= 0.5
     assert time.monotonic() - started < 5
-    jobs = [n for n in range(40) if n != 4]
-    answers = dict(map_surviving(_die_on_three, jobs, workers=2))
-    assert answers == {n: (None if n == 3 else n * 10) for n in jobs}
+    started = time.monotonic()
+    answers = dict(map_bounded(_die_on_three, list(range(40)), workers=2, timeout=2))
+    assert time.monotonic() - started < 20  # the hang cost its 2 s, the pool went on meanwhile
+    assert {n: a.reason for n, a in answers.items() if isinstance(a, Lost)} == {3: "crashed", 4: "timeout"}
+    assert {n: a for n, a in answers.items() if n not in (3, 4)} == {n: n * 10 for n in range(40) if n not in (3, 4)}
+    assert _children() == set()  # the killed workers were reaped, the others stopped
+
+
+def _children() -> set[int]:
+    mine = str(os.getpid())
+    out = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                if fh.read().rsplit(")", 1)[1].split()[1] == mine:
+                    out.add(int(pid))
+        except (OSError, IndexError):
+            continue
+    return out
+
+
+def test_a_file_whose_analysis_hangs_is_reported_and_the_run_goes_on(tmp_path, monkeypatch):
+    """The real static pass and worker pool, with an analysis that genuinely blocks (in the
+    forked workers) on one file: that file is a GM000 and its worker is killed."""
+    real = engine.analyze_source
+    pids = tmp_path / "hung.pid"
+
+    def analyze_source(path, abspath, data, codes, force=False, expendable=False):
+        if path == "hang.py":
+            pids.write_text(str(os.getpid()))
+            signal.pause()
+        return real(path, abspath, data, codes, force=force, expendable=expendable)
+
+    monkeypatch.setattr(engine, "analyze_source", analyze_source)
+    monkeypatch.setattr(isolate, "FILE_SECONDS", 2.0)
+    monkeypatch.chdir(tmp_path)
+    for i in range(12):  # enough files for the worker pool with jobs=2
+        (tmp_path / f"ok{i}.py").write_text("import torch\nx = torch.load('a')\n")
+    (tmp_path / "hang.py").write_text("import torch\nx = torch.load('a')\n")
+    started = time.monotonic()
+    result = engine.run_check(["."], Config(root=tmp_path), list(all_rules().values()), jobs=2,
+                              use_cache=False)
+    assert time.monotonic() - started < 30
+    assert [(f.path, f.rule, f.message) for f in result.findings if f.path == "hang.py"] == [
+        ("hang.py", "GM000", "file could not be analysed: analysis took too long (stopped after 2 s)")]
+    assert sum(f.rule == "GM602" for f in result.findings) == 12
+    hung = int(pids.read_text())
+    assert not Path(f"/proc/{hung}").exists()  # killed and reaped
+    assert _children() == set()
 
 
 def test_depth_estimate_is_linear_and_small_for_real_code():
@@ -49,7 +99,7 @@ def test_a_parser_crash_is_reported_gm000_not_fatal(tmp_path, monkeypatch):
     monkeypatch.setattr(engine, "MAX_DEPTH", 10**9)
     res = engine.analyze_source("deep.py", tmp_path / "deep.py", CRASHING.encode(), tuple(all_rules()))
     assert [(f.rule, f.message) for f in res.findings] == [
-        ("GM000", "file could not be parsed: too deeply nested to analyse (the parser crashed or hung on it)")]
+        ("GM000", "file could not be parsed: too deeply nested to analyse (the parser crashed on it)")]
 
 
 def test_deep_files_are_gm000_serially_and_in_parallel(tmp_path, cli):

@@ -2,6 +2,8 @@
 their suppressions, and a malformed suppression silences nothing (GM001)."""
 
 import json
+import subprocess
+import sys
 
 
 def check(cli, root, *extra):
@@ -36,3 +38,29 @@ def test_malformed_suppressions_suppress_nothing_and_are_reported(tmp_path, cli)
     found = [(f["rule"], f["line"], f["message"]) for f in check(cli, tmp_path)["findings"]]
     assert [(r, n) for r, n, _ in found] == [("GM001", 2), ("GM602", 2), ("GM001", 3), ("GM602", 3)]
     assert found[0][2] == "malformed suppression `# gm-audit: ignore[GM602;GM101]` suppresses nothing"
+
+
+def test_diff_of_a_fix_applies_to_files_with_odd_line_breaks(tmp_path, cli):
+    """`--diff` counts lines as patch does: form feed, U+2028 and U+0085 inside a line, CR-only
+    files, CRLF. What `git apply` makes of the diff is what `--fix` writes."""
+    sources = {
+        "odd.py": "import torch\n\x0c\nx = 1  # \u2028 \x85 not line ends\nstate = torch.load('a')\n",
+        "mac.py": "import torch\r\rstate = torch.load('a')\r",
+        "dos.py": "import torch\r\n\r\nstate = torch.load('a')\r\n",
+    }
+    for name, text in sources.items():
+        (tmp_path / name).write_bytes(text.encode())
+    # bytes as written: text mode would turn the CRs of the diff into newlines
+    proc = subprocess.run([sys.executable, "-m", "auditor", "--no-cache", "--diff", "."], cwd=tmp_path,
+                          capture_output=True, timeout=120)
+    assert proc.returncode == 1 and b"Traceback" not in proc.stderr, proc.stderr
+    (tmp_path / "fix.patch").write_bytes(proc.stdout)
+    applied = subprocess.run(["git", "apply", "-p1", "fix.patch"], cwd=tmp_path, capture_output=True, text=True)
+    assert applied.returncode == 0, applied.stderr
+    patched = {name: (tmp_path / name).read_bytes() for name in sources}
+    for name, text in sources.items():
+        (tmp_path / name).write_bytes(text.encode())
+    cli("--no-cache", "--fix", ".", cwd=tmp_path)
+    fixed = {name: (tmp_path / name).read_bytes() for name in sources}
+    assert patched == fixed
+    assert all(b"weights_only=True" in data for data in fixed.values())

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -40,6 +41,7 @@ from auditor.probe.command import _resolve_executable
 from auditor.probe.evidence import Evidence
 from auditor.probe.launch import (
     RunOutcome, prepare, pymp_dirs, remove_new_pymp, run_command, stop_programs_on_signals,
+    stop_signal,
 )
 from auditor.reports import Report
 
@@ -207,8 +209,19 @@ def _flagged_but_agreeing(static: list[Finding], cand: Run, steps: int) -> Optio
     return f"no divergence, but the static pass flags {len(static)} finding(s): {listed}; {advice}"
 
 
+def _interrupted(ref: Run, cand: Run) -> Optional[dict[str, Any]]:
+    """The run facts of a diff stopped by a signal (reports mark it like a crashed probe run)."""
+    if not stop_signal():
+        return None
+    steps = min(ref.steps, cand.steps)
+    return {"stopped": "interrupted", "exit": None,
+            "summary": f"interrupted by {signal.Signals(stop_signal()).name} after {steps} step(s) "
+                       "recorded by both runs; every process stopped, the report compares what "
+                       "was recorded until then"}
+
+
 def _text(stages: list, first: Optional[dict], runs: dict, tol: Tolerance,
-          notes: list[str]) -> list[str]:
+          notes: list[str], interrupted: Optional[dict] = None) -> list[str]:
     lines = []
     for role in ("reference", "candidate"):
         r = runs[role]
@@ -227,7 +240,12 @@ def _text(stages: list, first: Optional[dict], runs: dict, tol: Tolerance,
             lines.append(f"      … {len(s['items']) - TOP_ITEMS} more")
     lines.append("")
     lines.extend(f"diff note: {n}" for n in notes)
-    if first is None:
+    if interrupted is not None:
+        lines.append(f"diff: {interrupted['summary']}")
+    if first is None and interrupted is not None:
+        lines.append("diff: verdict: none — no divergence in what both runs recorded before they "
+                     "were interrupted")
+    elif first is None:
         lines.append("diff: verdict: no divergence — the runs agree at every stage")
     else:
         where = f" at {first['path']}:{first['line']}" if first.get("path") else ""
@@ -252,11 +270,12 @@ def run_diff_command(args: argparse.Namespace, config: Config, rules: list, fail
     ref, cand = Run("reference", opts["cmds"][0]), Run("candidate", opts["cmds"][1])
     with stop_programs_on_signals(), ThreadPoolExecutor(max_workers=2) as pool:
         list(pool.map(lambda r: _execute(r, opts, watch, cwd), (ref, cand)))
+    interrupted = _interrupted(ref, cand)
     # a crash says more than a run that merely never trained: report it first
     failures = sorted(((run, _failure(run)) for run in (ref, cand)),
                       key=lambda x: bool(x[0].outcome and x[0].outcome.exit_code == 0))
     for run, why in failures:
-        if why:
+        if why and interrupted is None:
             tail = run.outcome.tail if run.outcome else []
             print(f"gm-audit diff: the {run.role} run `{' '.join(run.cmd)}` {why}", file=sys.stderr)
             for t in tail[-12:]:
@@ -264,12 +283,14 @@ def run_diff_command(args: argparse.Namespace, config: Config, rules: list, fail
             return EXIT_ERROR
     tol = opts["tol"]
     uses_cuda = any(d.startswith("cuda") for r in (ref, cand) for d in r.evidence.devices)
-    if opts["calibrate"] or uses_cuda:
+    if (opts["calibrate"] or uses_cuda) and interrupted is None:
         again = [Run(r.role, r.cmd) for r in (ref, cand)]
         with stop_programs_on_signals(), ThreadPoolExecutor(max_workers=2) as pool:
             list(pool.map(lambda r: _execute(r, opts, watch, cwd), again))
-        noise = max(self_noise(r.snapshot, a.snapshot) for r, a in zip((ref, cand), again))
-        tol = Tolerance(max(tol.atol, 10 * noise), tol.rtol)
+        interrupted = _interrupted(ref, cand)
+        if interrupted is None:  # a calibration cut short measures nothing
+            noise = max(self_noise(r.snapshot, a.snapshot) for r, a in zip((ref, cand), again))
+            tol = Tolerance(max(tol.atol, 10 * noise), tol.rtol)
     results, first = compare_runs(ref.snapshot, cand.snapshot, tol)
     by_code = {r.code: r for r in rules}
     findings: list[Finding] = []
@@ -292,11 +313,17 @@ def run_diff_command(args: argparse.Namespace, config: Config, rules: list, fail
         notes.append(flagged)
     extra: dict[str, Any] = {"first_divergence": first_json, "stages": stages, "runs": runs,
                              "tolerance": {"atol": tol.atol, "rtol": tol.rtol}, "notes": notes}
+    if interrupted is not None:
+        extra["run"] = interrupted
     if args.format == "text":
-        extra = {"text_sections": _text(stages, first_json, runs, tol, notes)}
+        extra = {"text_sections": _text(stages, first_json, runs, tol, notes, interrupted)}
     report = Report("diff", findings, static.errors, static.files, time.perf_counter() - start,
                     extra=extra)
+    if interrupted is not None and args.format != "text":
+        print(f"gm-audit diff: {interrupted['summary']}", file=sys.stderr)
     code = emit(report, args, fail_on)
+    if interrupted is not None:  # the shell's convention: 130 for Ctrl-C, 143 for SIGTERM
+        return 128 + stop_signal()
     if args.exit_zero:
         return EXIT_CLEAN
     return EXIT_DIVERGED if first is not None else (code if code == EXIT_ERROR else EXIT_CLEAN)

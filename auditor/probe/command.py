@@ -18,7 +18,8 @@ from auditor.findings import Finding, Severity
 from auditor.probe.charts import parameter_gradients, reconstruction_view
 from auditor.probe.evidence import Evidence
 from auditor.probe.launch import (
-    RunOutcome, prepare, pymp_dirs, remove_new_pymp, run_command, stop_programs_on_signals, tail,
+    RunOutcome, prepare, pymp_dirs, remove_new_pymp, run_command, stop_programs_on_signals,
+    stop_signal, tail,
 )
 from auditor.probe.verdicts import decide, gradient_flow, runtime_findings
 from auditor.registry import select_runtime_checks
@@ -75,8 +76,9 @@ def resolve_options(args: argparse.Namespace, config: Config) -> dict[str, Any]:
 
 
 def classify(outcome: RunOutcome, evidence: Evidence) -> str:
-    """budget | exit | crash | timeout | error, from the process outcome and the evidence."""
-    if outcome.stopped in ("timeout", "error"):
+    """budget | exit | crash | timeout | interrupted | error, from the process outcome and the
+    evidence."""
+    if outcome.stopped in ("timeout", "interrupted", "error"):
         return outcome.stopped
     if any(r.status == "budget" for r in evidence.runs):
         return "budget"
@@ -89,7 +91,8 @@ def classify(outcome: RunOutcome, evidence: Evidence) -> str:
 def run_facts(outcome: RunOutcome, evidence: Evidence, stopped: str, opts: dict) -> dict:
     steps = evidence.total_steps
     devices = evidence.devices or (["cpu"] if opts["device"] == "cpu" else [])
-    errors = [r.error for r in evidence.runs if r.error]
+    # what stopped an interrupted run is gm-audit's signal, whatever the program made of it
+    errors = [r.error for r in evidence.runs if r.error and stopped != "interrupted"]
     return {
         "command": " ".join(shlex.quote(c) for c in opts["cmd"]),
         "steps": steps,
@@ -110,6 +113,9 @@ def describe(stopped: str, run: dict, opts: dict) -> str:
         return f"stopped after {n} step(s) (step budget {opts['budget']})"
     if stopped == "timeout":
         return f"timed out after {opts['timeout']:g} s ({n} step(s) observed); every process killed"
+    if stopped == "interrupted":
+        return (f"{run['error']} after {n} step(s); every process stopped, the report holds what "
+                "was gathered until then")
     if stopped == "error":
         return f"could not run the command: {run['error']}"
     if stopped == "crash":
@@ -207,6 +213,8 @@ def run_probe_command(args: argparse.Namespace, config: Config, rules: list, fai
     if probe_failed(run) and args.format != "text":
         print(f"gm-audit probe: {summary}", file=sys.stderr)
     code = emit(report, args, fail_on)
+    if stopped == "interrupted":  # the shell's convention: 130 for Ctrl-C, 143 for SIGTERM
+        return 128 + stop_signal()
     if probe_failed(run) and code == 0 and not args.exit_zero:
         return EXIT_ERROR
     return code

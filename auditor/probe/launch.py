@@ -72,7 +72,8 @@ _gm_audit_chain()
 
 @dataclass
 class RunOutcome:
-    """How the command ended. ``stopped``: budget | exit | crash | timeout | error (not started)."""
+    """How the command ended. ``stopped``: exit | timeout | interrupted (gm-audit was told to
+    stop: :func:`stop_signal`) | error (not started)."""
 
     stopped: str
     exit_code: Optional[int]
@@ -108,34 +109,38 @@ def prepare(run_dir: Path, cwd: Path, steps: str, watch: Sequence[tuple[str, int
     return env
 
 
-class Terminated(KeyboardInterrupt):
-    """gm-audit itself was told to stop (SIGTERM, SIGHUP, Ctrl-C): the programs it runs are
-    stopped first, then this unwinds the command like Ctrl-C (run folders removed)."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
 _LIVE: set[int] = set()  # process groups of the commands running now (diff runs two at once)
 _STARTING = threading.Lock()  # a command being started is never taken for an orphan
 PR_SET_CHILD_SUBREAPER = 36
+_stop_signal = 0  # the signal gm-audit was told to stop by (0: none), while programs run
+
+
+def stop_signal() -> int:
+    """The signal (SIGTERM, SIGHUP, SIGINT) that stopped the programs of the current command,
+    or 0: the command then reports what it gathered, marked interrupted, and exits 128 + it."""
+    return _stop_signal
 
 
 @contextlib.contextmanager
 def stop_programs_on_signals() -> Iterator[None]:
     """In the main thread, around a command that runs programs: SIGTERM/SIGHUP (``timeout``, a
     cancelled CI job, a closed SSH session) and SIGINT stop every running program's process
-    group, with a grace period, before gm-audit unwinds; by default they would kill gm-audit
-    at once and leave the training running, or (SIGINT in ``diff``) wait for its worker threads."""
+    group, with a grace period (the recorder writes its evidence on SIGTERM), and
+    :func:`run_command` then returns an ``interrupted`` outcome. By default they would kill
+    gm-audit at once and leave the training running, or (SIGINT in ``diff``) wait for its
+    worker threads."""
+    global _stop_signal
+
     def stop(signum: int, _frame: object) -> None:
+        global _stop_signal
+        _stop_signal = signum
         for pgid in list(_LIVE):
             _kill_group(pgid)
-        raise Terminated(signum)
 
     if threading.current_thread() is not threading.main_thread():  # only there can handlers be set
         yield
         return
+    _stop_signal = 0
     wanted = [signal.SIGTERM, signal.SIGINT, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])]
     previous = {sig: signal.signal(sig, stop) for sig in wanted}
     try:
@@ -246,9 +251,11 @@ def run_command(cmd: Sequence[str], env: dict[str, str], cwd: Path, timeout: flo
                               f"cannot start {cmd[0]!r}: {exc.strerror or exc}")
         try:
             while True:
+                if _stop_signal:  # also when the signal came before this program started
+                    _kill_group(proc.pid)
                 try:
                     code = proc.wait(timeout=min(TICK_S, max(0.0, start + timeout - time.monotonic())))
-                    stopped = "exit"
+                    stopped = "interrupted" if _stop_signal else "exit"
                     break
                 except subprocess.TimeoutExpired:
                     if time.monotonic() >= start + timeout:
@@ -266,7 +273,8 @@ def run_command(cmd: Sequence[str], env: dict[str, str], cwd: Path, timeout: flo
             _LIVE.discard(proc.pid)
             _kill_group(proc.pid)  # stragglers: DataLoader workers, children of a shell wrapper
             _kill_orphans(known)
-    return RunOutcome(stopped, code, time.monotonic() - start, tail(log))
+    message = f"interrupted by {signal.Signals(_stop_signal).name}" if stopped == "interrupted" else ""
+    return RunOutcome(stopped, code, time.monotonic() - start, tail(log), message)
 
 
 def pymp_dirs() -> set[str]:

@@ -1219,7 +1219,7 @@ def install() -> "Recorder | None":
             if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
                 def on_term(signum, frame):
                     rec.run["status"] = "signal"
-                    rec.guarded(rec.flush)(True)
+                    rec.guarded(rec.at_exit)()  # the diff's snapshot too: what was gathered
                     signal.signal(signal.SIGTERM, signal.SIG_DFL)
                     os.kill(os.getpid(), signal.SIGTERM)
 

@@ -40,17 +40,26 @@ class Report:
 
 
 def probe_failed(run: dict[str, Any]) -> bool:
-    """Did a probe run (``extra["run"]``) end by crash, timeout, launch error or an early
-    non-zero exit, rather than by its step budget or by finishing?"""
+    """Did a probe or diff run (``extra["run"]``) end by crash, timeout, interruption, launch
+    error or an early non-zero exit, rather than by its step budget or by finishing?"""
     stopped = run.get("stopped")
-    return stopped in ("crash", "timeout", "error") or (
+    return stopped in ("crash", "timeout", "interrupted", "error") or (
         stopped == "exit" and run.get("exit") not in (0, None))
 
 
 def failed_run(report: Report) -> Optional[dict[str, Any]]:
-    """The run facts of a probe report whose run failed (see :func:`probe_failed`), else None."""
+    """The run facts of a probe or diff report whose run failed (:func:`probe_failed`), else None."""
     run = (report.extra or {}).get("run")
     return run if isinstance(run, dict) and probe_failed(run) else None
+
+
+def no_divergence(extra: dict[str, Any]) -> str:
+    """What a diff report says when the runs did not diverge: an interrupted diff compared only
+    what both runs recorded until then."""
+    run = extra.get("run")
+    if isinstance(run, dict) and run.get("stopped") == "interrupted":
+        return "No divergence in what both runs recorded before they were interrupted."
+    return "The runs agree at every stage."
 
 
 def render(fmt: str, report: Report, color: Optional[bool] = None, statistics: bool = False,
@@ -72,8 +81,16 @@ def current_umask() -> int:
 
 
 def write_atomic(path: str, text: str) -> None:
-    """Readers never see a half-written report: temporary file in the same folder, then rename."""
+    """Readers never see a half-written report: temporary file in the same folder, then rename.
+
+    A target that exists and is not a regular file (``/dev/null``, ``/dev/stdout``, a FIFO a CI
+    step reads from) is written through instead: renaming over it would replace the device or
+    pipe with a plain file (as root, ``--output /dev/null`` would destroy ``/dev/null``)."""
     target = Path(path)
+    if target.exists() and not target.is_file():
+        with open(target, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+        return
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:

@@ -21,8 +21,9 @@ output it could read as points (the page says why)::
      "node": [0, 0, ..., 1, ...],             # optional: which masked node each point belongs to
      "step": 12, "module": "decoder", "masked": true}   # optional: where the sample comes from
 
-``extra["run"]``: the probe's run facts; a run that ``stopped`` as crash, timeout or error (or
-exited non-zero) gets a banner with ``extra["output_tail"]``, the program's last output lines.
+``extra["run"]``: the probe's run facts (a diff's when interrupted); a run that ``stopped`` as
+crash, timeout, interrupted or error (or exited non-zero) gets a banner with
+``extra["output_tail"]``, the program's last output lines.
 
 ``extra["stages"]`` and ``extra["first_divergence"]``: the diff's JSON (DESIGN section 6)::
 
@@ -49,7 +50,7 @@ from typing import Any, Optional
 
 from auditor import __version__
 from auditor.findings import Finding
-from auditor.reports import Report, failed_run, source_lines
+from auditor.reports import Report, failed_run, no_divergence, source_lines
 from auditor.reports.safe_text import printable
 
 STATUS_ORDER = ("confirmed", "runtime", "static", "unexercised", "outside", "refuted")
@@ -385,12 +386,12 @@ def unreadable_section(extra: dict[str, Any]) -> list[str]:
 
 
 def crash_banner(report: Report) -> list[str]:
-    """A probe run that did not end by the step budget or by itself: said first, with the
+    """A probe (or diff) run that did not end by the step budget or by itself: said first, with the
     program's last output, so a crashed run never reads as a clean one."""
     run = failed_run(report)
     if run is None:
         return []
-    out = [f'<div class="note crash" id="probe-crash"><b>The probe run did not complete</b>: '
+    out = [f'<div class="note crash" id="probe-crash"><b>The {esc(report.command)} run did not complete</b>: '
            f"{esc(run.get('summary') or run.get('stopped'))}. Findings marked unexercised may "
            "only mean the program stopped before reaching their lines."]
     tail = [t for t in report.extra.get("output_tail") or [] if isinstance(t, str)]
@@ -419,7 +420,7 @@ def stages_section(extra: dict[str, Any]) -> list[str]:
                    f"<code>{esc(first.get('name', '?'))}</code> — {esc(first.get('detail', ''))}"
                    f"{where}{rule}.</p>")
     else:
-        out.append("<p>The runs agree at every stage.</p>")
+        out.append(f"<p>{esc(no_divergence(extra))}</p>")
     out.append("<table><tr><th>stage</th><th>status</th><th>items</th></tr>")
     for s in stages:
         items = s.get("items") if isinstance(s.get("items"), list) else []

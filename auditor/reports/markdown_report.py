@@ -14,7 +14,7 @@ from collections import Counter
 from typing import Any
 
 from auditor.findings import Finding, Severity, Status
-from auditor.reports import Report, failed_run, source_lines
+from auditor.reports import Report, failed_run, no_divergence, source_lines
 from auditor.reports.safe_text import code_span, printable
 
 ICON = {"error": "🔴", "warning": "🟠", "info": "🔵"}
@@ -120,7 +120,7 @@ def divergence(extra: dict[str, Any]) -> list[str]:
         out.append(f"First divergence at stage **{first.get('stage', '?')}**: "
                    f"{code_span(str(first.get('name', '?')))} — {inline(str(first.get('detail', '')))}{where}{rule}")
     else:
-        out.append("The runs agree at every stage.")
+        out.append(no_divergence(extra))
     out += ["", "| stage | status | items |", "|---|---|---:|"]
     for s in stages:
         if isinstance(s, dict):
@@ -137,16 +137,17 @@ def is_prominent(f: Finding) -> bool:
 
 
 def crash_banner(report: Report) -> list[str]:
-    """A failed probe run, said before anything else: its findings are not a clean bill."""
+    """A failed or interrupted probe (or diff) run, said before anything else: its findings
+    are not a clean bill."""
     run = failed_run(report)
     if run is None:
         return []
-    out = ["> [!CAUTION]", f"> **The probe run did not complete**: "
+    out = ["> [!CAUTION]", f"> **The {report.command} run did not complete**: "
            f"{inline(str(run.get('summary') or run.get('stopped')))}. Findings marked unexercised "
            "may only mean the program stopped before reaching their lines."]
     tail = [t for t in report.extra.get("output_tail") or [] if isinstance(t, str)]
     if tail:
-        out += [">", "> ```text", *(f"> {t.replace('```', 'ˋˋˋ')}" for t in tail), "> ```"]
+        out += [">", "> ```text", *(f"> {printable(t).replace('```', 'ˋˋˋ')}" for t in tail), "> ```"]
     return [*out, ""]
 
 

@@ -170,7 +170,7 @@ def render(report: Report, root: Optional[Path] = None) -> str:
         tail = "\n".join(t for t in report.extra.get("output_tail") or [] if isinstance(t, str))
         notifications.append({
             "level": "error",
-            "message": {"text": f"probe: {crashed.get('summary') or crashed.get('stopped')}"
+            "message": {"text": f"{report.command}: {crashed.get('summary') or crashed.get('stopped')}"
                                 + (f"\nlast output of the program:\n{tail}" if tail else "")},
             "properties": {"stopped": crashed.get("stopped"), "exit": crashed.get("exit")},
         })

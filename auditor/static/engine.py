@@ -24,7 +24,7 @@ from auditor.static.cache import Cache, content_digest
 from auditor.static.collector import FactCollector
 from auditor.static.context import FileContext, module_name_for
 from auditor.static.facts import FileFacts
-from auditor.static.isolate import map_surviving, run_isolated
+from auditor.static.isolate import Lost, map_bounded, run_isolated
 from auditor.static.nesting import MAX_DEPTH, RISKY_DEPTH, nesting_depth
 from auditor.static.project import Project
 from auditor.static.reading import MAX_FILE_BYTES, read_source
@@ -90,13 +90,14 @@ def decode(data: bytes) -> str:
 def syntax_error_finding(
     path: str, line: int, column: int, message: str,
     fix: str = "fix the syntax error; gm-audit checked nothing else in this file",
+    failed: str = "parsed",
 ) -> Finding:
-    """GM000: the file could not be parsed (reported, never raised)."""
+    """GM000: the file could not be parsed (or analysed at all); reported, never raised."""
     message = message.strip().splitlines()[0] if message.strip() else "syntax error"
     return Finding(
         rule=PARSE_ERROR, name="syntax-error", severity=Severity.ERROR, path=path,
         line=line, column=column, end_line=line, end_column=column + 1,
-        message=f"file could not be parsed: {message}", fix=fix,
+        message=f"file could not be {failed}: {message}", fix=fix,
     )
 
 
@@ -142,7 +143,7 @@ def analyze_source(
             pass
         if summarise:
             depth, deepest = nesting_depth(text)
-            if depth <= RISKY_DEPTH:  # a risky file stays lazy: a crash must not cost its batch
+            if depth <= RISKY_DEPTH:  # a risky file stays lazy (a crash here would report a file no rule reads)
                 result.summary = _analyse_tree(FileResult(path=path, module=module), text, [], deepest).facts
         return result
     depth, deepest = nesting_depth(text)
@@ -150,8 +151,8 @@ def analyze_source(
         result.findings.append(too_deep_finding(path, deepest, f"about {depth} levels at line {deepest}"))
         return result
     if depth > RISKY_DEPTH and not expendable:
-        survived = run_isolated(_analyze_job, (path, str(abspath), data, tuple(codes), force, False))
-        return survived or _crashed(path, deepest)
+        answer = run_isolated(_analyze_job, (path, str(abspath), data, tuple(codes), force, False))
+        return _lost(path, deepest, answer) if isinstance(answer, Lost) else answer
     return _analyse_tree(result, text, wanted, deepest)
 
 
@@ -204,10 +205,17 @@ def _analyze_job(job: Job) -> FileResult:
                           summarise=summarise)
 
 
-def _crashed(path: str, line: int) -> FileResult:
-    """The answer for a file whose analysis killed its process: never retried in this one."""
+def _lost(path: str, line: int, lost: Lost) -> FileResult:
+    """The answer for a file whose analysis killed its process or ran past the time limit:
+    never retried in this process."""
     result = FileResult(path=path, module=module_name_for(Path(path)))
-    result.findings.append(too_deep_finding(path, line, "the parser crashed or hung on it"))
+    if lost.reason == "timeout":
+        result.findings.append(syntax_error_finding(
+            path, 1, 1, f"analysis took too long (stopped after {lost.seconds:.0f} s)",
+            fix="generated code? exclude it; gm-audit checked nothing else in this file",
+            failed="analysed"))
+    else:
+        result.findings.append(too_deep_finding(path, line, "the parser crashed on it"))
     return result
 
 
@@ -274,7 +282,6 @@ def run_check(
         return CheckResult(findings=findings, errors=sorted([*errors, *analysis_errors], key=lambda e: e.path),
                            files=total, seconds=time.perf_counter() - start, analysed=0,
                            cached=total)
-    computed: dict[str, FileResult] = {}
     for rel, p, data in contents:
         hit = cache.get(rel, digests[rel])
         if hit is not None:
@@ -292,23 +299,23 @@ def run_check(
     prepared: dict[str, FileFacts] = {}
     if jobs > 1 and len(todo) > 4 * jobs:
         todo = [(*job[:5], not cache.get(LAZY_PREFIX + job[0], digests[job[0]])) for job in todo]
-        answers = map_surviving(_analyze_job, todo, jobs)
+        answers = map_bounded(_analyze_job, todo, jobs)
     else:
         answers = ((job, analyze_source(job[0], Path(job[1]), job[2], codes)) for job in todo)
     for job, answer in answers:
-        res = answer or _crashed(job[0], 1)
+        res = _lost(job[0], 1, answer) if isinstance(answer, Lost) else answer
         if res.summary is not None:
             prepared[res.path] = res.summary
             cache.put(LAZY_PREFIX + res.path, digests[res.path], res.summary)
             res.summary = None
-        computed[res.path] = res
+        results[res.path] = res
         cache.put(res.path, digests[res.path], res)
         done += 1
         if progress:
             progress(done, total)
-    # every file in the order it was found, however the workers finished: rules see the same
-    # project on every run
-    results = {rel: computed[rel] if rel in computed else results[rel] for rel, _, _ in contents}
+    # the project sees files in discovery order, however the pool or the cache answered: some
+    # project-stage answers depend on it, and the same tree must give the same report
+    results = {rel: results[rel] for rel, _, _ in contents}
     abspaths = {job[0]: job[1] for job in todo}
 
     def load_skipped(rel: str) -> Optional[FileFacts]:
@@ -344,6 +351,8 @@ def run_check(
                 traceback.print_exc()
             errors.append(FileError("<project>", f"internal error in {rule.code}: {type(exc).__name__}: {exc}"))
 
+    errors += [FileError(path, "analysis truncated: " + "; ".join(whats))
+               for path, whats in project.truncated.items()]
     findings = apply_suppressions(findings, results, config, report_unused_ignores)
     findings = sorted(dedupe(findings), key=Finding.sort_key)
     cache.save()

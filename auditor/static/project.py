@@ -81,6 +81,9 @@ class Project:
         self._not_skipped: set[str] = set()
         self.graph: nx.DiGraph = nx.DiGraph()
         files = list(files)
+        # path -> what an analysis left unjudged there, and why (a cap that keeps it linear):
+        # reported with the file, never dropped in silence
+        self.truncated: dict[str, list[str]] = {}
         self._aliases = module_aliases(
             [(f.path, f.module) for f in files] + [(p, m) for m, p in self._skipped.items()]
         )
@@ -91,6 +94,10 @@ class Project:
         self._loading = False
         self._link_all()
         self._loading = True
+
+    def truncate(self, path: str, what: str) -> None:
+        """A rule gave up on part of ``path``: ``what`` it left unjudged, and why."""
+        self.truncated.setdefault(path, []).append(what)
 
     # -- building --------------------------------------------------------------------------------
     def _add(self, facts: FileFacts) -> None:

@@ -18,6 +18,9 @@ from typing import Optional, Sequence
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = Path(os.environ.get("GM_AUDIT_CORPUS", REPO.parent / "shared" / "corpus"))
 FIXTURE = "fixture"  # the bundled clean pipeline, scored beside the corpus repositories
+# seconds one `gm-audit check` of a repository may take (OpenHGNN's 336 files need more than the
+# default on a loaded machine)
+CHECK_TIMEOUT = float(os.environ.get("GM_ECOSYSTEM_CHECK_TIMEOUT", "900"))
 
 
 def repositories() -> list[str]:
@@ -57,13 +60,14 @@ def line_text(root: Path, path: str, line: int) -> str:
     return lines[line - 1].strip() if 0 < line <= len(lines) else ""
 
 
-def run_check(root: Path, extra: Sequence[str] = (), timeout: float = 900, cache: bool = False) -> dict:
+def run_check(root: Path, extra: Sequence[str] = (), timeout: Optional[float] = None,
+              cache: bool = False) -> dict:
     """``gm-audit check .`` in ``root``; the parsed JSON report. ``cache`` keeps gm-audit's
     per-file cache in ``root`` (only for writable copies: the corpus itself may be read-only)."""
     proc = subprocess.run(
         [sys.executable, "-m", "auditor", "check", ".", "--format", "json",
          *(() if cache else ("--no-cache",)), "--exit-zero", "--quiet", *extra],
-        cwd=root, capture_output=True, text=True, timeout=timeout,
+        cwd=root, capture_output=True, text=True, timeout=timeout or CHECK_TIMEOUT,
         env={**os.environ, "GM_AUDIT_DEBUG": ""},
     )
     if proc.returncode not in (0, 1):

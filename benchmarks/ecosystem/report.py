@@ -7,7 +7,7 @@ over true positives plus benign; debatable and untriaged ones are counted apart)
 
     python -m benchmarks.ecosystem.report            # report
     python -m benchmarks.ecosystem.report --update   # also add new findings as `untriaged`
-    python -m benchmarks.ecosystem.report --json out.json
+    python -m benchmarks.ecosystem.report --json out.json  # per rule, and per rule and repo
 """
 
 from __future__ import annotations
@@ -123,10 +123,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         for o in outcomes:
             update(o)
     if args.json:
-        table = {rule: dict(c, precision=precision(c)) for rule, c in
-                 precision_table(outcomes).items()}
+        def counts(of: Sequence[RepoOutcome]) -> dict[str, dict]:
+            return {rule: dict(c, precision=precision(c)) for rule, c in precision_table(of).items()}
         with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump({"repos": repos, "rules": table}, fh, indent=1)
+            json.dump({"repos": repos, "rules": counts(outcomes),
+                       "by_repo": {o.repo: counts([o]) for o in outcomes}}, fh, indent=1)
     return 0
 
 

@@ -3,6 +3,7 @@ repository and the bundled fixture, and how many benign twins are flagged.
 
     python -m benchmarks.ecosystem.static_score [--repos R ...] [--rules GM101 ...]
                                                 [--cap 3] [--max-mutants N] [--json FILE]
+    python -m benchmarks.ecosystem.static_score --coverage [--repos R ...] [--rules GM101 ...]
 
 A mutant is found when the check reports its rule at one of its truth lines, and that finding
 is not one the unmodified repository already has (same rule, file and line text). A benign twin
@@ -10,6 +11,10 @@ is flagged when its rule reports there at error or warning. Speed: each reposito
 once to a temp dir and checked once with gm-audit's per-file cache there; every mutant is then
 written over that copy, checked (only the mutated file is re-analysed, the cross-file stage is
 recomputed as always) and reverted.
+
+``--coverage`` checks nothing: for each operator, the sites it finds in each repository and the
+number of corpus repositories it applies to (issue 11 asks each rule for an operator that applies
+to at least three); a rule without one is named, and the exit status is 1.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from typing import Iterable, Optional, Sequence
 
 from benchmarks.ecosystem import corpus
 from benchmarks.ecosystem.mutant import Mutant, copy_tree
-from benchmarks.ecosystem.mutators import generate
+from benchmarks.ecosystem.mutators import generate, operators, sites
 
 FLAGGING = ("error", "warning")
 
@@ -71,13 +76,16 @@ def score_repo(repo: str, rules: Optional[Sequence[str]], cap: int,
         clean = {f.key for f in corpus.findings(work, report=corpus.run_check(work, cache=True))}
         warmed = time.perf_counter()
         out = []
-        for mutant in mutants:
+        for i, mutant in enumerate(mutants, 1):
             mutant.write(work)
             found = corpus.findings(work, report=corpus.run_check(work, cache=True))
             mutant.revert(source, work)
             out.append(Scored(mutant.id, repo, mutant.operator, mutant.rule, mutant.benign,
                               hit(mutant, found, clean), [(t.path, t.line) for t in mutant.truth],
                               mutant.description))
+            # a long run (OpenHGNN: minutes per mutant on a loaded machine) shows as it goes
+            print(f"  [{i}/{len(mutants)}] {mutant.id}: {'hit' if out[-1].hit else 'miss'}",
+                  file=sys.stderr, flush=True)
         end = time.perf_counter()
     return out, {"generate": generated - start, "warm_check": warmed - generated,
                  "mutant_checks": end - warmed, "mutants": len(mutants)}
@@ -105,6 +113,37 @@ def render(table: dict[str, dict[str, list[int]]], repos: Sequence[str], title: 
     return "\n".join(lines)
 
 
+MIN_REPOS = 3  # corpus repositories each rule needs an operator for (issue 11's acceptance)
+
+
+def coverage(repos: Sequence[str], rules: Optional[Sequence[str]]) -> dict[str, dict[str, int]]:
+    """operator -> repo -> sites it finds there (before any cap)."""
+    table: dict[str, dict[str, int]] = {op.name: {} for op in operators(rules)}
+    with tempfile.TemporaryDirectory(prefix="gm-coverage-") as tmp:
+        for repo in repos:
+            for name, found in sites(repo, source_root(repo, Path(tmp)), rules).items():
+                table[name][repo] = len(found)
+    return table
+
+
+def render_coverage(table: dict[str, dict[str, int]], repos: Sequence[str]) -> tuple[str, list[str]]:
+    """The coverage table, and the rules no operator of which applies to MIN_REPOS corpus repos."""
+    short = [r.split("+")[-1][:12] for r in repos]
+    lines = ["Sites per operator (corpus repositories it applies to)",
+             f"{'operator':<32}{'repos':>6}" + "".join(f"{s:>14}" for s in short)]
+    best: dict[str, int] = {}
+    for op in operators():
+        if op.name not in table:
+            continue
+        applies = sum(1 for r in repos if r != corpus.FIXTURE and table[op.name].get(r))
+        best[op.rule] = max(best.get(op.rule, 0), 0 if op.benign else applies)
+        lines.append(f"{op.name:<32}{applies:>6}" + "".join(f"{table[op.name].get(r, 0):>14}" for r in repos))
+    short_of = sorted(rule for rule, n in best.items() if n < MIN_REPOS)
+    lines.append(f"rules without a bug operator applying to {MIN_REPOS}+ corpus repositories: "
+                 + (", ".join(short_of) or "none"))
+    return "\n".join(lines), short_of
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repos", nargs="*", help="corpus folders and/or 'fixture' (default: all)")
@@ -112,8 +151,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--cap", type=int, default=3, help="sites per operator per repository")
     parser.add_argument("--max-mutants", type=int, help="mutants per repository at most")
     parser.add_argument("--json", type=Path, help="write every mutant's result here")
+    parser.add_argument("--coverage", action="store_true",
+                        help="only count each operator's sites per repository (no checks)")
     args = parser.parse_args(argv)
     repos = args.repos or [*corpus.repositories(), corpus.FIXTURE]
+    if args.coverage:
+        text, short_of = render_coverage(coverage(repos, args.rules), repos)
+        print(text)
+        return 1 if short_of else 0
     scored: list[Scored] = []
     timing = {}
     for repo in repos:

@@ -42,14 +42,18 @@ def _rank(key: str) -> str:
     return hashlib.blake2b(key.encode(), digest_size=8).hexdigest()
 
 
-def generate(repo: str, root: Path, rules: Optional[Iterable[str]] = None, cap: int = 3) -> list[Mutant]:
-    """The mutants of ``root`` (a checkout of ``repo``), at most ``cap`` per operator."""
+Site = tuple[str, Source, Edit]  # (stable id, the parsed file, the edit there)
+
+
+def sites(repo: str, root: Path, rules: Optional[Iterable[str]] = None) -> dict[str, list[Site]]:
+    """Every site of every operator in ``root`` (a checkout of ``repo``), unapplied, in the
+    stable order ``generate`` keeps them in."""
     ops = operators(rules)
     files = {rel: (root / rel).read_text(encoding="utf-8", errors="replace") for rel in python_files(root)}
     seeded = seeded_families(iter(files.values()))
     # sites are ranked before they are applied: applying (a rewrite, a re-parse, a diff) is
     # the expensive part, and only ``cap`` per operator are kept
-    sites: dict[str, list[tuple[str, Source, Edit]]] = {op.name: [] for op in ops}
+    found: dict[str, list[Site]] = {op.name: [] for op in ops}
     for rel, text in files.items():
         wanted = [op for op in ops if any(n in text for n in op.needs)]
         if not wanted:
@@ -60,10 +64,16 @@ def generate(repo: str, root: Path, rules: Optional[Iterable[str]] = None, cap: 
             continue  # a file the corpus ships broken is GM000's business, not a site
         for op in wanted:
             for index, edit in enumerate(op.find(src)):
-                sites[op.name].append((f"{repo}:{op.name}:{rel}:{index}", src, edit))
+                found[op.name].append((f"{repo}:{op.name}:{rel}:{index}", src, edit))
+    return {name: sorted(ss, key=lambda site: _rank(site[0])) for name, ss in found.items()}
+
+
+def generate(repo: str, root: Path, rules: Optional[Iterable[str]] = None, cap: int = 3) -> list[Mutant]:
+    """The mutants of ``root`` (a checkout of ``repo``), at most ``cap`` per operator."""
+    found = sites(repo, root, rules)
     chosen = []
-    for op in ops:
-        for key, src, edit in sorted(sites[op.name], key=lambda site: _rank(site[0]))[:cap]:
+    for op in operators(rules):
+        for key, src, edit in found[op.name][:cap]:
             applied = apply(src, edit)
             chosen.append(Mutant(
                 id=key, repo=repo, operator=op.name, rule=op.rule, benign=op.benign,

@@ -8,7 +8,8 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from benchmarks.ecosystem.mutators.base import Edit, Operator, Source, insert_after
-from benchmarks.ecosystem.mutators.structure import forward_sites, loss_calls
+from benchmarks.ecosystem.mutators.structure import (assign_value, assigned_names, forward_sites,
+                                                     grad_survives_detach, loss_calls)
 
 
 def _detached(expr: cst.BaseExpression) -> cst.Call:
@@ -16,9 +17,15 @@ def _detached(expr: cst.BaseExpression) -> cst.Call:
 
 
 def detach_module_output(src: Source) -> Iterator[Edit]:
-    for _, call, stmt in forward_sites(src):
+    """Only where another module's gradient still reaches the loss: detaching the loss's only
+    source (``loss = model(g, x)``) makes ``backward`` raise instead of training silently."""
+    for tl, call, stmt in forward_sites(src):
         what = f"`.detach()` on `{src.code(call.func)}(...)` on the loss path"
         first = _first_unpacked(stmt, call)
+        whole = isinstance(stmt, cst.SimpleStatementLine) and assign_value(stmt) is call
+        detached = {first} if first else assigned_names(stmt) if whole else set()
+        if not grad_survives_detach(src, tl, call, detached):
+            continue
         if first is None:
             yield Edit({call: _detached(call)}, what)
         else:  # a tuple has no .detach(): detach the first output after unpacking

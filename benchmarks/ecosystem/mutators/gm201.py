@@ -5,12 +5,9 @@ from __future__ import annotations
 
 from typing import Iterator, Optional
 
-import libcst as cst
-
 from benchmarks.ecosystem.mutators.base import Edit, Operator, Source, insert_before, neutralise
-from benchmarks.ecosystem.mutators.structure import (TrainLoop, in_body, method_calls,
-                                                     module_calls_on_loss_path, scope_of,
-                                                     train_loops)
+from benchmarks.ecosystem.mutators.structure import (TrainLoop, forward_sites, in_body,
+                                                     method_calls, modules, scope_of, train_loops)
 
 
 def drop_train(src: Source) -> Iterator[Edit]:
@@ -28,11 +25,10 @@ def drop_train(src: Source) -> Iterator[Edit]:
 
 
 def _model(src: Source, tl: TrainLoop) -> Optional[str]:
-    """The model the loop trains: the receiver-free module call on its loss path."""
-    for call in module_calls_on_loss_path(src, tl):
-        if isinstance(call.func, (cst.Name, cst.Attribute)):
-            return src.code(call.func)
-    return None
+    """The model the loop trains: a module called itself (not a method of one) on its loss
+    path, other than a loss module."""
+    return next((src.code(call.func) for loop, call, _ in forward_sites(src)
+                 if loop.loop is tl.loop and src.code(call.func) in modules(src)), None)
 
 
 def _before_loop(src: Source, *code: str) -> Iterator[Edit]:

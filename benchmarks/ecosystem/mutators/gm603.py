@@ -1,5 +1,6 @@
 """GM603: an RNG drawn from in the training loop whose family the repository never seeds,
-while it seeds others; benign twin, a draw from a seeded family."""
+while it seeds others, or a fresh unseeded numpy ``Generator`` drawn from there while the
+repository seeds anything; benign twin, a draw from a seeded family."""
 
 from __future__ import annotations
 
@@ -38,6 +39,21 @@ def _draw(src: Source, seeded: bool) -> Iterator[Edit]:
                        f"a draw from the {'seeded' if seeded else 'unseeded'} {families[0]} RNG")
 
 
+def fresh_generator(src: Source) -> Iterator[Edit]:
+    """``np.random.default_rng()`` without a seed takes OS entropy: no global seed reaches it,
+    whichever families the repository seeds (so this applies wherever it seeds one)."""
+    if not src.seeded:
+        return
+    bound = {full: name for name, full in src.imports.items()}
+    imports = () if "numpy" in bound else ("import numpy",)
+    for tl in train_loops(src):
+        stmt = first_loop_statement(src, tl)
+        if in_body(src, stmt):
+            yield Edit(insert_before(stmt, *imports,
+                                     f"drawn = {bound.get('numpy', 'numpy')}.random.default_rng().permutation(8)"),
+                       "a draw from a fresh, unseeded numpy Generator in the training loop")
+
+
 def unseeded_draw(src: Source) -> Iterator[Edit]:
     return _draw(src, seeded=False)
 
@@ -48,5 +64,6 @@ def seeded_draw(src: Source) -> Iterator[Edit]:
 
 OPERATORS = [
     Operator("gm603.unseeded-draw", "GM603", unseeded_draw, (".backward(",)),
+    Operator("gm603.fresh-generator", "GM603", fresh_generator, (".backward(",)),
     Operator("gm603.seeded-draw", "GM603", seeded_draw, (".backward(",), benign=True),
 ]

@@ -6,7 +6,6 @@ and the torch/dgl API it calls, never from a variable's name.
 
 from __future__ import annotations
 
-import builtins
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable, Iterator, Optional
@@ -135,23 +134,30 @@ def loss_path(src: Source, tl: TrainLoop) -> list[cst.CSTNode]:
     return path
 
 
-def is_module_call(src: Source, call: cst.Call) -> bool:
-    """A call of a model instance: a name or attribute chain that is neither an import, a
-    function or class defined in the file, a builtin, nor a tensor/graph method."""
-    func, root = call.func, call.func
-    while isinstance(root, cst.Attribute):
-        root = root.value
-    if not isinstance(root, cst.Name) or root.value in src.imports:
-        return False
-    if isinstance(func, cst.Attribute):
-        return func.attr.value not in TENSOR_METHODS
-    return func.value not in _defined(src) and not hasattr(builtins, func.value)
+# methods only an ``nn.Module`` has: what they are called on is a model (or a part of one)
+MODULE_METHODS = frozenset(
+    "parameters named_parameters buffers named_buffers modules named_modules children "
+    "named_children train eval requires_grad_".split())
 
 
 @lru_cache(maxsize=8)  # every operator asks this of the same file in turn
-def _defined(src: Source) -> set[str]:
-    return {n.name.value for n in walk(src.module, into_scopes=True)
-            if isinstance(n, (cst.FunctionDef, cst.ClassDef))}
+def modules(src: Source) -> frozenset[str]:
+    """The expressions (``model``, ``self.encoder``) the file treats as modules: receivers of
+    a module-only method. One spelling is one object across the file's functions (a model is
+    handed from ``main`` to the training function under the same name): an approximation."""
+    return frozenset(src.code(r) for c in calls(src.module)
+                     if isinstance(c.func, cst.Attribute) and c.func.attr.value in MODULE_METHODS
+                     and assignable(r := c.func.value))
+
+
+def is_module_call(src: Source, call: cst.Call) -> bool:
+    """A forward of a model: the call of a module (``model(g, x)``) or of a submodule or
+    method of one (``model.encoder(x)``), other than a tensor/graph method and the module API.
+    A call on anything else (a graph, a feature dict, a sampler, a helper) is not one."""
+    func = src.code(call.func)
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value in TENSOR_METHODS | MODULE_METHODS:
+        return False
+    return any(func == m or func.startswith(m + ".") for m in modules(src))
 
 
 def module_calls_on_loss_path(src: Source, tl: TrainLoop) -> list[cst.Call]:
@@ -226,6 +232,41 @@ def forward_sites(src: Source) -> Iterator[tuple[TrainLoop, cst.Call, cst.CSTNod
             stmt = src.statement(call)
             if in_body(src, stmt) and src.code(call.func) not in criteria:
                 yield tl, call, stmt
+
+
+def grad_survives_detach(src: Source, tl: TrainLoop, call: cst.Call, detached: set[str]) -> bool:
+    """Whether the loss still has a gradient from some module when the output of ``call`` is
+    detached (``detached``: the names of its statement that then hold the detached output; the
+    others, e.g. the rest of an unpacked tuple, still carry ``call``'s own graph). A detach that
+    leaves none makes ``backward`` raise: a crash, not the silent stop-gradient of GM101. Only
+    statements that run with ``call`` count (not the other branch of an ``if`` around it)."""
+    inside = {id(n) for n in walk(call)}
+    here = _branches(src, call)
+    carrying: set[str] = set()  # names holding a gradient that does not pass the detach
+    for stmt in reversed(loss_path(src, tl)):
+        if any(here.get(k, part) != part for k, part in _branches(src, stmt).items()):
+            continue
+        value, names = assign_value(stmt), assigned_names(stmt)
+        if value is call:
+            carrying = (carrying - detached) | (names - detached)
+            continue
+        outside = [n for n in walk(value) if id(n) not in inside]
+        used = {n.value for n in outside if isinstance(n, cst.Name)}
+        if isinstance(stmt.body[0], cst.AugAssign):
+            used |= names  # ``a += b`` reads ``a``
+        live = any(isinstance(n, cst.Call) and n is not call and is_module_call(src, n) for n in outside)
+        carrying = carrying | names if live or used & carrying else carrying - names
+    return bool(used_names(tl.loss) & carrying) if tl.loss is not None else False
+
+
+def _branches(src: Source, node: cst.CSTNode) -> dict[int, bool]:
+    """For each ``if`` around ``node``: whether ``node`` is in its body (True) or its else."""
+    out, below = {}, node
+    for up in src.ancestors(node):
+        if isinstance(up, cst.If):
+            out[id(up)] = below is up.body
+        below = up
+    return out
 
 
 def feature_arg(call: cst.Call) -> Optional[cst.BaseExpression]:

@@ -9,7 +9,8 @@ from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.facts import FunctionInfo, Span
 from auditor.static.project import Project
-from auditor.static.training import Origin, OptimizerBuild, Training, is_optimizer_class
+from auditor.static.training import (Action, Origin, OptimizerBuild, Training,
+                                     is_optimizer_class)
 
 
 class OptimizerStaleModel(Rule):
@@ -260,7 +261,9 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
 
     @classmethod
     def _optimizer_builds(cls, t: Training, fn: FunctionInfo, i: int, receiver: str
-                          ) -> list[OptimizerBuild]:
+                          ) -> list[tuple[OptimizerBuild, Origin]]:
+        """The optimizer constructions a ``step()`` receiver was built by, each with its
+        origin (which says through which helper call it came, if any)."""
         builds = {(b.fn.qualname, b.index): b for b in t.optimizers()}
         out = []
         for o in t.origins(fn, receiver, i):
@@ -269,39 +272,52 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
             build = builds.get((o.fn, o.index))
             if build is None or not (build.modules or build.made):
                 return []
-            out.append(build)
+            out.append((build, o))
         return out
 
     @classmethod
     def _stale_instances(cls, t: Training) -> Iterable[Finding]:
         for loop in t.training_loops():
-            trained: list[Origin] = []
-            for back in loop.of("backward"):
-                for sfn, j in t.loss_slice(back.fn, back.index):
-                    if j < 0 or (sfn.class_name and t.is_module_class(sfn.class_name)):
-                        continue  # calls inside a module are its submodules
-                    if t.module_call(sfn, j):
-                        trained += [o for o in t.origins(sfn, sfn.events[j].func, j)
-                                    if o.known and t.is_module_class(o.cls)]
             for step in loop.of("step"):
-                for build in cls._optimizer_builds(t, step.fn, step.index, step.receiver):
-                    given = t.param_origins(build)
+                # the backward whose gradients this step applies: the one in the same function
+                # (a loop that calls a linear-probe helper holds the helper's own step too)
+                backs = [b for b in loop.of("backward") if b.fn is step.fn] or loop.of("backward")
+                trained = cls._trained(t, backs)
+                for build, made in cls._optimizer_builds(t, step.fn, step.index, step.receiver):
+                    given = t.param_origins(build, made.via[-1] if made.via else None)
                     if not given or not all(o.known for o in given):
                         continue
                     for o in trained:
                         if o in given:
                             continue
-                        yield cls._stale(t, o, build)
+                        yield cls._stale(t, o, build, made)
+
+    @staticmethod
+    def _trained(t: Training, backs: list[Action]) -> list[Origin]:
+        """The module instances whose outputs reach these backwards with their autograd
+        history: a linear probe on detached / no_grad embeddings does not train the encoder."""
+        trained: list[Origin] = []
+        for back in backs:
+            for sfn, j in t.loss_slice(back.fn, back.index, live=True):
+                if j < 0 or (sfn.class_name and t.is_module_class(sfn.class_name)):
+                    continue  # calls inside a module are its submodules
+                if t.module_call(sfn, j) and t.grad_off(sfn, j) is None:
+                    trained += [o for o in t.origins(sfn, sfn.events[j].func, j)
+                                if o.known and t.is_module_class(o.cls)]
+        return list(dict.fromkeys(trained))
 
     @classmethod
-    def _stale(cls, t: Training, trained: Origin, build: OptimizerBuild) -> Finding:
-        made_fn = t.project.function(trained.fn)
+    def _stale(cls, t: Training, trained: Origin, build: OptimizerBuild, made: Origin) -> Finding:
         optimizer = f"{build.fn.path}:{build.event.span.line}"
-        later = trained.fn == build.fn.qualname and trained.index > build.index
-        if made_fn is not None and trained.span is not None and (trained.kind == "copy" or later):
+        # the model's and the optimizer's statements in the caller's own code: a model made
+        # after the optimizer in the same function is the defect's line
+        site_fn = t.project.function(trained.site[0])
+        later = trained.site[0] == made.site[0] and trained.site[1] > made.site[1]
+        span = trained.site_span
+        if site_fn is not None and span is not None and (trained.kind == "copy" or later):
             what = "a deep copy" if trained.kind == "copy" else "a new instance"
             return cls.make_finding(
-                made_fn.path, trained.span,
+                site_fn.path, span,
                 f"the trained model is {what} made here, but the optimizer built at {optimizer} "
                 f"holds the parameters of the original: the trained parameters never update",
                 fix="build the optimizer over the model that is trained, after it is final",
@@ -309,8 +325,8 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
         return cls.make_finding(
             build.fn.path, build.event.span,
             f"this optimizer holds the parameters of another instance than the model trained "
-            f"(created at {made_fn.path if made_fn else '?'}:"
-            f"{trained.span.line if trained.span else '?'}): the trained parameters never update",
+            f"(created at {site_fn.path if site_fn else '?'}:"
+            f"{span.line if span else '?'}): the trained parameters never update",
             fix="pass the trained model's `.parameters()` to the optimizer",
         )
 

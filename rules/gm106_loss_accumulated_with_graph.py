@@ -8,9 +8,8 @@ from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.facts import FunctionInfo
 from auditor.static.project import Project
-from auditor.static.training import (
-    NON_DIFFERENTIABLE, Training, TrainingLoop, detached_text, is_backward, outer_call,
-)
+from auditor.static.training import Training, TrainingLoop, detached_text, is_backward
+from auditor.static.values import holds_graph
 
 
 def _graph_names(t: Training, fn: FunctionInfo, depth: int = 0) -> set[str]:
@@ -41,17 +40,6 @@ def _returns_graph(t: Training, fn: Optional[FunctionInfo], depth: int) -> bool:
     for e in fn.events:
         if e.kind == "return" and any(n in graph and not detached_text(e.text, n) for n in e.uses):
             return True
-    return False
-
-
-def _number_at(fn: FunctionInfo, i: int, name: str) -> bool:
-    """The last assignment of ``name`` before event ``i`` made it a number or a tensor cut from
-    the graph (``cri = loss.cpu().item()``, ``n = pred.size(0)``)."""
-    for j in range(i - 1, -1, -1):
-        e = fn.events[j]
-        if e.kind == "assign" and name in e.targets:
-            call = outer_call(fn, j)
-            return call is not None and call.method in NON_DIFFERENTIABLE
     return False
 
 
@@ -267,7 +255,7 @@ automatically because a tensor total may be used later on purpose.
                 continue  # `with torch.no_grad(): total += loss` records no graph
             for value in values:
                 if value in graph and not detached_text(e.text, value) \
-                        and not _number_at(fn, i, value):
+                        and holds_graph(t, fn, value, i):
                     yield i, acc, value
                     break
 

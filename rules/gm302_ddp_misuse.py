@@ -10,6 +10,7 @@ from typing import Callable, Iterable, Optional
 from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.context import MODULE_SCOPE
+from auditor.static.conditions import conditions_of, constant_truth, implies
 from auditor.static.facts import Event, FunctionInfo
 from auditor.static.paths import call_sites_of, under_no_grad
 from auditor.static.project import Project
@@ -268,6 +269,20 @@ No automatic fix: whether the run is meant to be distributed is the author's dec
                    for caller, i in call_sites_of(project, fn))
 
     @staticmethod
+    def _inits_in(project: Project, fn: FunctionInfo, index: int) -> list[Event]:
+        """The guarded process-group set-ups before event ``index`` of ``fn``: its own, or the
+        calls before it that lead to one (the call's tests are the set-up's)."""
+        found: list[Event] = []
+        for event in fn.events[:index]:
+            if is_pg_init(event):
+                found.append(event)
+            elif event.kind == "call" and any(
+                    is_pg_init(e) for callee in project.resolve_call(event, fn)
+                    for sub in [project.function(callee)] if sub is not None for e in sub.events):
+                found.append(event)
+        return [e for e in found if conditions_of(e)]
+
+    @staticmethod
     def _in_test_code(project: Project, fn: FunctionInfo) -> bool:
         """``fn`` is test code, or only test code calls it (a `test_*` function, a method of a
         `Test*` class, a file under tests/ or named test_*.py / *_test.py)."""
@@ -326,7 +341,13 @@ No automatic fix: whether the run is meant to be distributed is the author's dec
             # it, or only tests do) while the project does set up process groups: what runs
             # before the wrap is outside the static view, and the probe decides it at run time
             return
+        truths = [constant_truth(project, fn.module, c) for c in event.conditions]
+        if False in truths:
+            return  # under a constant flag that is off: the wrap never runs
         guard, text = cls._guard(project, fn, event)
+        if guard == "other" and any(implies(event, init) for init in cls._inits_in(project, fn, i)):
+            # the same test guards the process group: the wrap runs exactly when it exists
+            guard = "dist"
         fix = ("initialise the process group and wrap only in a multi-process launch: "
                "`if world_size > 1: dist.init_process_group(...); model = DDP(model, ...)`")
         if not initialised:

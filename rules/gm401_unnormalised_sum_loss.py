@@ -13,6 +13,7 @@ from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static import dataflow as df
 from auditor.static.facts import Event, FunctionInfo, Span
 from auditor.static.project import Project
+from auditor.static.values import fixed_size_name
 
 # a division whose divisor is not a bare number: `/ n`, `/ mask.sum()`, `.div(len(x))`, `/=`
 NORMALISED = re.compile(
@@ -232,6 +233,8 @@ loss weights tuned against the summed loss must be revisited.
         ]
         if not any(ERROR_TEXT.search(t) for t in texts):
             return False
+        if names and all(fixed_size_name(fn, n, stmt.index) for n in names):
+            return False  # a sum over a feature x feature matrix: no count to divide by
         inner = [c for c in stmt.calls if c is not call and df.contains(call.span, c.span)]
         if any(df.is_module_output(project, fn, c) for c in inner):
             return True

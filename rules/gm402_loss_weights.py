@@ -16,6 +16,7 @@ from auditor.static.context import dotted
 from auditor.static.dataflow import is_loss_call
 from auditor.static.facts import Event, FunctionInfo, Span
 from auditor.static.project import Project
+from auditor.static.values import Constants
 
 WEIGHTS_DICT = re.compile(r"loss_?(weight|coef|scale|lambda)s?|lambdas|weights?_?loss|loss_?w$", re.I)
 WEIGHT_NAME = re.compile(
@@ -181,15 +182,21 @@ confirm.
         super().__init__(ctx)
         self.functions: list[str] = []
         self.target = ""  # text of the assignment being visited: `loss = ...` makes terms lossy
+        self.constants = Constants()  # `cfg = dict(DEFAULTS, w=0.0)`, then `cfg["w"] * l`
+        self.losses: list[set[str]] = [set()]  # names bound to a loss call, per function
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.functions.append(node.name.value)
+        self.constants.enter_function(node)
+        self.losses.append(set())
         for param in (*node.params.params, *node.params.kwonly_params):
             if param.default is not None:
                 self._scalar(param.name.value, param.default, param.default)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self.functions.pop()
+        self.constants.leave_function()
+        self.losses.pop()
 
     # -- weight definitions ----------------------------------------------------------------------
     def _weights_dict(self, node: Optional[cst.BaseExpression]) -> None:
@@ -231,8 +238,11 @@ confirm.
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self.target = " ".join(self.ctx.code(t.target, 60) for t in node.targets)
+        self.constants.assigned(node)
         for target in node.targets:
             self._assigned(target.target, node.value)
+            if isinstance(target.target, cst.Name) and self._loss_value(node.value):
+                self.losses[-1].add(target.target.value)
 
     def leave_Assign(self, original_node: cst.Assign) -> None:
         self.target = ""
@@ -275,7 +285,13 @@ confirm.
                 if name:
                     self.fact(WeightUse(name))
                 number = _number(weight)
-                if number is not None and number <= 0 and self._lossy(term):
+                if number is None:  # a weight read from a configuration this file builds
+                    value = self.constants.evaluate(weight, fallback=True)
+                    number = value if isinstance(value, float) else None
+                # a negative factor maximises a loss; on a formula (`-0.5 * sum(...)` in a KL
+                # divergence, `-1.0 * log_likelihood`) it is the formula's sign
+                if number is not None and (number == 0 and self._lossy(term)
+                                           or number < 0 and self._loss_value(term)):
                     self.report(node, f"`{self.ctx.code(node, 60)}`: a loss term weighted by "
                                 f"{number:g} " + ("contributes nothing" if number == 0 else
                                                   "is maximised"),
@@ -284,7 +300,21 @@ confirm.
             for side in (node.left, node.right):
                 self._large_term(side)
 
+    def _loss_value(self, node: cst.BaseExpression) -> bool:
+        """A loss function's result (``F.mse_loss(...)``, ``criterion(...)``, ``l.mean()`` of
+        one) or a name bound to one."""
+        if isinstance(node, cst.Name):
+            return node.value in self.losses[-1] or "loss" in node.value.lower()
+        if isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ("mean", "sum"):
+                return self._loss_value(func.value)
+            last = (_last(func) or "").lower()
+            return "loss" in last or "criterion" in last or last in ("sce", "mse")
+        return False
+
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.constants.assigned(node)
         if isinstance(node.operator, cst.AddAssign) and LOSSY.search(_last(node.target) or ""):
             self._large_term(node.value)
 

@@ -52,9 +52,27 @@ def _derived_names(fn: FunctionInfo, name: str, before: int) -> list[Event]:
     return out
 
 
-def flag_default(project: Project, flag: str) -> Optional[tuple[str, str]]:
+def program_files(project: Project, fn: FunctionInfo) -> list[str]:
+    """The files of the program that runs ``fn``: its own, its callers' (up to the scripts that
+    start it), and the project modules those import (a config module holding the parser).
+    Another script's parser with a flag of the same name configures another program."""
+    quals = [fn.qualname, *project.ancestors(fn.qualname)]
+    paths = {project.functions[q].path for q in quals if q in project.functions}
+    for path in list(paths):
+        facts = project.files.get(path)
+        for target in (facts.imports.values() if facts else ()):
+            parts = target.split(".")
+            for k in range(len(parts), 0, -1):
+                module = project.modules.get(".".join(parts[:k]))
+                if module is not None:
+                    paths.add(module.path)
+                    break
+    return sorted(paths, key=lambda p: (p != fn.path, p))
+
+
+def flag_default(project: Project, flag: str, fn: FunctionInfo) -> Optional[tuple[str, str]]:
     """(default value text, where) of a command-line flag / config key / settings field named
-    ``flag``, searched in every project file that mentions it; None when not found."""
+    ``flag``, searched in the files of the program that runs ``fn``; None when not found."""
     dashed = flag.replace("_", "-")
     patterns = [
         re.compile(r"add_argument\(\s*[\"']--(?:%s|%s)[\"'](?P<rest>[^)]*)\)" % (flag, dashed), re.S),
@@ -62,7 +80,7 @@ def flag_default(project: Project, flag: str) -> Optional[tuple[str, str]]:
         re.compile(r"^\s*%s\s*(?::[^=\n]+)?=\s*(?P<value>[^\n#]+)" % flag, re.M),
     ]
     project.load_mentioning(flag)
-    for path in sorted(project.files):
+    for path in program_files(project, fn):
         try:
             text = Path(path).read_text(encoding="utf-8", errors="replace")
         except OSError:
@@ -401,7 +419,7 @@ checkpoint off changes what the run starts from; both change results on purpose.
             return next((r for r in reasons if r is not None), None)
         names = [n for m in GATE_NAME.finditer(gate) for n in m.groups() if n]
         for name in names:
-            found = flag_default(project, name)
+            found = flag_default(project, name, fn)
             if found is None:
                 continue
             value, where = found

@@ -40,6 +40,11 @@ Without `weights_only=True`, `torch.load` unpickles the file: a checkpoint downl
 default. In a pipeline that reconstructs badly, the load is also where foreign weights enter the
 model (see GM601): loading tensors only keeps that step auditable.
 
+A checkpoint the same run saved and loads back (the best-epoch restore after training) is
+reported too: it is still a pickle read from a path, and between the save and the load the file
+can be replaced by whoever can write there (a shared checkpoint folder, `/tmp`), while
+`weights_only=True` loads any `state_dict` the run saved at no cost.
+
 ## Example
 ```python
 state = torch.load("pretrained.pt")
@@ -74,6 +79,13 @@ plain containers will then fail to load, loudly, instead of executing code.
         Invalid(
             {"util.py": "import torch\n\ndef restore(p):\n    return torch.load(p)\n"},
             line=4, path="util.py",
+        ),
+        # the run's own best checkpoint, restored after training: still a pickle from a path
+        Invalid(
+            "import torch\n\ndef fit(model, epochs, path):\n    for epoch in range(epochs):\n"
+            "        torch.save(model.state_dict(), path)\n"
+            "    model.load_state_dict(torch.load(path))\n",
+            line=6,
         ),
     ]
 

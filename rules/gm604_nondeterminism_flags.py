@@ -15,6 +15,7 @@ from auditor.probe.evidence import Evidence
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.facts import Span
 from auditor.static.project import Project
+from auditor.static.values import Constants
 from auditor.static.rng import project_seeding
 
 # Every attribute of these backend namespaces that a program can meaningfully assign (torch 2.x).
@@ -159,9 +160,24 @@ Safe: renaming a misspelled flag to the real one, or setting `benchmark = False`
         ),
     ]
 
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        # `benchmark = cfg.get("benchmark", True)`: the value a flag gets, through constants
+        self.constants = Constants()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.constants.enter_function(node)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.constants.leave_function()
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.constants.assigned(node)
+
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
             self._check_target(target.target, node.value)
+        self.constants.assigned(node)
 
     def _check_target(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         if not isinstance(target, cst.Attribute):
@@ -182,6 +198,9 @@ Safe: renaming a misspelled flag to the real one, or setting `benchmark = False`
             )
             return
         literal = _literal(value)
+        if literal is None:
+            known = self.constants.evaluate(value, fallback=True)
+            literal = str(known) if isinstance(known, bool) else None
         if (flag, literal) in (("benchmark", "True"), ("deterministic", "False")):
             self.fact(FlagSet(f"cudnn.{flag} = {literal}", self.ctx.span(target)))
 

@@ -148,3 +148,187 @@ def test_agreement_names_the_flagged_lines_and_the_step_to_ask_for(cli, tmp_path
     [note] = [n for n in data["notes"] if n.startswith("no divergence, but")]
     assert "GM201 at train.py:10" in note and "1 of them never ran in the 1 step(s) compared" in note
     assert "--steps" in note
+
+
+def diff_json(cli, tmp_path, ref: str, cand: str, *options: str) -> tuple[int, dict]:
+    """``gm-audit diff`` of two programs written into ``tmp_path`` (the static pass covers the
+    candidate only)."""
+    (tmp_path / "ref.py").write_text(ref)
+    (tmp_path / "cand.py").write_text(cand)
+    proc = cli("diff", "-q", "--format", "json", "--no-cache", "--paths", "cand.py", *options,
+               "--", f"{PY} ref.py", f"{PY} cand.py", cwd=tmp_path, timeout=300)
+    assert proc.returncode in (0, 1), proc.stderr
+    return proc.returncode, json.loads(proc.stdout)
+
+
+COLLATED = (
+    "import torch\n"
+    "from torch.utils.data import DataLoader, TensorDataset\n"
+    "torch.manual_seed(0)\n"
+    "class Net(torch.nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.fc = torch.nn.Linear(3, 4)\n"
+    "        self.out = torch.nn.Linear(4, 1)\n"
+    "    def forward(self, batch):\n"
+    "        return self.out(torch.relu(self.fc(batch['x'])))\n"
+    "def collate(rows):\n"
+    "    x = torch.stack([r[0] for r in rows])\n"
+    "    return {'x': x}\n"
+    "loader = DataLoader(TensorDataset(torch.randn(32, 3)), batch_size=8, collate_fn=collate)\n"
+    "net = Net()\n"
+    "opt = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+    "for batch in loader:\n"
+    "    loss = net(batch).pow(2).mean()\n"
+    "    opt.zero_grad(); loss.backward(); opt.step()\n"
+)
+
+
+def test_input_changed_by_a_collate_fn_is_stage_input(cli, tmp_path):
+    # the model takes the collated dict: its tensors are the input, not the first layer's output
+    code, data = diff_json(cli, tmp_path, COLLATED,
+                           COLLATED.replace("{'x': x}", "{'x': x + 0.5 * torch.randn_like(x)}"))
+    first = data["first_divergence"]
+    assert code == 1 and first["stage"] == "input", first
+    assert first["name"] == "features arg0.x" and first["rule"] in ("GM502", "GM503")
+    code, data = diff_json(cli, tmp_path, COLLATED, COLLATED)
+    assert code == 0 and data["first_divergence"] is None
+
+
+BATCHNORM = (
+    "import torch\n"
+    "torch.manual_seed(0)\n"
+    "net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 1))\n"
+    "opt = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+    "x = torch.randn(8, 3)\n"
+    "for i in range(3):\n"
+    "    loss = net(x).pow(2).mean()\n"
+    "    opt.zero_grad(); loss.backward(); opt.step()\n"
+)
+
+
+def test_batchnorm_moved_by_an_extra_forward_between_steps_is_stage_update(cli, tmp_path):
+    # a monitoring forward after the step, in training mode: the running statistics move, the
+    # parameters, outputs and gradients of the step do not
+    monitor = BATCHNORM + "    with torch.no_grad():\n        print(float(net(x + 1).mean()))\n"
+    code, data = diff_json(cli, tmp_path, BATCHNORM, monitor)
+    first = data["first_divergence"]
+    assert code == 1 and first["stage"] == "update", first
+    assert first["name"].split(".")[-1] in ("running_mean", "running_var", "num_batches_tracked")
+    assert (first["rule"], first["path"], first["line"]) == ("GM202", "cand.py", 10)
+    assert [s["status"] for s in data["stages"]][:6] == ["same"] * 6
+    # the same forward in evaluation mode leaves the statistics alone
+    quiet = monitor.replace("    with torch.no_grad():\n", "    net.eval()\n    with torch.no_grad():\n")
+    code, data = diff_json(cli, tmp_path, BATCHNORM, quiet.replace(
+        "x + 1).mean()))\n", "x + 1).mean()))\n    net.train()\n"))
+    assert code == 0, data["first_divergence"]
+
+
+NO_GRAD = (
+    "import torch\n"
+    "torch.manual_seed(0)\n"
+    "class Net(torch.nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.enc = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4))\n"
+    "        self.dec = torch.nn.Linear(4, 1)\n"
+    "net = Net()\n"
+    "opt = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+    "x = torch.randn(8, 3)\n"
+    "for i in range(3):\n"
+    "    h = net.enc(x)\n"
+    "    loss = net.dec(h).pow(2).mean()\n"
+    "    opt.zero_grad(); loss.backward(); opt.step()\n"
+)
+
+
+def test_forward_under_no_grad_is_stage_grad(cli, tmp_path):
+    # the encoder's forward under no_grad moves its BatchNorm statistics before the step's first
+    # grad-enabled forward: the initial state is the one before it, and the divergence is the
+    # encoder's missing gradients, at the no_grad block
+    cand = NO_GRAD.replace("    h = net.enc(x)\n", "    with torch.no_grad():\n        h = net.enc(x)\n")
+    code, data = diff_json(cli, tmp_path, NO_GRAD, cand)
+    first = data["first_divergence"]
+    assert code == 1 and first["stage"] == "grad", first
+    assert first["name"].startswith("enc.") and "no gradient in the candidate" in first["detail"]
+    assert (first["rule"], first["path"], first["line"]) == ("GM102", "cand.py", 12)
+    assert data["stages"][0]["status"] == "same"
+
+
+VALIDATED = (
+    "import torch\n"
+    "torch.manual_seed(0)\n"
+    "net = torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.Dropout(0.5), torch.nn.Linear(8, 1))\n"
+    "opt = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+    "x = torch.randn(16, 3)\n"
+    "def validate(model):\n"
+    "    model.eval()\n"
+    "    with torch.no_grad():\n"
+    "        score = float(model(x).mean())\n"
+    "    model.train()\n"
+    "    return score\n"
+    "for i in range(12):\n"
+    "    loss = net(x).pow(2).mean()\n"
+    "    opt.zero_grad(); loss.backward(); opt.step()\n"
+    "    if (i + 1) % 7 == 0:\n"
+    "        validate(net)\n"
+)
+LEAVES_EVAL = VALIDATED.replace("    model.train()\n", "")
+
+
+def test_steps_auto_runs_until_a_late_eval_shows_and_names_its_chain(cli, tmp_path):
+    # the validation after step 7 (past the probe's first, detailed steps) leaves eval mode
+    code, data = diff_json(cli, tmp_path, VALIDATED, LEAVES_EVAL, "--steps", "auto")
+    first = data["first_divergence"]
+    assert code == 1 and first["stage"] == "mode" and "(step 8)" in first["detail"], first
+    assert (first["rule"], first["path"], first["line"]) == ("GM201", "cand.py", 7)
+    [finding] = data["findings"]
+    assert "cand.py:7, called from cand.py:15" in finding["evidence"][0], finding
+    assert data["runs"]["candidate"]["steps"] == data["runs"]["reference"]["steps"] == 8
+
+
+def test_agreement_says_which_step_to_ask_for(cli, tmp_path):
+    # the eval runs after step 7: seven steps agree, and the note asks for the eighth
+    code, data = diff_json(cli, tmp_path, VALIDATED, LEAVES_EVAL, "--steps", "7")
+    assert code == 0, data["first_divergence"]
+    [note] = [n for n in data["notes"] if n.startswith("no divergence, but")]
+    assert "GM201 at cand.py:7 first ran after step 7: ask for --steps 8" in note, note
+    # a bound too low for the line to run at all
+    code, data = diff_json(cli, tmp_path, VALIDATED, LEAVES_EVAL, "--steps", "auto",
+                           "--max-steps", "3")
+    [note] = [n for n in data["notes"] if n.startswith("no divergence, but")]
+    assert "did not run within --max-steps 3" in note, note
+
+
+def test_progress_on_a_terminal_only(tmp_path):
+    import os
+    import pty
+    import select
+    import subprocess
+
+    slow = "import time\nprint('loading the graphs', flush=True)\ntime.sleep(2)\n" + BATCHNORM
+    (tmp_path / "slow.py").write_text(slow)
+    args = [sys.executable, "-m", "auditor", "diff", "--no-cache", "--paths", "slow.py", "--",
+            f"{PY} slow.py", f"{PY} slow.py"]
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=slave)
+    os.close(slave)
+    out = b""
+    while True:  # read as it comes: a full pty would block the spinner
+        ready, _, _ = select.select([master], [], [], 1.0)
+        chunk = b""
+        if ready:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the slave side is closed: all read
+                break
+        out += chunk
+        if not chunk and proc.poll() is not None:
+            break
+    os.close(master)
+    proc.wait(timeout=300)
+    text = out.decode(errors="replace")
+    assert proc.returncode == 0
+    assert "diff: running" in text and "loading the graphs" in text, text
+    plain = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert plain.returncode == 0 and "diff: running" not in plain.stderr

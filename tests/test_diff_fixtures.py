@@ -4,7 +4,8 @@ against the variant's ``train.py``. Bug variants: the first divergence is at the
 ``stage``, with its rule and line; benign variants and the clean pipeline: no divergence (unless
 the benign variant records the stage where it legitimately differs from the reference); a script
 against itself: no divergence. Variants are discovered, not listed; ``diff_steps`` in a
-``variant.toml`` sets ``--steps`` for bugs that only show after the first step."""
+``variant.toml`` names the step where a bug that only shows after the first step diverges: those
+run with ``--steps auto``, which must get there by itself (the flagged lines run by then)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ def clean(tmp_path_factory) -> Path:
     return build.materialize("clean", tmp_path_factory.mktemp("clean"))
 
 
-def diff(cli, cwd: Path, ref: str, cand: str, steps: int = 1) -> tuple[int, dict]:
+def diff(cli, cwd: Path, ref: str, cand: str, steps: str = "1") -> tuple[int, dict]:
     proc = cli("diff", "--format", "json", "--no-cache", "-q", "--steps", str(steps), ref, cand,
                cwd=cwd, timeout=400)
     assert "Traceback" not in proc.stderr, proc.stderr
@@ -69,8 +70,9 @@ def test_diff_names_variant_stage(cli, clean, tmp_path, variant):
     meta = build.load_variant(variant)
     build.materialize(variant, tmp_path)
     _prepare(variant, tmp_path)
+    late = int(meta.get("diff_steps", 1))
     code, data = diff(cli, tmp_path, f"{PY} {shlex.quote(str(clean / 'minimal.py'))}",
-                      f"{PY} train.py", steps=int(meta.get("diff_steps", 1)))
+                      f"{PY} train.py", steps="auto" if late > 1 else "1")
     first = data["first_divergence"]
     stage = meta.get("stage", "none")
     if stage == "none":
@@ -78,6 +80,8 @@ def test_diff_names_variant_stage(cli, clean, tmp_path, variant):
         return
     assert first is not None, f"{variant}: no divergence, expected stage {stage}"
     assert first["stage"] == stage, f"{variant}: {first}"
+    if late > 1:
+        assert first["detail"].endswith(f"(step {late})"), f"{variant}: {first}"
     if meta["kind"] != "bug":
         return
     assert first["rule"] == meta["rule"], f"{variant}: {first}"

@@ -15,8 +15,13 @@ loss       a loss call with ``reduction='sum'`` (GM401); a low-precision loss (G
 grad       frozen parameters (GM103); a user ``.detach()``/``.data`` (GM101); a
            ``no_grad``/``set_grad_enabled``/``inference_mode`` region (GM102); gradients of
            several steps accumulated without ``zero_grad`` (GM104)
-update     BatchNorm running statistics (GM202); trained parameters in no optimizer, or an optimizer over other ones (GM105)
+update     BatchNorm running statistics moved by a forward in training mode the reference does not
+           run (an extra forward between steps), or reset (GM202); trained parameters in no
+           optimizer, or an optimizer over other ones (GM105)
 =========  ==========================================================================
+
+Where the recorder kept the user call stack of the cause (``auditor/probe/causes.py``), the reason
+names the chain: the ``.eval()`` inside a validation helper and the calls that led to it.
 
 The location is then refined with the static pass: a static finding of the chosen rule whose
 lines ran in the candidate (and not in the reference) names the offending call itself (the
@@ -50,6 +55,10 @@ def _first_user(records: Sequence, before_step: Optional[int] = None) -> Optiona
         if before_step is None or min(steps) < before_step:
             picked = r
     return picked
+
+
+def _chain(r: CallRecord) -> str:
+    return chain({"path": r.path, "line": r.line, "stack": r.stack})
 
 
 def _sites(ev: Evidence, kind: str) -> set[tuple[str, int]]:
@@ -89,12 +98,12 @@ def explain(stage: str, item: Item, ref: Evidence, cand: Evidence, ref_snap: dic
     if stage == "input":
         if item.name.startswith("graph→"):
             for r in _new_calls(ref, cand, ("add_self_loop",)):
-                return Cause("GM501", r.path, r.line, "dgl.add_self_loop on a graph that already "
-                                                      "has self loops")
+                return Cause("GM501", r.path, r.line, f"dgl.add_self_loop at {_chain(r)} on a "
+                                                      "graph that already has self loops")
             calls = cand.calls("add_self_loop")
             if "self_loops" in detail and calls:
                 r = calls[-1]
-                return Cause("GM501", r.path, r.line, "dgl.add_self_loop")
+                return Cause("GM501", r.path, r.line, f"dgl.add_self_loop at {_chain(r)}")
             return Cause(None, why="the graphs entering the model differ")
         if item.name.startswith("mask"):
             return Cause("GM603", why="the masks differ: the RNG is seeded or consumed differently")
@@ -109,7 +118,7 @@ def explain(stage: str, item: Item, ref: Evidence, cand: Evidence, ref_snap: dic
         evals += [r for r in cand.calls("train") if r.arg("mode") is False]
         r = _first_user(evals, step)
         if r is not None:
-            return Cause("GM201", r.path, r.line, ".eval() before the training step")
+            return Cause("GM201", r.path, r.line, f".eval() at {_chain(r)} before the training step")
         return Cause("GM201", why="modules in eval mode at the training forward")
     if stage == "forward":
         calls = [r for r in _new_calls(ref, cand, ("autocast",)) if r.arg("enabled", True)]
@@ -147,12 +156,14 @@ def explain(stage: str, item: Item, ref: Evidence, cand: Evidence, ref_snap: dic
             detaches = [r for r in detaches if (r.path, r.line) not in ref_sites] or detaches
             r = _first_user(detaches, step)
             if r is not None:
-                return Cause("GM101", r.path, r.line, ".detach() of a tensor on the loss path")
+                return Cause("GM101", r.path, r.line, f".{r.kind}() at {_chain(r)} of a tensor on "
+                                                      "the loss path")
             blocks = [r for r in _new_calls(ref, cand, ("no_grad", "inference_mode", "set_grad_enabled"))
                       if r.kind == "no_grad" or r.arg("mode") is False or r.kind == "inference_mode"]
             r = _first_user(blocks, step)
             if r is not None:
-                return Cause("GM102", r.path, r.line, f"{r.kind} region in the training forward")
+                return Cause("GM102", r.path, r.line, f"{r.kind} region at {_chain(r)} in the "
+                                                      "training forward")
             return Cause("GM101", why="the loss's autograd graph does not reach these parameters")
         if step > 1 and s is not None and s.zero_grad_calls == 0:
             return Cause("GM104", s.path, s.line, "no zero_grad() since the previous step: "
@@ -160,7 +171,7 @@ def explain(stage: str, item: Item, ref: Evidence, cand: Evidence, ref_snap: dic
         return Cause(None, why="the gradients differ")
     if stage == "update":
         if item.name.rsplit(".", 1)[-1] in ("running_mean", "running_var", "num_batches_tracked"):
-            return Cause("GM202", why="BatchNorm running statistics updated differently")
+            return _batchnorm_cause(ref, cand, step)
         for o in cand.optimizers:
             if o.missing_model_params or o.foreign_params:
                 built, why = optimizer_cause(o)
@@ -170,6 +181,23 @@ def explain(stage: str, item: Item, ref: Evidence, cand: Evidence, ref_snap: dic
                                                       "model's parameters")
         return Cause(None, why="the optimizer updates differ")
     return Cause(None)
+
+
+def _batchnorm_cause(ref: Evidence, cand: Evidence, step: int) -> Cause:
+    """Running statistics that differ after the step: a forward in training mode the reference
+    does not run (a monitoring forward between steps moves them too, under no_grad as well), else
+    a reset of them, else whatever the static pass finds."""
+    extra = [r for r in _new_calls(ref, cand, ("forward",)) if r.arg("training")]
+    r = _first_user(extra, step + 1)
+    if r is not None:
+        return Cause("GM202", r.path, r.line, f"a forward in training mode at {_chain(r)} that the "
+                                              "reference does not run moves the BatchNorm "
+                                              "running statistics")
+    resets = [e for e in cand.batchnorm if e.kind == "reset" and e.path and e.step < step + 1]
+    if resets:
+        e = resets[0]
+        return Cause("GM202", e.path, e.line, f"BatchNorm running statistics of {e.module} reset")
+    return Cause("GM202", why="BatchNorm running statistics updated differently")
 
 
 def refine(cause: Cause, static: Sequence[Finding], ref: Evidence, cand: Evidence) -> Cause:

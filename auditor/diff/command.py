@@ -2,9 +2,12 @@
 
 Each command runs under the probe's recorder (``auditor/probe/launch.py``) in snapshot mode
 (``auditor/diff/snapshot.py``): every RNG seeded with ``--seed`` at start-up, ``--steps`` training
-steps (default 1) recorded stage by stage, the process stopped after the last one. The two runs go
-concurrently. Then ``auditor/diff/compare.py`` finds the first divergence and
-``auditor/diff/attribute.py`` the event and line that explain it.
+steps (default 1) recorded stage by stage, the process stopped when the next one starts. The two
+runs go concurrently. ``--steps auto`` (the probe's, ``auditor/probe/command.py``): the candidate
+runs until every line of a static finding in the modules it imports has run, then one step more
+(at most ``--max-steps``), and the reference stops after as many. Then
+``auditor/diff/compare.py`` finds the first divergence and ``auditor/diff/attribute.py`` the line
+that caused it.
 
 Tolerances: ``--atol`` 1e-5 and ``--rtol`` 1e-4 by default. On CPU the kernels these pipelines use
 are deterministic (two runs of one script are bit-identical), and float32 re-association noise
@@ -35,9 +38,11 @@ from auditor.config import Config
 from auditor.emit import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, UsageError, emit
 from auditor.diff.attribute import Cause, explain, refine
 from auditor.diff.compare import Tolerance, compare_runs, self_noise
-from auditor.diff.snapshot import ENV_DIR, ENV_SEED
+from auditor.diff.snapshot import ENV_DIR, ENV_SEED, ENV_STEPS, ENV_STOP
 from auditor.findings import Finding, Severity, Status
-from auditor.probe.command import _resolve_executable
+from auditor.probe.command import (
+    ProbeUsageError, _resolve_executable, classify, progress_display, step_budget,
+)
 from auditor.probe.evidence import Evidence
 from auditor.probe.launch import (
     RunOutcome, prepare, pymp_dirs, remove_new_pymp, run_command, stop_programs_on_signals,
@@ -77,9 +82,10 @@ def _options(args: argparse.Namespace, config: Config) -> dict[str, Any]:
         value = getattr(args, name.replace("-", "_"), None)
         return config.probe.get(name, default) if value is None else value
 
-    steps = str(opt("steps", "1")).strip()
-    if not steps.isdigit() or int(steps) < 1:
-        raise UsageError(f"diff: --steps must be a positive number, not {steps!r}")
+    try:
+        steps, max_steps, budget = step_budget(args, config, "1")
+    except ProbeUsageError as exc:
+        raise UsageError(f"diff: {exc}") from None
     try:
         timeout = float(opt("timeout", DEFAULT_TIMEOUT_S))
         tol = Tolerance(float(opt("atol", Tolerance.atol)), float(opt("rtol", Tolerance.rtol)))
@@ -98,28 +104,52 @@ def _options(args: argparse.Namespace, config: Config) -> dict[str, Any]:
                              'gm-audit diff "python minimal.py" "python train.py"')
         cmds.append(cmd)
     device = opt("device", "auto")
-    return {"cmds": cmds, "steps": int(steps), "timeout": timeout, "tol": tol, "device": device,
+    return {"cmds": cmds, "auto": steps == "auto", "steps": max_steps if steps == "auto" else int(budget),
+            "max_steps": max_steps, "timeout": timeout, "tol": tol, "device": device,
             "seed": int(getattr(args, "seed", 0) or 0), "paths": opt("paths", None) or ["."],
             "calibrate": bool(getattr(args, "calibrate", False))}
 
 
-def _execute(run: Run, opts: dict, watch: list, cwd: Path) -> Run:
+def _execute(run: Run, opts: dict, watch: list, cwd: Path, stop: Path, tick=None) -> Run:
+    """One run. The recorder gets one step more than the snapshot records, so that the process
+    lives on to the start of the next step (what happens between steps is part of ``update``);
+    in ``--steps auto`` the candidate decides when to stop and tells the reference through
+    ``stop`` (the number of steps it recorded)."""
     run_dir = Path(tempfile.mkdtemp(prefix=f"gm-audit-diff-{run.role}-"))
     pymp = pymp_dirs()
+    driver = opts["auto"] and run.role == "candidate"
     try:
-        env = prepare(run_dir, cwd, str(opts["steps"]), watch, opts["device"])
+        budget = f"auto:{opts['steps']}" if driver else str(opts["steps"] + 1)
+        env = prepare(run_dir, cwd, budget, watch, opts["device"])
         snap_dir = run_dir / "snapshot"
         snap_dir.mkdir()
-        env[ENV_DIR] = str(snap_dir)
-        env[ENV_SEED] = str(opts["seed"])
+        env.update({ENV_DIR: str(snap_dir), ENV_SEED: str(opts["seed"]),
+                    ENV_STEPS: str(opts["steps"])})
+        if opts["auto"] and not driver:
+            env[ENV_STOP] = str(stop)
         cmd = _resolve_executable(run.cmd, env)
-        run.outcome = run_command(cmd, env, cwd, opts["timeout"], run_dir / "output.log")
+        run.outcome = run_command(cmd, env, cwd, opts["timeout"], run_dir / "output.log", tick)
         run.evidence = Evidence.load(run_dir / "evidence")
         run.snapshot = _load_snapshot(snap_dir)
     finally:
+        if driver:  # written even when the run failed: the reference must not wait for it
+            stop.write_text(str(run.steps), encoding="utf-8")
         shutil.rmtree(run_dir, ignore_errors=True)
         remove_new_pymp(pymp)
     return run
+
+
+def _run_pair(ref: Run, cand: Run, opts: dict, watch: list, cwd: Path, args) -> None:
+    """Both runs at once; on a terminal, a spinner with the candidate's last output line."""
+    shared = Path(tempfile.mkdtemp(prefix="gm-audit-diff-"))
+    title = f"diff: running {shlex.join(ref.cmd)} and {shlex.join(cand.cmd)}"
+    try:
+        with stop_programs_on_signals(), progress_display(args, title) as tick, \
+                ThreadPoolExecutor(max_workers=2) as pool:
+            list(pool.map(lambda r: _execute(r, opts, watch, cwd, shared / "stop",
+                                             tick if r is cand else None), (ref, cand)))
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
 
 
 def _load_snapshot(folder: Path) -> dict:
@@ -191,22 +221,68 @@ def _notes(ref: Run, cand: Run) -> list[str]:
     return notes
 
 
-def _flagged_but_agreeing(static: list[Finding], cand: Run, steps: int) -> Optional[str]:
+def first_run_steps(snapshot: dict) -> dict[tuple[str, int], int]:
+    """(path, line) of a watched line -> the step during which it first ran (the steps after the
+    last recorded one: one past it)."""
+    out: dict[tuple[str, int], int] = {}
+    steps = snapshot.get("steps") or []
+    for k, step in enumerate(steps, 1):
+        for path, line in step.get("lines") or []:
+            out.setdefault((path, line), k)
+    for path, line in snapshot.get("lines_after") or []:
+        out.setdefault((path, line), len(steps) + 1)
+    return out
+
+
+def _flagged_but_agreeing(static: list[Finding], ref: Run, cand: Run, opts: dict) -> Optional[str]:
     """When the runs agree but the static pass flags the pipeline: which findings, whether their
-    lines ran in the steps compared, and how to look further (an agreement over the first steps
+    lines ran in the steps compared, and which step to ask for (an agreement over the first steps
     is no acquittal of code that runs later, such as an evaluation every few epochs)."""
     if not static:
         return None
-    ran = [f for f in static if cand.evidence.ran(f.path, f.line, f.end_line)]
-    listed = ", ".join(f"{f.rule} at {f.path}:{f.line}" for f in static[:4]) + (
-        f" and {len(static) - 4} more" if len(static) > 4 else "")
-    later = [f for f in static if f not in ran]
-    advice = (f"{len(later)} of them never ran in the {steps} step(s) compared: rerun with "
-              "--steps past the step where they first run (`gm-audit probe --steps auto` runs "
-              "until each is decided and says which step that was)" if later else
-              "every flagged line ran without changing what was compared: "
-              "`gm-audit probe` decides each finding from its own evidence")
-    return f"no divergence, but the static pass flags {len(static)} finding(s): {listed}; {advice}"
+    n = min(ref.steps, cand.steps)
+    first = first_run_steps(cand.snapshot)
+    outside = [f for f in static if cand.evidence.outside(f.path)]
+    later: dict[int, list[Finding]] = {}  # step to ask for -> findings whose lines ran by then
+    never = []
+    for f in static:
+        if f in outside:
+            continue
+        ran = [first[(f.path, ln)] for ln in range(f.line, f.end_line + 1) if (f.path, ln) in first]
+        if not ran:
+            never.append(f)
+        elif min(ran) > n:
+            later.setdefault(min(ran), []).append(f)
+
+    def listed(fs: list[Finding]) -> str:
+        return ", ".join(f"{f.rule} at {f.path}:{f.line}" for f in fs[:4]) + (
+            f" and {len(fs) - 4} more" if len(fs) > 4 else "")
+
+    advice = []
+    stopped = classify(cand.outcome, cand.evidence) == "budget" if cand.outcome else False
+    for k, fs in sorted(later.items()):
+        advice.append(f"{listed(fs)} first ran after step {k - 1}: ask for --steps {k}"
+                      if stopped or k <= cand.steps else
+                      f"{listed(fs)} ran only after the last training step")
+    if never:
+        if not stopped:
+            advice.append(f"{listed(never)} never ran before the program ended")
+        elif opts["auto"]:
+            advice.append(f"{listed(never)} did not run within --max-steps {opts['max_steps']}: "
+                          f"ask for more (--max-steps {2 * opts['max_steps']})")
+        else:
+            advice.append(f"{listed(never)} never ran in them: --steps auto runs until "
+                          "each flagged line has run")
+    if outside:
+        advice.append(f"{listed(outside)} in modules this program never imported")
+    unrun = len(never) + sum(len(fs) for fs in later.values())
+    head = (f"no divergence, but the static pass flags {len(static)} finding(s): {listed(static)}; ")
+    if unrun:
+        return head + (f"{unrun} of them never ran in the {n} step(s) compared: "
+                       + "; ".join(advice))
+    return head + ("every flagged line ran without changing what was compared"
+                   + ("" if not outside else f" ({advice[-1]})")
+                   + ": `gm-audit probe` decides each finding from its own evidence")
 
 
 def _interrupted(ref: Run, cand: Run) -> Optional[dict[str, Any]]:
@@ -221,7 +297,7 @@ def _interrupted(ref: Run, cand: Run) -> Optional[dict[str, Any]]:
 
 
 def _text(stages: list, first: Optional[dict], runs: dict, tol: Tolerance,
-          notes: list[str], interrupted: Optional[dict] = None) -> list[str]:
+          notes: list[str], interrupted: Optional[dict] = None, why: str = "") -> list[str]:
     lines = []
     for role in ("reference", "candidate"):
         r = runs[role]
@@ -252,6 +328,8 @@ def _text(stages: list, first: Optional[dict], runs: dict, tol: Tolerance,
         rule = f" [{first['rule']}]" if first.get("rule") else ""
         lines.append(f"diff: verdict: first divergence at stage {first['stage']}: {first['name']} "
                      f"— {first['detail']}{rule}{where}")
+        if why:
+            lines.append(f"diff: cause: {why}")
     return lines
 
 
@@ -268,8 +346,7 @@ def run_diff_command(args: argparse.Namespace, config: Config, rules: list, fail
     watch = sorted({(f.path, f.line, f.end_line) for f in static.findings})
     cwd = Path.cwd()
     ref, cand = Run("reference", opts["cmds"][0]), Run("candidate", opts["cmds"][1])
-    with stop_programs_on_signals(), ThreadPoolExecutor(max_workers=2) as pool:
-        list(pool.map(lambda r: _execute(r, opts, watch, cwd), (ref, cand)))
+    _run_pair(ref, cand, opts, watch, cwd, args)
     interrupted = _interrupted(ref, cand)
     # a crash says more than a run that merely never trained: report it first
     failures = sorted(((run, _failure(run)) for run in (ref, cand)),
@@ -281,12 +358,13 @@ def run_diff_command(args: argparse.Namespace, config: Config, rules: list, fail
             for t in tail[-12:]:
                 print(f"  | {t}", file=sys.stderr)
             return EXIT_ERROR
+    if opts["auto"]:  # a reference faster than the candidate may have recorded more
+        ref.snapshot["steps"] = (ref.snapshot.get("steps") or [])[:cand.steps]
     tol = opts["tol"]
     uses_cuda = any(d.startswith("cuda") for r in (ref, cand) for d in r.evidence.devices)
     if (opts["calibrate"] or uses_cuda) and interrupted is None:
         again = [Run(r.role, r.cmd) for r in (ref, cand)]
-        with stop_programs_on_signals(), ThreadPoolExecutor(max_workers=2) as pool:
-            list(pool.map(lambda r: _execute(r, opts, watch, cwd), again))
+        _run_pair(again[0], again[1], opts, watch, cwd, args)
         interrupted = _interrupted(ref, cand)
         if interrupted is None:  # a calibration cut short measures nothing
             noise = max(self_noise(r.snapshot, a.snapshot) for r, a in zip((ref, cand), again))
@@ -295,6 +373,7 @@ def run_diff_command(args: argparse.Namespace, config: Config, rules: list, fail
     by_code = {r.code: r for r in rules}
     findings: list[Finding] = []
     first_json = None
+    why = ""
     if first is not None:
         stage_result, item = first
         cause = _cause_for(stage_result.stage, item, ref, cand, static.findings)
@@ -302,13 +381,14 @@ def run_diff_command(args: argparse.Namespace, config: Config, rules: list, fail
         first_json = {"stage": stage_result.stage, "name": item.name,
                       "detail": item.detail + step, "rule": cause.rule,
                       "path": cause.path or None, "line": cause.line or None}
+        why = cause.why
         found = _finding(cause, stage_result.stage, item, by_code)
         if found is not None:
             findings.append(found)
     stages = [r.to_json() for r in results]
     runs = {"reference": ref.facts(), "candidate": cand.facts()}
     notes = _notes(ref, cand)
-    flagged = None if first is not None else _flagged_but_agreeing(static.findings, cand, opts["steps"])
+    flagged = None if first is not None else _flagged_but_agreeing(static.findings, ref, cand, opts)
     if flagged:
         notes.append(flagged)
     extra: dict[str, Any] = {"first_divergence": first_json, "stages": stages, "runs": runs,
@@ -316,7 +396,7 @@ def run_diff_command(args: argparse.Namespace, config: Config, rules: list, fail
     if interrupted is not None:
         extra["run"] = interrupted
     if args.format == "text":
-        extra = {"text_sections": _text(stages, first_json, runs, tol, notes, interrupted)}
+        extra = {"text_sections": _text(stages, first_json, runs, tol, notes, interrupted, why)}
     report = Report("diff", findings, static.errors, static.files, time.perf_counter() - start,
                     extra=extra)
     if interrupted is not None and args.format != "text":

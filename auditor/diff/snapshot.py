@@ -14,7 +14,16 @@ of the step budget, by object identity:
 * ``forward``: the outputs of every module,
 * ``loss``: the backpropagated tensor, and the root model's scalar outputs (loss components),
 * ``grad``: ``.grad`` of every parameter after the backward,
-* ``update``: the parameters (and buffers) after the first ``optimizer.step()`` that follows it.
+* ``update``: the parameters and buffers after the first ``optimizer.step()`` that follows it, taken
+  again when the next training step starts (what happened in between counts: an extra forward in
+  training mode moves the BatchNorm running statistics),
+* ``lines``: the watched lines (static findings) that first ran during the step; ``lines_after``
+  of the document: those that first ran after the last recorded step.
+
+The steps recorded: ``GM_AUDIT_DIFF_STEPS`` (the recorder is given one more, so that the process
+lives on to the start of the next step); the run stops there, or, when ``GM_AUDIT_DIFF_STOP``
+names a file that holds a step count (the other run, in ``--steps auto``, stopped after that many),
+at the first step start past it.
 
 Names are resolved at the backward, once the trained model is known: the top-level module (found
 in the user's frames) whose parameters the loss's autograd graph reaches most, unwrapped from
@@ -34,6 +43,8 @@ import weakref
 
 ENV_DIR = "GM_AUDIT_DIFF_DIR"
 ENV_SEED = "GM_AUDIT_DIFF_SEED"
+ENV_STEPS = "GM_AUDIT_DIFF_STEPS"
+ENV_STOP = "GM_AUDIT_DIFF_STOP"
 FULL_NUMEL = 1 << 20  # step 1: tensors up to this size are stored in full
 SMALL_NUMEL = 4096  # later steps: only these in full, the rest as summary + hash + sample
 SAMPLE = 512
@@ -54,8 +65,12 @@ def strip_prefixes(name: str) -> str:
 
 
 class Snapshot:
-    def __init__(self, rec, out_dir: str, seed: int) -> None:
+    def __init__(self, rec, out_dir: str, seed: int, steps: int = 0, stop_file: str = "") -> None:
         self.rec = rec
+        self.steps_wanted = steps
+        self.stop_file = stop_file
+        self.lines_seen: set = set()
+        self.versions: dict = {}  # name -> (id, version) of the trained model's tensors at the update
         self.dir = out_dir
         self.seed = seed
         self.torch = None
@@ -64,7 +79,7 @@ class Snapshot:
         self.cur = None  # capture of the step in progress
         self.masks: list = []  # randperm outputs since the last backward
         self.init: dict[int, dict] = {}  # id(top-level module) -> {name: record}
-        self.model = None  # weakref of the trained model (resolved at the backward)
+        self.model = None  # weakref of the model the last recorded step trained
         self.written = False
         random.seed(seed)
 
@@ -114,7 +129,23 @@ class Snapshot:
         rec.patch(torch, "randperm", randperm_wrapper)
 
     def budget(self) -> int:
-        return self.rec.budget_steps or 1
+        return self.steps_wanted or self.rec.budget_steps or 1
+
+    def stop_requested(self) -> bool:
+        """The other run stopped after as many steps as this one has recorded (``--steps auto``)."""
+        if not self.stop_file or not os.path.exists(self.stop_file):
+            return False
+        try:
+            with open(self.stop_file, encoding="utf-8") as fh:
+                return len(self.steps) >= int(fh.read().strip() or 0)
+        except (OSError, ValueError):
+            return False
+
+    def new_lines(self) -> list:
+        """Watched lines that ran since the last call, as ``[path, line]``."""
+        hit = set(list(self.rec.line_hits)) - self.lines_seen
+        self.lines_seen |= hit
+        return sorted([p, n] for p, n in hit)
 
     # -- records -------------------------------------------------------------------------------
     def tensor(self, t, full: bool) -> dict:
@@ -148,17 +179,18 @@ class Snapshot:
     def full(self) -> bool:
         return len(self.steps) == 0
 
-    def tensors_of(self, value, prefix: str, out: list, depth: int = 0) -> None:
-        """Flatten a module output: tensors of tuples, lists and dicts, two levels deep."""
+    def tensors_of(self, value, prefix: str, out: list, depth: int = 0, graphs: bool = False) -> None:
+        """Flatten a module output, or input (a collate_fn's batch: ``graphs`` keeps DGL graphs
+        too): tensors of tuples, lists and dicts, two levels deep."""
         torch = self.torch
-        if isinstance(value, torch.Tensor):
+        if isinstance(value, torch.Tensor) or (graphs and type(value).__name__ == "DGLGraph"):
             out.append((prefix, value))
         elif depth < 2 and isinstance(value, (tuple, list)):
             for i, v in enumerate(value):
-                self.tensors_of(v, f"{prefix}[{i}]", out, depth + 1)
+                self.tensors_of(v, f"{prefix}[{i}]", out, depth + 1, graphs)
         elif depth < 2 and isinstance(value, dict):
             for k, v in value.items():
-                self.tensors_of(v, f"{prefix}.{k}", out, depth + 1)
+                self.tensors_of(v, f"{prefix}.{k}", out, depth + 1, graphs)
 
     def graph(self, g) -> dict:
         torch = self.torch
@@ -227,27 +259,40 @@ class Snapshot:
         torch = self.torch
         root = self.depth == 0
         self.depth += 1
-        if root and self.cur is not None and "grad" in self.cur and torch.is_grad_enabled():
+        training = torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
+        if root and self.cur is not None and "grad" in self.cur and training:
             self.finish_step()  # the previous step had no optimizer step (accumulation)
-        if root and self.cur is None and len(self.steps) < self.budget() \
-                and torch.is_grad_enabled() and not torch.is_inference_mode_enabled():
-            self.start_step(module)
+        if root and not self.steps and self.cur is None and not training and module.training:
+            # a forward under no_grad in training mode before the first step moves BatchNorm
+            # statistics: the state before it is the initial one
+            self.note_init([module, *self.frame_modules()])
+        if root and self.cur is None and training:
+            if self.steps:
+                self.refresh_update()
+            if len(self.steps) >= self.budget() or self.stop_requested():
+                self.rec.stop_for_budget()  # ends the process
+            else:
+                self.start_step(module)
         cur = self.cur
         if cur is None:
             return
-        for a in args:
-            if type(a).__name__ == "DGLGraph" and id(module) not in cur["graph_of"]:
+        inputs: list = []
+        if root:  # what the data pipeline hands the model, inside a collated batch too
+            for i, a in enumerate(args):
+                self.tensors_of(a, f"arg{i}", inputs, graphs=True)
+        else:
+            inputs = [(f"arg{i}", a) for i, a in enumerate(args) if type(a).__name__ == "DGLGraph"]
+        for key, a in inputs:
+            if isinstance(a, torch.Tensor):
+                cur["features"].append((id(module), key, self.tensor(a, self.full())))
+            elif id(module) not in cur["graph_of"]:
                 cur["graph_of"][id(module)] = True
                 cur["graphs"].append((id(module), self.graph(a)))
                 if root:
-                    for key, v in a.ndata.items():
+                    for name, v in a.ndata.items():
                         if isinstance(v, torch.Tensor) and v.is_floating_point():
-                            cur["features"].append((id(module), f"ndata.{key}",
+                            cur["features"].append((id(module), f"ndata.{name}",
                                                     self.tensor(v, self.full())))
-        if root:
-            for i, a in enumerate(args):
-                if isinstance(a, torch.Tensor):
-                    cur["features"].append((id(module), f"arg{i}", self.tensor(a, self.full())))
 
     def start_step(self, module) -> None:
         cands = self.top_level([module, *self.frame_modules()])
@@ -255,13 +300,38 @@ class Snapshot:
         for top in cands:
             for m in top.modules():
                 modes[id(m)] = bool(m.training)
-        if not self.steps and not self.init:
-            for top in cands:
-                self.init[id(top)] = self.state(top)
+        if not self.steps:
+            self.note_init(cands)
         self.cur = {"cands": [weakref.ref(m) for m in cands], "modes": modes, "graphs": [],
                     "graph_of": {}, "features": [], "outputs": [], "classes": {},
                     "masks": list(self.masks)}
         self.masks = []
+
+    def note_init(self, modules: list) -> None:
+        for top in self.top_level(modules):
+            if id(top) not in self.init:
+                self.init[id(top)] = self.state(top)
+
+    @staticmethod
+    def model_state(model) -> dict:
+        """name -> parameter or buffer of the (unwrapped) trained model."""
+        out = {strip_prefixes(n): p for n, p in model.named_parameters()}
+        out.update({strip_prefixes(n): b for n, b in model.named_buffers() if b is not None})
+        return out
+
+    def refresh_update(self) -> None:
+        """The previous step's ``update`` as the next step starts from it: the buffers, and the
+        parameters written since the optimizer step (their version counter moved), are recorded
+        again (BatchNorm writes its running statistics without moving their version counter)."""
+        last = self.steps[-1]
+        model = self.model() if self.model is not None else None
+        if model is None or last.get("update") is None:
+            return
+        params = {id(p) for p in model.parameters()}
+        for name, t in self.model_state(model).items():
+            if id(t) not in params or self.versions.get(name) != (id(t), t._version):
+                last["update"][name] = self.tensor(t, len(self.steps) == 1)
+        self.versions = {}
 
     def post(self, module, args, output) -> None:
         self.depth = max(0, self.depth - 1)
@@ -325,11 +395,10 @@ class Snapshot:
             return
         model = cur["model"]()
         if model is not None:
-            cur["update"] = {strip_prefixes(n): self.tensor(p, self.full())
-                             for n, p in model.named_parameters()}
-            # buffers after the step: BatchNorm running statistics the forward updated (or not)
-            cur["update"].update({strip_prefixes(n): self.tensor(b, self.full())
-                                  for n, b in model.named_buffers() if b is not None})
+            # buffers too: BatchNorm running statistics the forward updated (or not)
+            state = self.model_state(model)
+            cur["update"] = {n: self.tensor(t, self.full()) for n, t in state.items()}
+            self.versions = {n: (id(t), t._version) for n, t in state.items()}
         self.finish_step()
 
     def finish_step(self) -> None:
@@ -353,7 +422,9 @@ class Snapshot:
                 "modes": {strip_prefixes(n): cur["modes"][id(m)]
                           for n, m in model.named_modules() if id(m) in cur["modes"]},
                 "graphs": {}, "features": {}, "masks": cur["masks"], "forward": {},
-                "loss": {"loss": cur["loss"]}, "grad": cur.get("grad"), "update": cur.get("update")}
+                "loss": {"loss": cur["loss"]}, "grad": cur.get("grad"), "update": cur.get("update"),
+                "lines": self.new_lines()}
+        self.model = weakref.ref(model)
         used: dict = {}
         for mid, facts in cur["graphs"]:
             step["graphs"][name_of(mid, "module", used)] = facts
@@ -387,7 +458,7 @@ class Snapshot:
         self.written = True
         if self.cur is not None and "loss" in self.cur:
             self.finish_step()  # a backward without an optimizer step after it
-        doc = {"version": 1, "seed": self.seed, "steps": self.steps}
+        doc = {"version": 1, "seed": self.seed, "steps": self.steps, "lines_after": self.new_lines()}
         target = os.path.join(self.dir, f"snapshot-{os.getpid()}.pt")
         tmp = target + ".tmp"
         self.torch.save(doc, tmp)
@@ -403,4 +474,8 @@ def load(rec) -> "Snapshot | None":
         seed = int(os.environ.get(ENV_SEED, "0"))
     except ValueError:
         seed = 0
-    return Snapshot(rec, out_dir, seed)
+    try:
+        steps = int(os.environ.get(ENV_STEPS, "0"))
+    except ValueError:
+        steps = 0
+    return Snapshot(rec, out_dir, seed, steps, os.environ.get(ENV_STOP, ""))

@@ -53,26 +53,39 @@ def resolve_options(args: argparse.Namespace, config: Config) -> dict[str, Any]:
         cmd = shlex.split(configured) if isinstance(configured, str) else list(configured or [])
     if not cmd:
         raise ProbeUsageError("no command to probe: gm-audit probe -- python train.py")
-    steps = str(_option(args, config, "steps", "auto")).strip().lower()
+    steps, max_steps, budget = step_budget(args, config, "auto")
     try:
-        max_steps = int(_option(args, config, "max-steps", DEFAULT_MAX_STEPS))
         timeout = float(_option(args, config, "timeout", DEFAULT_TIMEOUT_S))
     except (TypeError, ValueError) as exc:
         raise ProbeUsageError(f"invalid probe option: {exc}") from None
-    if steps != "auto" and (not steps.isdigit() or int(steps) < 1):
-        raise ProbeUsageError(f"--steps must be a positive number or 'auto', not {steps!r}")
-    if max_steps < 1 or timeout <= 0:
+    if timeout <= 0:
         raise ProbeUsageError("--max-steps and --timeout must be positive")
     paths = _option(args, config, "paths", None) or ["."]
     device = _option(args, config, "device", "auto")
     if device not in ("auto", "cpu", "cuda"):
         raise ProbeUsageError(f"--device must be auto, cpu or cuda, not {device!r}")
+    return {"cmd": cmd, "budget": budget, "timeout": timeout, "paths": list(paths),
+            "device": device, "steps": steps, "max_steps": max_steps}
+
+
+def step_budget(args: argparse.Namespace, config: Config, default: str) -> tuple[str, int, str]:
+    """``--steps N|auto`` and ``--max-steps`` (shared with ``gm-audit diff``): the steps asked
+    for, the cap, and the recorder's budget (``"12"``, or ``"auto:300"``: run until every watched
+    line ran, then one step more, at most 300)."""
+    steps = str(_option(args, config, "steps", default)).strip().lower()
+    try:
+        max_steps = int(_option(args, config, "max-steps", DEFAULT_MAX_STEPS))
+    except (TypeError, ValueError) as exc:
+        raise ProbeUsageError(f"invalid probe option: {exc}") from None
+    if steps != "auto" and (not steps.isdigit() or int(steps) < 1):
+        raise ProbeUsageError(f"--steps must be a positive number or 'auto', not {steps!r}")
+    if max_steps < 1:
+        raise ProbeUsageError("--max-steps and --timeout must be positive")
     # an explicit --steps N wins over the default cap; an explicit --max-steps caps it
     explicit_cap = getattr(args, "max_steps", None) is not None
     budget = (f"auto:{max_steps}" if steps == "auto"
               else str(min(int(steps), max_steps) if explicit_cap else int(steps)))
-    return {"cmd": cmd, "budget": budget, "timeout": timeout, "paths": list(paths),
-            "device": device, "steps": steps, "max_steps": max_steps}
+    return steps, max_steps, budget
 
 
 def classify(outcome: RunOutcome, evidence: Evidence) -> str:

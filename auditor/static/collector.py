@@ -122,6 +122,9 @@ class FactCollector(Visitor):
         self.loops: list[int] = []
         self.loop_ids = itertools.count(1)  # unique per file, so cached facts are stable
         self.branches: list[str] = []
+        self.conditions: list[str] = []  # enclosing `if` tests, negated in their `else`
+        self.ifs: list[cst.If] = []
+        self.condition_base: list[int] = [0]  # where the current function's own tests start
         self.statement: Optional[tuple[list[str], str]] = None  # (targets, text)
 
     # -- position numbering (see positions.py) ------------------------------------------------
@@ -206,11 +209,14 @@ class FactCollector(Visitor):
         self.facts.functions[qual] = info
         self.functions.append(info)
         # a nested def starts a fresh context: its body does not run inside the outer `with`
+        # (nor under the outer `if`)
         self.withs.append(["<def>"])
+        self.condition_base.append(len(self.conditions))
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self.functions.pop()
         self.withs.pop()
+        self.condition_base.pop()
 
     # -- control flow ----------------------------------------------------------------------------
     def visit_With(self, node: cst.With) -> None:
@@ -246,10 +252,21 @@ class FactCollector(Visitor):
 
     def visit_If(self, node: cst.If) -> None:
         self.ctx.number(node, "if")
-        self.branches.append(condition_text(self.ctx.line_text(self.ctx.span(node).line)))
+        if self.ifs and self.ifs[-1].orelse is node:  # an `elif`: the `if` above did not hold
+            self.conditions[-1] = f"not ({self.conditions[-1]})"
+        text = condition_text(self.ctx.line_text(self.ctx.span(node).line))
+        self.branches.append(text)
+        self.conditions.append(text)
+        self.ifs.append(node)
 
     def leave_If(self, original_node: cst.If) -> None:
         self.branches.pop()
+        self.conditions.pop()
+        self.ifs.pop()
+
+    def visit_Else(self, node: cst.Else) -> None:
+        if self.ifs and self.ifs[-1].orelse is node:  # not a loop's or a try's `else`
+            self.conditions[-1] = f"not ({self.conditions[-1]})"
 
     # -- statements ------------------------------------------------------------------------------
     def _enter_statement(self, node: AssignLike, targets: list[str]) -> None:
@@ -327,6 +344,7 @@ class FactCollector(Visitor):
                 context=context,
                 loop_ids=list(self.loops),
                 branch=self.branches[-1] if self.branches else None,
+                conditions=self.conditions[self.condition_base[-1]:],
                 text=text or (self.ctx.line_text(span.line) if kind == "with" else self.ctx.code(node)),
                 **data,  # type: ignore[arg-type]
             )

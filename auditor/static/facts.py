@@ -44,6 +44,9 @@ class Event:
     context: list[str] = field(default_factory=list)
     loop_ids: list[int] = field(default_factory=list)
     branch: Optional[str] = None  # text of the innermost enclosing `if` test, if any
+    # every enclosing `if` test of the event's function, outermost first; an `else` / `elif`
+    # body holds its `if`'s test as ``not (test)`` (see auditor/static/conditions.py)
+    conditions: list[str] = field(default_factory=list)
     text: str = ""  # the statement's source, shortened
 
     @property

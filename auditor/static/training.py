@@ -147,6 +147,18 @@ def outer_call(fn: FunctionInfo, j: int) -> Optional[Event]:
                 None)
 
 
+def statement_start(fn: FunctionInfo, k: int) -> int:
+    """The first event of the statement that holds event ``k``: names an expression reads are
+    looked up before it (``model = copy.deepcopy(model)`` reads the *previous* ``model``)."""
+    span = fn.events[k].span
+    start = k
+    for j in range(k - 1, -1, -1):
+        if not _span_within(span, fn.events[j].span):
+            break
+        start = j
+    return start
+
+
 def _span_within(inner: Span, outer: Span) -> bool:
     return (outer.line, outer.column) <= (inner.line, inner.column) and \
         (inner.end_line, inner.end_column) <= (outer.end_line, outer.end_column)
@@ -177,10 +189,31 @@ class Origin:
     fn: str = ""
     index: int = -1
     span: Optional[Span] = field(default=None, compare=False)
+    # the call sites of project functions (factories) that returned it, outermost first: two
+    # `model = build_model(args)` calls make two instances, though one constructor built both
+    via: tuple[tuple[str, int], ...] = ()
+    via_spans: tuple[Span, ...] = field(default=(), compare=False)
 
     @property
     def known(self) -> bool:
         return self.kind in ("new", "copy")
+
+    @property
+    def site(self) -> tuple[str, int]:
+        """The statement of the caller's own code that made it: the outermost factory call,
+        else the constructor."""
+        return self.via[0] if self.via else (self.fn, self.index)
+
+    @property
+    def site_span(self) -> Optional[Span]:
+        return self.via_spans[0] if self.via_spans else self.span
+
+    def through(self, fn: str, index: int, span: Span) -> "Origin":
+        """The same object, as returned by the call at ``index`` of ``fn``."""
+        if not self.known:
+            return self
+        return Origin(self.kind, self.cls, self.fn, self.index, self.span,
+                      ((fn, index), *self.via), (span, *self.via_spans))
 
 
 @dataclass
@@ -212,10 +245,16 @@ class OptimizerBuild:
     modules: list[str]  # expressions whose parameters it was given (``model``, ``model.encoder``)
     filtered: bool  # params chosen by requires_grad (an explicit trainable subset)
     made: list[int] = field(default_factory=list)  # `Model(...).parameters()`: the call events
+    # where each of ``modules`` is read (the optimizer call, or `params = model.parameters()`)
+    read_at: list[int] = field(default_factory=list)
 
     @property
     def event(self) -> Event:
         return self.fn.events[self.index]
+
+    def modules_at(self) -> list[tuple[str, int]]:
+        return [(m, self.read_at[n] if n < len(self.read_at) else self.index)
+                for n, m in enumerate(self.modules)]
 
 
 _CACHE: "weakref.WeakKeyDictionary[Project, Training]" = weakref.WeakKeyDictionary()
@@ -225,6 +264,7 @@ class Training:
     def __init__(self, project: Project) -> None:
         self.project = project
         self._origins: dict[tuple, list[Origin]] = {}
+        self._slices: dict[tuple, list[Site]] = {}  # loss_slice answers (they are asked often)
         self._resolved: dict[tuple, list[str]] = {}
         self._contains: dict[tuple[str, str], bool] = {}
         self._loops: Optional[list[TrainingLoop]] = None
@@ -309,6 +349,9 @@ class Training:
         if cls.startswith(("torch.nn.", "dgl.nn.", "torch_geometric.nn.")):
             return not last.endswith("Loss") and last[:1].isupper() and "functional" not in cls
         info = self.project.classes.get(cls)
+        if info is None:  # `from pkg import BaseModel`, re-exported by pkg/__init__.py
+            target = self.project.reexported(cls)
+            info = self.project.classes.get(target) if target else None
         if info is None:
             return False
         return any(b.endswith("Module") or self.is_module_class(b, seen) for b in info.bases)
@@ -414,18 +457,19 @@ class Training:
         func = call.func
         nxt = k + 1 if k + 1 < len(fn.events) and fn.events[k + 1].kind == "call" \
             and _span_within(fn.events[k + 1].span, call.span) else None
+        before = statement_start(fn, k)
         if call.method in SHARING_METHODS and call.receiver:
             if re.fullmatch(r"[\w.]+", call.receiver):
-                return self.origins(fn, call.receiver, k, depth + 1)
+                return self.origins(fn, call.receiver, before, depth + 1)
             return self._call_origin(fn, nxt, depth + 1) if nxt is not None else [Origin("unknown")]
         if func.endswith(SHARING_WRAPPERS) or func.rsplit(".", 1)[-1] in SHARING_WRAPPERS:
             arg = call.args[0] if call.args else ""
             if re.fullmatch(r"[\w.]+", arg):
-                return self.origins(fn, arg, k, depth + 1)
+                return self.origins(fn, arg, before, depth + 1)
             return self._call_origin(fn, nxt, depth + 1) if nxt is not None else [Origin("unknown")]
         if func in COPIERS:
             arg = call.args[0] if call.args else ""
-            src = self.origins(fn, arg, k, depth + 1) if re.fullmatch(r"[\w.]+", arg) else []
+            src = self.origins(fn, arg, before, depth + 1) if re.fullmatch(r"[\w.]+", arg) else []
             return [Origin("copy", next((o.cls for o in src if o.cls), ""), fn.qualname, k, call.span)]
         base = func.split("()")[0]
         if base in self.project.classes or (base.rsplit(".", 1)[-1][:1].isupper()
@@ -440,7 +484,8 @@ class Training:
             for qual in callees:
                 callee = self.project.function(qual)
                 if callee is not None:
-                    out += self.returned(callee, depth + 1)
+                    out += [o.through(fn.qualname, k, call.span)
+                            for o in self.returned(callee, depth + 1)]
             return out
         return [Origin("unknown")]
 
@@ -461,22 +506,37 @@ class Training:
                 out.append(Origin("unknown"))
         return out
 
-    def _from_callers(self, fn: FunctionInfo, expr: str, depth: int) -> list[Origin]:
+    def _from_callers(self, fn: FunctionInfo, expr: str, depth: int,
+                      site: Optional[tuple[str, int]] = None) -> list[Origin]:
+        """A parameter's objects: the arguments bound to it at every call site, or at ``site``
+        alone (one level of call-site context: the call that produced the value asked about)."""
         out: list[Origin] = []
         self.project.load_mentioning(fn.name if fn.name != "__init__" else fn.class_name.rsplit(".", 1)[-1])
         for qual in self.project.callers(fn.qualname):
+            if site is not None and qual != site[0]:
+                continue
             caller = self.project.function(qual)
             if caller is None:
                 continue
             sites = {id(e) for e in self.project.call_sites(qual, fn.qualname)}
             for k, e in enumerate(caller.events):
-                if id(e) not in sites:
+                if id(e) not in sites or (site is not None and k != site[1]):
                     continue
                 for param, arg in bindings(e, fn):
                     outer = rebase(expr, param, arg)
                     if outer is not None:
-                        out += self.origins(caller, outer, k, depth + 1)
+                        out += self.origins(caller, outer, statement_start(caller, k), depth + 1)
         return out or [Origin("unknown")]
+
+    def origins_in(self, fn: FunctionInfo, expr: str, i: int,
+                   site: Optional[tuple[str, int]]) -> list[Origin]:
+        """:meth:`origins` of a value of ``fn`` when ``fn`` runs from the call at ``site``
+        (its parameters bound to that call's arguments only)."""
+        root = expr.split(".")[0]
+        if site is None or root not in fn.params or root in ("self", "cls") \
+                or self._assignment(fn, expr, i) is not None:
+            return self.origins(fn, expr, i)
+        return list(dict.fromkeys(self._from_callers(fn, expr, 0, site)))
 
     # -- optimizers ----------------------------------------------------------------------------
     def optimizers(self) -> list[OptimizerBuild]:
@@ -485,22 +545,35 @@ class Training:
             for fn in list(self.project.functions.values()):
                 for i, e in enumerate(fn.events):
                     if e.kind == "call" and is_optimizer_class(e.func):
-                        mods, made = [], []
-                        for k in self._expression_events(fn, i):
+                        mods, made, read_at = [], [], []
+                        texts = [e.text]
+                        # the call itself, and the statements that built a `params` list it got
+                        sources = [(i, k) for k in self._expression_events(fn, i)]
+                        for arg in [*e.args[:1], e.kwargs.get("params", "")]:
+                            hit = self._assignment(fn, arg, statement_start(fn, i)) \
+                                if re.fullmatch(r"\w+", arg) else None
+                            if hit is not None:
+                                texts.append(fn.events[hit[1]].text)
+                                sources += [(hit[1], k) for k in self._expression_events(fn, hit[1])]
+                        for at, k in sources:
                             inner = fn.events[k]
                             if inner.method not in ("parameters", "named_parameters"):
                                 continue
                             if re.fullmatch(r"[\w.]+", inner.receiver):
                                 mods.append(inner.receiver)
+                                read_at.append(at)
                             elif k + 1 < len(fn.events):
                                 made.append(k + 1)  # `Model(...).parameters()`: the receiver's call
-                        filtered = "requires_grad" in e.text
-                        self._optimizers.append(OptimizerBuild(fn, i, mods, filtered, made))
+                        filtered = any("requires_grad" in t for t in texts)
+                        self._optimizers.append(
+                            OptimizerBuild(fn, i, mods, filtered, made, read_at))
         return self._optimizers
 
-    def param_origins(self, build: OptimizerBuild) -> list[Origin]:
-        """Where the modules an optimizer was given were created."""
-        out = [o for m in build.modules for o in self.origins(build.fn, m, build.index)]
+    def param_origins(self, build: OptimizerBuild,
+                      site: Optional[tuple[str, int]] = None) -> list[Origin]:
+        """Where the modules an optimizer was given were created (``site``: the call of the
+        helper that built it, when the optimizer came out of one)."""
+        out = [o for m, i in build.modules_at() for o in self.origins_in(build.fn, m, i, site)]
         return out + [o for k in build.made for o in self._call_origin(build.fn, k, 0)]
 
     # -- backward and its loss -----------------------------------------------------------------
@@ -514,23 +587,31 @@ class Training:
         return [k for k in range(i + 1, len(fn.events))
                 if fn.events[k].kind == "call" and _span_within(fn.events[k].span, outer)]
 
-    def loss_slice(self, fn: FunctionInfo, i: int) -> list[Site]:
-        event = fn.events[i]
-        names = [u for u in event.uses if not u.endswith(".backward")]
-        inner = self._expression_events(fn, i)
-        out: list[Site] = [(fn, k) for k in inner]
-        for k in inner:
-            out += self._into_callees(fn, k, 1, set())
-        return _unique(out + self._slice(fn, i, names, 0, {fn.qualname}))
+    def loss_slice(self, fn: FunctionInfo, i: int, live: bool = False) -> list[Site]:
+        """``live``: only what carries autograd history into the loss (tensors computed with
+        gradients on and not detached on the way): the modules the backward really reaches."""
+        key = (fn.qualname, i, live, self.project._generation)
+        if key not in self._slices:
+            event = fn.events[i]
+            names = [u for u in event.uses if not u.endswith(".backward")]
+            inner = self._expression_events(fn, i)
+            out: list[Site] = [(fn, k) for k in inner]
+            for k in inner:
+                out += self._into_callees(fn, k, 1, set(), live)
+            self._slices[key] = _unique(out + self._slice(fn, i, names, 0, {fn.qualname}, live))
+        return list(self._slices[key])
 
     def _slice(self, fn: FunctionInfo, stop: int, names: list[str], depth: int,
-               stack: set[str]) -> list[Site]:
+               stack: set[str], live: bool = False) -> list[Site]:
         wanted = set(names)
         out: list[Site] = []
+        reached = set(fn.events[stop].conditions) if stop < len(fn.events) else set()
         for j in range(stop - 1, -1, -1):
             e = fn.events[j]
             if e.kind not in ("assign", "augassign", "call") or not (set(e.targets) & wanted):
                 continue
+            if live and self.grad_off(fn, j) is not None:
+                continue  # computed without gradients: a tensor with no history
             calls = [k for k in range(j, len(fn.events))
                      if fn.events[k].kind == "call" and _span_within(fn.events[k].span, e.span)]
             outer = outer_call(fn, j)
@@ -539,14 +620,19 @@ class Training:
             out.append((fn, j))
             if outer is not None and outer.method in NON_DIFFERENTIABLE:
                 continue  # `pred = logits.argmax(-1)`: no gradient flows back through it
-            if e.kind == "assign" and e.branch is None and \
+            if e.kind == "assign" and set(e.conditions) <= reached and \
                     re.match(r"[\w.]+\s*(,\s*[\w.]+\s*)*=[^=]", e.text):
-                wanted -= set(e.targets)  # a plain assignment: earlier values are overwritten
+                # a plain assignment on every path to the use (under no test the use is not
+                # under: the script's main guard, say): earlier values are overwritten
+                wanted -= set(e.targets)
             # the value flows, not the module object that computes it: `model(g)` reads g, and
             # following `model` would lead into how the model was built
-            wanted |= set(e.uses) - {fn.events[k].func for k in calls}
+            read = set(e.uses) - {fn.events[k].func for k in calls}
+            if live:  # `clf(emb.detach())`: emb's history stops here
+                read = {u for u in read if not detached_text(e.text, u)}
+            wanted |= read
             if e.kind == "call" and depth < MAX_DEPTH:
-                out += self._into_callees(fn, j, depth + 1, stack)
+                out += self._into_callees(fn, j, depth + 1, stack, live)
         return out
 
     def returns_detached(self, fn: FunctionInfo, call: Event) -> bool:
@@ -557,7 +643,8 @@ class Training:
         callees = [c for c in found if c is not None]
         return bool(callees) and all(_returns_cut(c) for c in callees)
 
-    def _into_callees(self, fn: FunctionInfo, k: int, depth: int, stack: set[str]) -> list[Site]:
+    def _into_callees(self, fn: FunctionInfo, k: int, depth: int, stack: set[str],
+                      live: bool = False) -> list[Site]:
         out: list[Site] = []
         if self.grad_off(fn, k) is not None:
             return out  # everything it runs is gradient-free anyway: reported at the call
@@ -572,8 +659,8 @@ class Training:
                 inner = self._expression_events(callee, j)
                 out += [(callee, m) for m in inner]
                 for m in inner:
-                    out += self._into_callees(callee, m, depth + 1, stack | {qual})
-                out += self._slice(callee, j, e.uses, depth, stack | {qual})
+                    out += self._into_callees(callee, m, depth + 1, stack | {qual}, live)
+                out += self._slice(callee, j, e.uses, depth, stack | {qual}, live)
         return out
 
     # -- loops -------------------------------------------------------------------------------

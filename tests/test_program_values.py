@@ -1,0 +1,473 @@
+"""Issue 12, points 2 and 3: values and conditions, each as a small program of its own run
+through the real `gm-audit check` (subprocess, JSON output): a bug is reported at its line, its
+benign twin is not."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+
+MODEL = (
+    "import torch.nn as nn\n"
+    "\n"
+    "class GraphMAE(nn.Module):\n"
+    "    def __init__(self, dim):\n"
+    "        super().__init__()\n"
+    "        self.enc = nn.Linear(dim, dim)\n"
+    "\n"
+    "    def forward(self, g, x):\n"
+    "        return (self.enc(x) - x).pow(2).mean()\n"
+    "\n"
+    "class Probe(nn.Module):\n"
+    "    def __init__(self, dim):\n"
+    "        super().__init__()\n"
+    "        self.fc = nn.Linear(dim, 2)\n"
+    "\n"
+    "    def forward(self, x):\n"
+    "        return self.fc(x)\n"
+    "\n"
+    "def build_model(args):\n"
+    "    return GraphMAE(args.dim)\n"
+)
+
+HELPERS = (
+    "import torch.optim as optim\n"
+    "\n"
+    "def create_optimizer(name, model, lr, weight_decay):\n"
+    "    params = model.parameters()\n"
+    "    if name == 'adam':\n"
+    "        return optim.Adam(params, lr=lr, weight_decay=weight_decay)\n"
+    "    return optim.SGD(params, lr=lr)\n"
+)
+
+PRETRAIN = (
+    "def pretrain(model, graph, optimizer, epochs):\n"
+    "    for epoch in range(epochs):\n"
+    "        model.train()\n"
+    "        loss = model(graph, graph.ndata['feat'])\n"
+    "        optimizer.zero_grad()\n"
+    "        loss.backward()\n"
+    "        optimizer.step()\n"
+    "    return model\n"
+)
+
+
+def check(tmp_path: Path, files: dict[str, str], codes: str) -> list[tuple[str, str, int]]:
+    for rel, text in files.items():
+        target = tmp_path / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    proc = run_cli("check", ".", "--format", "json", "--no-cache", "--exit-zero",
+                   "--select", codes, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert not report["errors"], report["errors"]
+    return sorted((f["rule"], f["path"], f["line"]) for f in report["findings"]
+                  if f["severity"] in ("error", "warning"))
+
+
+# -- instances through factories, parameters and helpers (GM105) --------------------------------
+
+def _factory_program(rebuild: bool) -> dict[str, str]:
+    main = (
+        "import argparse\n"
+        "from models import build_model\n"
+        "from helpers import create_optimizer\n"
+        "from engine import pretrain\n"
+        "\n"
+        "def main(args, graph):\n"
+        "    model = build_model(args)\n"
+        "    optimizer = create_optimizer('adam', model, args.lr, args.wd)\n"
+        + ("    model = build_model(args)\n" if rebuild else "    model = model.to('cpu')\n")
+        + "    pretrain(model, graph, optimizer, args.epochs)\n"
+        "\n"
+        "if __name__ == '__main__':\n"
+        "    main(argparse.ArgumentParser().parse_args(), None)\n"
+    )
+    return {"models.py": MODEL, "helpers.py": HELPERS, "engine.py": PRETRAIN, "main.py": main}
+
+
+def test_factory_model_rebuilt_after_its_helper_built_optimizer_is_stale(tmp_path):
+    found = check(tmp_path, _factory_program(rebuild=True), "GM105")
+    assert [(p, line) for _, p, line in found] in ([("main.py", 8)], [("main.py", 9)])
+
+
+def test_factory_model_trained_through_pretrain_with_its_own_optimizer_is_clean(tmp_path):
+    assert check(tmp_path, _factory_program(rebuild=False), "GM105") == []
+
+
+def test_linear_probe_optimizer_on_detached_embeddings_is_not_stale(tmp_path):
+    main = (
+        "import torch\n"
+        "import torch.nn.functional as F\n"
+        "from models import build_model, Probe\n"
+        "from helpers import create_optimizer\n"
+        "from engine import pretrain\n"
+        "\n"
+        "def linear_probe(model, graph, labels):\n"
+        "    with torch.no_grad():\n"
+        "        emb = model.enc(graph.ndata['feat'])\n"
+        "    clf = Probe(emb.shape[1])\n"
+        "    opt = torch.optim.Adam(clf.parameters(), lr=0.01)\n"
+        "    for _ in range(10):\n"
+        "        loss = F.cross_entropy(clf(emb.detach()), labels)\n"
+        "        opt.zero_grad()\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+        "\n"
+        "def main(args, graph, labels):\n"
+        "    model = build_model(args)\n"
+        "    optimizer = create_optimizer('adam', model, args.lr, args.wd)\n"
+        "    pretrain(model, graph, optimizer, args.epochs)\n"
+        "    linear_probe(model, graph, labels)\n"
+    )
+    files = {"models.py": MODEL, "helpers.py": HELPERS, "engine.py": PRETRAIN, "main.py": main}
+    assert check(tmp_path, files, "GM105") == []
+
+
+# -- a custom loss given the prediction hides its `.sum()` (GM401) -------------------------------
+
+def _custom_loss(body: str, call: str = "sce_loss(pred[mask], x[mask])") -> dict[str, str]:
+    return {
+        "losses.py": "import torch.nn.functional as F\n\ndef sce_loss(x, y, alpha=2):\n" + body,
+        "train.py": (
+            "from losses import sce_loss\n"
+            "\n"
+            "def fit(model, opt, loader):\n"
+            "    for g, x, mask in loader:\n"
+            "        pred = model(g, x)\n"
+            f"        loss = {call}\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+        ),
+    }
+
+
+def test_custom_loss_given_the_prediction_hides_an_unnormalised_sum(tmp_path):
+    files = _custom_loss("    return (1 - F.cosine_similarity(x, y)).pow(alpha).sum()\n")
+    assert check(tmp_path, files, "GM401") == [("GM401", "losses.py", 4)]
+
+
+def test_custom_loss_that_averages_is_clean(tmp_path):
+    files = _custom_loss("    return (1 - F.cosine_similarity(x, y)).pow(alpha).mean()\n")
+    assert check(tmp_path, files, "GM401") == []
+
+
+def test_reduction_passed_down_as_a_keyword_parameter(tmp_path):
+    body = "    return F.mse_loss(x, y, reduction=reduction)\n"
+    files = _custom_loss(body, "sce_loss(pred[mask], x[mask], reduction='sum')")
+    files["losses.py"] = files["losses.py"].replace("alpha=2", "reduction='mean'")
+    assert check(tmp_path, files, "GM401") == [("GM401", "train.py", 6)]
+    files = _custom_loss(body, "sce_loss(pred[mask], x[mask])")
+    files["losses.py"] = files["losses.py"].replace("alpha=2", "reduction='mean'")
+    assert check(tmp_path, files, "GM401") == []
+
+
+def test_sum_over_a_fixed_size_matrix_is_not_a_node_count_sum(tmp_path):
+    # CCA-SSG: the decorrelation term sums a d x d matrix; its size does not grow with the batch
+    files = {"train.py": (
+        "import torch\n"
+        "\n"
+        "def fit(model, opt, graph, feat, lambd, n):\n"
+        "    for epoch in range(10):\n"
+        "        z1, z2 = model(graph, feat)\n"
+        "        c = torch.mm(z1.T, z2) / n\n"
+        "        iden = torch.eye(c.shape[0])\n"
+        "        loss_inv = -torch.diagonal(c).sum()\n"
+        "        loss_dec = (iden - c).pow(2).sum()\n"
+        "        loss = loss_inv + lambd * loss_dec\n"
+        "        opt.zero_grad()\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+    )}
+    assert check(tmp_path, files, "GM401") == []
+
+
+# -- constants through configuration (GM402) -------------------------------------------------------
+
+def _weighted(default: str) -> dict[str, str]:
+    return {"train.py": (
+        "import argparse\n"
+        "\n"
+        "def fit(model, opt, loader, args):\n"
+        "    for g, x in loader:\n"
+        "        rec, reg = model(g, x)\n"
+        "        loss = rec + args.reg_weight * reg\n"
+        "        opt.zero_grad()\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+        "\n"
+        "if __name__ == '__main__':\n"
+        "    parser = argparse.ArgumentParser()\n"
+        f"    parser.add_argument('--reg_weight', type=float, default={default})\n"
+        "    fit(None, None, [], parser.parse_args())\n"
+    )}
+
+
+def test_loss_weight_defaulting_to_zero_in_argparse(tmp_path):
+    # reported where the zero is set: the argparse default
+    assert check(tmp_path, _weighted("0.0"), "GM402") == [("GM402", "train.py", 13)]
+
+
+def test_loss_weight_defaulting_to_a_positive_number_is_clean(tmp_path):
+    assert check(tmp_path, _weighted("0.5"), "GM402") == []
+
+
+def _dict_config(override: str) -> dict[str, str]:
+    return {"train.py": (
+        "DEFAULTS = {'w_rec': 1.0, 'w_reg': 0.1}\n"
+        f"CONFIG = dict(DEFAULTS, w_reg={override})\n"
+        "\n"
+        "def fit(model, opt, loader):\n"
+        "    cfg = CONFIG\n"
+        "    for g, x in loader:\n"
+        "        rec, reg = model(g, x)\n"
+        "        loss = cfg['w_rec'] * rec + cfg.get('w_reg', 0.1) * reg\n"
+        "        opt.zero_grad()\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+    )}
+
+
+def test_weight_zeroed_by_dict_override(tmp_path):
+    assert check(tmp_path, _dict_config("0.0"), "GM402") == [("GM402", "train.py", 8)]
+
+
+def test_weight_kept_by_dict_override_is_clean(tmp_path):
+    assert check(tmp_path, _dict_config("0.2"), "GM402") == []
+
+
+def test_negated_log_likelihood_and_kl_factor_are_not_negative_weights(tmp_path):
+    files = {"train.py": (
+        "import torch\n"
+        "\n"
+        "def fit(model, opt, loader):\n"
+        "    for g, x in loader:\n"
+        "        mu, logvar, logp = model(g, x)\n"
+        "        kl = -0.5 * torch.mean(torch.sum(1 + logvar - mu.pow(2) - logvar.exp(), dim=1))\n"
+        "        nll = -1.0 * logp.mean()\n"
+        "        loss = nll + kl\n"
+        "        opt.zero_grad()\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+    )}
+    assert check(tmp_path, files, "GM402") == []
+
+
+# -- Python numbers are not graph-holding tensors (GM106) ----------------------------------------
+
+def test_number_accumulation_is_not_a_graph(tmp_path):
+    files = {"train.py": (
+        "from sklearn.metrics import roc_auc_score\n"
+        "\n"
+        "def fit(model, opt, loader):\n"
+        "    total, correct, auc, seen = 0.0, 0, 0.0, 0\n"
+        "    for g, x, labels in loader:\n"
+        "        logits = model(g, x)\n"
+        "        loss = logits.sum()\n"
+        "        opt.zero_grad()\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+        "        total += loss.item()\n"
+        "        seen += labels.size(0)\n"
+        "        correct += (logits.argmax(1) == labels).sum().item()\n"
+        "        auc += roc_auc_score(labels.numpy(), logits.detach().numpy())\n"
+        "    return total / seen, correct, auc\n"
+    )}
+    assert check(tmp_path, files, "GM106") == []
+
+
+def test_loss_accumulated_with_its_graph_is_reported(tmp_path):
+    files = {"train.py": (
+        "def fit(model, opt, loader):\n"
+        "    total = 0.0\n"
+        "    for g, x in loader:\n"
+        "        loss = model(g, x)\n"
+        "        opt.zero_grad()\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+        "        total += loss\n"
+        "    return total\n"
+    )}
+    assert check(tmp_path, files, "GM106") == [("GM106", "train.py", 8)]
+
+
+# -- DGL data views are not Tensor.data (GM101) ----------------------------------------------------
+
+def test_dgl_data_views_are_not_tensor_data(tmp_path):
+    files = {"train.py": (
+        "def fit(model, opt, g):\n"
+        "    for epoch in range(10):\n"
+        "        x = g.nodes['cell'].data['feat']\n"
+        "        y = g.ndata['label']\n"
+        "        w = g.edges['link'].data['w']\n"
+        "        loss = (model(g, x, w) - y).pow(2).mean()\n"
+        "        opt.zero_grad()\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+    )}
+    assert check(tmp_path, files, "GM101") == []
+
+
+def test_tensor_data_on_the_prediction_is_still_reported(tmp_path):
+    files = {"train.py": (
+        "import torch.nn.functional as F\n"
+        "def fit(model, opt, g):\n"
+        "    for epoch in range(10):\n"
+        "        h = model(g, g.ndata['feat']).data\n"
+        "        loss = F.mse_loss(h, g.ndata['feat'])\n"
+        "        opt.zero_grad()\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+    )}
+    assert check(tmp_path, files, "GM101") == [("GM101", "train.py", 4)]
+
+
+# -- guards resolve (GM302) --------------------------------------------------------------------
+
+def _ddp(ddp_guard: str) -> dict[str, str]:
+    return {"train.py": (
+        "import argparse\n"
+        "import torch.distributed as dist\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "\n"
+        "def main(args, model):\n"
+        "    if not args.standalone:\n"
+        "        dist.init_process_group('nccl')\n"
+        f"    {ddp_guard}\n"
+        "        model = DDP(model)\n"
+        "    return model\n"
+        "\n"
+        "if __name__ == '__main__':\n"
+        "    parser = argparse.ArgumentParser()\n"
+        "    parser.add_argument('--standalone', action='store_true')\n"
+        "    main(parser.parse_args(), None)\n"
+    )}
+
+
+def test_ddp_guarded_by_the_flag_that_guards_the_process_group_is_clean(tmp_path):
+    assert check(tmp_path, _ddp("if not args.standalone:"), "GM302") == []
+
+
+def test_ddp_guarded_by_another_condition_than_the_process_group_is_reported(tmp_path):
+    assert check(tmp_path, _ddp("if args.standalone:"), "GM302") == [("GM302", "train.py", 9)]
+
+
+# -- before / after the training loop is control flow (GM601, GM602) ------------------------------
+
+def _restore(after: bool) -> dict[str, str]:
+    load = "    model.load_state_dict(torch.load('best.pt', weights_only=True), strict=False)\n"
+    loop = (
+        "    for epoch in range(args.epochs):\n"
+        "        loss = model(g, g.ndata['feat'])\n"
+        "        opt.zero_grad()\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+        "        torch.save(model.state_dict(), 'best.pt')\n"
+    )
+    body = (loop + load) if after else (load + loop)
+    return {"train.py": (
+        "import torch\n"
+        "\n"
+        "def main(args, model, opt, g):\n"
+        + body
+        + "    return model\n"
+    )}
+
+
+def test_best_checkpoint_restored_after_training_is_not_a_load_before_training(tmp_path):
+    assert check(tmp_path, _restore(after=True), "GM601") == []
+
+
+def test_checkpoint_loaded_before_training_is_reported(tmp_path):
+    assert check(tmp_path, _restore(after=False), "GM601") == [("GM601", "train.py", 4)]
+
+
+# -- seeding: order and reach (GM603) ------------------------------------------------------------
+
+SEEDED = "import random\nimport numpy as np\nimport torch\n"
+
+
+def test_seed_two_lines_above_a_draw(tmp_path):
+    files = {"train.py": SEEDED + (
+        "\n"
+        "def main(seed, items):\n"
+        "    torch.manual_seed(seed)\n"
+        "    random.seed(seed)\n"
+        "    np.random.seed(seed)\n"
+        "    random.shuffle(items)\n"
+        "    return np.random.permutation(len(items))\n"
+        "\n"
+        "if __name__ == '__main__':\n"
+        "    main(0, [1, 2])\n"
+    )}
+    assert check(tmp_path, files, "GM603") == []
+
+
+def test_module_level_seeding_covers_the_functions(tmp_path):
+    files = {"train.py": SEEDED + (
+        "random.seed(0)\nnp.random.seed(0)\ntorch.manual_seed(0)\n"
+        "\n"
+        "def mask(n):\n"
+        "    return random.sample(range(n), n // 2), np.random.rand(n)\n"
+        "\n"
+        "if __name__ == '__main__':\n"
+        "    mask(10)\n"
+    )}
+    assert check(tmp_path, files, "GM603") == []
+
+
+def test_seeding_through_a_reexport(tmp_path):
+    files = {
+        "utils/__init__.py": "from .seeding import set_seed\n",
+        "utils/seeding.py": SEEDED + (
+            "\ndef set_seed(s):\n    random.seed(s)\n    np.random.seed(s)\n    torch.manual_seed(s)\n"),
+        "train.py": SEEDED + (
+            "from utils import set_seed\n"
+            "\n"
+            "def main():\n"
+            "    set_seed(0)\n"
+            "    return random.random(), np.random.rand(3), torch.rand(3)\n"
+            "\n"
+            "if __name__ == '__main__':\n"
+            "    main()\n"
+        ),
+    }
+    assert check(tmp_path, files, "GM603") == []
+
+
+def test_one_rng_left_unseeded_is_reported(tmp_path):
+    files = {"train.py": SEEDED + (
+        "\n"
+        "def main(items):\n"
+        "    torch.manual_seed(0)\n"
+        "    np.random.seed(0)\n"
+        "    random.shuffle(items)\n"
+        "\n"
+        "if __name__ == '__main__':\n"
+        "    main([1, 2])\n"
+    )}
+    assert check(tmp_path, files, "GM603") == [("GM603", "train.py", 8)]
+
+
+# -- constant flags through configuration (GM604) ------------------------------------------------
+
+@pytest.mark.parametrize("default, reported", [("False", False), ("True", True)])
+def test_benchmark_flag_from_cfg_get(tmp_path, default, reported):
+    files = {"train.py": (
+        "import torch\n"
+        "\n"
+        "def main(cfg):\n"
+        "    torch.manual_seed(0)\n"
+        f"    torch.backends.cudnn.benchmark = cfg.get('benchmark', {default})\n"
+        "\n"
+        "if __name__ == '__main__':\n"
+        "    main({'lr': 0.1})\n"
+    )}
+    expected = [("GM604", "train.py", 5)] if reported else []
+    assert check(tmp_path, files, "GM604") == expected

@@ -62,11 +62,11 @@ def test_a_file_whose_analysis_hangs_is_reported_and_the_run_goes_on(tmp_path, m
     real = engine.analyze_source
     pids = tmp_path / "hung.pid"
 
-    def analyze_source(path, abspath, data, codes, force=False, expendable=False):
+    def analyze_source(path, abspath, data, codes, force=False, **kw):
         if path == "hang.py":
             pids.write_text(str(os.getpid()))
             signal.pause()
-        return real(path, abspath, data, codes, force=force, expendable=expendable)
+        return real(path, abspath, data, codes, force=force, **kw)
 
     monkeypatch.setattr(engine, "analyze_source", analyze_source)
     monkeypatch.setattr(isolate, "FILE_SECONDS", 2.0)

@@ -728,12 +728,25 @@ def _self_definitions(project: Project, fn: FunctionInfo, name: str) -> list[tup
         info = project.classes.get(cls)
         for base in getattr(info, "bases", []) or []:
             classes.add(base)
-    for other in list(project.functions.values()):
-        if other.class_name in classes:
-            for stmt in statements(other):
-                if name in stmt.targets:
-                    out.append((other, stmt))
+    for other in _methods_of(project, classes):
+        for stmt in statements(other):
+            if name in stmt.targets:
+                out.append((other, stmt))
     return out
+
+
+def _methods_of(project: Project, classes: set[str]) -> list[FunctionInfo]:
+    """The functions of these classes, in the project's order, from an index built once per
+    state of the project (a scan of every function per question dominated GM101's time)."""
+    cache = _cache(project)
+    state = (getattr(project, "_generation", None), len(project.functions))
+    if cache.get("by_class_state") != state:
+        by_class: dict[str, list[tuple[int, FunctionInfo]]] = {}
+        for pos, other in enumerate(project.functions.values()):
+            by_class.setdefault(other.class_name, []).append((pos, other))
+        cache["by_class"], cache["by_class_state"] = by_class, state
+    found = [item for cls in classes for item in cache["by_class"].get(cls, ())]
+    return [other for _, other in sorted(found, key=lambda item: item[0])]
 
 
 def is_module_class(project: Project, qualname: str, _seen: Optional[set[str]] = None) -> bool:

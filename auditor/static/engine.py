@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import ast
+import functools
+import gc
 import os
 import time
 import traceback
@@ -40,6 +42,9 @@ class FileResult:
     module: str
     facts: Optional[FileFacts] = None  # None: skipped by the prefilter, or unreadable
     outline: Optional[FileFacts] = None  # a skipped file's imports only (programs need them)
+    # a skipped file's facts, made ahead in a worker for the cross-file stage's on-demand loads
+    # (the engine moves them to the cache's lazy entries: never stored with the result)
+    summary: Optional[FileFacts] = None
     findings: list[Finding] = field(default_factory=list)
     error: Optional[FileError] = None
     ignores: Ignores = field(default_factory=dict)
@@ -107,11 +112,12 @@ def too_deep_finding(path: str, line: int, detail: str) -> Finding:
 
 def analyze_source(
     path: str, abspath: Path, data: bytes, codes: Sequence[str], force: bool = False,
-    expendable: bool = False,
+    expendable: bool = False, summarise: bool = False,
 ) -> FileResult:
     """Everything the static pass learns from one file, in one traversal. Never raises.
     ``expendable``: this process may die of a native crash (a pool worker, an isolated child);
-    otherwise a file deep enough to risk one is parsed in a child process."""
+    otherwise a file deep enough to risk one is parsed in a child process. ``summarise``: when
+    the prefilter skips the file, also make the facts an on-demand load would (``summary``)."""
     module = module_identity(path)
     result = FileResult(path=path, module=module)
     if len(data) > MAX_FILE_BYTES:
@@ -137,14 +143,24 @@ def analyze_source(
             result.findings.append(syntax_error_finding(path, exc.lineno or 1, exc.offset or 1, exc.msg))
         except (ValueError, RecursionError, MemoryError):
             pass
+        if summarise:
+            depth, deepest = nesting_depth(text)
+            if depth <= RISKY_DEPTH:  # a risky file stays lazy (a crash here would report a file no rule reads)
+                result.summary = _analyse_tree(FileResult(path=path, module=module), text, [], deepest).facts
         return result
     depth, deepest = nesting_depth(text)
     if depth > MAX_DEPTH:
         result.findings.append(too_deep_finding(path, deepest, f"about {depth} levels at line {deepest}"))
         return result
     if depth > RISKY_DEPTH and not expendable:
-        answer = run_isolated(_analyze_job, (path, str(abspath), data, tuple(codes), force))
+        answer = run_isolated(_analyze_job, (path, str(abspath), data, tuple(codes), force, False))
         return _lost(path, deepest, answer) if isinstance(answer, Lost) else answer
+    return _analyse_tree(result, text, wanted, deepest)
+
+
+def _analyse_tree(result: FileResult, text: str, wanted: list[type[Rule]], deepest: int) -> FileResult:
+    """Parse with libcst and run the collector and the ``wanted`` rules in one traversal."""
+    path, module = result.path, result.module
     try:
         tree = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
@@ -180,13 +196,15 @@ def analyze_source(
     return result
 
 
-Job = tuple[str, str, bytes, tuple[str, ...], bool]  # path, absolute path, content, codes, force
+# path, absolute path, content, codes, force, summarise
+Job = tuple[str, str, bytes, tuple[str, ...], bool, bool]
 
 
 def _analyze_job(job: Job) -> FileResult:
     """In a process that may die: a pool worker or an isolated child."""
-    path, abspath, data, codes, force = job
-    return analyze_source(path, Path(abspath), data, codes, force=force, expendable=True)
+    path, abspath, data, codes, force, summarise = job
+    return analyze_source(path, Path(abspath), data, codes, force=force, expendable=True,
+                          summarise=summarise)
 
 
 def _lost(path: str, line: int, lost: Lost) -> FileResult:
@@ -203,6 +221,25 @@ def _lost(path: str, line: int, lost: Lost) -> FileResult:
     return result
 
 
+def _few_collections(fn: Callable[..., CheckResult]) -> Callable[..., CheckResult]:
+    """Run ``fn`` with CPython's cyclic collector rarely triggered. The pass allocates millions of
+    small objects: parse trees that reference counting frees, and facts that live to the end.
+    At the default threshold (a collection every 700 net allocations) the collector scanned the
+    growing heap thousands of times, about a sixth of the pass; workers inherit the setting."""
+
+    @functools.wraps(fn)
+    def run(*args: object, **kwargs: object) -> CheckResult:
+        before = gc.get_threshold()
+        gc.set_threshold(max(before[0], 50_000), *before[1:])
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            gc.set_threshold(*before)
+
+    return run
+
+
+@_few_collections
 def run_check(
     paths: Iterable[str],
     config: Config,
@@ -252,28 +289,32 @@ def run_check(
         if hit is not None:
             results[rel] = hit
         else:
-            todo.append((rel, str(p.resolve()), data, codes, False))
+            todo.append((rel, str(p.resolve()), data, codes, False, False))
     cached = len(results)
     jobs = jobs or os.cpu_count() or 1
     done = cached
     if progress:
         progress(done, total)
+    # A file the prefilter skips is analysed on demand when the cross-file stage needs its
+    # facts (a call leads into it): in one process, after everything else. With workers, their
+    # facts are made ahead, in parallel, while the rest is analysed; a load then costs nothing.
+    prepared: dict[str, FileFacts] = {}
     if jobs > 1 and len(todo) > 4 * jobs:
-        for job, answer in map_bounded(_analyze_job, todo, jobs):
-            res = _lost(job[0], 1, answer) if isinstance(answer, Lost) else answer
-            results[res.path] = res
-            cache.put(res.path, digests[res.path], res)
-            done += 1
-            if progress:
-                progress(done, total)
+        todo = [(*job[:5], not cache.get(LAZY_PREFIX + job[0], digests[job[0]])) for job in todo]
+        answers = map_bounded(_analyze_job, todo, jobs)
     else:
-        for rel, abspath, data, _, _ in todo:
-            res = analyze_source(rel, Path(abspath), data, codes)
-            results[res.path] = res
-            cache.put(res.path, digests[res.path], res)
-            done += 1
-            if progress:
-                progress(done, total)
+        answers = ((job, analyze_source(job[0], Path(job[1]), job[2], codes)) for job in todo)
+    for job, answer in answers:
+        res = _lost(job[0], 1, answer) if isinstance(answer, Lost) else answer
+        if res.summary is not None:
+            prepared[res.path] = res.summary
+            cache.put(LAZY_PREFIX + res.path, digests[res.path], res.summary)
+            res.summary = None
+        results[res.path] = res
+        cache.put(res.path, digests[res.path], res)
+        done += 1
+        if progress:
+            progress(done, total)
     # the project sees files in discovery order, however the pool or the cache answered: some
     # project-stage answers depend on it, and the same tree must give the same report
     results = {rel: results[rel] for rel, _, _ in contents}
@@ -281,6 +322,8 @@ def run_check(
 
     def load_skipped(rel: str) -> Optional[FileFacts]:
         # a prefiltered file that a call leads into: analyse it now (facts only), cached apart
+        if rel in prepared:
+            return prepared.pop(rel)
         digest = digests.get(rel)
         hit = cache.get(LAZY_PREFIX + rel, digest) if digest else None
         if hit is not None:

@@ -315,52 +315,6 @@ review that the value was not meant to be a frozen target.
         ),
     ]
     INVALID = [
-        # the loss itself detached; the other outputs only logged after the backward
-        Invalid(
-            "import torch.nn as nn\n"
-            "class Net(nn.Module):\n"
-            "    def __init__(self):\n"
-            "        super().__init__()\n"
-            "        self.lin = nn.Linear(4, 4)\n"
-            "    def forward(self, x):\n"
-            "        out = self.lin(x)\n"
-            "        return out.pow(2).mean(), {'norm': out.norm()}\n"
-            "def train(model, opt, loader, log):\n"
-            "    for x in loader:\n"
-            "        loss, parts = model(x)\n"
-            "        loss = loss.detach()\n"
-            "        opt.zero_grad()\n"
-            "        loss.backward()\n"
-            "        opt.step()\n"
-            "        log.info('%s %s', loss.item(), parts)\n",
-            line=12,
-        ),
-        # both views of a two-view model detached: neither carries gradient to the other
-        Invalid(
-            "import torch\n"
-            "def train(model, opt, g1, x1, g2, x2, steps):\n"
-            "    for _ in range(steps):\n"
-            "        z1, z2 = model(g1, x1, g2, x2)\n"
-            "        z1, z2 = z1.detach(), z2.detach()\n"
-            "        loss = -torch.mm(z1.T, z2).diagonal().sum()\n"
-            "        opt.zero_grad()\n"
-            "        loss.backward()\n"
-            "        opt.step()\n",
-            line=5,
-        ),
-        # a criterion module's output and labels from the command line are not predictions
-        Invalid(
-            "import argparse\nimport torch.nn as nn\n"
-            "args = argparse.ArgumentParser().parse_args()\n"
-            "labels = load_labels(args.dataset)\n"
-            "head = nn.Linear(16, 3)\n"
-            "loss_fn = nn.CrossEntropyLoss()\n"
-            "for epoch in range(100):\n"
-            "    logits = head(embs).detach()\n"
-            "    loss = loss_fn(logits, labels)\n"
-            "    loss.backward()\n",
-            line=8,
-        ),
         # the GraphMAE bug: the encoder's embedding detached before the decoder
         Invalid(
             "import torch.nn as nn\n"
@@ -431,6 +385,52 @@ review that the value was not meant to be a frozen target.
             "    loss = F.mse_loss(recon, x)\n"
             "    loss.backward()\n",
             line=5,
+        ),
+        # the loss itself detached; the other outputs only logged after the backward
+        Invalid(
+            "import torch.nn as nn\n"
+            "class Net(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.lin = nn.Linear(4, 4)\n"
+            "    def forward(self, x):\n"
+            "        out = self.lin(x)\n"
+            "        return out.pow(2).mean(), {'norm': out.norm()}\n"
+            "def train(model, opt, loader, log):\n"
+            "    for x in loader:\n"
+            "        loss, parts = model(x)\n"
+            "        loss = loss.detach()\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+            "        log.info('%s %s', loss.item(), parts)\n",
+            line=12,
+        ),
+        # both views of a two-view model detached: neither carries gradient to the other
+        Invalid(
+            "import torch\n"
+            "def train(model, opt, g1, x1, g2, x2, steps):\n"
+            "    for _ in range(steps):\n"
+            "        z1, z2 = model(g1, x1, g2, x2)\n"
+            "        z1, z2 = z1.detach(), z2.detach()\n"
+            "        loss = -torch.mm(z1.T, z2).diagonal().sum()\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n",
+            line=5,
+        ),
+        # a criterion module's output and labels from the command line are not predictions
+        Invalid(
+            "import argparse\nimport torch.nn as nn\n"
+            "args = argparse.ArgumentParser().parse_args()\n"
+            "labels = load_labels(args.dataset)\n"
+            "head = nn.Linear(16, 3)\n"
+            "loss_fn = nn.CrossEntropyLoss()\n"
+            "for epoch in range(100):\n"
+            "    logits = head(embs).detach()\n"
+            "    loss = loss_fn(logits, labels)\n"
+            "    loss.backward()\n",
+            line=8,
         ),
     ]
 

@@ -232,10 +232,13 @@ drawn, never what the code computes with them.
             else:
                 # no call reaches it (a dataset method, a process target): the programs whose
                 # imports hold its file. One that trains and whose run seeds other RNGs but not
-                # this one is reported; else they are judged by the seeding their own code holds, and code
-                # whose programs seed nothing (a library) leaves seeding to the caller
-                runs = [(p.entry, seeding.seeded_from(p.entry)) for p in programs if p.entry in training]
-                lacking = [(e, own) for e, own in runs if own and draw.family not in own]
+                # this one, nor does any code of its own (a seeding helper its run reaches only
+                # through a registry), is reported; else they are judged by the seeding their own
+                # code holds, and code whose programs seed nothing (a library) leaves seeding to
+                # the caller
+                runs = [(p.entry, seeding.seeded_from(p.entry), seeding.seeded_within(p.files))
+                        for p in programs if p.entry in training]
+                lacking = [(e, run) for e, run, own in runs if run and draw.family not in run | own]
                 if lacking:
                     entries, here = [lacking[0][0]], lacking[0][1]
                 else:

@@ -674,6 +674,17 @@ class Evidence:
         watching = [d for d in self.docs if d.get("watching")]
         return bool(watching) and not any(path in (d.get("files_run") or []) for d in watching)
 
+    def untaken(self, path: str, line: int) -> Optional[str]:
+        """Why the run would not have reached the finding at ``path:line`` whatever its length
+        (its callers' files never imported, or a branch decided false for the run:
+        ``auditor/probe/hooks/branches.py``); None when no process decided so."""
+        for d in self.docs:
+            for entry in d.get("untaken") or []:
+                if isinstance(entry, list) and len(entry) == 4 and entry[0] == path \
+                        and entry[1] == line:
+                    return str(entry[3])
+        return None
+
     def calls_at(self, path: str, line: int, kind: Optional[str] = None,
                  end_line: Optional[int] = None) -> list[CallRecord]:
         """Recorded calls at a line (or a span of lines), optionally of one kind."""

@@ -1,6 +1,8 @@
 """From evidence to statuses: each static finding decided, plus the findings of the run alone.
 
-Static findings: a finding in a module the run never imported is ``outside``; a finding whose
+Static findings: a finding in a module the run never imported is ``outside``; one whose line
+never ran and that this run would not reach (its callers' files never imported, a branch decided
+false for the run: ``hooks/branches.py``) is ``untaken``; a finding whose
 line never ran is never ``refuted`` (``unexercised`` instead); otherwise the rule's
 ``confirm(finding, evidence)`` decides when it returns a Verdict; a finding whose lines never ran
 is ``unexercised``; a finding whose line ran but whose
@@ -95,6 +97,9 @@ def decide(findings: Iterable[Finding], evidence: Evidence, rules: dict[str, typ
             f.status = Status.OUTSIDE
             f.evidence = [*f.evidence, "this run never imported the module: outside what the "
                                        "probe can decide"]
+        elif evidence and not ran and (why := evidence.untaken(f.path, f.line)):
+            f.status = Status.UNTAKEN
+            f.evidence = [*f.evidence, f"line never ran, and this run would not reach it: {why}"]
         elif verdict is not None and not ran and verdict.status == Status.REFUTED:
             # whatever happened elsewhere, a line that never ran is not shown benign
             f.status = Status.UNEXERCISED

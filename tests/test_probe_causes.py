@@ -270,6 +270,58 @@ train(model, torch.optim.SGD(model.parameters(), lr=0.01))
     assert outside and all(f["status"] == "outside" for f in outside), outside
 
 
+def test_lines_this_run_will_not_reach_are_untaken_and_do_not_hold_auto(cli, tmp_path):
+    """A load only another script's calls reach, and one in an `if resume:` that this run's
+    once-run main decided false, are `untaken` and do not hold --steps auto; a load in a branch
+    of the loop whose test changes every step (`step == 7`) is waited for."""
+    loaders = """
+    import torch
+
+    def restore(model, path):
+        model.load_state_dict(torch.load(path))
+
+    def restore_for_eval(model, path):
+        model.load_state_dict(torch.load(path))
+    """
+    evaluate = """
+    from loaders import restore_for_eval
+    if __name__ == "__main__":
+        restore_for_eval(None, "ckpt.pt")
+    """
+    train = NET + """
+import sys
+from loaders import restore
+
+def main(resume):
+    torch.manual_seed(0)
+    model = Net()
+    torch.save(model.state_dict(), "ckpt.pt")
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for step in range(400):
+        if resume:
+            restore(model, "ckpt.pt")
+        if step == 7:
+            model.load_state_dict(torch.load("ckpt.pt"))
+        loss = F.mse_loss(model(torch.randn(32, 6)), torch.zeros(32, 6))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+if __name__ == "__main__":
+    main(resume="--resume" in sys.argv)
+"""
+    write(tmp_path, {"loaders.py": loaders, "evaluate.py": evaluate, "train.py": train})
+    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "auto", "--max-steps", "60"))
+    assert data["run"]["stopped"] == "budget" and 8 <= data["run"]["steps"] < 20, data["run"]
+    status = {(f["path"], f["line"]): f for f in by_rule(data, "GM602")}
+    load_line = line_of(loaders, "torch.load")
+    assert status[("loaders.py", load_line)]["status"] == "untaken", status
+    assert "evaluate.py" in status[("loaders.py", load_line + 3)]["evidence"][-1], status
+    assert status[("loaders.py", load_line + 3)]["status"] == "untaken", status
+    in_loop = status[("train.py", line_of(train, "if step == 7") + 1)]
+    assert in_loop["status"] not in ("untaken", "unexercised", "refuted"), in_loop
+
+
 def test_gradients_accumulating_without_zero_grad_are_gm104(cli, tmp_path):
     train, data = run_net(cli, tmp_path, NET + LOOP.replace("        opt.zero_grad()\n", ""))
     assert errors(data, "GM104"), data["findings"]

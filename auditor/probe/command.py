@@ -196,8 +196,8 @@ def run_probe_command(args: argparse.Namespace, config: Config, rules: list, fai
         raise UsageError(str(exc)) from None
     cwd = Path.cwd()
     reach = reach_files(static.project, static.findings) if static.project is not None else {}
-    watch = sorted({(f.path, f.line, f.end_line, tuple(reach.get((f.path, f.line), ())))
-                    for f in static.findings})
+    watch = sorted({(f.path, f.line, f.end_line) for f in static.findings})
+    watch = [[*w, reach.get(w[:2])] for w in watch]
     run_dir = Path(tempfile.mkdtemp(prefix="gm-audit-probe-"))
     pymp = pymp_dirs()
     try:

@@ -17,15 +17,16 @@ from auditor.static.facts import FunctionInfo
 from auditor.static.project import Project
 
 
-def reach_files(project: Project, findings: Iterable[Finding]) -> dict[tuple[str, int], list[str]]:
-    """(path, line) -> the files whose module body calls, directly or through other functions,
-    the function holding the finding. Left out (unknown) when no call the static model sees
-    reaches that function (a forward, a callback, a registry) or the line is module code."""
+def reach_files(project: Project, findings: Iterable[Finding]) -> dict[tuple[str, int], dict]:
+    """(path, line) -> ``{"files": [...], "calls": [[path, line], ...]}``: the files whose module
+    body calls, directly or through other functions, the function holding the finding, and the
+    lines that call that function. Left out (unknown) when no call the static model sees reaches
+    that function (a forward, a callback, a registry) or the line is module code."""
     by_path: dict[str, list[FunctionInfo]] = defaultdict(list)
     for fn in project.functions.values():
         if fn.span is not None and fn.name != MODULE_SCOPE:
             by_path[fn.path].append(fn)
-    out: dict[tuple[str, int], list[str]] = {}
+    out: dict[tuple[str, int], dict] = {}
     for f in findings:
         fn = _innermost(by_path.get(f.path, ()), f.line)
         if fn is None:
@@ -33,7 +34,9 @@ def reach_files(project: Project, findings: Iterable[Finding]) -> dict[tuple[str
         files = sorted({project.functions[q].path for q in project.ancestors(fn.qualname)
                         if q in project.functions and project.functions[q].name == MODULE_SCOPE})
         if files:
-            out[(f.path, f.line)] = files
+            calls = sorted({(project.functions[c].path, e.span.line) for c in project.callers(fn.qualname)
+                            if c in project.functions for e in project.call_sites(c, fn.qualname)})
+            out[(f.path, f.line)] = {"files": files, "calls": [list(c) for c in calls]}
     return out
 
 

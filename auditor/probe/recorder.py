@@ -139,9 +139,10 @@ class Recorder:
                 continue
             self.watched.setdefault(rel, set()).update(range(line, end + 1))
         self.spans = [(e[0], int(e[1]), int(e[2] or e[1])) for e in watch if len(e) >= 3]
-        # span -> the files whose module code leads to it by calls (static; absent: unknown)
-        self.reach = {(e[0], int(e[1]), int(e[2] or e[1])): list(e[3]) for e in watch
-                      if len(e) >= 4 and e[3]}
+        # span -> {"files": module bodies whose calls lead to it, "calls": the lines calling its
+        # function} (auditor/probe/reach.py; absent: unknown)
+        self.reach = {(e[0], int(e[1]), int(e[2] or e[1])): e[3] for e in watch
+                      if len(e) >= 4 and isinstance(e[3], dict)}
         self.untaken: dict[tuple, str] = {}  # span -> why this run will not reach it
         self.branches = None  # hooks/branches.py, loaded when a span is still waited for
         self.untaken_step = -1

@@ -174,21 +174,27 @@ class Branches:
     def decide(self, spans, frame) -> None:
         """Record in ``rec.untaken`` the spans (path, line, end) that this run will not reach;
         ``frame``: where the program is now (the user's frames are above it)."""
-        rec = self.rec
-        live = None
+        live = self.live_frames(frame)
         for span in spans:
-            if span in rec.untaken:
-                continue
-            reach = rec.reach.get(span)
-            if reach and not (set(reach) & self.imported_files()):
-                rec.untaken[span] = ("no call from the code this run imported reaches it (only "
-                                     f"from {', '.join(reach[:3])})")
-                continue
-            if live is None:
-                live = self.live_frames(frame)
-            why = self.branch_not_taken(span, live)
-            if why:
-                rec.untaken[span] = why
+            if span not in self.rec.untaken:
+                why = self.why_untaken(span, live)
+                if why:
+                    self.rec.untaken[span] = why
+
+    def why_untaken(self, span, live) -> "str | None":
+        """No imported file's calls lead to the span; its own branch is decided false; or every
+        line that calls its function is in a branch decided false (one level of callers)."""
+        reach = self.rec.reach.get(span) or {}
+        files = reach.get("files") or []
+        if files and not (set(files) & self.imported_files()):
+            return f"no call from the code this run imported reaches it (only from {', '.join(files[:3])})"
+        why = self.branch_not_taken(span, live)
+        if why or not files or not reach.get("calls"):
+            return why
+        whys = [self.branch_not_taken((p, n, n), live) for p, n in reach["calls"]]
+        if all(whys):
+            return f"each call of its function is {whys[0]}"
+        return None
 
     def live_frames(self, frame) -> list:
         out = []

@@ -364,7 +364,10 @@ def _sum_reductions(evidence: Evidence, add) -> None:
 
 def _zero_gradients(steps: list[StepFacts], add) -> None:
     """Parameters that the loss reaches but whose gradient is exactly zero at every backward:
-    the only loss term through them is weighted 0 (GM402)."""
+    the only loss term through them is weighted 0 (GM402). A weight scales a module's output as
+    a whole, so a parameter whose siblings in its module get gradient is left out: that zero
+    is the module's own arithmetic (a GAT's destination attention, constant within each
+    softmax group, has an exactly zero gradient)."""
     graded = [s for s in steps if s.grads]
     if len(graded) < 2:
         return
@@ -373,6 +376,9 @@ def _zero_gradients(steps: list[StepFacts], add) -> None:
         reached = set(s.params_reached)
         now = {n for n, g in s.grads.items() if g.state == "zero" and n in reached}
         zero = now if zero is None else zero & now
+    module = lambda name: name.rpartition(".")[0]  # noqa: E731
+    zero = {n for n in zero or () if all(p in zero for p in graded[-1].grads
+                                         if module(p) == module(n))}
     if zero:
         s = graded[-1]
         add("GM402", s.path, s.line,

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import importlib.util
 import json
+import subprocess
 import sys
 import tempfile
 from collections import defaultdict
@@ -23,7 +25,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional
 
 from benchmarks.ecosystem.corpus import REPO, repo_path
-from benchmarks.ecosystem.mutant import Mutant
+from benchmarks.ecosystem.mutant import Mutant, Truth
 from benchmarks.ecosystem.mutators import generate
 from benchmarks.ecosystem.runtime.pipelines import PIPELINES, Pipeline, probe, run
 
@@ -104,6 +106,65 @@ def score_pipeline(pipeline: Pipeline, rules: Optional[list[str]], cap: int, max
             "mutants": results}
 
 
+def _fixture_build():
+    spec = importlib.util.spec_from_file_location("fixture_build", REPO / "fixtures" / "build.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _probe_fixture(root: Path, timeout: float) -> dict:
+    proc = subprocess.run(
+        [sys.executable, "-m", "auditor", "probe", "--format", "json", "--no-cache", "--exit-zero",
+         "--steps", "auto", "--timeout", str(timeout), "--", sys.executable, "train.py"],
+        cwd=root, capture_output=True, text=True, timeout=timeout + 300)
+    try:
+        return json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        return {"findings": [], "error": f"probe exit {proc.returncode}: {proc.stderr[-1500:]}"}
+
+
+def score_fixtures(variants: Optional[list[str]], timeout: float,
+                   log: Callable[[str], None] = print) -> dict:
+    """The bundled fixture's variants under ``gm-audit probe --steps auto``, scored like the
+    mutants: a bug variant is caught at its ``expect`` lines; a benign look-alike (and the clean
+    pipeline) must get no confirmed or runtime error of any rule."""
+    build = _fixture_build()
+    names = variants or build.variant_names()
+    with tempfile.TemporaryDirectory() as tmp:
+        report = _probe_fixture(build.materialize(build.CLEAN, Path(tmp) / "clean"), timeout)
+    clean = [{k: f.get(k) for k in ("rule", "path", "line", "status", "message", "severity")}
+             for f in report.get("findings", [])]
+    log(f"fixture: clean run {(report.get('run') or {}).get('summary', report.get('error'))}; "
+        f"{sum(_alarm(f) for f in clean)} confirmed/runtime error(s)")
+    results = []
+    for i, name in enumerate(names, 1):
+        meta = build.load_variant(name)
+        truth = [Truth(e["file"], e["line"]) for e in meta["expect"] if e["rule"] == meta["rule"]]
+        mutant = Mutant(f"fixture:{name}", "fixture", f"fixture.{name}", meta["rule"],
+                        meta["kind"] != "bug", {}, truth, meta.get("description", "").strip())
+        with tempfile.TemporaryDirectory() as tmp:
+            report = _probe_fixture(build.materialize(name, Path(tmp) / "v"), timeout)
+        result = verdict(mutant, report)
+        result["alarms"] = [f"{f['rule']} {f['status']} {f['path']}:{f['line']}"
+                            for f in report.get("findings", []) if _alarm(f)]
+        if mutant.benign:  # a benign look-alike: any confirmed/runtime error is a false alarm
+            result["caught"] = "runtime" if result["alarms"] else None
+        log(f"  [{i}/{len(names)}] {name}: {result['caught'] or ('-' if mutant.benign else 'missed')} "
+            f"{result['statuses_at_truth']} alarms {result['alarms']} "
+            f"({(result['run'] or {}).get('stopped', result['error'])})")
+        results.append(result)
+    return {"pipeline": "fixture", "repo": "fixture",
+            "clean": {"exit": 0, "trains": True, "losses": [], "probe_run": report.get("run"),
+                      "probe_error": report.get("error"),
+                      "findings": [f for f in clean if f.get("severity") == "error"]},
+            "mutants": results}
+
+
+def _alarm(f: dict) -> bool:
+    return f.get("status") in CAUGHT and f.get("severity") == "error"
+
+
 def table(scores: list[dict]) -> list[str]:
     """One row per rule: bug mutants, caught confirmed / runtime at truth, missed; benign twins
     flagged; findings the probe confirmed or raised on the clean runs."""
@@ -139,11 +200,15 @@ def main(argv: Optional[list[str]] = None) -> int:
                         "pipeline's whole short run)")
     parser.add_argument("--timeout", type=float, default=300)
     parser.add_argument("--output", type=Path, default=OUTPUT)
+    parser.add_argument("--fixtures", nargs="*", metavar="VARIANT",
+                        help="score the bundled fixture's variants instead (all when none named)")
     parser.add_argument("--merge", type=Path, nargs="+", metavar="JSON",
                         help="no probing: the table of earlier runs' JSON files, merged")
     args = parser.parse_args(argv)
     rules = args.rules.split(",") if args.rules else None
-    if args.merge:
+    if args.fixtures is not None:
+        scores = [score_fixtures(args.fixtures, args.timeout)]
+    elif args.merge:
         scores = [s for path in args.merge for s in json.loads(path.read_text(encoding="utf-8"))]
     else:
         scores = [score_pipeline(PIPELINES[name], rules, args.cap, args.max_steps, args.timeout)

@@ -4,11 +4,18 @@
 
 For each pipeline (``runtime/pipelines.py``): the clean copy runs bare (it must train: its loss
 falls) and under the probe (any finding the probe confirms or raises there is a false alarm);
-then every generated mutant whose truth lines lie in code the clean run executed is probed
-(``--cap`` per operator: each probe is a whole run of the script). A mutant is
-caught when a finding of its rule at one of its truth lines is ``confirmed``, or raised by the
-probe alone (``runtime``); a benign twin so flagged is a false alarm. Prints a table per rule
-and writes the whole record as JSON.
+then every generated mutant whose truth lines the clean run executed (line coverage of the
+bare run) is probed (``--cap`` per operator: each probe is a whole run of the script). A mutant
+is caught when a finding of its rule at one of its truth lines is ``confirmed``, or raised by
+the probe alone (``runtime``); a benign twin so flagged is a false alarm. Not showable, and
+counted apart: an operator whose every mutant sits on lines the clean run never executes, and a
+low-precision mutant that crashes on CPU (DGL has no float16/bfloat16 kernels there). Prints a
+table per rule and writes the whole record as JSON.
+
+    python -m benchmarks.ecosystem.runtime_score --fixtures [VARIANT ...]
+
+scores the bundled fixture's variants the same way (truth: each variant's ``expect`` lines; a
+benign variant or the clean pipeline must get no confirmed or runtime error of any rule).
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import argparse
 import difflib
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -44,7 +52,12 @@ def verdict(mutant: Mutant, report: dict) -> dict:
     at_truth = sorted({f["status"] for f in report.get("findings", [])
                        if f["rule"] == mutant.rule and (f["path"], f["line"]) in truth})
     status = next((s for s in CAUGHT if s in at_truth), None)
-    return {"id": mutant.id, "rule": mutant.rule, "operator": mutant.operator,
+    run = report.get("run") or {}
+    crash = f"{run.get('error') or ''} {' '.join(report.get('output_tail') or [])}"
+    why = None
+    if status is None and run.get("stopped") == "crash" and CPU_PRECISION.search(crash):
+        why = f"crashes on CPU: no low-precision kernels ({(run.get('error') or '')[:120]})"
+    return {"not_showable": why,"id": mutant.id, "rule": mutant.rule, "operator": mutant.operator,
             "benign": mutant.benign, "description": mutant.description,
             "truth": [[t.path, t.line] for t in mutant.truth], "statuses_at_truth": at_truth,
             "caught": status, "run": report.get("run"), "error": report.get("error")}
@@ -62,17 +75,38 @@ def _origin(before: str, after: str, line: int) -> set[int]:
     return set()
 
 
-def runnable(mutants: Iterable[Mutant], root: Path, ran: dict[str, set[int]], cap: int) -> list[Mutant]:
-    """Mutants whose truth lines lie in code the clean run executed (lines of the functions it
-    called, in ``root``), ``cap`` per operator in the order ``generate`` ranked them (the same
-    sites on every run). An edit's added imports do not count: they run in any case."""
+def runnable(mutants: Iterable[Mutant], root: Path, ran: dict[str, set[int]],
+             cap: int) -> tuple[list[Mutant], list[Mutant]]:
+    """Mutants whose truth lines the clean run executed, ``cap`` per operator in the order
+    ``generate`` ranked them (the same sites on every run); and, for each operator none of whose
+    mutants qualifies, its first one: not showable by this run. An edit's added imports do not
+    count: they run in any case."""
     kept: dict[str, list[Mutant]] = defaultdict(list)
+    unshowable: dict[str, Mutant] = {}
     for m in mutants:
-        if len(kept[m.operator]) < cap and m.truth and all(
+        if len(kept[m.operator]) >= cap:
+            continue
+        if m.truth and all(
                 _origin((root / t.path).read_text(encoding="utf-8"), m.files[t.path], t.line)
                 & ran.get(t.path, set()) for t in m.truth if t.path in m.files):
             kept[m.operator].append(m)
-    return [m for ms in kept.values() for m in ms]
+        else:
+            unshowable.setdefault(m.operator, m)
+    return ([m for ms in kept.values() for m in ms],
+            [m for op, m in unshowable.items() if not kept[op]])
+
+
+# a low-precision mutant that DGL cannot run on CPU (it has no float16/bfloat16 kernels there)
+CPU_PRECISION = re.compile(r"not implemented for '(Half|BFloat16)'|(Half|BFloat16|float16)\b.*"
+                           r"(not (implemented|supported))|expected scalar type (Half|BFloat16)"
+                           r"|(Half|BFloat16) (did not match|!=)", re.I)
+
+
+def not_showable(mutant: Mutant, reason: str) -> dict:
+    return {"id": mutant.id, "rule": mutant.rule, "operator": mutant.operator,
+            "benign": mutant.benign, "description": mutant.description,
+            "truth": [[t.path, t.line] for t in mutant.truth], "statuses_at_truth": [],
+            "caught": None, "not_showable": reason, "run": None, "error": None}
 
 
 def score_pipeline(pipeline: Pipeline, rules: Optional[list[str]], cap: int, max_steps: Optional[int],
@@ -86,17 +120,21 @@ def score_pipeline(pipeline: Pipeline, rules: Optional[list[str]], cap: int, max
             + (f"{bare.losses[0]:.4f} -> {bare.losses[-1]:.4f} over {len(bare.losses)} steps"
                if bare.losses else "not found"))
         report = probe(pipeline, root, timeout, max_steps)
-        mutants = runnable(generate(pipeline.repo, root, rules, cap=10_000), root, bare.lines, cap)
+        mutants, skipped = runnable(generate(pipeline.repo, root, rules, cap=10_000), root,
+                                    bare.lines, cap)
     clean_findings = [{k: f.get(k) for k in ("rule", "path", "line", "status", "message")}
                       for f in report.get("findings", [])]
     log(f"{pipeline.name}: probe on the clean run: {len(clean_findings)} finding(s), "
         f"{sum(f['status'] in CAUGHT for f in clean_findings)} confirmed/runtime; "
         f"{len(mutants)} mutant(s) to probe")
-    results = []
+    results = [not_showable(m, "its truth lines never run in the clean run") for m in skipped]
+    for r in results:
+        log(f"  {r['id']}: not showable ({r['not_showable']})")
     for i, mutant in enumerate(mutants, 1):
         with tempfile.TemporaryDirectory() as tmp:
             result = verdict(mutant, probe(pipeline, copy(mutant, Path(tmp) / "m"), timeout, max_steps))
-        log(f"  [{i}/{len(mutants)}] {mutant.id}: {result['caught'] or 'missed'} "
+        log(f"  [{i}/{len(mutants)}] {mutant.id}: "
+            f"{result['caught'] or ('not showable' if result['not_showable'] else 'missed')} "
             f"{result['statuses_at_truth']} ({(result['run'] or {}).get('stopped', result['error'])})")
         results.append(result)
     return {"pipeline": pipeline.name, "repo": pipeline.repo,
@@ -177,12 +215,14 @@ def table(scores: list[dict]) -> list[str]:
             if m["benign"]:
                 row["twins"] += 1
                 row["twins_flagged"] += bool(m["caught"])
+            elif m.get("not_showable"):
+                row["not_showable"] += 1
             else:
                 row["mutants"] += 1
                 row[m["caught"] or "missed"] += 1
-    head = ("rule", "mutants", "confirmed", "runtime", "missed", "twins", "twins flagged",
-            "clean: confirmed/runtime", "clean: other")
-    keys = ("mutants", "confirmed", "runtime", "missed", "twins", "twins_flagged",
+    head = ("rule", "showable mutants", "confirmed", "runtime", "missed", "not showable",
+            "twins", "twins flagged", "clean: confirmed/runtime", "clean: other")
+    keys = ("mutants", "confirmed", "runtime", "missed", "not_showable", "twins", "twins_flagged",
             "clean_flagged", "clean_other")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for rule in sorted(rows):

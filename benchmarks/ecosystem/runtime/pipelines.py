@@ -60,7 +60,7 @@ PIPELINES = {
 class CleanRun:
     exit_code: int
     losses: list[float]
-    lines: dict[str, set[int]]  # corpus file (relative to the copy) -> lines of code it called
+    lines: dict[str, set[int]]  # corpus file (relative to the copy) -> lines it executed
     output: str
 
     @property

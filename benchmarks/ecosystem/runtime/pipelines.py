@@ -85,11 +85,14 @@ def run(pipeline: Pipeline, root: Path, timeout: float = 600) -> CleanRun:
 
 
 def probe(pipeline: Pipeline, root: Path, timeout: float, max_steps: Optional[int] = None) -> dict:
-    """``gm-audit probe --steps auto`` on the pipeline's command in ``root``; the JSON report."""
+    """``gm-audit probe --steps N`` on the pipeline's command in ``root``, N its whole short run:
+    the score asks what the run can show, and ``--steps auto`` would stop once the static
+    findings' lines ran, before a bug the static pass missed (in the linear probe after
+    pre-training, say) had run; the JSON report."""
     max_steps = max_steps or pipeline.max_steps
     proc = subprocess.run(
         [sys.executable, "-m", "auditor", "probe", "--format", "json", "--no-cache", "--exit-zero",
-         "--steps", "auto", "--max-steps", str(max_steps), "--timeout", str(timeout), "--",
+         "--steps", str(max_steps), "--timeout", str(timeout), "--",
          *pipeline.command()],
         cwd=root, capture_output=True, text=True, timeout=timeout + 300)
     try:

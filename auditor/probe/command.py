@@ -17,7 +17,7 @@ from auditor.emit import EXIT_ERROR, UsageError, emit
 from auditor.findings import Finding, Severity
 from auditor.probe.charts import parameter_gradients, reconstruction_view
 from auditor.probe.evidence import Evidence
-from auditor.probe.reach import reach_files
+from auditor.probe.reach import watch_list
 from auditor.probe.launch import (
     RunOutcome, prepare, pymp_dirs, remove_new_pymp, run_command, stop_programs_on_signals,
     stop_signal, tail,
@@ -195,9 +195,7 @@ def run_probe_command(args: argparse.Namespace, config: Config, rules: list, fai
     except PathMissing as exc:
         raise UsageError(str(exc)) from None
     cwd = Path.cwd()
-    reach = reach_files(static.project, static.findings) if static.project is not None else {}
-    watch = sorted({(f.path, f.line, f.end_line) for f in static.findings})
-    watch = [[*w, reach.get(w[:2])] for w in watch]
+    watch = watch_list(static)
     run_dir = Path(tempfile.mkdtemp(prefix="gm-audit-probe-"))
     pymp = pymp_dirs()
     try:

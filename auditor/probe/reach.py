@@ -12,6 +12,7 @@ from collections import defaultdict
 from typing import Iterable, Optional
 
 from auditor.findings import Finding
+from auditor.static.engine import CheckResult
 from auditor.static.context import MODULE_SCOPE
 from auditor.static.facts import FunctionInfo
 from auditor.static.project import Project
@@ -38,6 +39,14 @@ def reach_files(project: Project, findings: Iterable[Finding]) -> dict[tuple[str
                             if c in project.functions for e in project.call_sites(c, fn.qualname)})
             out[(f.path, f.line)] = {"files": files, "calls": [list(c) for c in calls]}
     return out
+
+
+def watch_list(static: CheckResult) -> list[list]:
+    """The recorder's watch list: ``[path, line, end_line, reach]`` per finding span (reach as
+    :func:`reach_files` gives it, None when unknown or when the static pass kept no project)."""
+    reach = reach_files(static.project, static.findings) if static.project is not None else {}
+    spans = sorted({(f.path, f.line, f.end_line) for f in static.findings})
+    return [[*span, reach.get(span[:2])] for span in spans]
 
 
 def _innermost(functions: Iterable[FunctionInfo], line: int) -> Optional[FunctionInfo]:

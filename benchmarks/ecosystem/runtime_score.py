@@ -65,13 +65,20 @@ def verdict(mutant: Mutant, report: dict) -> dict:
 
 def _origin(before: str, after: str, line: int) -> set[int]:
     """The 1-based lines of ``before`` where line ``line`` of ``after`` comes from: itself when
-    the edit kept it, the lines it replaced, or the line it was inserted before."""
-    matcher = difflib.SequenceMatcher(None, before.splitlines(), after.splitlines(), autojunk=False)
+    the edit kept it, the lines it replaced, or the code lines on either side of where it was
+    inserted (blank and comment lines never run)."""
+    old = before.splitlines()
+    matcher = difflib.SequenceMatcher(None, old, after.splitlines(), autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if j1 < line <= j2:
             if tag == "equal":
                 return {i1 + line - j1}
-            return set(range(i1 + 1, i2 + 1)) if i2 > i1 else {i1 + 1}
+            if i2 > i1:
+                return set(range(i1 + 1, i2 + 1))
+            code = [n for n in range(1, len(old) + 1)
+                    if old[n - 1].strip() and not old[n - 1].lstrip().startswith("#")]
+            return ({max((n for n in code if n <= i1), default=0)}
+                    | {min((n for n in code if n > i1), default=0)}) - {0}
     return set()
 
 

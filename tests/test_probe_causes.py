@@ -251,6 +251,28 @@ train(model, torch.optim.SGD(model.parameters(), lr=0.01))
     assert gm601[0]["status"] == ("refuted" if keys == "match" else "confirmed"), gm601
 
 
+@pytest.mark.parametrize("drop", ["bias", "dec."])
+def test_strict_false_load_that_skips_part_of_a_module_is_gm601_at_the_load(cli, tmp_path, drop):
+    # biases cut from the checkpoint leave every layer half loaded, an error; a whole module
+    # left out (a new head for fine-tuning) is what strict=False is for
+    keep = "not k.endswith('bias')" if drop == "bias" else "not k.startswith('dec.')"
+    train = NET + LOOP + f"""
+torch.manual_seed(0)
+model = Net()
+options = {{"strict": False}}
+sd = {{k: v for k, v in Net().state_dict().items() if {keep}}}
+model.load_state_dict(sd, **options)
+train(model, torch.optim.SGD(model.parameters(), lr=0.01))
+"""
+    write(tmp_path, {"train.py": train})
+    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "2"))
+    found = at(data, "GM601", "train.py", line_of(train, "**options"))
+    if drop == "bias":
+        assert found and "enc.bias" in " ".join(found[0]["evidence"]), data["findings"]
+    else:  # the rule may still judge the warm start itself; the cut-short signal stays quiet
+        assert not any("whose other keys" in " ".join(f["evidence"]) for f in errors(data, "GM601"))
+
+
 def test_findings_in_modules_never_imported_are_outside_and_do_not_hold_auto(cli, tmp_path):
     other = """
     import torch

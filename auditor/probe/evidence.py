@@ -366,7 +366,8 @@ class DDPFacts:
 @dataclass
 class LoadFacts:
     """``kind`` torch.load: ``weights_only`` (None: not passed). ``kind`` load_state_dict:
-    ``strict``, ``missing``/``unexpected`` keys, ``module`` (class), ``trained`` (the module is,
+    ``strict``, ``missing``/``unexpected`` keys, ``partial`` (the missing keys of modules whose
+    other keys were loaded), ``module`` (class), ``trained`` (the module is,
     or is inside, the model that was later trained), ``changed`` (parameters whose values the
     load replaced)."""
 
@@ -377,6 +378,7 @@ class LoadFacts:
     strict: Optional[bool] = None
     missing: list[str] = field(default_factory=list)
     unexpected: list[str] = field(default_factory=list)
+    partial: list[str] = field(default_factory=list)  # missing keys of modules partly loaded
     module: str = ""
     trained: Optional[bool] = None
     changed: int = 0

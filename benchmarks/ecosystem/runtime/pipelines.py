@@ -48,6 +48,13 @@ PIPELINES = {
                   "--max_epoch_f", "10", "--num_hidden", "32", "--num_heads", "2",
                   "--lr", "0.005", "--mask_rate", "0.5"),
                  r"# Epoch \d+: train_loss: ([0-9.]+)", max_steps=32),
+        # the same script with its own --norm batchnorm: BatchNorm statistics an extra forward
+        # can move (GM202; the default configuration has no normalisation layers)
+        Pipeline("graphmae2-full-batch-bn", "THUDM+GraphMAE2", "graphmae2.py",
+                 ("--dataset", "cora", "--device", "-1", "--seeds", "0", "--max_epoch", "20",
+                  "--max_epoch_f", "10", "--num_hidden", "32", "--num_heads", "2",
+                  "--lr", "0.005", "--mask_rate", "0.5", "--norm", "batchnorm"),
+                 r"# Epoch \d+: train_loss: ([0-9.]+)", max_steps=32),
         Pipeline("lifesci-ogbg-ppa", "awslabs+dgl-lifesci", "lifesci_ogbg.py",
                  ("--epochs", "4", "--n_layers", "2", "--hidden_feats", "64",
                   "--batch_size", "16", "--filename", ""),

@@ -91,6 +91,8 @@ class _Source:
             self.tree = ast.parse(fh.read())
         self.scopes: dict[int, _Scope] = {}
         self.module = self.scope(self.tree)
+        self.around: dict[int, tuple] = {}  # line -> enclosing(line)
+        self.by_code: dict[tuple, "_Scope | None"] = {}  # (name, first line) -> scope
         self.attr_stores = {ast.unparse(n) for n in ast.walk(self.tree)
                             if isinstance(n, ast.Attribute) and isinstance(n.ctx, (ast.Store, ast.Del))}
         self.globals_declared = {name for n in ast.walk(self.tree) if isinstance(n, ast.Global)
@@ -105,6 +107,11 @@ class _Source:
     def enclosing(self, line: int) -> tuple[_Scope, list[tuple[ast.If, bool]]]:
         """The innermost scope holding ``line`` and the ``if`` arms around it in that scope
         (the ``if``, True for its body / False for its ``else``), outermost first."""
+        if line not in self.around:
+            self.around[line] = self._enclosing(line)
+        return self.around[line]
+
+    def _enclosing(self, line: int) -> tuple[_Scope, list[tuple[ast.If, bool]]]:
         scope_node: ast.AST = self.tree
         arms: list[tuple[ast.If, bool]] = []
         for node in self._path(line):
@@ -135,12 +142,12 @@ class _Source:
         """The scope a code object runs (by name and first line)."""
         if code.co_name == "<module>":
             return self.module
-        for n in ast.walk(self.tree):
-            if isinstance(n, _FUNCS) and n.name == code.co_name:
-                s = self.scope(n)
-                if s.first == code.co_firstlineno:
-                    return s
-        return None
+        key = (code.co_name, code.co_firstlineno)
+        if key not in self.by_code:
+            self.by_code[key] = next(
+                (self.scope(n) for n in ast.walk(self.tree) if isinstance(n, _FUNCS)
+                 and n.name == code.co_name and self.scope(n).first == code.co_firstlineno), None)
+        return self.by_code[key]
 
 
 class Branches:

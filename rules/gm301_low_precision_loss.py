@@ -397,6 +397,12 @@ Unsafe: moving the loss out of the region or adding a scaler changes numerics an
             return Verdict(Status.CONFIRMED, [
                 f"the model was cast to {', '.join(sorted(dtypes)) or 'low precision'} here "
                 f"(after step {after}); the run then failed: {failed[0][:160]}"])
+        regions = [a for c in evidence.calls_at(finding.path, finding.line, "autocast",
+                                                finding.end_line) for a in c.args if isinstance(a, dict)]
+        if regions and not any(a.get("enabled") for a in regions):
+            # torch disabled the autocast (its device, e.g. 'cuda' on a CPU-only run, is absent):
+            # full precision here says nothing of the run it was written for
+            return None
         if steps:
             return Verdict(Status.REFUTED, [f"the loss was {steps[0].loss_dtype or 'float32'}"
                                             + (" and scaled" if steps[0].scaler_used else "")

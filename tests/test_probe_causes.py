@@ -387,6 +387,17 @@ for step in range(12):
     assert found and any("aux.weight" in e for f in found for e in f["evidence"]), data["findings"]
 
 
+def test_cuda_autocast_on_a_cpu_run_is_not_refuted(cli, tmp_path):
+    # torch disables autocast('cuda') when there is no CUDA device: the float32 loss this run
+    # sees acquits nothing of the GPU run the line was written for
+    train, data = run_net(cli, tmp_path, NET + LOOP.replace(
+        "        loss = F.mse_loss(model(x), x)\n",
+        "        with torch.autocast('cuda', dtype=torch.float16):\n"
+        "            loss = F.mse_loss(model(x), x)\n"), steps=3)
+    gm301 = [f for f in by_rule(data, "GM301") if f["line"] == line_of(train, "autocast(")]
+    assert gm301 and gm301[0]["status"] != "refuted", data["findings"]
+
+
 def test_prediction_cast_to_low_precision_is_gm301_at_the_loss(cli, tmp_path):
     train = NET.replace("return self.dec(torch.relu(self.enc(x)))",
                         "return self.dec(torch.relu(self.enc(x))).bfloat16()") + """

@@ -40,6 +40,7 @@ GM401      a sum (``.sum()``, ``reduction='sum'``) over the nodes in the backpro
 GM402      parameters the loss reaches that get exactly zero gradient at every step
 GM302      DistributedDataParallel built without a process group or in a world of size 1
 GM501      nodes carrying more than one self loop: at the ``add_self_loop`` that made them
+GM601      a ``load_state_dict(strict=False)`` that skipped keys of modules it partly loaded
 =========  ==============================================================================
 
 and four codes of the probe's own, outside the static catalogue (no static check; listed in
@@ -169,8 +170,23 @@ def runtime_findings(evidence: Evidence, static: Sequence[Finding],
     _optimizers(evidence, steps, add)
     _ddp(evidence, add)
     _graphs(evidence, add)
+    _partial_loads(evidence, add)
     _outputs(evidence, add)
     return found
+
+
+def _partial_loads(evidence: Evidence, add) -> None:
+    """A ``load_state_dict(strict=False)`` that left keys of partly loaded modules at their
+    initial values (GM601), at the load. Whole modules missing (a new head a fine-tuning load
+    leaves out) are the intended use of ``strict=False`` and are not reported."""
+    for f in evidence.loads:
+        if f.kind == "load_state_dict" and f.strict is False and f.partial:
+            add("GM601", f.path, f.line,
+                f"load_state_dict(strict=False) into {f.module or 'the model'} skipped "
+                f"{len(f.partial)} keys of modules whose other keys it loaded: they keep their "
+                f"initial values",
+                "load a complete checkpoint with strict=True, or name the keys you mean to skip",
+                [f"missing: {_names(f.partial)}"])
 
 
 def _when(evidence: Evidence, cause: dict, kind: Optional[str]) -> str:

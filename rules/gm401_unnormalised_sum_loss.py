@@ -278,7 +278,38 @@ loss weights tuned against the summed loss must be revisited.
             "        loss.backward()\n"
             "        opt.step()\n",
             line=8, message_contains="mask_nodes",
-        ),
+        ),        # the model from a factory, trained by a helper it is handed to
+        Invalid({
+            "models.py": (
+                "import torch.nn as nn\n"
+                "class PreModel(nn.Module):\n"
+                "    def __init__(self, loss_fn):\n"
+                "        super().__init__()\n"
+                "        self.enc = nn.Linear(8, 8)\n"
+                "        if loss_fn == 'mse':\n"
+                "            criterion = nn.MSELoss(reduction='sum')\n"
+                "        else:\n"
+                "            criterion = nn.L1Loss()\n"
+                "        self.criterion = criterion\n"
+                "    def forward(self, x, mask_nodes):\n"
+                "        return self.criterion(self.enc(x)[mask_nodes], x[mask_nodes])\n"
+                "def build_model(args):\n"
+                "    model = PreModel(args.loss_fn)\n"
+                "    return model\n"
+            ),
+            "main.py": (
+                "from models import build_model\n"
+                "def pretrain(model, x, masks, opt):\n"
+                "    for mask in masks:\n"
+                "        loss = model(x, mask)\n"
+                "        opt.zero_grad()\n"
+                "        loss.backward()\n"
+                "        opt.step()\n"
+                "def main(args, x, masks, opt):\n"
+                "    model = build_model(args)\n"
+                "    pretrain(model, x, masks, opt)\n"
+            ),
+        }, path="models.py", line=7, message_contains="main.py:6"),
     ]
 
     # -- per file: the `reduction=` arguments, for precise positions

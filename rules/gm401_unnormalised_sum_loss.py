@@ -192,14 +192,15 @@ loss weights tuned against the summed loss must be revisited.
             "        loss.backward()\n"
             "        opt.step()\n"
         ),
-        # a BPR sum over selected users, divided by the batch size in a later statement
+        # a BPR sum over selected users, divided by the batch size in a later, long statement
         Valid(
             "import torch.nn as nn\n"
-            "def step(model, predict, emb, users, items, opt, batch, beta):\n"
-            "    pos, neg = predict(emb[users], emb[items])\n"
+            "def step(model, emb, users, items, opt, batch, beta):\n"
+            "    pos, neg = model.predict(emb[users], emb[items])\n"
             "    bpr_loss = - nn.LogSigmoid()(pos - neg).sum()\n"
             "    reg = emb[users].norm() ** 2\n"
-            "    loss = ((bpr_loss + reg * beta) / batch) + model.extra\n"
+            "    loss = ((bpr_loss + reg * beta) / batch) + model.contrastive_loss * model.contrastive_weight "
+            "+ model.meta_regularisation_loss * model.meta_regularisation_weight\n"
             "    opt.zero_grad()\n"
             "    loss.backward()\n"
             "    opt.step()\n"

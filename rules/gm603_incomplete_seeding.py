@@ -145,6 +145,33 @@ drawn, never what the code computes with them.
         }),
         # nothing seeded and no training: silent
         Valid("import random\nrandom.shuffle(items)\n"),
+        # DGL's DropEdge samples with torch's Bernoulli: seeding torch covers it, dgl.seed does not
+        Valid(
+            "import torch\nfrom dgl import DropEdge\ntorch.manual_seed(0)\n"
+            "aug = DropEdge(0.2)\n"
+        ),
+        # the dataset's items are drawn by the loader of the script that builds it, which seeds
+        # `random`; another training script imports the module but never builds the dataset
+        Valid({
+            "data.py":
+                "import random\n"
+                "class Parts:\n"
+                "    def __init__(self, items):\n"
+                "        self.items = items\n"
+                "    def __getitem__(self, i):\n"
+                "        random.shuffle(self.items[i])\n"
+                "        return self.items[i]\n",
+            "train.py":
+                "import random\nimport torch\nfrom torch.utils.data import DataLoader\n"
+                "from data import Parts\n"
+                "random.seed(0)\ntorch.manual_seed(0)\n"
+                "for x in DataLoader(Parts(load())):\n"
+                "    loss = x.sum()\n    loss.backward()\n",
+            "other.py":
+                "import torch\nimport data\n"
+                "torch.manual_seed(0)\n"
+                "loss = torch.ones(2, requires_grad=True).sum()\nloss.backward()\n",
+        }),
     ]
     INVALID = [
         Invalid(
@@ -193,6 +220,19 @@ drawn, never what the code computes with them.
             "import torch\nmodel = torch.nn.Linear(4, 4)\nloss = model(x).sum()\nloss.backward()\n",
             line=2, message_contains="nothing in the project seeds",
         ),
+        # a fresh generator in a script that seeds numpy itself: the global seed never reaches it
+        Invalid(
+            "import numpy as np\nimport torch\nnp.random.seed(0)\ntorch.manual_seed(0)\n"
+            "def main():\n    for step in range(3):\n        idx = np.random.default_rng().permutation(8)\n"
+            "if __name__ == '__main__':\n    main()\n",
+            line=7, message_contains="fresh OS entropy",
+        ),
+        # DGL's edge dropping draws from torch: named as torch's, not dgl's
+        Invalid(
+            "import dgl\nimport numpy as np\nnp.random.seed(0)\ndgl.seed(0)\n"
+            "aug = dgl.transforms.DropEdge(0.2)\n",
+            line=5, message_contains="the torch RNG",
+        ),
     ]
 
     @classmethod
@@ -218,6 +258,26 @@ drawn, never what the code computes with them.
             entries = sorted(seeding.running(fn.qualname), key=lambda e: (e not in training, e))
             programs = project.programs_with(fn.path)
             files: frozenset[str] = frozenset().union(*(p.files for p in programs))
+            if draw.unseedable:
+                # no global seed reaches a fresh generator: any seeding of a program running it
+                # (or, when no call reaches it, of a program importing it) is defeated
+                here = set().union(*(seeding.seeded_from(e) for e in entries)) if entries else \
+                    set().union(*(seeding.seeded_from(p.entry) | seeding.seeded_within(p.files)
+                                  for p in programs))
+                if here:
+                    out.append(cls.make_finding(
+                        fn.path, event.span,
+                        f"`{draw.what}` draws fresh OS entropy: no seed reaches it, although the "
+                        f"pipeline seeds {', '.join(sorted(here))}",
+                        fix="pass a seed: `np.random.default_rng(seed)`",
+                    ))
+                continue
+            if entries and not any(e in training for e in entries) \
+                    and any(p.entry in training for p in programs):
+                # only tools and tests call it (a test that imports a package whose modules seed
+                # as they load); the training programs holding its file are what must reproduce,
+                # and they reach it some way the calls do not show (a registry): judged below
+                entries = []
             if entries:
                 owns = [(e, seeding.seeded_from(e)) for e in entries]
                 lacking = [(e, own) for e, own in owns if own and draw.family not in own]
@@ -245,15 +305,6 @@ drawn, never what the code computes with them.
                     here = set().union(*(seeding.seeded_within(p.files) for p in programs))
                     if not here:
                         continue
-            if draw.unseedable:
-                if here:
-                    out.append(cls.make_finding(
-                        fn.path, event.span,
-                        f"`{draw.what}` draws fresh OS entropy: no seed reaches it, although the "
-                        f"pipeline seeds {', '.join(sorted(here))}",
-                        fix="pass a seed: `np.random.default_rng(seed)`",
-                    ))
-                continue
             if draw.family in here:
                 continue
             key = (fn.path, draw.family) if here else ("", draw.family)

@@ -28,8 +28,15 @@ _SLICES = ((re.compile(r"(?<![\d.])0?\s*:\s*3\s*\]"), XYZ), (re.compile(r"3\s*:\
 _NAMES = ((re.compile(r"tan", re.I), TANGENT),
           (re.compile(r"normal(?!i[sz])|nrm|\bnor\b|\bn_", re.I), NORMAL),
           (re.compile(r"xyz|pos|coord|\bpts\b|points?\b|\bp\b", re.I), XYZ))
-ROTATION = re.compile(r"\brot|rotation|\bR\b|\bR\.T\b|\bQ\b", re.I)
+# what builds a rotation matrix: a rotation helper or scipy's `Rotation(...).as_matrix()`, the Q of
+# a QR decomposition (a random orthogonal matrix), sines and cosines of an angle
+ROTATION_BUILT = re.compile(r"rotat|as_matrix|\bqr\(|ortho_group|\b(cos|sin)\(", re.I)
+# a matrix handed in from elsewhere (a parameter, an attribute) is taken for one by its name
+ROTATION_NAME = re.compile(r"\brot|rotation|\bR\b", re.I)
 RANDOM = re.compile(r"rand|normal\(|uniform|noise|jitter|gauss", re.I)
+# calls whose result is floating-point noise (integer draws `randint`/`randperm` are indices)
+NOISE_CALL = re.compile(r"(^|\.)(randn|randn_like|rand|rand_like|normal|normal_|uniform|uniform_|"
+                        r"gauss|normalvariate|laplace)$|noise|jitter", re.I)
 RENORMALISE = re.compile(r"normali[sz]e|\.norm\(|linalg\.norm", re.I)
 COPY = re.compile(r"\.clone\(|\.copy\(|deepcopy|\.detach\(\)\.clone|local_var")
 # prefilter: augmentation touches geometry (a matmul, a rotation), adds Gaussian noise, or
@@ -64,6 +71,8 @@ class _Scope:
     sliced: set[str] = field(default_factory=set)  # channels read by a slice (`x[..., 3:]`)
     mutations: list[tuple[str, Span]] = field(default_factory=list)
     draws: bool = False
+    values: dict[str, cst.BaseExpression] = field(default_factory=dict)  # name -> last value
+    params: set[str] = field(default_factory=set)
 
 
 class InconsistentAugmentation(Rule):
@@ -89,7 +98,11 @@ transform, a collate function, a forward or the training step, followed across f
 * modifies a sample the dataset keeps in memory (`g = self.graphs[idx]; g.ndata["feat"] += noise`)
   instead of a copy, so the augmentation piles up epoch after epoch.
 
-A rotation applied to every channel (`for j in range(0, 9, 3): pts[..., j:j+3] @= R.T`) on a copy
+A rotation is a product with a matrix built as one (a rotation helper, scipy's
+`Rotation.as_matrix()`, the Q of a QR decomposition, sines and cosines), directly or through the
+local names holding it; a matrix handed in as a parameter or attribute counts when its name says
+rotation. Noise is a floating-point draw (`randn`, `normal`, `uniform`, a noise helper), not an
+integer id or a comparison. A rotation applied to every channel (`for j in range(0, 9, 3): pts[..., j:j+3] @= R.T`) on a copy
 is not reported, nor is augmentation in one-off data generation.
 
 ## Why is this bad?
@@ -177,6 +190,33 @@ No automatic fix: whether the reference used augmentation at all, and of which k
             "class DS:\n    def __getitem__(self, i):\n        pos = self.pos[i].clone()\n"
             "        return pos @ random_rotation().T\n"
         ),
+        # attention scores of learned projections (point features: xyz, tangent, normal): no
+        # rotation, whatever the operands are called
+        Valid(
+            "import torch\nfrom torch import nn\n\nclass PointAttention(nn.Module):\n"
+            "    def forward(self, pts):  # per point: xyz, tangent, normal\n"
+            "        pts = pts + 0.01 * torch.randn_like(pts) if self.training else pts\n"
+            "        Q = self.w_q(pts).transpose(1, 2)\n        K = self.w_k(pts).transpose(1, 2)\n"
+            "        attn = torch.matmul(Q, K.transpose(-2, -1)) / self.scale\n"
+            "        return attn.softmax(-1)\n\n"
+            "def train(model, opt, loader):\n"
+            "    for pts in loader:\n"
+            "        loss = model(pts).sum()\n"
+            "        opt.zero_grad()\n        loss.backward()\n        opt.step()\n"
+        ),
+        # integer ids shifted past the true one (negative sampling): index arithmetic, not noise
+        Valid(
+            "import torch\n\ndef negatives(triplets, num_ent, tangent_feats):\n"
+            "    rand_idxs = torch.randint(0, num_ent - 1, (len(triplets),))\n"
+            "    rand_idxs += rand_idxs >= triplets[:, 0]\n"
+            "    return rand_idxs\n\n"
+            "def score(emb, rel, idx):\n"
+            "    return emb[idx] @ rel.T\n\n"
+            "def train(model, opt, triplets):\n"
+            "    for step in range(10):\n"
+            "        loss = model(negatives(triplets, 100, None)).sum()\n"
+            "        opt.zero_grad()\n        loss.backward()\n        opt.step()\n"
+        ),
     ]
     INVALID = [
         # the coordinates rotated in the training step, the rest of each feature vector not
@@ -222,6 +262,14 @@ No automatic fix: whether the reference used augmentation at all, and of which k
             },
             line=6, path="aug.py", message_contains="normals",
         ),
+        # the noise drawn into a name first, then added to the normals
+        Invalid(
+            "import torch\n\ndef collate(batch):\n"
+            "    noise = 0.01 * torch.randn_like(batch['normal'])\n"
+            "    normals = batch['normal'] + noise\n"
+            "    return normals\n",
+            line=5, message_contains="unit",
+        ),
     ]
 
     def __init__(self, ctx) -> None:
@@ -234,7 +282,8 @@ No automatic fix: whether the reference used augmentation at all, and of which k
 
     # -- scopes ----------------------------------------------------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.scopes.append(_Scope())
+        params = (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params)
+        self.scopes.append(_Scope(params={p.name.value for p in params}))
         self.names.append(node.name.value)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
@@ -295,7 +344,7 @@ No automatic fix: whether the reference used augmentation at all, and of which k
 
     def _rotation(self, node: cst.CSTNode, operands: list[cst.BaseExpression]) -> None:
         texts = [self.ctx.code(o, 120) for o in operands]
-        rotations = [t for t in texts if ROTATION.search(t)]
+        rotations = [t for o, t in zip(operands, texts) if self._is_rotation(o, t)]
         if not rotations:
             return
         for text in texts:
@@ -303,6 +352,39 @@ No automatic fix: whether the reference used augmentation at all, and of which k
                 continue
             what = channel(text) or ALL
             self.scopes[-1].rotated.setdefault(what, self.ctx.span(node))
+
+    def _is_rotation(self, operand: cst.BaseExpression, text: str, depth: int = 0) -> bool:
+        """The operand holds a rotation matrix, by what built it: a call building one here, a
+        local name last assigned one (through copies and transposes), or, for a matrix that
+        comes from outside the function, its name. Attention scores `Q @ K.T` of learned
+        projections are no rotation, whatever the letters."""
+        if ROTATION_BUILT.search(text):
+            return True
+        root = _root(text)
+        scope = self.scopes[-1]
+        value = scope.values.get(root)
+        if value is not None:
+            return depth < 4 and self._is_rotation(value, self.ctx.code(value, 200), depth + 1)
+        if root == "self" or root in scope.params:
+            return bool(ROTATION_NAME.search(text))
+        return False
+
+    def _noise(self, added: cst.BaseExpression, depth: int = 0) -> bool:
+        """The added value is floating-point noise: it calls a draw of noise, or reads a local
+        name last assigned one. A comparison (`idx >= true_id`) is a boolean, an integer draw an
+        index: neither is noise on features."""
+        if isinstance(added, cst.Comparison) or depth > 4:
+            return False
+        scope = self.scopes[-1]
+        for sub in _walk(added):
+            if isinstance(sub, cst.Call):
+                func = self.ctx.qualify(sub.func) or self.ctx.code(sub.func, 60)
+                if NOISE_CALL.search(func):
+                    return True
+            elif isinstance(sub, cst.Name) and sub.value in scope.values:
+                if self._noise(scope.values[sub.value], depth + 1):
+                    return True
+        return False
 
     def visit_Assign(self, node: cst.Assign) -> None:
         scope = self.scopes[-1]
@@ -313,7 +395,7 @@ No automatic fix: whether the reference used augmentation at all, and of which k
                 scope.renormalised_after.append(self.ctx.span(node).line)
             # `t = t + noise`: jitter on this channel
             if isinstance(node.value, cst.BinaryOperation) and isinstance(node.value.operator, cst.Add):
-                self._jitter(text, self.ctx.code(node.value.right, 120), node)
+                self._jitter(text, node.value.right, node)
             if isinstance(target.target, cst.Name) and self._from_cache(node.value):
                 scope.cached.add(target.target.value)
             elif isinstance(target.target, cst.Name) and _root(value) in scope.cached and not COPY.search(value):
@@ -324,12 +406,19 @@ No automatic fix: whether the reference used augmentation at all, and of which k
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         text = self.ctx.code(node.target, 80)
         if isinstance(node.operator, cst.AddAssign):
-            self._jitter(text, self.ctx.code(node.value, 120), node)
+            self._jitter(text, node.value, node)
         self._mutation(node.target, node)
 
-    def _jitter(self, target: str, added: str, node: cst.CSTNode) -> None:
-        if not RANDOM.search(added):
+    def leave_Assign(self, original_node: cst.Assign) -> None:
+        # after the value was visited: a matmul in it read the names' earlier values
+        for target in original_node.targets:
+            if isinstance(target.target, cst.Name):
+                self.scopes[-1].values[target.target.value] = original_node.value
+
+    def _jitter(self, target: str, added_node: cst.BaseExpression, node: cst.CSTNode) -> None:
+        if not self._noise(added_node):
             return
+        added = self.ctx.code(added_node, 120)
         what = channel(target) or channel(added)
         if what in (TANGENT, NORMAL) or (what is None and (self.has[TANGENT] or self.has[NORMAL])):
             span = self.ctx.span(node)
@@ -414,6 +503,16 @@ No automatic fix: whether the reference used augmentation at all, and of which k
 
 ALIGNED_BROKEN = 0.9  # mean |cos(tangent, step to the next point)| below this: frames rotated away
 ALIGNED_OK = 0.97  # a consistent frame (lines exactly 1, arcs and curves about 0.99)
+
+
+def _walk(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """``node`` and every node under it."""
+    out, todo = [], [node]
+    while todo:
+        cur = todo.pop()
+        out.append(cur)
+        todo.extend(cur.children)
+    return out
 
 
 def _root(text: str) -> str:

@@ -318,7 +318,10 @@ transform, or `g.add_edges(nodes, nodes)` applied to a graph that already had se
 earlier on that path with no `remove_self_loop` in between. The finding is at the later call and
 names the earlier one. A single add, and `remove_self_loop` followed by `add_self_loop`, are
 silent. A graph rebuilt from the edge list of a looped graph (`dgl.graph(g.edges())`, as edge
-dropping does) still carries its loops.
+dropping does) still carries its loops. A graph passes into another function only through a call
+the program model resolves (a model instance's `forward` through where the instance was built):
+an add in another model of the same package, which this graph never reaches, is not on its path;
+and both adds must belong to one program.
 
 ## Why is this bad?
 `add_self_loop` does not check for existing loops: every node gets a second self edge. In

@@ -14,9 +14,11 @@ from auditor.findings import Finding, Severity, Status
 from auditor.probe.evidence import Evidence
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.dataflow import function_of
-from auditor.static.facts import Span
+from auditor.static.facts import FunctionInfo, Span
 from auditor.static.project import Project
 from auditor.static.stages import stage_of
+from auditor.static.training import Training
+from auditor.static.values import GRAD, kind_at
 
 XYZ, TANGENT, NORMAL, ALL = "coordinates", "tangents", "normals", "all features"
 REST = "channels after them"  # `x[..., 3:]`: whatever follows the coordinates (the directions)
@@ -60,18 +62,20 @@ class Augmentation:
     kind: str  # rotation | jitter | cached
     span: Span
     message: str
+    base: str = ""  # jitter: the name the noise is added to
 
 
 @dataclass
 class _Scope:
     rotated: dict[str, Span] = field(default_factory=dict)  # channel -> first rotation
-    jitters: list[tuple[str, Span, int]] = field(default_factory=list)  # channel, span, line
+    jitters: list[tuple[str, Span, str]] = field(default_factory=list)  # channel, span, base
     renormalised_after: list[int] = field(default_factory=list)  # lines of renormalisations
     cached: set[str] = field(default_factory=set)
     sliced: set[str] = field(default_factory=set)  # channels read by a slice (`x[..., 3:]`)
     mutations: list[tuple[str, Span]] = field(default_factory=list)
     draws: bool = False
     values: dict[str, cst.BaseExpression] = field(default_factory=dict)  # name -> last value
+    rotated_slices: set[str] = field(default_factory=set)  # channels rotated as `x[..., 3:6]`
     params: set[str] = field(default_factory=set)
 
 
@@ -217,6 +221,34 @@ No automatic fix: whether the reference used augmentation at all, and of which k
             "        loss = model(negatives(triplets, 100, None)).sum()\n"
             "        opt.zero_grad()\n        loss.backward()\n        opt.step()\n"
         ),
+        # a VAE's reparameterisation: noise on a module's output (the latent code), not on data;
+        # the embeddings of points with tangents and normals
+        Valid(
+            "import torch\nfrom torch import nn\n\nclass VAE(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.mean = nn.Linear(9, 4)\n        self.log_var = nn.Linear(9, 4)\n"
+            "    def forward(self, pts):  # per point: xyz, tangent, normal\n"
+            "        mu = self.mean(pts)\n        log_var = self.log_var(pts)\n"
+            "        epsilon = torch.randn_like(mu)\n"
+            "        z = mu + torch.exp(log_var / 2) * epsilon\n"
+            "        return z\n\n"
+            "model = VAE()\nopt = torch.optim.Adam(model.parameters())\n"
+            "for pts in loader:\n"
+            "    loss = model(pts).pow(2).mean()\n"
+            "    opt.zero_grad()\n    loss.backward()\n    opt.step()\n"
+        ),
+        # xyz and normals (then a mask): both 3-vectors rotated, nothing left to rotate
+        Valid(
+            "import torch\n\ndef rotate_grid(inp, rotation):\n"
+            "    R = torch.tensor(rotation.as_matrix()).float()\n"
+            "    inp[..., :3] = torch.mm(inp[..., :3].view(-1, 3), R).view(inp[..., :3].size())\n"
+            "    inp[..., 3:6] = torch.mm(inp[..., 3:6].view(-1, 3), R).view(inp[..., :3].size())"
+            "  # normals\n"
+            "    return inp\n\n"
+            "class DS:\n    def __getitem__(self, i):\n"
+            "        return rotate_grid(self.grids[i].clone(), random_rotation())\n\n"
+            "for grid in DS():\n    loss = model(grid)\n    loss.backward()\n"
+        ),
     ]
     INVALID = [
         # the coordinates rotated in the training step, the rest of each feature vector not
@@ -279,6 +311,10 @@ No automatic fix: whether the reference used augmentation at all, and of which k
         source = ctx.source
         self.has = {TANGENT: bool(re.search(r"tan|3\s*:\s*6", source, re.I)),
                     NORMAL: bool(re.search(r"normal(?!i[sz])|nrm|6\s*:\s*9", source, re.I))}
+        # the code itself shows a third 3-vector per point (a `6:9` slice, a view to 9 channels):
+        # without one, a rotated `3:6` slice may be the normals (UV-Net: xyz, normal, mask)
+        code = "\n".join(line.split("#", 1)[0] for line in source.splitlines())
+        self.nine_wide = bool(re.search(r"6\s*:\s*9|[,(]\s*9\s*\)", code))
 
     # -- scopes ----------------------------------------------------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -297,6 +333,8 @@ No automatic fix: whether the reference used augmentation at all, and of which k
     def _conclude(self, scope: _Scope, name: str) -> None:
         if XYZ in scope.rotated:
             missing = [c for c in (TANGENT, NORMAL) if self.has[c] and c not in scope.rotated]
+            if TANGENT in scope.rotated_slices and not self.nine_wide:
+                missing = [c for c in missing if c != NORMAL]
             if REST in scope.sliced and REST not in scope.rotated and not missing \
                     and not {TANGENT, NORMAL} <= set(scope.rotated):
                 missing = [REST]  # the features go on past the coordinates, unrotated
@@ -305,13 +343,14 @@ No automatic fix: whether the reference used augmentation at all, and of which k
                     "rotation", scope.rotated[XYZ],
                     f"the coordinates are rotated but the {' and '.join(missing)} are not: the "
                     "augmented samples carry a frame that does not match their points"))
-        for what, span, line in scope.jitters:
-            if any(r > line for r in scope.renormalised_after):
+        for what, span, base in scope.jitters:
+            if any(r > span.line for r in scope.renormalised_after):
                 continue
             self.fact(Augmentation(
                 "jitter", span,
                 f"random noise is added to {what} (unit vectors) without renormalising them: the "
-                "directions stop being unit length and the reconstruction target is perturbed"))
+                "directions stop being unit length and the reconstruction target is perturbed",
+                base))
         if name == "__getitem__" and scope.draws:
             for text, span in scope.mutations:
                 self.fact(Augmentation(
@@ -352,6 +391,8 @@ No automatic fix: whether the reference used augmentation at all, and of which k
                 continue
             what = channel(text) or ALL
             self.scopes[-1].rotated.setdefault(what, self.ctx.span(node))
+            if any(pattern.search(text) for pattern, _ in _SLICES):
+                self.scopes[-1].rotated_slices.add(what)
 
     def _is_rotation(self, operand: cst.BaseExpression, text: str, depth: int = 0) -> bool:
         """The operand holds a rotation matrix, by what built it: a call building one here, a
@@ -376,14 +417,22 @@ No automatic fix: whether the reference used augmentation at all, and of which k
         if isinstance(added, cst.Comparison) or depth > 4:
             return False
         scope = self.scopes[-1]
-        for sub in _walk(added):
+        todo: list[cst.CSTNode] = [added]
+        while todo:
+            sub = todo.pop()
             if isinstance(sub, cst.Call):
                 func = self.ctx.qualify(sub.func) or self.ctx.code(sub.func, 60)
                 if NOISE_CALL.search(func):
                     return True
-            elif isinstance(sub, cst.Name) and sub.value in scope.values:
+                # `randn(n).to(device)`: a method of noise is noise; what another function (a
+                # generator module) makes of noise it is given is not noise added to the data
+                if isinstance(sub.func, cst.Attribute):
+                    todo.append(sub.func.value)
+                continue
+            if isinstance(sub, cst.Name) and sub.value in scope.values:
                 if self._noise(scope.values[sub.value], depth + 1):
                     return True
+            todo.extend(sub.children)
         return False
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -395,7 +444,7 @@ No automatic fix: whether the reference used augmentation at all, and of which k
                 scope.renormalised_after.append(self.ctx.span(node).line)
             # `t = t + noise`: jitter on this channel
             if isinstance(node.value, cst.BinaryOperation) and isinstance(node.value.operator, cst.Add):
-                self._jitter(text, node.value.right, node)
+                self._jitter(text, node.value.right, node, _root(self.ctx.code(node.value.left, 80)))
             if isinstance(target.target, cst.Name) and self._from_cache(node.value):
                 scope.cached.add(target.target.value)
             elif isinstance(target.target, cst.Name) and _root(value) in scope.cached and not COPY.search(value):
@@ -406,7 +455,7 @@ No automatic fix: whether the reference used augmentation at all, and of which k
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         text = self.ctx.code(node.target, 80)
         if isinstance(node.operator, cst.AddAssign):
-            self._jitter(text, node.value, node)
+            self._jitter(text, node.value, node, _root(text))
         self._mutation(node.target, node)
 
     def leave_Assign(self, original_node: cst.Assign) -> None:
@@ -415,14 +464,15 @@ No automatic fix: whether the reference used augmentation at all, and of which k
             if isinstance(target.target, cst.Name):
                 self.scopes[-1].values[target.target.value] = original_node.value
 
-    def _jitter(self, target: str, added_node: cst.BaseExpression, node: cst.CSTNode) -> None:
+    def _jitter(self, target: str, added_node: cst.BaseExpression, node: cst.CSTNode,
+                base: str) -> None:
         if not self._noise(added_node):
             return
         added = self.ctx.code(added_node, 120)
         what = channel(target) or channel(added)
         if what in (TANGENT, NORMAL) or (what is None and (self.has[TANGENT] or self.has[NORMAL])):
             span = self.ctx.span(node)
-            self.scopes[-1].jitters.append((what or ALL, span, span.line))
+            self.scopes[-1].jitters.append((what or ALL, span, base))
 
     def _from_cache(self, value: cst.BaseExpression) -> bool:
         """``self.graphs[idx]`` (no copy): the object the dataset keeps."""
@@ -445,6 +495,8 @@ No automatic fix: whether the reference used augmentation at all, and of which k
                 fn = function_of(project, file.path, aug.span.line)
                 if fn is None or stage_of(project, fn.qualname) is None:
                     continue  # one-off data generation, not training-time augmentation
+                if aug.kind == "jitter" and _learned(project, fn, aug):
+                    continue  # noise on a module's output (a VAE's reparameterisation): no data
             out.append(cls.make_finding(
                 file.path, aug.span, aug.message,
                 fix={"rotation": "apply the same rotation to xyz, tangents and normals",
@@ -505,14 +557,11 @@ ALIGNED_BROKEN = 0.9  # mean |cos(tangent, step to the next point)| below this: 
 ALIGNED_OK = 0.97  # a consistent frame (lines exactly 1, arcs and curves about 0.99)
 
 
-def _walk(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """``node`` and every node under it."""
-    out, todo = [], [node]
-    while todo:
-        cur = todo.pop()
-        out.append(cur)
-        todo.extend(cur.children)
-    return out
+def _learned(project: Project, fn: FunctionInfo, aug: Augmentation) -> bool:
+    """The jittered value is the output of a module (learned), not data."""
+    index = next((i for i, e in enumerate(fn.events) if e.span.line >= aug.span.line), None)
+    return bool(aug.base) and index is not None and \
+        kind_at(Training.of(project), fn, aug.base, index) == GRAD
 
 
 def _root(text: str) -> str:

@@ -220,12 +220,13 @@ drawn, never what the code computes with them.
             "import torch\nmodel = torch.nn.Linear(4, 4)\nloss = model(x).sum()\nloss.backward()\n",
             line=2, message_contains="nothing in the project seeds",
         ),
-        # a fresh generator in a script that seeds numpy itself: the global seed never reaches it
+        # numpy's global seed is set, yet a fresh Generator in the training loop takes OS entropy
         Invalid(
-            "import numpy as np\nimport torch\nnp.random.seed(0)\ntorch.manual_seed(0)\n"
-            "def main():\n    for step in range(3):\n        idx = np.random.default_rng().permutation(8)\n"
-            "if __name__ == '__main__':\n    main()\n",
-            line=7, message_contains="fresh OS entropy",
+            "import numpy as np\nimport torch\n\ndef main():\n    np.random.seed(0)\n"
+            "    torch.manual_seed(0)\n    model = torch.nn.Linear(4, 4)\n    for step in range(3):\n"
+            "        idx = np.random.default_rng().permutation(8)\n        loss = model(x[idx]).sum()\n"
+            "        loss.backward()\n\nif __name__ == '__main__':\n    main()\n",
+            line=9, message_contains="fresh OS entropy",
         ),
         # DGL's edge dropping draws from torch: named as torch's, not dgl's
         Invalid(

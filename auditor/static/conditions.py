@@ -10,6 +10,7 @@ API:
 * :func:`implies` — event A runs only where event B's tests hold (A's tests include B's): a
   ``DistributedDataParallel`` under ``if not args.standalone`` after an ``init_process_group``
   under the same test runs exactly when the process group exists.
+* :func:`exclusive` — two events in the two arms of one ``if``: no pass runs both.
 * :func:`constant_truth` — a test on a constant resolves (``if False:``, ``if not DEBUG`` with a
   module constant ``DEBUG = False``): True / False, or None when it depends on the run.
 """
@@ -39,6 +40,13 @@ def implies(event: Event, other: Event) -> bool:
     """``event`` runs only where ``other``'s enclosing tests hold (same function's tests)."""
     mine = set(conditions_of(event))
     return all(c in mine for c in conditions_of(other))
+
+
+def exclusive(event: Event, other: Event) -> bool:
+    """The two never run in one pass through their function: one is under a test the other's
+    ``else`` negates (the two arms of an ``if``)."""
+    mine, theirs = set(conditions_of(event)), set(conditions_of(other))
+    return any(f"not({c})" in theirs for c in mine) or any(f"not({c})" in mine for c in theirs)
 
 
 def constant_truth(project: Project, module: str, test: str) -> Optional[bool]:

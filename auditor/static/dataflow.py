@@ -56,6 +56,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional
 
+from auditor.static.conditions import exclusive, implies
 from auditor.static.facts import Event, FunctionInfo, Span
 from auditor.static.project import Project
 
@@ -590,7 +591,9 @@ class _Walker:
         for name in live:
             self.flow.values.add((fn.qualname, name))
         self._share(fn, live)
-        for pos, stmt in enumerate(self._order(fn, start)):
+        order = self._order(fn, start)
+        first = order[0].head if order else None
+        for pos, stmt in enumerate(order):
             self.budget -= 1
             forced = inner if pos == 0 and inner is not None else None
             if forced is not None:
@@ -598,13 +601,17 @@ class _Walker:
                 hit_calls = [c for c in stmt.calls if c is not forced and contains(c.span, forced.span)]
                 if forced.kind == "call" and sink_of(fn, forced) is not None:
                     hit_calls.append(forced)
+            elif first is not None and exclusive(first, stmt.head):
+                continue  # the other arm of the start's `if`: that pass never runs it
             else:
                 hit = _hit(stmt, live) if live else set()
                 hit_calls = [c for c in stmt.calls if any(
                     u == n or u.startswith(n + ".") for u in c.uses for n in hit)]
             if not hit:
-                if stmt.kind == "assign" and pos > 0:
-                    live -= _rebound(stmt)  # reassigned from something else
+                # reassigned from something else, on every path from the start: a rebinding
+                # under a test the start does not run under (the other arm of an `if`) may not run
+                if stmt.kind == "assign" and pos > 0 and implies(first, stmt.head):
+                    live -= _rebound(stmt)
                 continue
             if self.stop is not None and self.stop(fn, stmt, hit):
                 if stmt.kind in ("assign", "augassign"):

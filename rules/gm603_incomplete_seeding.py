@@ -43,11 +43,16 @@ Collects, across the project, the calls that seed a global RNG (`random.seed`, `
 `dgl.seed`, `seed_everything`-style framework helpers) and the calls that draw from one:
 `torch.randperm`/`rand*`/dropout/weight initialisation of `nn.Linear`, GAT and other layers,
 `DataLoader(shuffle=True)` without a seeded `generator`, `np.random.*`, `random.shuffle` & co.,
-`dgl.sampling.*` and DGL samplers/transforms. It reports the first draw in each file from an RNG
-that is never seeded while at least one other RNG is.
+`dgl.sampling.*` and DGL samplers (DGL's `DropEdge`, `DropNode`, `FeatMask`, `NodeShuffle` and
+`AddEdge` transforms sample with torch's generator: they are torch draws). It reports the first
+draw in each file from an RNG that is never seeded while at least one other RNG is.
 
 Seeding is followed into helpers across files: a `set_seed()` in `utils.py` counts only when some
-module body reaches it through calls; one that nothing calls seeds nothing. Calls given their own
+module body reaches it through calls; one that nothing calls seeds nothing. A draw is judged by
+the programs that run it, and a program runs what its calls reach plus the protocol methods of
+the classes it builds (`__getitem__` of a dataset it iterates, `__call__`, `forward`): a dataset's
+shuffle is seeded by the script that builds the dataset after `set_seed()`. Code that only tests
+and tools call is judged by the training programs that import it. Calls given their own
 `generator=` and `np.random.default_rng(seed)` generators are private and need no global seed;
 `np.random.default_rng()` *without* a seed draws fresh OS entropy and is reported whenever the
 project seeds anything.

@@ -825,6 +825,8 @@ def instance_classes(project: Project, fn: FunctionInfo, name: str, index: int,
                 text = call.kwargs.get(name) or (call.args[pos] if 0 <= pos < len(call.args) else "")
                 if re.fullmatch(r"[\w.]+", text or ""):
                     out |= instance_classes(project, caller, text, _index_of(caller, call), depth + 1)
+                elif re.fullmatch(r"[\w.]+\(.*\)", text or "", re.S):
+                    out |= _built_in_argument(project, caller, call, text)
     cache[key] = out
     return out
 
@@ -846,6 +848,15 @@ def _factory_classes(project: Project, fn: FunctionInfo, call: Event, depth: int
             elif re.fullmatch(r"\w+", value):
                 out |= instance_classes(project, callee, value, stmt.index, depth)
     return out
+
+
+def _built_in_argument(project: Project, caller: FunctionInfo, call: Event, text: str) -> set[str]:
+    """``run(GCN(), g)``: the class an argument constructs on the spot."""
+    local = text.split("(", 1)[0]
+    stmt = statement_of(caller, call)
+    return set().union(*(constructed_class(project, inner) for inner in (stmt.calls if stmt else [])
+                         if inner is not call and contains(call.span, inner.span)
+                         and (inner.func == local or inner.func.endswith("." + local))))
 
 
 def _aliased(stmt: Statement) -> set[str]:

@@ -278,6 +278,65 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
             "    opt.step()\n"
             "    update(ema, model)\n"
         ),
+        # after training, the embeddings of the model in eval mode train a fresh linear probe:
+        # the optimizer stepped after that backward holds only the probe's parameters
+        Valid(
+            "import torch\nfrom torch import nn\n"
+            "class LogReg(nn.Module):\n"
+            "    def __init__(self, d, c):\n"
+            "        super().__init__()\n"
+            "        self.fc = nn.Linear(d, c)\n"
+            "    def forward(self, x):\n"
+            "        return self.fc(x)\n"
+            "def probe(embeds, labels):\n"
+            "    log = LogReg(embeds.shape[1], 3)\n"
+            "    opt = torch.optim.Adam(log.parameters())\n"
+            "    for _ in range(100):\n"
+            "        opt.zero_grad()\n"
+            "        loss = nn.functional.cross_entropy(log(embeds), labels)\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+            "def fit(model, opt, g, labels, epochs):\n"
+            "    for _ in range(epochs):\n"
+            "        probe(model.embed(g).detach(), labels)\n"
+            "        model.train()\n"
+            "        opt.zero_grad()\n"
+            "        loss = model(g)\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+            "    model.eval()\n"
+            "    embeds = model.embed(g)\n"
+            "    probe(embeds, labels)\n"
+        ),
+        # another object's module evaluated by a helper the flow calls; the optimizer the flow
+        # steps holds its own modules only
+        Valid({
+            "flow.py":
+                "import torch\n"
+                "class Evaluator:\n"
+                "    def __init__(self, model):\n"
+                "        self.model = model\n"
+                "    def score(self, g):\n"
+                "        self.model.eval()\n"
+                "        out = self.model(g)\n"
+                "        return out\n"
+                "class Flow:\n"
+                "    def __init__(self, model, head, task, loader):\n"
+                "        self.model = model\n"
+                "        self.head = head\n"
+                "        self.task = task\n"
+                "        self.loader = loader\n"
+                "        self.optimizer = torch.optim.Adam(\n"
+                "            [{'params': self.model.parameters()}, {'params': self.head.parameters()}])\n"
+                "    def fit(self):\n"
+                "        for _ in range(10):\n"
+                "            self.model.train()\n"
+                "            for g in self.loader:\n"
+                "                loss = self.head(self.model(g))\n"
+                "                loss.backward()\n"
+                "                self.optimizer.step()\n"
+                "            self.task.score(g)\n",
+        }),
     ]
     INVALID = [
         # validation inside the loop, never restored

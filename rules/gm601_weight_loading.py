@@ -12,7 +12,8 @@ from auditor.findings import Finding, Severity, Status
 from auditor.fix import Fix, Fixer, keyword_arg
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.facts import Event, FunctionInfo
-from auditor.static.paths import call_sites_of, trains_after
+from auditor.static.paths import call_sites_of, forward_use, runs_before, trains_after
+from auditor.static.training import Training
 from auditor.static.project import Project
 
 FILE_LOADERS = {
@@ -20,6 +21,7 @@ FILE_LOADERS = {
     "torch.utils.model_zoo.load_url", "safetensors.torch.load_file",
 }
 # `{k: v for k, v in sd.items() if ...}`: a state dict with some keys dropped
+STATE_OF = re.compile(r"^([\w.]+)\.state_dict\(\)$")
 KEY_FILTER = re.compile(r"\bfor\s+\w+\s*,\s*\w+\s+in\s+[^:]*\.items\(\)\s+if\b")
 BY_REFERENCE = re.compile(r"^\s*([\w.]+)\s*=\s*([\w.]+)\.state_dict\(\)\s*$")
 # identifiers a gate tests: args.pretrained, cfg["init_from"], config.get("resume")
@@ -121,8 +123,15 @@ Finds `load_state_dict` calls that put other weights into the model the pipeline
   `.clone()`) and later loaded back.
 
 "The trained model" is followed across calls and files: a module that runs forward with
-gradients before a backward after the load (a frozen teacher loaded with `strict=False` is not
-reported). A strict resume of a checkpoint behind an opt-in flag whose default is off is silent.
+gradients before a backward after the load whose optimizer holds its parameters (a frozen
+teacher loaded with `strict=False`, or a model whose embeddings then train a separate linear
+probe, is not reported). Silent as well: a strict resume of a checkpoint behind an opt-in flag
+whose default is off; `strict=False` between two modules built by the same constructor or
+factory (every key matches); and, for the checkpoint kind, a load that restores what this run
+trained or saved before it (the best epoch restored after the training loop, or a file written
+by `torch.save` earlier in the run: `pretrain()` saves, `finetune()` loads) and a strict load of
+a pretrained file into a component of the trained model (`model.gnn.load_state_dict(...)`, the
+new head trained from scratch: fine-tuning by construction).
 
 ## Why is this bad?
 GraphMAE's reconstruction depends on every layer: the mask token, the encoder, the
@@ -238,6 +247,101 @@ checkpoint off changes what the run starts from; both change results on purpose.
             "        loss.backward()\n"
             "        head_opt.step()\n"
         ),
+        # the best epoch restored after each stage's training loop (saved by an early-stopping
+        # helper of this run), before the next stage trains
+        Valid({
+            "stopping.py":
+                "import torch\n"
+                "class EarlyStopping:\n"
+                "    def __init__(self, path):\n"
+                "        self.path = path\n"
+                "        self.best = None\n"
+                "    def step(self, loss, model):\n"
+                "        if self.best is None or loss < self.best:\n"
+                "            self.best = loss\n"
+                "            torch.save(model.state_dict(), self.path)\n",
+            "train.py":
+                "import torch\nfrom stopping import EarlyStopping\n"
+                "def run(build, loader, stages):\n"
+                "    for stage in range(stages):\n"
+                "        model = build()\n"
+                "        opt = torch.optim.Adam(model.parameters())\n"
+                "        stopper = EarlyStopping('best.pt')\n"
+                "        for epoch in range(10):\n"
+                "            for g in loader:\n"
+                "                loss = model(g)\n"
+                "                opt.zero_grad()\n"
+                "                loss.backward()\n"
+                "                opt.step()\n"
+                "            stopper.step(loss.item(), model)\n"
+                "        model.load_state_dict(torch.load('best.pt', weights_only=True))\n"
+                "        print(model(loader[0]))\n",
+        }),
+        # pretrain() saves, finetune() loads that file: a handoff within one run
+        Valid(
+            "import torch\n"
+            "class Flow:\n"
+            "    def __init__(self, model, head, loader, path):\n"
+            "        self.model = model\n"
+            "        self.head = head\n"
+            "        self.loader = loader\n"
+            "        self.path = path\n"
+            "    def pretrain(self):\n"
+            "        opt = torch.optim.Adam(self.model.parameters())\n"
+            "        for g in self.loader:\n"
+            "            loss = self.model(g)\n"
+            "            loss.backward()\n"
+            "            opt.step()\n"
+            "        torch.save(self.model.state_dict(), self.path)\n"
+            "    def finetune(self):\n"
+            "        state = torch.load(self.path, weights_only=True)\n"
+            "        self.model.load_state_dict(state)\n"
+            "        opt = torch.optim.Adam(list(self.model.parameters()) + list(self.head.parameters()))\n"
+            "        for g in self.loader:\n"
+            "            loss = self.head(self.model(g))\n"
+            "            loss.backward()\n"
+            "            opt.step()\n"
+            "    def train(self):\n"
+            "        self.pretrain()\n"
+            "        self.finetune()\n"
+            "Flow(build(), head(), loader(), 'pre.pt').train()\n"
+        ),
+        # fine-tuning: a pretrained GNN loaded (strictly) into the model's backbone by default,
+        # its new head trained from scratch
+        Valid(
+            "import argparse\nimport torch\n"
+            "p = argparse.ArgumentParser()\n"
+            "p.add_argument('--input-model-file', default='pretrained.pth')\n"
+            "args = p.parse_args()\n"
+            "model = Classifier(gnn=GIN(), num_tasks=12)\n"
+            "if args.input_model_file:\n"
+            "    model.gnn.load_state_dict(torch.load(args.input_model_file, weights_only=True))\n"
+            "opt = torch.optim.Adam(model.parameters())\n"
+            "for g in loader:\n"
+            "    loss = model(g)\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+        ),
+        # strict=False between two instances the same factory built: every key matches
+        Valid(
+            "import torch\nfrom torch import nn\n"
+            "class GraphMAE(nn.Module):\n"
+            "    def __init__(self, d):\n"
+            "        super().__init__()\n"
+            "        self.enc = nn.Linear(d, d)\n"
+            "    def forward(self, g):\n"
+            "        return self.enc(g).pow(2).mean()\n"
+            "def build_model(d):\n"
+            "    return GraphMAE(d)\n"
+            "model = build_model(8)\n"
+            "eval_model = build_model(8)\n"
+            "eval_model.load_state_dict(model.state_dict(), strict=False)\n"
+            "opt = torch.optim.Adam(eval_model.parameters())\n"
+            "for g in loader:\n"
+            "    loss = eval_model(g)\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+        ),
     ]
     INVALID = [
         Invalid(
@@ -300,6 +404,36 @@ checkpoint off changes what the run starts from; both change results on purpose.
             "    loss.backward()\n",
             line=4, message_contains="exists",
         ),
+        # auto-resume: the run saves the same file, but only after the load
+        Invalid(
+            "import os\nimport torch\n"
+            "if os.path.exists('ckpt/last.pt'):\n"
+            "    model.load_state_dict(torch.load('ckpt/last.pt', weights_only=True))\n"
+            "opt = torch.optim.Adam(model.parameters())\n"
+            "for g in loader:\n"
+            "    loss = model(g)\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+            "    torch.save(model.state_dict(), 'ckpt/last.pt')\n",
+            line=4, message_contains="exists",
+        ),
+        # strict=False from a module of another class
+        Invalid(
+            "import torch\nfrom torch import nn\n"
+            "class Teacher(nn.Module):\n"
+            "    pass\n"
+            "class Student(nn.Module):\n"
+            "    pass\n"
+            "teacher = Teacher()\n"
+            "model = Student()\n"
+            "model.load_state_dict(teacher.state_dict(), strict=False)\n"
+            "opt = torch.optim.Adam(model.parameters())\n"
+            "for g in loader:\n"
+            "    loss = model(g)\n"
+            "    loss.backward()\n"
+            "    opt.step()\n",
+            line=9, message_contains="strict=False",
+        ),
     ]
 
     # -- static ------------------------------------------------------------------------------------
@@ -342,7 +476,7 @@ checkpoint off changes what the run starts from; both change results on purpose.
         trained = trains_after(project, fn, i, target)
         if trained is None and not cls._optimised_here(fn, target):
             return None
-        if _is_strict_false(event):
+        if _is_strict_false(event) and not cls._same_keys(project, fn, i, arg, target):
             return cls.make_finding(
                 fn.path, event.span,
                 f"`{target}.load_state_dict(..., strict=False)` on the trained model: missing and "
@@ -368,6 +502,12 @@ checkpoint off changes what the run starts from; both change results on purpose.
             for q in project.resolve_call(e, fn))]
         if not from_file or trained is None:
             return None
+        if "." in target.removeprefix("self."):
+            # a component of the trained model (`model.gnn`) initialised from a pretrained
+            # file, the rest (a new head) fresh: a fine-tuning setup by construction
+            return None
+        if cls._trained_earlier(project, fn, i, target) or cls._saved_earlier(project, fn, i, from_file):
+            return None  # it restores what this run trained and saved: not a start from stale weights
         default_on = cls._default_on(project, fn, event)
         if default_on is None:
             return None
@@ -397,6 +537,48 @@ checkpoint off changes what the run starts from; both change results on purpose.
             if (between or same_loop) and steps(e):
                 return True
         return False
+
+    @staticmethod
+    def _same_keys(project: Project, fn: FunctionInfo, i: int, arg: str, target: str) -> bool:
+        """``target.load_state_dict(other.state_dict())`` where both modules were built by the
+        same constructor (or factory, or one is a deep copy of the other): the keys match."""
+        m = STATE_OF.match(arg.strip())
+        if m is None:
+            return False
+        t = Training.of(project)
+        mine, theirs = t.origins(fn, target, i), t.origins(fn, m.group(1), i)
+        classes = {o.cls for o in mine}
+        return all(o.known and o.cls for o in mine + theirs) and classes == {o.cls for o in theirs}
+
+    @staticmethod
+    def _trained_earlier(project: Project, fn: FunctionInfo, i: int, target: str) -> bool:
+        """A training loop of ``fn`` that ends before the load ran ``target`` forward: the load
+        restores weights of this run (the best epoch), after training."""
+        at = fn.events[i]
+        for loop in Training.of(project).training_loops():
+            if loop.fn is not fn or loop.loop_id in at.loop_ids:
+                continue
+            body = [j for j, e in enumerate(fn.events) if loop.loop_id in e.loop_ids]
+            if body and body[-1] < i and any(
+                    forward_use(fn.events[j], target) or any(
+                        a == target or a.startswith(target + ".") for a in fn.events[j].args)
+                    for j in body):
+                return True
+        return False
+
+    @staticmethod
+    def _saved_earlier(project: Project, fn: FunctionInfo, i: int, loads: list[Event]) -> bool:
+        """The file loaded is one this run wrote before (``torch.save(..., same path)`` earlier
+        in the function, or in what ran before it: ``pretrain()`` saves, ``finetune()`` loads)."""
+        def norm(text: str) -> str:
+            return re.sub(r"\s+", "", text)
+        files = {norm(e.args[0]) for e in loads if e.args}
+
+        def saves(f: FunctionInfo, e: Event) -> bool:
+            dest = e.args[1] if len(e.args) > 1 else e.kwargs.get("f", "")
+            return e.kind == "call" and e.func == "torch.save" and norm(dest) in files \
+                and (not dest.startswith("self.") or f.class_name == fn.class_name)
+        return bool(files) and runs_before(project, fn, i, saves) is not None
 
     @staticmethod
     def _optimised_here(fn: FunctionInfo, target: str) -> bool:

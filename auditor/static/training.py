@@ -575,6 +575,58 @@ class Training:
         out = [o for m, i in build.modules_at() for o in self.origins_in(build.fn, m, i, site)]
         return out + [o for k in build.made for o in self._call_origin(build.fn, k, 0)]
 
+    def stepped_after(self, fn: FunctionInfo, i: int) -> Optional[list[OptimizerBuild]]:
+        """The optimizers stepped after the backward at event ``i`` of ``fn`` (in its innermost
+        loop, else in the rest of ``fn``); None when a stepped optimizer cannot be traced to
+        its construction."""
+        by_site = {(b.fn.qualname, b.index): b for b in self.optimizers()}
+        loop = fn.events[i].loop_ids[-1:] if fn.events[i].loop_ids else []
+        out: list[OptimizerBuild] = []
+        for j in range(i + 1, len(fn.events)):
+            e = fn.events[j]
+            if e.kind != "call" or e.method != "step" or not e.receiver \
+                    or (loop and loop[0] not in e.loop_ids):
+                continue
+            for o in self.origins(fn, e.receiver, j):
+                if o.kind == "new" and not is_optimizer_class(o.cls):
+                    continue  # `scheduler.step()`
+                build = by_site.get((o.fn, o.index)) if o.kind == "new" else None
+                if build is None:
+                    return None
+                out.append(build)
+        return out or None
+
+    def holds(self, build: OptimizerBuild, fn: FunctionInfo, tracked: Optional[str]) -> Optional[bool]:
+        """Does ``build`` optimise the module ``tracked`` names in ``fn`` (or a part of it, or a
+        module containing it)? None: cannot tell. ``tracked`` None: the module is not visible
+        in ``fn``, so only modules ``fn`` constructs itself are known to be others."""
+        if tracked is None:
+            if build.fn is not fn or not build.modules:
+                return None
+            fresh = all(o.kind == "new" and o.fn == fn.qualname
+                        for m, at in build.modules_at() for o in self.origins(fn, m, at))
+            return False if fresh else None
+        same_scope = build.fn is fn or (
+            tracked.startswith("self.") and fn.class_name and build.fn.class_name == fn.class_name)
+        if not same_scope:
+            return None
+        reads = set(build.event.uses)
+        for e in build.fn.events:  # one level back: `params = list(model.parameters()) + ...`
+            if e.kind == "assign" and set(e.targets) & reads:
+                reads |= set(e.uses)
+        root = tracked if tracked.startswith("self.") else tracked.split(".")[0]
+        return any(r == root or r.startswith(root + ".") or (root.startswith(r + ".") and r != "self")
+                   for r in reads)
+
+    def trains_module(self, fn: FunctionInfo, i: int, tracked: Optional[str]) -> bool:
+        """The backward at event ``i`` of ``fn`` may train ``tracked``: False only when every
+        optimizer stepped after it is known to hold other parameters (a linear probe trained
+        on the embeddings: `opt = Adam(log.parameters())`)."""
+        builds = self.stepped_after(fn, i)
+        if builds is None:
+            return True
+        return any(self.holds(b, fn, tracked) is not False for b in builds)
+
     # -- backward and its loss -----------------------------------------------------------------
     def backward_sites(self) -> list[Site]:
         return [(fn, i) for fn in list(self.project.functions.values())

@@ -133,11 +133,30 @@ def training_visitor(step: "Step", forwarded: Hashable) -> tuple[Optional[str], 
     return None, forwarded
 
 
+def in_one_program(project: Project, fn: FunctionInfo, outcome: "Outcome") -> bool:
+    """The path from ``fn`` to ``outcome`` stays within files one program runs together."""
+    paths = {fn.path, *(where.rsplit(":", 1)[0] for where in outcome.trail)}
+    if outcome.step is not None:
+        paths.add(outcome.step.fn.path)
+    # any of them may be the one whose program holds the rest (a library module's own closure
+    # holds what it imports, not who imports it)
+    if any(project.share_program(p, *sorted(paths - {p})) for p in sorted(paths)):
+        return True
+    # library code that no entry point runs: nothing says it runs apart from the rest
+    return not any(p in prog.files for prog in project.programs() for p in paths)
+
+
+def first_trained(project: Project, fn: FunctionInfo,
+                  outcomes: list["Outcome"]) -> Optional["Outcome"]:
+    """The first outcome that reached a training backward within the program of ``fn``."""
+    return next((o for o in outcomes if o.verdict == TRAINED and o.step is not None
+                 and in_one_program(project, fn, o)), None)
+
+
 def trains_after(project: Project, fn: FunctionInfo, index: int,
                  tracked: str) -> Optional["Outcome"]:
     """A path from event ``index`` on which ``tracked`` is trained (forward, then backward)."""
-    outcomes = PathSearch(project, training_visitor).run(fn, index, tracked, False)
-    return next((o for o in outcomes if o.verdict == TRAINED and o.step is not None), None)
+    return first_trained(project, fn, PathSearch(project, training_visitor).run(fn, index, tracked, False))
 
 
 def bindings(event: Event, callee: FunctionInfo) -> list[tuple[str, str]]:

@@ -67,6 +67,14 @@ UNTRAINED_NAME = re.compile(
     re.I)
 MODEL_NAME = re.compile(r"model|net|encoder|decoder|gnn|gat|gcn|backbone|student|mae|head", re.I)
 MAX_DEPTH = 6
+# torch.nn modules whose forward does not read `self.training` (no Dropout, no BatchNorm)
+MODE_FREE_LAYERS = {
+    "Linear", "Bilinear", "Identity", "Embedding", "EmbeddingBag", "ReLU", "ReLU6", "LeakyReLU",
+    "PReLU", "ELU", "CELU", "GELU", "SELU", "SiLU", "Mish", "Tanh", "Sigmoid", "Hardtanh",
+    "Softmax", "LogSoftmax", "Softplus", "Softsign", "Sequential", "ModuleList", "ModuleDict",
+    "LayerNorm", "GroupNorm", "Flatten", "Unflatten", "Parameter", "ParameterList", "ParameterDict",
+    "Conv1d", "Conv2d", "Conv3d",
+}
 NON_DIFFERENTIABLE = {"argmax", "argmin", "argsort", "long", "int", "bool", "item", "detach",
                       "sign", "round", "floor", "ceil", "nonzero", "tolist", "numpy", "numel",
                       "size", "eq", "ne", "gt", "lt", "ge", "le", "randperm", "multinomial"}
@@ -354,6 +362,60 @@ class Training:
         if info is None:
             return False
         return any(b.endswith("Module") or self.is_module_class(b, seen) for b in info.bases)
+
+    def mode_free(self, fn: FunctionInfo, expr: str, i: int) -> bool:
+        """Putting ``expr`` in eval or train mode changes nothing: every statement that builds
+        it (a local's last assignment; for an attribute, every ``self.<name> = ...`` of the
+        project's classes) makes only modules without mode-dependent layers."""
+        if "." not in expr:
+            found = self._assignment(fn, expr, i)
+            builds = [found] if found else []
+        else:
+            attr = "self." + expr.rsplit(".", 1)[-1]
+            self.project.load_mentioning(attr)  # the classes that build it, however skipped
+            builds = [(f, j) for f in list(self.project.functions.values()) if f.class_name
+                      for j, e in enumerate(f.events) if e.kind == "assign" and e.targets == [attr]]
+        return bool(builds) and all(self._builds_mode_free(f, j, set()) for f, j in builds)
+
+    def _builds_mode_free(self, fn: FunctionInfo, j: int, seen: set[str]) -> bool:
+        calls = self._expression_events(fn, j)
+        return bool(calls) and all(self._call_mode_free(fn, fn.events[k], seen) for k in calls)
+
+    def _call_mode_free(self, fn: FunctionInfo, call: Event, seen: set[str]) -> bool:
+        func = call.func.split("()")[0]
+        last = func.rsplit(".", 1)[-1]
+        if "dropout" in func.lower() or "batch_norm" in func.lower():
+            return False
+        if func.startswith("torch.nn.") and last[:1].isupper():
+            return last in MODE_FREE_LAYERS
+        if func not in self.project.classes:
+            self.project.function(func + ".__init__")  # its module, when the prefilter skipped it
+            func = self.project.reexported(func) or func
+        if func in self.project.classes:
+            return self._class_mode_free(func, seen)
+        if self.resolve(fn, call):
+            return False  # a project factory: what it builds is not followed here
+        return not last[:1].isupper()  # `range`, `torch.zeros`; an unknown class may have modes
+
+    def _class_mode_free(self, cls: str, seen: set[str]) -> bool:
+        if cls in seen:
+            return True
+        seen.add(cls)
+        info = self.project.classes[cls]
+        if not all(b.endswith("Module") or (b in self.project.classes and self._class_mode_free(b, seen))
+                   for b in info.bases):
+            return False
+        for qual in info.methods:
+            method = self.project.function(qual)
+            if method is None:
+                return False
+            for e in method.events:
+                if "self.training" in e.text or (e.kind == "call" and not self._call_mode_free(
+                        method, e, seen) and (e.func.split("()")[0] in self.project.classes
+                                              or "dropout" in e.func.lower()
+                                              or e.func.startswith("torch.nn."))):
+                    return False
+        return True
 
     def contains_class(self, outer: str, inner: str, depth: int = 0) -> bool:
         """``outer`` is ``inner`` or builds an ``inner`` among its attributes (nested modules)."""

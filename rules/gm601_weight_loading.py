@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Hashable, Iterable, Optional
 
 import libcst as cst
 
@@ -12,7 +12,8 @@ from auditor.findings import Finding, Severity, Status
 from auditor.fix import Fix, Fixer, keyword_arg
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.facts import Event, FunctionInfo
-from auditor.static.paths import call_sites_of, forward_use, runs_before, trains_after
+from auditor.static.paths import (PathSearch, Step, call_sites_of, forward_use, in_one_program,
+                                  runs_before, trains_after)
 from auditor.static.training import Training
 from auditor.static.project import Project
 
@@ -115,7 +116,9 @@ Finds `load_state_dict` calls that put other weights into the model the pipeline
 
 - `load_state_dict(..., strict=False)` on the trained model (missing and unexpected keys are
   silently ignored);
-- partial loads: a state dict whose keys were filtered (`{k: v for k, v in sd.items() if ...}`);
+- partial loads: a state dict whose keys were filtered (`{k: v for k, v in sd.items() if ...}`),
+  also into a module the pipeline runs without training it (a frozen teacher, an EMA target:
+  the dropped layers keep their random initialisation for good);
 - a checkpoint or pretrained file (`torch.load`, `load_state_dict_from_url`) loaded into the
   model before training *by default*: unconditionally, whenever the file exists, or behind a flag
   whose default (argparse `default=`, a config dict value, a settings field) turns it on;
@@ -434,6 +437,26 @@ checkpoint off changes what the run starts from; both change results on purpose.
             "    opt.step()\n",
             line=9, message_contains="strict=False",
         ),
+        # an EMA target initialised from the encoder with the bias keys dropped: it is never
+        # trained, so those layers stay random
+        Invalid(
+            "import copy\nimport torch\nfrom torch import nn\n"
+            "class Model(nn.Module):\n"
+            "    def __init__(self, d):\n"
+            "        super().__init__()\n"
+            "        self.encoder = nn.Linear(d, d)\n"
+            "        self.encoder_ema = nn.Linear(d, d)\n"
+            "        self.encoder_ema.load_state_dict(\n"
+            "            {k: v for k, v in self.encoder.state_dict().items() if not k.endswith('bias')},\n"
+            "            strict=False)\n"
+            "        for p in self.encoder_ema.parameters():\n"
+            "            p.requires_grad = False\n"
+            "    def forward(self, x):\n"
+            "        with torch.no_grad():\n"
+            "            target = self.encoder_ema(x)\n"
+            "        return (self.encoder(x) - target).pow(2).mean()\n",
+            line=9, message_contains="random initialisation",
+        ),
     ]
 
     # -- static ------------------------------------------------------------------------------------
@@ -473,9 +496,19 @@ checkpoint off changes what the run starts from; both change results on purpose.
                 fix=f"keep a copy: `{arg} = copy.deepcopy({target}.state_dict())`",
             )
 
+        filtered = next((e for e in [event, *origins] if KEY_FILTER.search(e.text)), None)
         trained = trains_after(project, fn, i, target)
         if trained is None and not cls._optimised_here(fn, target):
-            return None
+            if filtered is None or not cls._runs_later(project, fn, i, target):
+                return None
+            # a frozen teacher or an EMA target: the dropped layers are never trained at all
+            return cls.make_finding(
+                fn.path, event.span,
+                f"partial load: the state dict loaded into `{target}` was filtered by key "
+                f"({fn.path}:{filtered.span.line}); `{target}` runs in the pipeline without being "
+                "trained, so the dropped layers keep their random initialisation",
+                fix="load the whole state dict strictly (or copy the module)",
+            )
         if _is_strict_false(event) and not cls._same_keys(project, fn, i, arg, target):
             return cls.make_finding(
                 fn.path, event.span,
@@ -484,7 +517,6 @@ checkpoint off changes what the run starts from; both change results on purpose.
                 "initialisation (or nothing is loaded at all)",
                 fix="load strictly, and map renamed keys explicitly if the checkpoint differs",
             )
-        filtered = next((e for e in origins if KEY_FILTER.search(e.text)), None)
         if filtered is not None:
             return cls.make_finding(
                 fn.path, event.span,
@@ -537,6 +569,22 @@ checkpoint off changes what the run starts from; both change results on purpose.
             if (between or same_loop) and steps(e):
                 return True
         return False
+
+    @staticmethod
+    def _runs_later(project: Project, fn: FunctionInfo, i: int, target: str) -> bool:
+        """``target`` runs forward after the load: on a path from it, or, for a module its
+        owner holds (``self.encoder_ema``), in a method of that owner."""
+        if target.startswith("self.") and fn.class_name:
+            cls_info = project.classes.get(fn.class_name)
+            methods = [project.function(q) for q in (cls_info.methods if cls_info else ())]
+            if any(forward_use(e, target) for m in methods if m is not None for e in m.events):
+                return True
+
+        def ran(step: Step, state: Hashable) -> tuple[Optional[str], Hashable]:
+            forward = step.tracked is not None and forward_use(step.event, step.tracked)
+            return ("ran" if forward else None), state
+        outcomes = PathSearch(project, ran).run(fn, i, target, False)
+        return any(o.verdict == "ran" and in_one_program(project, fn, o) for o in outcomes)
 
     @staticmethod
     def _same_keys(project: Project, fn: FunctionInfo, i: int, arg: str, target: str) -> bool:

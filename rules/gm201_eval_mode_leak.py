@@ -519,11 +519,9 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
                     starts.append((fn, i, target))
         training = Training.of(project)
         for fn, i, target in starts:
-            if training.mode_free(fn, target, i):
-                continue  # no Dropout, no BatchNorm in it: eval mode changes nothing it computes
             hit = first_trained(project, fn, PathSearch(project, visit).run(fn, i, target, False))
-            if hit is None or hit.step is None:
-                continue
+            if hit is None or hit.step is None or training.mode_free(fn, target, i):
+                continue  # mode_free: no Dropout, no BatchNorm in it, eval changes nothing
             event = fn.events[i]
             via = f" (via {' -> '.join(hit.trail)})" if hit.trail else ""
             yield cls.make_finding(

@@ -276,6 +276,7 @@ class Training:
         self._contains: dict[tuple[str, str], bool] = {}
         self._loops: Optional[list[TrainingLoop]] = None
         self._optimizers: Optional[list[OptimizerBuild]] = None
+        self._trains: dict[tuple, bool] = {}  # trains_module answers (asked at every backward walked)
 
     @classmethod
     def of(cls, project: Project) -> "Training":
@@ -695,10 +696,12 @@ class Training:
         """The backward at event ``i`` of ``fn`` may train ``tracked``: False only when every
         optimizer stepped after it is known to hold other parameters (a linear probe trained
         on the embeddings: `opt = Adam(log.parameters())`)."""
-        builds = self.stepped_after(fn, i)
-        if builds is None:
-            return True
-        return any(self.holds(b, fn, tracked) is not False for b in builds)
+        key = (fn.qualname, i, tracked, self.project._generation)
+        if key not in self._trains:
+            builds = self.stepped_after(fn, i)
+            self._trains[key] = builds is None or any(
+                self.holds(b, fn, tracked) is not False for b in builds)
+        return self._trains[key]
 
     # -- backward and its loss -----------------------------------------------------------------
     def backward_sites(self) -> list[Site]:

@@ -13,7 +13,7 @@ from auditor.fix import Fix, Fixer, keyword_arg
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.facts import Event, FunctionInfo
 from auditor.static.paths import (PathSearch, Step, call_sites_of, forward_use, in_one_program,
-                                  runs_before, trains_after)
+                                  is_backward, runs_before, trains_after)
 from auditor.static.training import Training
 from auditor.static.project import Project
 
@@ -602,15 +602,17 @@ checkpoint off changes what the run starts from; both change results on purpose.
     def _trained_earlier(project: Project, fn: FunctionInfo, i: int, target: str) -> bool:
         """A training loop of ``fn`` that ends before the load ran ``target`` forward: the load
         restores weights of this run (the best epoch), after training."""
-        at = fn.events[i]
-        for loop in Training.of(project).training_loops():
-            if loop.fn is not fn or loop.loop_id in at.loop_ids:
-                continue
-            body = [j for j, e in enumerate(fn.events) if loop.loop_id in e.loop_ids]
-            if body and body[-1] < i and any(
+        at, training = fn.events[i], Training.of(project)
+        for loop_id in sorted({lid for e in fn.events[:i] for lid in e.loop_ids} - set(at.loop_ids)):
+            body = [j for j, e in enumerate(fn.events) if loop_id in e.loop_ids]
+            if body[-1] > i or not any(
                     forward_use(fn.events[j], target) or any(
                         a == target or a.startswith(target + ".") for a in fn.events[j].args)
                     for j in body):
+                continue
+            if any(is_backward(fn.events[j]) or (fn.events[j].kind == "call" and any(
+                    training.contains(q, "backward") for q in project.resolve_call(fn.events[j], fn)))
+                   for j in body):
                 return True
         return False
 

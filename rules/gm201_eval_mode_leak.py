@@ -506,6 +506,23 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
                 "        loss.backward()\n"
                 "        opt.step()\n",
         }, line=5, path="train.py"),
+        # eval at the top of each epoch; the model's last assignment is a `.to(device)`, which
+        # says nothing of the layers it holds
+        Invalid(
+            "import torch\n"
+            "def main(build, loader, device):\n"
+            "    model = build()\n"
+            "    model = model.to(device)\n"
+            "    opt = torch.optim.Adam(model.parameters())\n"
+            "    for epoch in range(3):\n"
+            "        model.eval()\n"
+            "        for g in loader:\n"
+            "            loss = model(g)\n"
+            "            opt.zero_grad()\n"
+            "            loss.backward()\n"
+            "            opt.step()\n",
+            line=7,
+        ),
     ]
 
     @classmethod

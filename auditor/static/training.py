@@ -23,6 +23,11 @@ API (``fn`` is a :class:`FunctionInfo`, ``i`` the index of an event in ``fn.even
 * ``optimizers()``            [OptimizerBuild] every optimizer construction and the module
                               expressions whose ``.parameters()`` it was given;
                               ``param_origins(build)`` where those modules were created.
+* ``trains_module(fn, i, m)`` the backward at ``i`` may train module ``m``: False only when
+                              every optimizer stepped after it (``stepped_after``) is known to
+                              hold other parameters (``holds``: a fresh linear probe's).
+* ``mode_free(fn, m, i)``     eval/train mode changes nothing ``m`` computes: what builds it
+                              makes no Dropout, BatchNorm or ``self.training`` reader.
 * ``contains_class(outer, inner)``  a module class builds another among its attributes.
 * ``module_call(fn, i)``      the call runs a ``torch.nn.Module`` (project class, ``torch.nn`` /
                               ``dgl.nn`` layer, or a model-like name when nothing resolves).
@@ -389,14 +394,16 @@ class Training:
             return False
         if func.startswith("torch.nn.") and last[:1].isupper():
             return last in MODE_FREE_LAYERS
+        if func.startswith("torch.") and not last[:1].isupper():
+            return True  # `torch.zeros`, `F.relu`: a function, no module (dropout caught above)
         if func not in self.project.classes:
             self.project.function(func + ".__init__")  # its module, when the prefilter skipped it
             func = self.project.reexported(func) or func
         if func in self.project.classes:
             return self._class_mode_free(func, seen)
-        if self.resolve(fn, call):
-            return False  # a project factory: what it builds is not followed here
-        return not last[:1].isupper()  # `range`, `torch.zeros`; an unknown class may have modes
+        if self.resolve(fn, call) or call.receiver:
+            return False  # a project factory, `m.to(device)`: what it returns is not followed here
+        return not last[:1].isupper()  # `range`, `len`; an unknown class may have modes
 
     def _class_mode_free(self, cls: str, seen: set[str]) -> bool:
         if cls in seen:

@@ -132,6 +132,21 @@ Unsafe: moving the loss out of the region or adding a scaler changes numerics an
             "        loss = model(g, x)\n"
             "    loss.backward()\n"
         ),
+        # the scaled fp16 arm and the plain float32 arm of one if/else never mix
+        Valid(
+            "import torch\nimport torch.nn.functional as F\n"
+            "def fit(model, loader, opt, scaler):\n"
+            "    for g, x in loader:\n"
+            "        if scaler is not None:\n"
+            "            with torch.autocast('cuda', dtype=torch.float16):\n"
+            "                out = model(g, x)\n"
+            "            loss = F.mse_loss(out.float(), x)\n"
+            "            scaler.scale(loss).backward()\n"
+            "        else:\n"
+            "            out = model(g, x)\n"
+            "            loss = F.mse_loss(out, x)\n"
+            "            loss.backward()\n"
+        ),
     ]
     INVALID = [
         # a LightningModule casts itself before its optimizer is built; Lightning trains it
@@ -211,6 +226,21 @@ Unsafe: moving the loss out of the region or adding a scaler changes numerics an
             ),
             "net.py": "import torch.nn as nn\nclass Net(nn.Module):\n    def forward(self, g, x):\n        return x\n",
         }, line=4, path="build.py", message_contains="train.py:8"),
+        # fp16 autocast in one arm of an if/else; the other arm's own forward does not hide it
+        Invalid(
+            "import torch\n"
+            "def fit(model, loader, opt, fast):\n"
+            "    for g, x in loader:\n"
+            "        if fast:\n"
+            "            with torch.autocast('cuda', dtype=torch.float16):\n"
+            "                loss = model(g, x)\n"
+            "        else:\n"
+            "            loss = model(g, x)\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n",
+            line=5, message_contains="GradScaler",
+        ),
     ]
 
     # -- project stage -----------------------------------------------------------------------------

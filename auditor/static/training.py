@@ -171,6 +171,11 @@ def statement_start(fn: FunctionInfo, k: int) -> int:
     return start
 
 
+def _statement_head(fn: FunctionInfo, k: int) -> Event:
+    """The event that opens the statement holding event ``k``."""
+    return fn.events[statement_start(fn, k)]
+
+
 def _span_within(inner: Span, outer: Span) -> bool:
     return (outer.line, outer.column) <= (inner.line, inner.column) and \
         (inner.end_line, inner.end_column) <= (outer.end_line, outer.end_column)
@@ -279,6 +284,7 @@ class Training:
         self._slices: dict[tuple, list[Site]] = {}  # loss_slice answers (they are asked often)
         self._resolved: dict[tuple, list[str]] = {}
         self._contains: dict[tuple[str, str], bool] = {}
+        self._submodules: dict[tuple[str, str], set[str]] = {}
         self._loops: Optional[list[TrainingLoop]] = None
         self._optimizers: Optional[list[OptimizerBuild]] = None
         self._trains: dict[tuple, bool] = {}  # trains_module answers (asked at every backward walked)
@@ -442,16 +448,32 @@ class Training:
             return True
         if depth > 3 or outer not in self.project.classes:
             return False
+        return any(made in self.project.classes and self.contains_class(made, inner, depth + 1)
+                   for made in self.submodule_classes(outer))
+
+    def submodule_classes(self, outer: str) -> set[str]:
+        """Classes of the objects ``outer``'s methods store on the instance: ``self.x = C(...)``,
+        ``self.x = factory(...)`` (what the factory returns), ``self.layers.append(C(...))``."""
+        key = (outer, "")
+        if key in self._submodules:
+            return self._submodules[key]
+        self._submodules[key] = set()  # recursion guard
+        out: set[str] = set()
         for qual in list(self.project.functions):
             fn = self.project.functions[qual]
             if fn.class_name != outer:
                 continue
-            for e in fn.events:
-                if e.kind == "call" and any(t.startswith("self.") for t in e.targets):
-                    made = e.func.split("()")[0]
-                    if made in self.project.classes and self.contains_class(made, inner, depth + 1):
-                        return True
-        return False
+            for k, e in enumerate(fn.events):
+                if e.kind != "call":
+                    continue
+                head = _statement_head(fn, k)
+                stored = any(t.startswith("self.") for t in head.targets) or (
+                    head.kind == "call" and head.receiver.startswith("self.")
+                    and head.method in ("append", "extend", "insert", "add_module"))
+                if stored:
+                    out |= {o.cls for o in self._call_origin(fn, k, 0) if o.cls}
+        self._submodules[key] = out
+        return out
 
     def module_call(self, fn: FunctionInfo, i: int) -> bool:
         """The call at ``i`` runs a module's parameters (its forward, or a method of it)."""
@@ -581,7 +603,13 @@ class Training:
             if calls:
                 out += self._call_origin(fn, calls[0], depth)
             elif len(_maximal(e.uses)) == 1:
-                out += self.origins(fn, _maximal(e.uses)[0], j, depth + 1)
+                name = _maximal(e.uses)[0]
+                # a factory's `mod = GAT(...)` / `elif ...: mod = MLP(...)` branches each reach
+                # `return mod`: every assignment of the name is a possible object
+                sites = [k + 1 for k in range(j) if fn.events[k].kind == "assign"
+                         and name in fn.events[k].targets] or [j]
+                for k in sites:
+                    out += self.origins(fn, name, k, depth + 1)
             else:
                 out.append(Origin("unknown"))
         return out
@@ -709,6 +737,29 @@ class Training:
             self._trains[key] = builds is None or any(
                 self.holds(b, fn, tracked) is not False for b in builds)
         return self._trains[key]
+
+    def stepped_modules(self, fn: FunctionInfo, i: int) -> Optional[list[Origin]]:
+        """Where the modules were made whose parameters the optimizers stepped after the
+        backward at event ``i`` of ``fn`` hold (in its loop, else after it in ``fn``): what that
+        backward trains. None when a step or its optimizer cannot be followed."""
+        back = fn.events[i]
+        loop = back.loop_ids[-1] if back.loop_ids else None
+        steps = [k for k in range(i + 1, len(fn.events)) if self._classify(fn, k) == "step"
+                 and (loop is None or loop in fn.events[k].loop_ids)]
+        if not steps:
+            return None
+        builds = {(b.fn.qualname, b.index): b for b in self.optimizers()}
+        out: list[Origin] = []
+        for k in steps:
+            for o in self.origins(fn, fn.events[k].receiver, k):
+                build = builds.get((o.fn, o.index)) if o.kind == "new" else None
+                if build is None:
+                    return None
+                given = self.param_origins(build, o.via[-1] if o.via else None)
+                if not given or not all(g.known for g in given):
+                    return None
+                out += given
+        return out
 
     # -- backward and its loss -----------------------------------------------------------------
     def backward_sites(self) -> list[Site]:

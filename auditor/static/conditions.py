@@ -10,7 +10,8 @@ API:
 * :func:`implies` — event A runs only where event B's tests hold (A's tests include B's): a
   ``DistributedDataParallel`` under ``if not args.standalone`` after an ``init_process_group``
   under the same test runs exactly when the process group exists.
-* :func:`exclusive` — two events in the two arms of one ``if``: no pass runs both.
+* :func:`excludes` — two events on opposite sides of one ``if`` (one runs under ``test``, the
+  other under ``not (test)``): no single pass runs both.
 * :func:`constant_truth` — a test on a constant resolves (``if False:``, ``if not DEBUG`` with a
   module constant ``DEBUG = False``): True / False, or None when it depends on the run.
 """
@@ -42,11 +43,11 @@ def implies(event: Event, other: Event) -> bool:
     return all(c in mine for c in conditions_of(other))
 
 
-def exclusive(event: Event, other: Event) -> bool:
-    """The two never run in one pass through their function: one is under a test the other's
-    ``else`` negates (the two arms of an ``if``)."""
-    mine, theirs = set(conditions_of(event)), set(conditions_of(other))
-    return any(f"not({c})" in theirs for c in mine) or any(f"not({c})" in mine for c in theirs)
+def excludes(event: Event, other: Event) -> bool:
+    """``event`` and ``other`` lie on opposite sides of one test."""
+    mine = set(conditions_of(event))
+    return any(f"not({c})" in mine or (c.startswith("not(") and c.endswith(")") and c[4:-1] in mine)
+               for c in conditions_of(other))
 
 
 def constant_truth(project: Project, module: str, test: str) -> Optional[bool]:

@@ -56,7 +56,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional
 
-from auditor.static.conditions import exclusive, implies
+from auditor.static.conditions import excludes
 from auditor.static.facts import Event, FunctionInfo, Span
 from auditor.static.project import Project
 
@@ -592,8 +592,14 @@ class _Walker:
             self.flow.values.add((fn.qualname, name))
         self._share(fn, live)
         order = self._order(fn, start)
-        first = order[0].head if order else None
+        # a name rebound in a branch the start is not in (`if a: c = X() elif b: c = Y()`)
+        # keeps its value on the other paths; the other side of the start's own `if` does not
+        # run in the same pass
+        always = set(order[0].head.conditions) if order else set()
+        same_pass = len(statements(fn)) - start
         for pos, stmt in enumerate(order):
+            if pos < same_pass and excludes(stmt.head, order[0].head):
+                continue
             self.budget -= 1
             forced = inner if pos == 0 and inner is not None else None
             if forced is not None:
@@ -601,17 +607,13 @@ class _Walker:
                 hit_calls = [c for c in stmt.calls if c is not forced and contains(c.span, forced.span)]
                 if forced.kind == "call" and sink_of(fn, forced) is not None:
                     hit_calls.append(forced)
-            elif first is not None and exclusive(first, stmt.head):
-                continue  # the other arm of the start's `if`: that pass never runs it
             else:
                 hit = _hit(stmt, live) if live else set()
                 hit_calls = [c for c in stmt.calls if any(
                     u == n or u.startswith(n + ".") for u in c.uses for n in hit)]
             if not hit:
-                # reassigned from something else, on every path from the start: a rebinding
-                # under a test the start does not run under (the other arm of an `if`) may not run
-                if stmt.kind == "assign" and pos > 0 and implies(first, stmt.head):
-                    live -= _rebound(stmt)
+                if stmt.kind == "assign" and pos > 0 and set(stmt.head.conditions) <= always:
+                    live -= _rebound(stmt)  # reassigned from something else
                 continue
             if self.stop is not None and self.stop(fn, stmt, hit):
                 if stmt.kind in ("assign", "augassign"):
@@ -814,6 +816,8 @@ def instance_classes(project: Project, fn: FunctionInfo, name: str, index: int,
                 for use in _aliased(stmt):
                     if "." not in use or use.startswith("self."):
                         classes |= instance_classes(project, where, use, stmt.index, depth + 1)
+            if not classes and stmt.kind == "assign" and stmt.calls:
+                classes = _factory_classes(project, where, stmt.calls[0], depth + 1)
             out |= classes
         if not defs and name in fn.params:
             for caller, call in _static_callers(project, fn):
@@ -834,6 +838,25 @@ def _built_in_argument(project: Project, caller: FunctionInfo, call: Event, text
     return set().union(*(constructed_class(project, inner) for inner in (stmt.calls if stmt else [])
                          if inner is not call and contains(call.span, inner.span)
                          and (inner.func == local or inner.func.endswith("." + local))))
+
+
+def _factory_classes(project: Project, fn: FunctionInfo, call: Event, depth: int) -> set[str]:
+    """The classes a project function returns instances of (``model = build_model(args)``,
+    whose ``return model`` was ``model = PreModel(...)``)."""
+    out: set[str] = set()
+    for target in project.resolve_call(call, fn):
+        callee = project.function(target)
+        if callee is None or callee.name == "__init__" or depth >= MAX_DEPTH:
+            continue
+        for stmt in statements(callee):
+            if stmt.kind != "return":
+                continue
+            value = _value_text(stmt)
+            if stmt.calls:
+                out |= constructed_class(project, stmt.calls[0])
+            elif re.fullmatch(r"\w+", value):
+                out |= instance_classes(project, callee, value, stmt.index, depth)
+    return out
 
 
 def _aliased(stmt: Statement) -> set[str]:

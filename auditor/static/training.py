@@ -614,6 +614,29 @@ class Training:
         out = [o for m, i in build.modules_at() for o in self.origins_in(build.fn, m, i, site)]
         return out + [o for k in build.made for o in self._call_origin(build.fn, k, 0)]
 
+    def stepped_modules(self, fn: FunctionInfo, i: int) -> Optional[list[Origin]]:
+        """Where the modules were made whose parameters the optimizers stepped after the
+        backward at event ``i`` of ``fn`` hold (in its loop, else after it in ``fn``): what that
+        backward trains. None when a step or its optimizer cannot be followed."""
+        back = fn.events[i]
+        loop = back.loop_ids[-1] if back.loop_ids else None
+        steps = [k for k in range(i + 1, len(fn.events)) if self._classify(fn, k) == "step"
+                 and (loop is None or loop in fn.events[k].loop_ids)]
+        if not steps:
+            return None
+        builds = {(b.fn.qualname, b.index): b for b in self.optimizers()}
+        out: list[Origin] = []
+        for k in steps:
+            for o in self.origins(fn, fn.events[k].receiver, k):
+                build = builds.get((o.fn, o.index)) if o.kind == "new" else None
+                if build is None:
+                    return None
+                given = self.param_origins(build, o.via[-1] if o.via else None)
+                if not given or not all(g.known for g in given):
+                    return None
+                out += given
+        return out
+
     # -- backward and its loss -----------------------------------------------------------------
     def backward_sites(self) -> list[Site]:
         return [(fn, i) for fn in list(self.project.functions.values())

@@ -6,17 +6,19 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
+from typing import TYPE_CHECKING, Iterable, Optional
 
 import libcst as cst
 
 from auditor.findings import Finding, Severity, Status
-from auditor.probe.evidence import Evidence
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.dataflow import function_of
 from auditor.static.facts import Span
 from auditor.static.project import Project
 from auditor.static.stages import stage_of
+
+if TYPE_CHECKING:  # the probe's evidence types cost a check run's start; used in annotations only
+    from auditor.probe.evidence import Evidence
 
 XYZ, TANGENT, NORMAL, ALL = "coordinates", "tangents", "normals", "all features"
 REST = "channels after them"  # `x[..., 3:]`: whatever follows the coordinates (the directions)

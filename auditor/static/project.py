@@ -85,6 +85,7 @@ class Project:
         self._resolved: dict[int, tuple[int, list[str]]] = {}
         self._constructed: dict[str, dict[str, list[tuple[int, str]]]] = {}
         self._not_skipped: set[str] = set()
+        self._memos: dict[str, dict[str, Any]] = {}
         # imported here: networkx costs a third of a warm run's start, which needs no project
         import networkx
 
@@ -112,6 +113,11 @@ class Project:
         self._loading = False
         self._link_all()
         self._loading = True
+
+    def memo(self, owner: str) -> dict[str, Any]:
+        """The table where the analysis ``owner`` (a module of auditor/static) keeps answers it
+        computed over this project, for the project's lifetime; its keys are the owner's own."""
+        return self._memos.setdefault(owner, {})
 
     def truncate(self, path: str, what: str) -> None:
         """A rule gave up on part of ``path``: ``what`` it left unjudged, and why."""

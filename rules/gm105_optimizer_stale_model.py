@@ -192,6 +192,35 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
                 "    trainer.step(x)\n"
             ),
         }),
+        # a parameter-free scoring module made after the optimizer: nothing of it to train
+        Valid(
+            "import torch\nfrom torch import nn\n"
+            "class Score(nn.Module):\n"
+            "    def forward(self, a, b):\n"
+            "        return (a * b).sum(-1)\n"
+            "def run(model, loader):\n"
+            "    opt = torch.optim.Adam(model.parameters())\n"
+            "    pred = Score()\n"
+            "    for g, a, b in loader:\n"
+            "        x = model(g)\n"
+            "        loss = -pred(x[a], x[b]).sigmoid().log().mean()\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+        ),
+        # each round copies the model and builds its optimizer over the copy
+        Valid(
+            "import copy\nimport torch\n"
+            "def rounds(model, loader):\n"
+            "    for r in range(3):\n"
+            "        opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+            "        for g, y in loader:\n"
+            "            loss = (model(g) - y).pow(2).mean()\n"
+            "            opt.zero_grad()\n"
+            "            loss.backward()\n"
+            "            opt.step()\n"
+            "        model = copy.deepcopy(model)\n"
+        ),
     ]
     INVALID = [
         Invalid(
@@ -238,7 +267,8 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
                 "for x in data:\n"
                 "    trainer.step(x)\n"
             ),
-            "model.py": "from torch import nn\nclass Net(nn.Module):\n    pass\n",
+            "model.py": "from torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n"
+                        "        super().__init__()\n        self.lin = nn.Linear(4, 4)\n",
         }, path="engine.py", line=4, message_contains="copy"),
         # a submodule replaced after the optimizer was built
         Invalid(
@@ -251,6 +281,19 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
             "        model(g).sum().backward()\n"
             "        opt.step()\n",
             line=5,
+        ),
+        # a model given as a parameter (its class unknown here) deep-copied after its optimizer
+        Invalid(
+            "import copy\nimport torch\n"
+            "def finetune(model, loader):\n"
+            "    opt = torch.optim.AdamW(model.parameters())\n"
+            "    model = copy.deepcopy(model)\n"
+            "    for g, y in loader:\n"
+            "        loss = (model(g) - y).pow(2).mean()\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n",
+            line=5, message_contains="deep copy",
         ),
     ]
 
@@ -284,13 +327,30 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
                 backs = [b for b in loop.of("backward") if b.fn is step.fn] or loop.of("backward")
                 trained = cls._trained(t, backs)
                 for build, made in cls._optimizer_builds(t, step.fn, step.index, step.receiver):
+                    # an instance made after the optimizer, by the code that built it, cannot
+                    # be among its parameters, whatever the optimizer was given (a function
+                    # parameter we cannot follow, say)
+                    later = [o for o in trained if cls._made_after(t, o, made)]
+                    yield from (cls._stale(t, o, build, made) for o in later)
                     given = t.param_origins(build, made.via[-1] if made.via else None)
                     if not given or not all(o.known for o in given):
                         continue
                     for o in trained:
-                        if o in given:
+                        if o in given or o in later:
                             continue
                         yield cls._stale(t, o, build, made)
+
+    @staticmethod
+    def _made_after(t: Training, o: Origin, made: Origin) -> bool:
+        """``o`` was made in the optimizer's own function, after it, outside any loop that
+        also builds the optimizer (a loop would build the next optimizer over it)."""
+        if o.site[0] != made.site[0] or o.site[1] <= made.site[1]:
+            return False
+        fn = t.project.function(made.site[0])
+        if fn is None:
+            return False
+        build_loops = set(fn.events[made.site[1]].loop_ids)
+        return not build_loops & set(fn.events[o.site[1]].loop_ids)
 
     @staticmethod
     def _trained(t: Training, backs: list[Action]) -> list[Origin]:
@@ -302,8 +362,10 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
                 if j < 0 or (sfn.class_name and t.is_module_class(sfn.class_name)):
                     continue  # calls inside a module are its submodules
                 if t.module_call(sfn, j) and t.grad_off(sfn, j) is None:
+                    # a deep copy of what we cannot follow is still a module: it is called here
                     trained += [o for o in t.origins(sfn, sfn.events[j].func, j)
-                                if o.known and t.is_module_class(o.cls)]
+                                if o.known and (t.is_module_class(o.cls) or o.kind == "copy")
+                                and not t.holds_no_parameters(o.cls)]
         return list(dict.fromkeys(trained))
 
     @classmethod

@@ -195,6 +195,14 @@ drawn, never what the code computes with them.
             "import torch\nmodel = torch.nn.Linear(4, 4)\nloss = model(x).sum()\nloss.backward()\n",
             line=2, message_contains="nothing in the project seeds",
         ),
+        # numpy's global seed is set, yet a fresh Generator in the training loop takes OS entropy
+        Invalid(
+            "import numpy as np\nimport torch\n\ndef main():\n    np.random.seed(0)\n"
+            "    torch.manual_seed(0)\n    model = torch.nn.Linear(4, 4)\n    for step in range(3):\n"
+            "        idx = np.random.default_rng().permutation(8)\n        loss = model(x[idx]).sum()\n"
+            "        loss.backward()\n\nif __name__ == '__main__':\n    main()\n",
+            line=9, message_contains="fresh OS entropy",
+        ),
     ]
 
     @classmethod
@@ -225,6 +233,9 @@ drawn, never what the code computes with them.
                 lacking = [(e, own) for e, own in owns if own and draw.family not in own]
                 if lacking:
                     entries, here = [lacking[0][0]], lacking[0][1]
+                elif draw.unseedable:
+                    # no seed reaches a fresh generator, whatever its family's global seeding
+                    here = set().union(*(own for _, own in owns))
                 elif any(draw.family in own for _, own in owns):
                     continue
                 elif not any(e in training for e in entries):

@@ -355,6 +355,17 @@ class Training:
             return False
         return any(b.endswith("Module") or self.is_module_class(b, seen) for b in info.bases)
 
+    def holds_no_parameters(self, cls: str) -> bool:
+        """A project module class with no ``__init__`` of its own or of a project base, built
+        right on ``nn.Module``: it has nothing an optimizer could hold (a scoring head that only
+        computes in ``forward``)."""
+        info = self.project.classes.get(cls)
+        if info is None or any(m.rsplit(".", 1)[-1] == "__init__" for m in info.methods):
+            return False
+        return bool(info.bases) and all(
+            b in ("torch.nn.Module", "torch.nn.modules.module.Module")
+            or (b in self.project.classes and self.holds_no_parameters(b)) for b in info.bases)
+
     def contains_class(self, outer: str, inner: str, depth: int = 0) -> bool:
         """``outer`` is ``inner`` or builds an ``inner`` among its attributes (nested modules)."""
         if outer == inner:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Iterator, Optional
 
 import libcst as cst
@@ -35,10 +36,18 @@ def rebuild_after_optimizer(src: Source) -> Iterator[Edit]:
                        f"`{src.code(model)}` built again after its optimizer", anchors=(stmt,))
 
 
+def _read_after(src: Source, stmt: cst.CSTNode, name: str) -> bool:
+    """Some later statement of ``stmt``'s function reads ``name`` (else a copy bound to it is
+    dead: ``self = copy.deepcopy(self)`` before ``return optimizer`` trains nothing new)."""
+    word = re.compile(rf"(?<![\w.]){re.escape(name)}\b")
+    return any(src.line(s) > src.line(stmt) and word.search(src.code(s))
+               for s in statements(scope_of(src, stmt)))
+
+
 def deepcopy_after_optimizer(src: Source) -> Iterator[Edit]:
     for stmt, _, model in optimizer_builds(src):
-        if in_body(src, stmt) and assignable(model):
-            name = src.code(model)
+        name = src.code(model)
+        if in_body(src, stmt) and assignable(model) and name != "self" and _read_after(src, stmt, name):
             yield Edit(insert_after(stmt, "import copy", f"{name} = copy.deepcopy({name})"),
                        f"`{name}` deep-copied after its optimizer", anchors=(stmt,))
 

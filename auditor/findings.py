@@ -24,6 +24,7 @@ class Status(str, enum.Enum):
     REFUTED = "refuted"  # the code ran and the effect is absent
     UNEXERCISED = "unexercised"  # the line never ran
     OUTSIDE = "outside"  # in a module this run never imported: outside what the probe can see
+    UNTAKEN = "untaken"  # never ran, and this run would not reach it: an untaken branch or caller
     RUNTIME = "runtime"  # found by the probe alone
 
 

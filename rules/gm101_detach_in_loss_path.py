@@ -14,7 +14,8 @@ from auditor.static import dataflow as df
 from auditor.static.context import dotted
 from auditor.static.facts import Event, FunctionInfo, Span
 from auditor.static.project import Project
-from auditor.static.training import detached_text
+from auditor.static.training import NON_DIFFERENTIABLE, Training, detached_text
+from auditor.static.values import NUMBER, kind_at
 
 NO_GRAD = ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad",
            "torch.autograd.grad_mode.no_grad")
@@ -42,23 +43,28 @@ class DetachInLossPath(Rule):
     code = "GM101"
     name = "detach-in-loss-path"
     fix_safety = "unsafe"
-    summary = "a module's output is detached (or computed under no_grad) on its way into the loss"
-    prefilter = (".detach(", ".detach_(", "no_grad", "inference_mode")
+    summary = "a module's output is detached on its way into the loss"
+    prefilter = (".detach(", ".detach_(")
 
     @classmethod
     def matches_text(cls, text: str) -> bool:
         return any(p in text for p in cls.prefilter) or bool(_DATA_ATTRIBUTE.search(text))
     doc = """
 ## What it does
-Finds `.detach()`, `.detach_()`, `.data`, and values computed under `torch.no_grad()` /
-`torch.inference_mode()`, when the value comes from a module's output (a call of an `nn.Module`,
-a `self.<submodule>(...)`, a model method) and flows, through assignments, returns, arguments and
-attributes, across functions and files, into the loss that is backpropagated (`loss.backward()`,
-`scaler.scale(loss).backward()`, `torch.autograd.backward`, a Lightning `training_step`).
+Finds `.detach()`, `.detach_()` and `.data`, when the value comes from a module's output (a call
+of an `nn.Module`, a `self.<submodule>(...)`, a model method) and flows, through assignments,
+returns, arguments and attributes, across functions and files, into the loss that is
+backpropagated (`loss.backward()`, `scaler.scale(loss).backward()`, `torch.autograd.backward`, a
+Lightning `training_step`), and the cut is the only way from that module to the loss.
+(Gradients turned off with `torch.no_grad()` / `inference_mode` are GM102's.)
 
 It stays silent when the detached value is a *target*: it meets a prediction that still carries
-gradient (an EMA/teacher target, a stop-gradient branch as in BYOL/SimSiam), and when it only
-goes to `.item()`, `.cpu().numpy()`, logging, metrics or lists kept for plotting.
+gradient (an EMA/teacher target, a stop-gradient branch as in BYOL/SimSiam, an integer or argmax
+label), and when it only goes to `.item()`, `.cpu().numpy()`, logging, metrics or lists kept for
+plotting. It stays silent too when the module still reaches the loss with its gradient by
+another path (a stop-gradient on a scale or an attention weight: `bw = d.data.mean()` then
+`exp(-d / bw)`), and when the optimizers stepped after that backward hold only other modules'
+parameters (a linear probe trained on frozen embeddings).
 
 ## Why is this bad?
 GraphMAE learns by reconstructing the masked nodes' features from the graph. When the encoder's
@@ -313,6 +319,111 @@ review that the value was not meant to be a frozen target.
             "    loss.backward()\n"
             "    opt.step()\n"
         ),
+        # gradient mode is GM102's: an embedding computed under no_grad, then decoded (one
+        # defect, one code)
+        Valid(
+            "import torch\nimport torch.nn.functional as F\n"
+            "def step(model, g, x, opt):\n"
+            "    with torch.no_grad():\n"
+            "        z = model.encoder(g, x)\n"
+            "    recon = model.decoder(g, z)\n"
+            "    loss = F.mse_loss(recon, x)\n"
+            "    loss.backward()\n"
+        ),
+        # an MMD kernel's bandwidth: a stop-gradient on a scale, the distances keep their gradient
+        Valid(
+            "import torch\n"
+            "def kernel(source, target, mul=2.0):\n"
+            "    total = torch.cat([source, target], dim=0)\n"
+            "    d = ((total.unsqueeze(0) - total.unsqueeze(1)) ** 2).sum(2)\n"
+            "    bandwidth = torch.sum(d.data) / (total.size(0) ** 2)\n"
+            "    return torch.exp(-d / (bandwidth * mul))\n"
+            "def step(model, xs, xt, opt):\n"
+            "    loss = kernel(model(xs), model(xt)).mean()\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+        ),
+        # task losses detached into attention weights over the same learner's outputs
+        Valid(
+            "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
+            "class Meta(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.learner = nn.Linear(4, 1)\n"
+            "        self.aggregator = nn.Linear(4, 4)\n"
+            "    def forward(self, tasks, xq, yq):\n"
+            "        losses = {}\n"
+            "        for t, (x, y) in enumerate(tasks):\n"
+            "            pred = self.learner(x)\n"
+            "            q_loss = F.mse_loss(pred, y)\n"
+            "            losses[t] = q_loss.data\n"
+            "        att = F.softmax(-torch.stack(list(losses.values())), dim=0)\n"
+            "        weights = self.aggregator(att)\n"
+            "        pred = self.learner(xq * weights)\n"
+            "        return F.mse_loss(pred, yq)\n"
+            "def train(model, tasks, xq, yq, opt):\n"
+            "    loss = model(tasks, xq, yq)\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+        ),
+        # pseudo-labels: an argmax cast to integers is the target of the loss
+        Valid(
+            "import torch\nimport torch.nn.functional as F\n"
+            "def train(model, feats, opt, epochs):\n"
+            "    for _ in range(epochs):\n"
+            "        logits, att = model(feats)\n"
+            "        label_predict = torch.argmax(att, dim=1)\n"
+            "        logits = F.log_softmax(logits, dim=1)\n"
+            "        loss = F.nll_loss(logits, label_predict.long().detach())\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+        ),
+        # embeddings detached by a model method after training, fed to a separate probe whose
+        # optimizer holds only the probe's parameters
+        Valid({
+            "model.py": (
+                "import torch.nn as nn\n"
+                "class MAE(nn.Module):\n"
+                "    def __init__(self):\n"
+                "        super().__init__()\n"
+                "        self.encoder = nn.Linear(8, 8)\n"
+                "    def forward(self, x):\n"
+                "        return (self.encoder(x) - x).pow(2).mean()\n"
+                "    def get_embeds(self, x):\n"
+                "        emb = self.encoder(x)\n"
+                "        return emb.detach()\n"
+                "class LogReg(nn.Module):\n"
+                "    def __init__(self):\n"
+                "        super().__init__()\n"
+                "        self.fc = nn.Linear(8, 3)\n"
+                "    def forward(self, x):\n"
+                "        return self.fc(x)\n"
+            ),
+            "trainer.py": (
+                "import torch\nimport torch.nn.functional as F\n"
+                "from model import MAE, LogReg\n"
+                "def evaluate(embeds, labels):\n"
+                "    log = LogReg()\n"
+                "    opt = torch.optim.Adam(log.parameters())\n"
+                "    for _ in range(200):\n"
+                "        opt.zero_grad()\n"
+                "        loss = F.cross_entropy(log(embeds), labels)\n"
+                "        loss.backward()\n"
+                "        opt.step()\n"
+                "def train_step(model, x, epochs):\n"
+                "    opt = torch.optim.Adam(model.parameters())\n"
+                "    for _ in range(epochs):\n"
+                "        opt.zero_grad()\n"
+                "        loss = model(x)\n"
+                "        loss.backward()\n"
+                "        opt.step()\n"
+                "    return model.get_embeds(x)\n"
+                "def main(x, labels):\n"
+                "    model = MAE()\n"
+                "    embeds = train_step(model, x, 10)\n"
+                "    evaluate(embeds, labels)\n"
+            ),
+        }),
     ]
     INVALID = [
         # the GraphMAE bug: the encoder's embedding detached before the decoder
@@ -374,17 +485,6 @@ review that the value was not meant to be a frozen target.
             "        recon = self.model(g, x).detach()\n"
             "        return F.mse_loss(recon, x)\n",
             line=9, message_contains="example.py:10",
-        ),
-        # the embedding computed under no_grad, then decoded and backpropagated
-        Invalid(
-            "import torch\nimport torch.nn.functional as F\n"
-            "def step(model, g, x, opt):\n"
-            "    with torch.no_grad():\n"
-            "        z = model.encoder(g, x)\n"
-            "    recon = model.decoder(g, z)\n"
-            "    loss = F.mse_loss(recon, x)\n"
-            "    loss.backward()\n",
-            line=5,
         ),
         # the loss itself detached; the other outputs only logged after the backward
         Invalid(
@@ -485,20 +585,6 @@ review that the value was not meant to be a frozen target.
                                            call.span)
                         if found:
                             findings.append(found)
-                where = _under_no_grad(stmt.head.context) if stmt.kind == "assign" else None
-                if where is None and stmt.kind == "return" and any(
-                    d.removesuffix("()") in NO_GRAD for d in fn.decorators
-                ):
-                    where = "@" + next(d for d in fn.decorators if d.removesuffix("()") in NO_GRAD)
-                if where is not None:
-                    for call in stmt.calls:
-                        if df.is_module_output(project, fn, call):
-                            found = cls._judge(project, fn, stmt, call,
-                                               f"`{df.callee_text(call)}(...)` under `{where}`",
-                                               call.span, no_grad=True)
-                            if found:
-                                findings.append(found)
-                            break
             if skipped:
                 local = fn.qualname.removeprefix(fn.module + ".")
                 where = "at module level" if local == "<module>" else f"in `{local}`"
@@ -528,13 +614,10 @@ review that the value was not meant to be a frozen target.
 
     @classmethod
     def _judge(cls, project: Project, fn: FunctionInfo, stmt: df.Statement, call: Optional[Event],
-               what: str, span: Span, no_grad: bool = False, receiver: str = "") -> Optional[Finding]:
+               what: str, span: Span, receiver: str = "") -> Optional[Finding]:
         # 1. the cut value must come from a module's output
-        if no_grad:
-            assert call is not None
-            origin: Optional[df.Origin] = df.Origin(fn, call, df.callee_text(call) + "(...)")
-            inner = [call]
-        elif call is not None:
+        origin: Optional[df.Origin]
+        if call is not None:
             inner = [c for c in stmt.calls if c is not call and df.contains(call.span, c.span)]
             origin = next((df.Origin(fn, c, df.callee_text(c) + "(...)") for c in inner
                            if df.is_module_output(project, fn, c)), None)
@@ -550,15 +633,21 @@ review that the value was not meant to be a frozen target.
                 origin = df.derives_from_module(project, fn, names, stmt.index)
         if origin is None:
             return None
+        t = Training.of(project)
+        cut = receiver or (call.receiver if call is not None else "")
+        if cut and _carries_no_gradient(t, fn, stmt, cut):
+            return None  # an integer target, an argmax: nothing to cut
         # 2. it must flow into a backpropagated loss, as the prediction (not as a target)
-        if no_grad:
-            flow = df.flows_from_statement(project, fn, stmt)
-        elif call is not None:
+        if call is not None:
             flow = df.flows_from(project, fn, call)
         else:
             flow = df.flows_from_statement(project, fn, stmt)
-        live = [s for s in flow.sinks if not _reused_across_steps(project, fn, stmt, s)]
+        live = [s for s in flow.sinks if not _reused_across_steps(project, fn, stmt, s)
+                and _may_train(t, origin, s)]
         if not live or _is_target(project, flow, inner, call, receiver, origin, live):
+            return None
+        # 3. and the cut must be the only way from the module to the loss
+        if _other_route(project, fn, stmt, cut, origin):
             return None
         sink = live[0]
         message = (
@@ -566,15 +655,14 @@ review that the value was not meant to be a frozen target.
             f"the loss backpropagated at {sink.where}: the parameters that produced it get no "
             f"gradient from this loss"
         )
-        fix = ("remove the detach / `no_grad` so the loss trains the module that produced the value; "
+        fix = ("remove the detach so the loss trains the module that produced the value; "
                "if a stop-gradient target was meant, detach the target, not the prediction")
         return cls.make_finding(fn.path, span, message, fix)
 
     # -- autofix -----------------------------------------------------------------------------------
     @classmethod
     def fix(cls, finding: Finding, fixer: Fixer) -> Optional[Fix]:
-        """``x.detach()`` / ``x.data`` -> ``x`` inside an expression. A value computed under
-        ``no_grad`` is left alone: moving code out of the ``with`` block is a refactoring."""
+        """``x.detach()`` / ``x.data`` -> ``x`` inside an expression."""
         src = fixer.source(finding.path)
         node = src.node_at(finding, cst.Call, cst.Attribute) if src else None
         if src is None or node is None:
@@ -612,6 +700,57 @@ review that the value was not meant to be a frozen target.
             return Verdict(Status.REFUTED, [f"every parameter used in the forward was reachable from "
                                             f"the loss ({len(reach)} steps)"])
         return None
+
+
+def _carries_no_gradient(t: Training, fn: FunctionInfo, stmt: df.Statement, cut: str) -> bool:
+    """The value cut has no autograd history to lose: an integer cast or an argmax
+    (``labels.long().detach()``, the target of an ``nll_loss``), a Python number."""
+    m = _LAST_METHOD.search(cut)
+    if m is not None and m.group(1) in NON_DIFFERENTIABLE:
+        return True
+    index = fn.events.index(stmt.head)
+    return re.fullmatch(r"\w+", cut) is not None and kind_at(t, fn, cut, index) == NUMBER
+
+
+_LAST_METHOD = re.compile(r"\.(\w+)\((?:[^()]|\([^()]*\))*\)$")
+
+
+def _may_train(t: Training, origin: df.Origin, sink: df.Sink) -> bool:
+    """The optimizers stepped after the backward ``sink`` may hold the parameters of the module
+    the cut value came from. False only when all of them are followed to modules of other
+    classes: a linear probe's optimizer over ``probe.parameters()`` on frozen embeddings."""
+    held = t.stepped_modules(sink.fn, sink.fn.events.index(sink.event))
+    if held is None or origin.event.kind != "call":
+        return True
+    fn, callee = origin.fn, df.callee_text(origin.event)
+    index = fn.events.index(origin.event)
+    made = {o.cls for o in t.origins(fn, callee, index) if o.known}
+    if callee.startswith("self.") and fn.class_name:
+        made.add(fn.class_name)  # a submodule of the instance whose method runs
+    elif "." in callee:
+        made |= {o.cls for o in t.origins(fn, callee.rsplit(".", 1)[0], index) if o.known}
+    if not made:
+        return True
+    return any(t.contains_class(h.cls, m) or t.contains_class(m, h.cls) for h in held for m in made)
+
+
+def _other_route(project: Project, fn: FunctionInfo, stmt: df.Statement, cut: str,
+                 origin: df.Origin) -> bool:
+    """The module still reaches the loss with its gradient by a path the cut is not on: the
+    undetached value itself flows on (``bw = sum(d.data)``, then ``exp(-d / bw)``: a
+    stop-gradient on a scale), or the module that made it runs again into the loss (a
+    meta-learner's task losses detached into attention weights over its own outputs)."""
+    if re.fullmatch(r"[\w.]+", cut) and cut not in stmt.targets:
+        if df.flows_to(project, fn, [cut], stmt.index + 1).sinks:
+            return True
+    callee = df.callee_text(origin.event) if origin.event.kind == "call" else ""
+    for other in origin.fn.events if callee else ():
+        if other is origin.event or other.kind != "call" or df.callee_text(other) != callee:
+            continue
+        flow = df.flows_from(project, origin.fn, other)
+        if flow.sinks and not any(step.fn is fn and step.stmt is stmt for step in flow.steps):
+            return True
+    return False
 
 
 def _reused_across_steps(project: Project, fn: FunctionInfo, stmt: df.Statement,

@@ -335,9 +335,16 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
                     given = t.param_origins(build, made.via[-1] if made.via else None)
                     if not given or not all(o.known for o in given):
                         continue
-                    for o in trained:
-                        if o in given or o in later:
+                    # judged per program: the instances one program makes, trains and optimizes
+                    # (a shared training loop also runs with other scripts' models)
+                    stale: list[Origin] = []
+                    for program in t.project.programs_with(step.fn.path):
+                        if build.fn.path not in program.files:
                             continue
+                        mine = [o for o in given if _made_in(t, o, program.files)]
+                        stale += [o for o in trained if _made_in(t, o, program.files)
+                                  and o not in mine and o not in later and o not in stale]
+                    for o in stale:
                         yield cls._stale(t, o, build, made)
 
     @staticmethod
@@ -431,3 +438,10 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
         if evidence.optimizers:
             return Verdict(Status.REFUTED, ["every parameter of the trained model is optimised"])
         return None
+
+
+def _made_in(t: Training, origin: Origin, files: frozenset[str]) -> bool:
+    """The instance is made by a statement of a file of the program (its outermost factory
+    call, else its constructor)."""
+    fn = t.project.function(origin.site[0])
+    return fn is not None and fn.path in files

@@ -172,6 +172,25 @@ automatically because a tensor total may be used later on purpose.
             "        opt.zero_grad()\n"
             "        total.backward()\n"
             "        opt.step()\n"
+        ),        # an epoch helper that sums `.item()` numbers and returns the sum: a float per epoch
+        Valid(
+            "class Trainer:\n"
+            "    def __init__(self, model, opt, loader):\n"
+            "        self.model, self.opt, self.loader = model, opt, loader\n"
+            "        self.train_losses = []\n"
+            "    def train_epoch(self):\n"
+            "        epoch_loss = 0\n"
+            "        for g in self.loader:\n"
+            "            loss = self.model(g)\n"
+            "            epoch_loss += loss.item()\n"
+            "            self.opt.zero_grad()\n"
+            "            loss.backward()\n"
+            "            self.opt.step()\n"
+            "        return epoch_loss\n"
+            "    def train(self, epochs):\n"
+            "        for _ in range(epochs):\n"
+            "            epoch_loss = self.train_epoch()\n"
+            "            self.train_losses.append(epoch_loss)\n"
         ),
     ]
     INVALID = [
@@ -216,7 +235,27 @@ automatically because a tensor total may be used later on purpose.
                 "        record = train_step(model, optimizer, g)\n"
                 "        total = total + record['loss']\n"
             ),
-        }, path="train.py", line=6),
+        }, path="train.py", line=6),        # the epoch helper returns the summed loss tensors themselves
+        Invalid(
+            "class Trainer:\n"
+            "    def __init__(self, model, opt, loader):\n"
+            "        self.model, self.opt, self.loader = model, opt, loader\n"
+            "        self.train_losses = []\n"
+            "    def train_epoch(self):\n"
+            "        epoch_loss = 0\n"
+            "        for g in self.loader:\n"
+            "            loss = self.model(g)\n"
+            "            epoch_loss += loss\n"
+            "            self.opt.zero_grad()\n"
+            "            loss.backward()\n"
+            "            self.opt.step()\n"
+            "        return epoch_loss\n"
+            "    def train(self, epochs):\n"
+            "        for _ in range(epochs):\n"
+            "            epoch_loss = self.train_epoch()\n"
+            "            self.train_losses.append(epoch_loss)\n",
+            line=9,
+        ),
     ]
 
     @classmethod

@@ -12,8 +12,9 @@ from auditor.fix import Fix, Fixer
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.conditions import innermost
 from auditor.static.facts import Event, FunctionInfo
-from auditor.static.paths import TRAINED, PathSearch, Step, is_same_or_parent, training_visitor
+from auditor.static.paths import PathSearch, Step, first_trained, is_same_or_parent, training_visitor
 from auditor.static.project import Project
+from auditor.static.training import Training
 
 RESTORED = "restored"
 
@@ -279,6 +280,120 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
             "    opt.step()\n"
             "    update(ema, model)\n"
         ),
+        # after training, the embeddings of the model in eval mode train a fresh linear probe:
+        # the optimizer stepped after that backward holds only the probe's parameters
+        Valid(
+            "import torch\nfrom torch import nn\n"
+            "class LogReg(nn.Module):\n"
+            "    def __init__(self, d, c):\n"
+            "        super().__init__()\n"
+            "        self.fc = nn.Linear(d, c)\n"
+            "    def forward(self, x):\n"
+            "        return self.fc(x)\n"
+            "def probe(embeds, labels):\n"
+            "    log = LogReg(embeds.shape[1], 3)\n"
+            "    opt = torch.optim.Adam(log.parameters())\n"
+            "    for _ in range(100):\n"
+            "        opt.zero_grad()\n"
+            "        loss = nn.functional.cross_entropy(log(embeds), labels)\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+            "def fit(model, opt, g, labels, epochs):\n"
+            "    for _ in range(epochs):\n"
+            "        probe(model.embed(g).detach(), labels)\n"
+            "        model.train()\n"
+            "        opt.zero_grad()\n"
+            "        loss = model(g)\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+            "    model.eval()\n"
+            "    embeds = model.embed(g)\n"
+            "    probe(embeds, labels)\n"
+        ),
+        # another object's module evaluated by a helper the flow calls; the optimizer the flow
+        # steps holds its own modules only
+        Valid({
+            "flow.py":
+                "import torch\n"
+                "class Evaluator:\n"
+                "    def __init__(self, model):\n"
+                "        self.model = model\n"
+                "    def score(self, g):\n"
+                "        self.model.eval()\n"
+                "        out = self.model(g)\n"
+                "        return out\n"
+                "class Flow:\n"
+                "    def __init__(self, model, head, task, loader):\n"
+                "        self.model = model\n"
+                "        self.head = head\n"
+                "        self.task = task\n"
+                "        self.loader = loader\n"
+                "        self.optimizer = torch.optim.Adam(\n"
+                "            [{'params': self.model.parameters()}, {'params': self.head.parameters()}])\n"
+                "    def fit(self):\n"
+                "        for _ in range(10):\n"
+                "            self.model.train()\n"
+                "            for g in self.loader:\n"
+                "                loss = self.head(self.model(g))\n"
+                "                loss.backward()\n"
+                "                self.optimizer.step()\n"
+                "            self.task.score(g)\n",
+        }),
+        # a sub-module put in eval mode on purpose and trained on its own right after; it
+        # builds no Dropout or BatchNorm, so its mode changes nothing
+        Valid({
+            "club.py":
+                "import torch\nfrom torch import nn\n"
+                "class CLUBSample(nn.Module):\n"
+                "    def __init__(self, d):\n"
+                "        super().__init__()\n"
+                "        self.p_mu = nn.Sequential(nn.Linear(d, d), nn.ReLU(), nn.Linear(d, d))\n"
+                "    def forward(self, x, y):\n"
+                "        return (self.p_mu(x) - y).pow(2).mean()\n"
+                "class Model(nn.Module):\n"
+                "    def __init__(self, d, k):\n"
+                "        super().__init__()\n"
+                "        self.enc = nn.Sequential(nn.Linear(d, d), nn.Dropout(0.2))\n"
+                "        self.mi_discs = nn.ModuleList([CLUBSample(d) for _ in range(k)])\n"
+                "    def forward(self, x):\n"
+                "        h = self.enc(x)\n"
+                "        return h.pow(2).mean() + self.mi_discs[0](h, h)\n",
+            "train.py":
+                "import torch\n"
+                "def fit(model, opt, opt_mi, loader):\n"
+                "    model.train()\n"
+                "    for x in loader:\n"
+                "        model.mi_discs.eval()\n"
+                "        loss = model(x)\n"
+                "        loss.backward()\n"
+                "        opt.step()\n"
+                "        model.mi_discs.train()\n"
+                "        lld = model.mi_discs[0](x, x)\n"
+                "        lld.backward()\n"
+                "        opt_mi.step()\n",
+        }),
+        # a method of the same name in a sibling experiment: another program, not this call
+        Valid({
+            "exp1/probe.py":
+                "import torch\n"
+                "class Probe:\n"
+                "    def score(self, model, g):\n"
+                "        model.eval()\n"
+                "        out = model(g)\n"
+                "        return out\n"
+                "if __name__ == '__main__':\n"
+                "    Probe().score(build(), load())\n",
+            "exp2/train.py":
+                "import torch\n"
+                "def fit(model, opt, loader, probe):\n"
+                "    for g in loader:\n"
+                "        loss = model(g)\n"
+                "        loss.backward()\n"
+                "        opt.step()\n"
+                "        probe.score(model, g)\n"
+                "if __name__ == '__main__':\n"
+                "    fit(build(), make_opt(), load(), make_probe())\n",
+        }),
     ]
     INVALID = [
         # validation inside the loop, never restored
@@ -366,6 +481,49 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
             "        opt.step()\n",
             line=4,
         ),
+        # the sub-module put in eval mode holds a Dropout: its mode matters
+        Invalid({
+            "disc.py":
+                "import torch\nfrom torch import nn\n"
+                "class Disc(nn.Module):\n"
+                "    def __init__(self, d):\n"
+                "        super().__init__()\n"
+                "        self.net = nn.Sequential(nn.Linear(d, d), nn.Dropout(0.5))\n"
+                "    def forward(self, x):\n"
+                "        return self.net(x).mean()\n"
+                "class Model(nn.Module):\n"
+                "    def __init__(self, d):\n"
+                "        super().__init__()\n"
+                "        self.disc = Disc(d)\n"
+                "    def forward(self, x):\n"
+                "        return self.disc(x)\n",
+            "train.py":
+                "import torch\n"
+                "def fit(model, opt, loader):\n"
+                "    model.train()\n"
+                "    for x in loader:\n"
+                "        model.disc.eval()\n"
+                "        loss = model(x)\n"
+                "        loss.backward()\n"
+                "        opt.step()\n",
+        }, line=5, path="train.py"),
+        # eval at the top of each epoch; the model's last assignment is a `.to(device)`, which
+        # says nothing of the layers it holds
+        Invalid(
+            "import torch\n"
+            "def main(build, loader, device):\n"
+            "    model = build()\n"
+            "    model = model.to(device)\n"
+            "    opt = torch.optim.Adam(model.parameters())\n"
+            "    for epoch in range(3):\n"
+            "        model.eval()\n"
+            "        for g in loader:\n"
+            "            loss = model(g)\n"
+            "            opt.zero_grad()\n"
+            "            loss.backward()\n"
+            "            opt.step()\n",
+            line=7,
+        ),
     ]
 
     @classmethod
@@ -377,11 +535,11 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
                 target = eval_target(event, imports)
                 if target is not None:
                     starts.append((fn, i, target))
+        training = Training.of(project)
         for fn, i, target in starts:
-            outcomes = PathSearch(project, visit).run(fn, i, target, False)
-            hit = next((o for o in outcomes if o.verdict == TRAINED and o.step is not None), None)
-            if hit is None or hit.step is None:
-                continue
+            hit = first_trained(project, fn, PathSearch(project, visit).run(fn, i, target, False))
+            if hit is None or hit.step is None or training.mode_free(fn, target, i):
+                continue  # mode_free: no Dropout, no BatchNorm in it, eval changes nothing
             event = fn.events[i]
             via = f" (via {' -> '.join(hit.trail)})" if hit.trail else ""
             yield cls.make_finding(
@@ -406,8 +564,8 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
                                             if fn.path in project.files else {})] if t), None)
         if start is None:
             return None
-        outcomes = PathSearch(project, visit).run(start[0], start[1], start[2], False)
-        hit = next((o for o in outcomes if o.verdict == TRAINED and o.step is not None), None)
+        hit = first_trained(project, start[0],
+                            PathSearch(project, visit).run(start[0], start[1], start[2], False))
         if hit is None or hit.step is None or not hit.step.tracked:
             return None
         step = hit.step

@@ -245,6 +245,33 @@ by a person, and the reference script must then do the same.
             },
             line=3, path="train.py", message_contains="one graph",
         ),
+        # the encoder comes from a factory (one branch per kind) and keeps its layers in a list;
+        # the layers' BatchNorm comes from a norm factory: an extra no-grad forward still moves it
+        Invalid(
+            {
+                "layers.py": "from torch import nn\n\ndef make_norm(name):\n"
+                "    return nn.BatchNorm1d if name == 'bn' else nn.Identity\n\n"
+                "class Layer(nn.Module):\n    def __init__(self, d, norm):\n"
+                "        super().__init__()\n        self.lin = nn.Linear(d, d)\n"
+                "        self.norm = make_norm(norm)(d)\n"
+                "    def forward(self, x):\n        return self.norm(self.lin(x))\n\n"
+                "class Encoder(nn.Module):\n    def __init__(self, d, norm):\n"
+                "        super().__init__()\n        self.layers = nn.ModuleList()\n"
+                "        for _ in range(2):\n            self.layers.append(Layer(d, norm))\n"
+                "    def forward(self, x):\n        for layer in self.layers:\n"
+                "            x = layer(x)\n        return x\n\n"
+                "def setup(kind, d, norm):\n    if kind == 'enc':\n        mod = Encoder(d, norm)\n"
+                "    else:\n        mod = nn.Linear(d, d)\n    return mod\n\n"
+                "class Model(nn.Module):\n    def __init__(self, d):\n        super().__init__()\n"
+                "        self.encoder = setup('enc', d, 'bn')\n"
+                "    def forward(self, x):\n        return self.encoder(x).pow(2).mean()\n",
+                "train.py": "import torch\nfrom layers import Model\n\n"
+                "model = Model(8)\nopt = torch.optim.Adam(model.parameters())\n"
+                "for x in loader:\n    model.train()\n    loss = model(x)\n    opt.zero_grad()\n"
+                "    loss.backward()\n    opt.step()\n    with torch.no_grad():\n        model(x)\n",
+            },
+            line=13, path="train.py", message_contains="extra forward",
+        ),
     ]
 
     def __init__(self, ctx) -> None:

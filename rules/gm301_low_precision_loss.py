@@ -132,6 +132,21 @@ Unsafe: moving the loss out of the region or adding a scaler changes numerics an
             "        loss = model(g, x)\n"
             "    loss.backward()\n"
         ),
+        # the scaled fp16 arm and the plain float32 arm of one if/else never mix
+        Valid(
+            "import torch\nimport torch.nn.functional as F\n"
+            "def fit(model, loader, opt, scaler):\n"
+            "    for g, x in loader:\n"
+            "        if scaler is not None:\n"
+            "            with torch.autocast('cuda', dtype=torch.float16):\n"
+            "                out = model(g, x)\n"
+            "            loss = F.mse_loss(out.float(), x)\n"
+            "            scaler.scale(loss).backward()\n"
+            "        else:\n"
+            "            out = model(g, x)\n"
+            "            loss = F.mse_loss(out, x)\n"
+            "            loss.backward()\n"
+        ),
     ]
     INVALID = [
         # a LightningModule casts itself before its optimizer is built; Lightning trains it
@@ -211,6 +226,21 @@ Unsafe: moving the loss out of the region or adding a scaler changes numerics an
             ),
             "net.py": "import torch.nn as nn\nclass Net(nn.Module):\n    def forward(self, g, x):\n        return x\n",
         }, line=4, path="build.py", message_contains="train.py:8"),
+        # fp16 autocast in one arm of an if/else; the other arm's own forward does not hide it
+        Invalid(
+            "import torch\n"
+            "def fit(model, loader, opt, fast):\n"
+            "    for g, x in loader:\n"
+            "        if fast:\n"
+            "            with torch.autocast('cuda', dtype=torch.float16):\n"
+            "                loss = model(g, x)\n"
+            "        else:\n"
+            "            loss = model(g, x)\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n",
+            line=5, message_contains="GradScaler",
+        ),
     ]
 
     # -- project stage -----------------------------------------------------------------------------
@@ -397,6 +427,12 @@ Unsafe: moving the loss out of the region or adding a scaler changes numerics an
             return Verdict(Status.CONFIRMED, [
                 f"the model was cast to {', '.join(sorted(dtypes)) or 'low precision'} here "
                 f"(after step {after}); the run then failed: {failed[0][:160]}"])
+        regions = [a for c in evidence.calls_at(finding.path, finding.line, "autocast",
+                                                finding.end_line) for a in c.args if isinstance(a, dict)]
+        if regions and not any(a.get("enabled") for a in regions):
+            # torch disabled the autocast (its device, e.g. 'cuda' on a CPU-only run, is absent):
+            # full precision here says nothing of the run it was written for
+            return None
         if steps:
             return Verdict(Status.REFUTED, [f"the loss was {steps[0].loss_dtype or 'float32'}"
                                             + (" and scaled" if steps[0].scaler_used else "")

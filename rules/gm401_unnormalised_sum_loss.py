@@ -13,7 +13,7 @@ from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static import dataflow as df
 from auditor.static.facts import Event, FunctionInfo, Span
 from auditor.static.project import Project
-from auditor.static.values import fixed_size_name
+from auditor.static.values import fixed_size_name, varying_count
 
 # a division whose divisor is not a bare number: `/ n`, `/ mask.sum()`, `.div(len(x))`, `/=`
 NORMALISED = re.compile(
@@ -26,7 +26,12 @@ ERROR_TEXT = re.compile(r"(?<![-+*/(,=\[]\s)(?<![-+*/(,=\[])-(?!\s*1\b)|\*\*\s*2
 
 
 def _normalised(fn: FunctionInfo, stmt: df.Statement, hit: set[str]) -> bool:
-    return NORMALISED.search(stmt.text) is not None and "…" not in stmt.text
+    if not stmt.text.endswith("…"):
+        return NORMALISED.search(stmt.text) is not None
+    # a long statement's text is its beginning: a division seen there counts when its divisor
+    # starts with a name or a bracket (`/ self.args.batch`), not a number the cut may continue
+    shown = stmt.text[:-1]
+    return any(re.match(r"\s*[A-Za-z_(]", shown[m.end():]) for m in NORMALISED.finditer(shown))
 
 
 def _is_full_sum(call: Event) -> bool:
@@ -36,6 +41,24 @@ def _is_full_sum(call: Event) -> bool:
     if call.func.removesuffix("()") == "torch.sum" and len(call.args) == 1:
         return not any(k in call.kwargs for k in ("dim", "axis"))
     return False
+
+
+def _varying_rows(project: Project, fn: FunctionInfo, stmt: df.Statement, call: Event,
+                  module_flow: Optional[df.Flow]) -> Optional[str]:
+    """The selection that makes the summed rows vary (``x[mask_nodes]``), looked for in what is
+    summed: the receiver of ``.sum()``, the arguments of a loss called with
+    ``reduction='sum'``, or, for a loss module (``module_flow``: where the module object
+    flows), the arguments of every call of it."""
+    if module_flow is None:
+        texts = [call.receiver] if call.method == "sum" else list(call.args)
+        return varying_count(project, fn, texts, stmt.index)
+    for step in module_flow.steps:
+        for inner in step.stmt.calls:
+            if df.callee_text(inner) in step.hit or inner.func.removesuffix("()") in step.hit:
+                found = varying_count(project, step.fn, list(inner.args), step.stmt.index)
+                if found:
+                    return found
+    return None
 
 
 class UnnormalisedSumLoss(Rule):
@@ -50,7 +73,12 @@ Finds loss functions and loss modules called with `reduction='sum'` (or the lega
 `size_average=False`), and reconstruction errors reduced with a full `.sum()` /
 `torch.sum(...)`, whose value reaches the backward (`loss.backward()`, a scaler, a Lightning
 `training_step`), across functions and files, without being divided by a count on the way
-(number of masked nodes, `numel()`, batch size, `len(...)`, `mask.sum()`).
+(number of masked nodes, `numel()`, batch size, `len(...)`, `mask.sum()`), when the number of
+rows summed depends on the data: the values summed (followed through assignments and into the
+arguments callers pass) are a mask or index selection (`x[mask]`, `pred[mask_nodes]`) or the
+node data of a batched graph (`bg.ndata[...]` of a graph a loader yields). A sum over a
+loader's fixed-size batch or over a whole tensor of constant size is a constant factor and is
+not reported.
 
 ## Why is this bad?
 GraphMAE's loss is taken on the masked nodes only, and their number changes with every batch (a
@@ -136,7 +164,47 @@ loss weights tuned against the summed loss must be revisited.
                 "        loss = crit(model(g, x)[mask], x[mask]) / len(mask)\n"
                 "        loss.backward()\n"
             ),
-        }),
+        }),        # a margin loss summed over a loader's fixed-size batch: a constant factor
+        Valid(
+            "import torch.nn as nn\n"
+            "class Trainer:\n"
+            "    def __init__(self, model, opt, margin):\n"
+            "        self.model, self.opt = model, opt\n"
+            "        self.criterion = nn.MarginRankingLoss(margin, reduction='sum')\n"
+            "    def train_epoch(self, loader):\n"
+            "        for batch in loader:\n"
+            "            pos, neg, target = batch\n"
+            "            score_pos, score_neg = self.model(pos), self.model(neg)\n"
+            "            loss = self.criterion(score_pos.squeeze(), score_neg.mean(dim=1), target)\n"
+            "            self.opt.zero_grad()\n"
+            "            loss.backward()\n"
+            "            self.opt.step()\n"
+        ),
+        # a squared error summed over the whole training tensor, the same every epoch
+        Valid(
+            "import torch\n"
+            "def fit(model, opt, graph, feats, pairs, epochs):\n"
+            "    labels = torch.unsqueeze(pairs[:, 3], 1)\n"
+            "    for _ in range(epochs):\n"
+            "        scores = model(graph, feats, pairs)\n"
+            "        loss = ((scores - labels) ** 2).sum()\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+        ),
+        # a BPR sum over selected users, divided by the batch size in a later, long statement
+        Valid(
+            "import torch.nn as nn\n"
+            "def step(model, emb, users, items, opt, batch, beta):\n"
+            "    pos, neg = model.predict(emb[users], emb[items])\n"
+            "    bpr_loss = - nn.LogSigmoid()(pos - neg).sum()\n"
+            "    reg = emb[users].norm() ** 2\n"
+            "    loss = ((bpr_loss + reg * beta) / batch) + model.contrastive_loss * model.contrastive_weight "
+            "+ model.meta_regularisation_loss * model.meta_regularisation_weight\n"
+            "    opt.zero_grad()\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+        ),
     ]
     INVALID = [
         Invalid(
@@ -177,7 +245,72 @@ loss weights tuned against the summed loss must be revisited.
                 "        self.opt.zero_grad()\n"
                 "        loss.backward()\n"
             ),
-        }, line=5, path="losses.py", message_contains="trainer.py:9"),
+        }, line=5, path="losses.py", message_contains="trainer.py:9"),        # the nodes of batched graphs of varying size, summed
+        Invalid(
+            "import torch.nn.functional as F\n"
+            "def fit(model, loader, opt):\n"
+            "    for bg in loader:\n"
+            "        x = bg.ndata['feat']\n"
+            "        recon = model(bg, x)\n"
+            "        loss = F.mse_loss(recon, x, reduction='sum')\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n",
+            line=6, message_contains="batched graph `bg`",
+        ),
+        # a loss module returned by a factory, called on the masked nodes in the model
+        Invalid(
+            "import torch.nn as nn\n"
+            "class MAE(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.enc = nn.Linear(8, 8)\n"
+            "        self.criterion = self.setup_loss_fn()\n"
+            "    def setup_loss_fn(self):\n"
+            "        criterion = nn.MSELoss(reduction='sum')\n"
+            "        return criterion\n"
+            "    def forward(self, x, mask_nodes):\n"
+            "        x_rec = self.enc(x)\n"
+            "        return self.criterion(x_rec[mask_nodes], x[mask_nodes])\n"
+            "def fit(model, x, masks, opt):\n"
+            "    for mask in masks:\n"
+            "        loss = model(x, mask)\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n",
+            line=8, message_contains="mask_nodes",
+        ),        # the model from a factory, trained by a helper it is handed to
+        Invalid({
+            "models.py": (
+                "import torch.nn as nn\n"
+                "class PreModel(nn.Module):\n"
+                "    def __init__(self, loss_fn):\n"
+                "        super().__init__()\n"
+                "        self.enc = nn.Linear(8, 8)\n"
+                "        if loss_fn == 'mse':\n"
+                "            criterion = nn.MSELoss(reduction='sum')\n"
+                "        else:\n"
+                "            criterion = nn.L1Loss()\n"
+                "        self.criterion = criterion\n"
+                "    def forward(self, x, mask_nodes):\n"
+                "        return self.criterion(self.enc(x)[mask_nodes], x[mask_nodes])\n"
+                "def build_model(args):\n"
+                "    model = PreModel(args.loss_fn)\n"
+                "    return model\n"
+            ),
+            "main.py": (
+                "from models import build_model\n"
+                "def pretrain(model, x, masks, opt):\n"
+                "    for mask in masks:\n"
+                "        loss = model(x, mask)\n"
+                "        opt.zero_grad()\n"
+                "        loss.backward()\n"
+                "        opt.step()\n"
+                "def main(args, x, masks, opt):\n"
+                "    model = build_model(args)\n"
+                "    pretrain(model, x, masks, opt)\n"
+            ),
+        }, path="models.py", line=7, message_contains="main.py:6"),
     ]
 
     # -- per file: the `reduction=` arguments, for precise positions
@@ -254,11 +387,15 @@ loss weights tuned against the summed loss must be revisited.
             flow = df.flows_from(project, fn, call, stop=_normalised)
         if not flow.sinks:
             return None
+        selection = _varying_rows(project, fn, stmt, call, flow if constructs else None)
+        if selection is None:
+            return None  # a fixed-size batch or a whole tensor: the sum is a constant factor
         sink = flow.sinks[0]
         message = (
-            f"{what} sums the reconstruction error, and the sum reaches the backward at "
-            f"{sink.where} without being divided by a count: the loss and its gradient grow with "
-            f"the number of masked nodes in the batch"
+            f"{what} sums the reconstruction error over {selection}, whose number depends on the "
+            f"data, and the sum reaches the backward at {sink.where} "
+            f"without being divided by a count: the loss and its gradient grow with the number "
+            f"of selected (masked) nodes"
         )
         fix = ("use the default `reduction='mean'`, or divide the sum by the number of reconstructed "
                "elements (`mask_nodes.numel()`, `mask.sum()`, the batch size) before backward")

@@ -12,8 +12,9 @@ import libcst as cst
 from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.context import dotted
-from auditor.static.dataflow import is_loss_call
+from auditor.static.dataflow import callers_of, constructed_class, function_of, is_loss_call
 from auditor.static.facts import Event, FunctionInfo, Span
+from auditor.static.paths import bindings
 from auditor.static.project import Project
 from auditor.static.values import Constants
 
@@ -38,6 +39,7 @@ class WeightDef:
     name: str
     value: float
     span: Span
+    parameter: bool = False  # a parameter's default: set only where a call leaves it out
 
 
 @dataclass
@@ -83,12 +85,14 @@ Finds, in how the training loss is put together:
 
 * a loss-weights dict (`loss_weights = {"coord": 1.0, "normal": 0.0}`, a config field or the
   function returning it) with a weight that is zero or negative;
-* a named scalar weight (`w_normal`, `lambda_tan`, `normal_weight`: a config field, a parameter
-  default, an argparse `default=`) that is zero or negative and is multiplied into a loss
-  somewhere in the project;
-* a literal `0 * loss_x` / `-0.5 * loss_x` term;
+* a named scalar weight (`w_normal`, `lambda_tan`, `normal_weight`: a config field, an argparse
+  `default=`, a parameter default that some call of its function leaves in place) that is zero
+  or negative and is multiplied into a loss somewhere in the project;
+* a literal `0 * loss_x` / `-0.5 * loss_x` term (a factor of `-1` is a negation, `-1.0 * ll`
+  turning a log-likelihood into a loss, not a weight);
 * a loss component computed in a function that also sums a total, left out of that total (used
-  only for logging, or not at all);
+  only for logging, or not at all; a loss module built there, `bce = nn.BCEWithLogitsLoss()`, is
+  no component: its calls are);
 * an extra term added with a large literal weight (`loss + 100 * reg`): a warning, since such a
   term usually exists only in the pipeline, not in the reference that works.
 
@@ -139,6 +143,44 @@ confirm.
         Valid(
             "def total(parts, weights):\n    return sum(weights[k] * v for k, v in parts.items())\n"
         ),
+        # -1 turns a log-likelihood into a loss: a negation, not a weight
+        Valid(
+            "def context_loss(k_node, log_prior):\n"
+            "    context_loss = (k_node * log_prior).sum(-1)\n"
+            "    context_loss = - 1.0 * context_loss.mean()\n"
+            "    return context_loss\n"
+        ),
+        # loss modules built in the function; their calls make the total
+        Valid(
+            "import torch.nn as nn\n"
+            "def loss_calculation(logits, lbl, reg_loss, reg_coef):\n"
+            "    xent = nn.CrossEntropyLoss()\n"
+            "    b_xent = nn.BCEWithLogitsLoss()\n"
+            "    xent_loss = b_xent(logits, lbl)\n"
+            "    loss = xent_loss + reg_coef * reg_loss\n"
+            "    return loss\n"
+        ),
+        # a zero default of a loss class nothing instantiates sets no weight of the program
+        Valid(
+            "import torch.nn as nn\n"
+            "class BPRLoss(nn.Module):\n"
+            "    def __init__(self, lambda_reg: float = 0):\n"
+            "        super().__init__()\n"
+            "        self.lambda_reg = lambda_reg\n"
+            "    def forward(self, pos, neg, params):\n"
+            "        return -(pos - neg).sigmoid().log().mean() + self.lambda_reg * params.norm()\n"
+        ),
+        # instantiated, but every call sets the weight
+        Valid(
+            "import torch.nn as nn\n"
+            "class BPRLoss(nn.Module):\n"
+            "    def __init__(self, lambda_reg: float = 0):\n"
+            "        super().__init__()\n"
+            "        self.lambda_reg = lambda_reg\n"
+            "    def forward(self, pos, neg, params):\n"
+            "        return -(pos - neg).sigmoid().log().mean() + self.lambda_reg * params.norm()\n"
+            "crit = BPRLoss(lambda_reg=1e-4)\n"
+        ),
     ]
     INVALID = [
         Invalid("LOSS_WEIGHTS = {'coord': 1.0, 'tangent': 0.5, 'normal': 0.0}\n", line=1, column=57),
@@ -178,6 +220,20 @@ confirm.
             },
             line=3, path="train.py",
         ),
+        # a zero default that a call leaves in place
+        Invalid(
+            "import torch.nn as nn\n"
+            "class BPRLoss(nn.Module):\n"
+            "    def __init__(self, lambda_reg: float = 0):\n"
+            "        super().__init__()\n"
+            "        self.lambda_reg = lambda_reg\n"
+            "    def forward(self, pos, neg, params):\n"
+            "        return -(pos - neg).sigmoid().log().mean() + self.lambda_reg * params.norm()\n"
+            "crit = BPRLoss()\n",
+            line=3,
+        ),
+        # a weight of -2 still maximises the term
+        Invalid("def f(loss_rec, loss_kl):\n    loss = loss_rec + -2.0 * loss_kl\n    return loss\n", line=2),
     ]
 
     def __init__(self, ctx) -> None:
@@ -193,7 +249,7 @@ confirm.
         self.losses.append(set())
         for param in (*node.params.params, *node.params.kwonly_params):
             if param.default is not None:
-                self._scalar(param.name.value, param.default, param.default)
+                self._scalar(param.name.value, param.default, param.default, parameter=True)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self.functions.pop()
@@ -231,12 +287,13 @@ confirm.
                 fix="use the reference configuration's positive weight, or remove the component",
             )
 
-    def _scalar(self, name: str, value: cst.BaseExpression, node: cst.CSTNode) -> None:
+    def _scalar(self, name: str, value: cst.BaseExpression, node: cst.CSTNode,
+                parameter: bool = False) -> None:
         if not WEIGHT_NAME.match(name) or NOT_A_LOSS_WEIGHT.search(name):
             return
         number = _number(value)
         if number is not None and number <= 0:
-            self.fact(WeightDef(name, number, self.ctx.span(node)))
+            self.fact(WeightDef(name, number, self.ctx.span(node), parameter))
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self.target = " ".join(self.ctx.code(t.target, 60) for t in node.targets)
@@ -291,9 +348,10 @@ confirm.
                     value = self.constants.evaluate(weight, fallback=True)
                     number = value if isinstance(value, float) else None
                 # a negative factor maximises a loss; on a formula (`-0.5 * sum(...)` in a KL
-                # divergence, `-1.0 * log_likelihood`) it is the formula's sign
+                # divergence, `-1.0 * log_likelihood`) it is the formula's sign, and a factor of
+                # -1 is a negation (`-1.0 * ll` is `-ll`: a log-likelihood turned into a loss)
                 if number is not None and (number == 0 and self._lossy(term)
-                                           or number < 0 and self._loss_value(term)):
+                                           or number < 0 and number != -1 and self._loss_value(term)):
                     self.report(node, f"`{self.ctx.code(node, 60)}`: a loss term weighted by "
                                 f"{number:g} " + ("contributes nothing" if number == 0 else
                                                   "is maximised"),
@@ -344,7 +402,7 @@ confirm.
         defs = [(f.path, d) for f, d in project.rule_facts(cls.code) if isinstance(d, WeightDef)]
         defs += cls._unparsed_definitions(project, used, {d.name for _, d in defs})
         for path, fact in defs:
-            if fact.name in used:
+            if fact.name in used and (not fact.parameter or _default_used(project, path, fact)):
                 what = "zero" if fact.value == 0 else f"negative ({fact.value:g})"
                 out.append(cls.make_finding(
                     path, fact.span,
@@ -378,7 +436,10 @@ confirm.
     def _dropped(cls, project: Project, fn: FunctionInfo) -> list[Finding]:
         comps: dict[str, int] = {}
         for i, e in enumerate(fn.events):
-            if e.kind == "call" and len(e.targets) == 1 and is_loss_call(project, fn, e):
+            # `crit = nn.BCEWithLogitsLoss()` makes a loss function, not a loss value: its calls
+            # are the components
+            if e.kind == "call" and len(e.targets) == 1 and is_loss_call(project, fn, e) \
+                    and not constructed_class(project, e):
                 comps.setdefault(e.targets[0], i)
         if len(comps) < 2:
             return []
@@ -466,6 +527,21 @@ def _matches(message: str, component: str) -> bool:
     return bool(words & own) or any(len(w) >= 3 and any(o.startswith(w) or w.startswith(o)
                                                         for o in own if len(o) >= 3)
                                     for w in words)
+
+
+def _default_used(project: Project, path: str, fact: WeightDef) -> bool:
+    """Some call of the function leaves the parameter to its default. A function nothing calls
+    (a loss class never instantiated) sets no weight of the program; a call that unpacks
+    ``*args`` / ``**kwargs`` may set it."""
+    fn = function_of(project, path, fact.span.line)
+    if fn is None or fact.name not in fn.params:
+        return True  # not a parameter of a function the project knows: judged as a constant
+    for _, event in callers_of(project, fn.qualname):
+        if any(a.startswith("*") for a in event.args):
+            continue
+        if fact.name not in {param for param, _ in bindings(event, fn)}:
+            return True
+    return False
 
 
 def _only_logged(event: Event, totals: set[str]) -> bool:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import builtins
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
 from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
+from auditor.static.dataflow import call_targets
 from auditor.static.facts import Event, FunctionInfo, Span
 from auditor.static.project import Project
 
@@ -26,7 +26,6 @@ NOT_GRAPH = {"ndata", "edata", "srcdata", "dstdata", "num_nodes", "number_of_nod
              "dtype", "num_src_nodes", "num_dst_nodes"}
 CONTAINER_ADDS = {"append", "extend", "insert", "add"}
 MAX_ROUNDS = 8
-BUILTINS = frozenset(dir(builtins))
 
 
 @dataclass(frozen=True)
@@ -73,7 +72,6 @@ class Flow:
         self.findings: dict[tuple[str, int, int], tuple[Span, str, Taint]] = {}
         self.changed = False
         self.touched: set[tuple[str, object]] = set()  # what changed this round (worklist)
-        self.forwards = [f for f in project.functions.values() if f.name == "forward"]
 
     # -- classifying calls -------------------------------------------------------------------------
     def op(self, fn: FunctionInfo, e: Event) -> Optional[Op]:
@@ -119,12 +117,17 @@ class Flow:
         ``g.ndata`` or ``g.num_nodes()``)."""
         out = CLEAN
         for u in uses:
-            origin = self.lookup(fn, env, u)
-            if not origin:
-                continue
-            attrs = [x[len(u) + 1:].split(".")[0] for x in uses if x.startswith(u + ".")]
-            if not attrs or any(a not in NOT_GRAPH for a in attrs):
-                out |= origin
+            # the longest tainted prefix: `self.gs.copy` reads `self.gs`, a looped graph list
+            parts = _root(u).split(".")
+            for n in range(len(parts), 0, -1):
+                name = ".".join(parts[:n])
+                origin = self.lookup(fn, env, name)
+                if not origin:
+                    continue
+                attrs = [x[len(name) + 1:].split(".")[0] for x in uses if x.startswith(name + ".")]
+                if not attrs or any(a not in NOT_GRAPH for a in attrs):
+                    out |= origin
+                break
         return out
 
     def _set(self, store: dict, key, origin: Taint, what: tuple[str, object] = ("all", None)) -> None:
@@ -219,7 +222,9 @@ class Flow:
         any_taint = CLEAN.union(*arg_taint, *kw_taint.values())
         if e.method in CONTAINER_ADDS and e.receiver and any_taint:
             self.assign(fn, env, [_root(e.receiver)], any_taint)
-        callees = [q for q in self.project.resolve_call(e, fn)]
+        # the functions this call runs, as the program model resolves them (a model instance's
+        # `forward` through where the instance was built); an unresolved call carries nothing
+        callees = call_targets(self.project, fn, e)
         if any_taint and "collate_fn" in e.kwargs:
             callees_collate = self.project.resolve_call(
                 Event("call", e.span, func=self._qualify(fn, e.kwargs["collate_fn"])), fn)
@@ -227,8 +232,6 @@ class Flow:
                 callee = self.project.function(q)
                 if callee is not None and callee.params:
                     self._set(self.entry.setdefault(q, {}), callee.params[0], any_taint, ("entry", q))
-        if not callees and any_taint and self._module_call(fn, e):
-            callees = [f.qualname for f in self.forwards if f.class_name != fn.class_name]
         out = CLEAN
         for q in callees:
             callee = self.project.function(q)
@@ -256,37 +259,6 @@ class Flow:
         if facts is not None and name in facts.imports:
             return facts.imports[name]
         return name
-
-    def _module_call(self, fn: FunctionInfo, e: Event) -> bool:
-        """``model(g, x)`` / ``self.model(g)``: calling something the project cannot resolve
-        that is not a library function (a module instance whose class is not known)."""
-        func = e.func.removesuffix("()")
-        facts = self.project.files.get(fn.path)
-        root = func.split(".")[0]
-        if not func or root in (facts.imports if facts else {}) or root in BUILTINS:
-            return False
-        if e.method and not (root == "self" and func.count(".") == 1):
-            return False
-        if not e.method and func not in fn.params and not any(
-                x.kind == "call" and func in x.targets and self.project.resolve_call(x, fn)
-                for x in fn.events):
-            return False  # a loop variable (`for conv in self.layers`), not the model
-        return not self._library_built(fn, func)
-
-    def _library_built(self, fn: FunctionInfo, name: str) -> bool:
-        """``name`` was last built by a library call (``self.conv = GATConv(...)``)."""
-        scopes = [fn]
-        cls = self.project.classes.get(fn.class_name) if name.startswith("self.") else None
-        if cls is not None:
-            scopes = [self.project.functions[q] for q in cls.methods if q in self.project.functions]
-        for scope in scopes:
-            facts = self.project.files.get(scope.path)
-            libraries = {q.split(".")[0] for q in (facts.imports.values() if facts else ())}
-            for e in scope.events:
-                if e.kind == "call" and name in e.targets and e.func.split(".")[0] in libraries \
-                        and not self.project.resolve_call(e, scope):
-                    return True
-        return False
 
     def run(self) -> None:
         """Chaotic iteration to the fixpoint: after a first pass over every function, only the
@@ -346,7 +318,10 @@ transform, or `g.add_edges(nodes, nodes)` applied to a graph that already had se
 earlier on that path with no `remove_self_loop` in between. The finding is at the later call and
 names the earlier one. A single add, and `remove_self_loop` followed by `add_self_loop`, are
 silent. A graph rebuilt from the edge list of a looped graph (`dgl.graph(g.edges())`, as edge
-dropping does) still carries its loops.
+dropping does) still carries its loops. A graph passes into another function only through a call
+the program model resolves (a model instance's `forward` through where the instance was built):
+an add in another model of the same package, which this graph never reaches, is not on its path;
+and both adds must belong to one program.
 
 ## Why is this bad?
 `add_self_loop` does not check for existing loops: every node gets a second self edge. In
@@ -454,6 +429,29 @@ No automatic fix: which of the two adds is the intended one depends on the other
             "    ng = dgl.graph((src[keep], dst[keep]), num_nodes=g.num_nodes())\n"
             "    return ng.add_self_loop()\n"
         ),
+        # two models of one package: the script's looped graph feeds only the first; the second
+        # adds loops to a graph it builds itself from its own input
+        Valid({
+            "pkg/__init__.py": "from .gcn import GCN\nfrom .metapath import MetapathNet\n",
+            "pkg/gcn.py":
+                "from torch import nn\n"
+                "class GCN(nn.Module):\n"
+                "    def forward(self, g, x):\n"
+                "        return self.conv(g, x)\n",
+            "pkg/metapath.py":
+                "import dgl\nfrom torch import nn\n"
+                "class MetapathNet(nn.Module):\n"
+                "    def forward(self, hg, x):\n"
+                "        g = dgl.metapath_reachable_graph(hg, self.metapath)\n"
+                "        g = dgl.add_self_loop(g)\n"
+                "        return self.conv(g, x)\n",
+            "train.py":
+                "import dgl\nfrom pkg import GCN\n"
+                "def run(model, g):\n"
+                "    return model(g, g.ndata['x'])\n"
+                "g = dgl.add_self_loop(load())\n"
+                "run(GCN(), g)\n",
+        }),
     ]
     INVALID = [
         Invalid(
@@ -513,6 +511,26 @@ No automatic fix: which of the two adds is the intended one depends on the other
             "g = dgl.add_self_loop(g)\n"
             "g.add_edges(g.nodes(), g.nodes())\n",
             line=3,
+        ),
+        # a method caches the looped graphs on the instance and hands out a copy of the list;
+        # another method of the model adds loops to them again
+        Invalid(
+            "import dgl\nfrom torch import nn\n"
+            "class Net(nn.Module):\n"
+            "    def graphs(self, adjs):\n"
+            "        if self._gs is None:\n"
+            "            gs = []\n"
+            "            for adj in adjs:\n"
+            "                g = dgl.add_self_loop(dgl.graph(adj))\n"
+            "                gs.append(g)\n"
+            "            self._gs = gs\n"
+            "        return self._gs.copy()\n"
+            "    def forward(self, adjs, x):\n"
+            "        gs = self.graphs(adjs)\n"
+            "        for i in range(len(gs)):\n"
+            "            gs[i] = dgl.add_self_loop(gs[i])\n"
+            "        return self.conv(gs, x)\n",
+            line=15, message_contains="example.py:8",
         ),
     ]
 

@@ -13,9 +13,11 @@ import libcst as cst
 from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.dataflow import function_of
-from auditor.static.facts import Span
+from auditor.static.facts import FunctionInfo, Span
 from auditor.static.project import Project
 from auditor.static.stages import stage_of
+from auditor.static.training import Training
+from auditor.static.values import GRAD, kind_at
 
 if TYPE_CHECKING:  # the probe's evidence types cost a check run's start; used in annotations only
     from auditor.probe.evidence import Evidence
@@ -30,8 +32,15 @@ _SLICES = ((re.compile(r"(?<![\d.])0?\s*:\s*3\s*\]"), XYZ), (re.compile(r"3\s*:\
 _NAMES = ((re.compile(r"tan", re.I), TANGENT),
           (re.compile(r"normal(?!i[sz])|nrm|\bnor\b|\bn_", re.I), NORMAL),
           (re.compile(r"xyz|pos|coord|\bpts\b|points?\b|\bp\b", re.I), XYZ))
-ROTATION = re.compile(r"\brot|rotation|\bR\b|\bR\.T\b|\bQ\b", re.I)
+# what builds a rotation matrix: a rotation helper or scipy's `Rotation(...).as_matrix()`, the Q of
+# a QR decomposition (a random orthogonal matrix), sines and cosines of an angle
+ROTATION_BUILT = re.compile(r"rotat|as_matrix|\bqr\(|ortho_group|\b(cos|sin)\(", re.I)
+# a matrix handed in from elsewhere (a parameter, an attribute) is taken for one by its name
+ROTATION_NAME = re.compile(r"\brot|rotation|\bR\b", re.I)
 RANDOM = re.compile(r"rand|normal\(|uniform|noise|jitter|gauss", re.I)
+# calls whose result is floating-point noise (integer draws `randint`/`randperm` are indices)
+NOISE_CALL = re.compile(r"(^|\.)(randn|randn_like|rand|rand_like|normal|normal_|uniform|uniform_|"
+                        r"gauss|normalvariate|laplace)$|noise|jitter", re.I)
 RENORMALISE = re.compile(r"normali[sz]e|\.norm\(|linalg\.norm", re.I)
 COPY = re.compile(r"\.clone\(|\.copy\(|deepcopy|\.detach\(\)\.clone|local_var")
 # prefilter: augmentation touches geometry (a matmul, a rotation), adds Gaussian noise, or
@@ -55,17 +64,21 @@ class Augmentation:
     kind: str  # rotation | jitter | cached
     span: Span
     message: str
+    base: str = ""  # jitter: the name the noise is added to
 
 
 @dataclass
 class _Scope:
     rotated: dict[str, Span] = field(default_factory=dict)  # channel -> first rotation
-    jitters: list[tuple[str, Span, int]] = field(default_factory=list)  # channel, span, line
+    jitters: list[tuple[str, Span, str]] = field(default_factory=list)  # channel, span, base
     renormalised_after: list[int] = field(default_factory=list)  # lines of renormalisations
     cached: set[str] = field(default_factory=set)
     sliced: set[str] = field(default_factory=set)  # channels read by a slice (`x[..., 3:]`)
     mutations: list[tuple[str, Span]] = field(default_factory=list)
     draws: bool = False
+    values: dict[str, cst.BaseExpression] = field(default_factory=dict)  # name -> last value
+    rotated_slices: set[str] = field(default_factory=set)  # channels rotated as `x[..., 3:6]`
+    params: set[str] = field(default_factory=set)
 
 
 class InconsistentAugmentation(Rule):
@@ -91,7 +104,11 @@ transform, a collate function, a forward or the training step, followed across f
 * modifies a sample the dataset keeps in memory (`g = self.graphs[idx]; g.ndata["feat"] += noise`)
   instead of a copy, so the augmentation piles up epoch after epoch.
 
-A rotation applied to every channel (`for j in range(0, 9, 3): pts[..., j:j+3] @= R.T`) on a copy
+A rotation is a product with a matrix built as one (a rotation helper, scipy's
+`Rotation.as_matrix()`, the Q of a QR decomposition, sines and cosines), directly or through the
+local names holding it; a matrix handed in as a parameter or attribute counts when its name says
+rotation. Noise is a floating-point draw (`randn`, `normal`, `uniform`, a noise helper), not an
+integer id or a comparison. A rotation applied to every channel (`for j in range(0, 9, 3): pts[..., j:j+3] @= R.T`) on a copy
 is not reported, nor is augmentation in one-off data generation.
 
 ## Why is this bad?
@@ -179,6 +196,61 @@ No automatic fix: whether the reference used augmentation at all, and of which k
             "class DS:\n    def __getitem__(self, i):\n        pos = self.pos[i].clone()\n"
             "        return pos @ random_rotation().T\n"
         ),
+        # attention scores of learned projections (point features: xyz, tangent, normal): no
+        # rotation, whatever the operands are called
+        Valid(
+            "import torch\nfrom torch import nn\n\nclass PointAttention(nn.Module):\n"
+            "    def forward(self, pts):  # per point: xyz, tangent, normal\n"
+            "        pts = pts + 0.01 * torch.randn_like(pts) if self.training else pts\n"
+            "        Q = self.w_q(pts).transpose(1, 2)\n        K = self.w_k(pts).transpose(1, 2)\n"
+            "        attn = torch.matmul(Q, K.transpose(-2, -1)) / self.scale\n"
+            "        return attn.softmax(-1)\n\n"
+            "def train(model, opt, loader):\n"
+            "    for pts in loader:\n"
+            "        loss = model(pts).sum()\n"
+            "        opt.zero_grad()\n        loss.backward()\n        opt.step()\n"
+        ),
+        # integer ids shifted past the true one (negative sampling): index arithmetic, not noise
+        Valid(
+            "import torch\n\ndef negatives(triplets, num_ent, tangent_feats):\n"
+            "    rand_idxs = torch.randint(0, num_ent - 1, (len(triplets),))\n"
+            "    rand_idxs += rand_idxs >= triplets[:, 0]\n"
+            "    return rand_idxs\n\n"
+            "def score(emb, rel, idx):\n"
+            "    return emb[idx] @ rel.T\n\n"
+            "def train(model, opt, triplets):\n"
+            "    for step in range(10):\n"
+            "        loss = model(negatives(triplets, 100, None)).sum()\n"
+            "        opt.zero_grad()\n        loss.backward()\n        opt.step()\n"
+        ),
+        # a VAE's reparameterisation: noise on a module's output (the latent code), not on data;
+        # the embeddings of points with tangents and normals
+        Valid(
+            "import torch\nfrom torch import nn\n\nclass VAE(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.mean = nn.Linear(9, 4)\n        self.log_var = nn.Linear(9, 4)\n"
+            "    def forward(self, pts):  # per point: xyz, tangent, normal\n"
+            "        mu = self.mean(pts)\n        log_var = self.log_var(pts)\n"
+            "        epsilon = torch.randn_like(mu)\n"
+            "        z = mu + torch.exp(log_var / 2) * epsilon\n"
+            "        return z\n\n"
+            "model = VAE()\nopt = torch.optim.Adam(model.parameters())\n"
+            "for pts in loader:\n"
+            "    loss = model(pts).pow(2).mean()\n"
+            "    opt.zero_grad()\n    loss.backward()\n    opt.step()\n"
+        ),
+        # xyz and normals (then a mask): both 3-vectors rotated, nothing left to rotate
+        Valid(
+            "import torch\n\ndef rotate_grid(inp, rotation):\n"
+            "    R = torch.tensor(rotation.as_matrix()).float()\n"
+            "    inp[..., :3] = torch.mm(inp[..., :3].view(-1, 3), R).view(inp[..., :3].size())\n"
+            "    inp[..., 3:6] = torch.mm(inp[..., 3:6].view(-1, 3), R).view(inp[..., :3].size())"
+            "  # normals\n"
+            "    return inp\n\n"
+            "class DS:\n    def __getitem__(self, i):\n"
+            "        return rotate_grid(self.grids[i].clone(), random_rotation())\n\n"
+            "for grid in DS():\n    loss = model(grid)\n    loss.backward()\n"
+        ),
     ]
     INVALID = [
         # the coordinates rotated in the training step, the rest of each feature vector not
@@ -224,6 +296,14 @@ No automatic fix: whether the reference used augmentation at all, and of which k
             },
             line=6, path="aug.py", message_contains="normals",
         ),
+        # the noise drawn into a name first, then added to the normals
+        Invalid(
+            "import torch\n\ndef collate(batch):\n"
+            "    noise = 0.01 * torch.randn_like(batch['normal'])\n"
+            "    normals = batch['normal'] + noise\n"
+            "    return normals\n",
+            line=5, message_contains="unit",
+        ),
     ]
 
     def __init__(self, ctx) -> None:
@@ -233,10 +313,15 @@ No automatic fix: whether the reference used augmentation at all, and of which k
         source = ctx.source
         self.has = {TANGENT: bool(re.search(r"tan|3\s*:\s*6", source, re.I)),
                     NORMAL: bool(re.search(r"normal(?!i[sz])|nrm|6\s*:\s*9", source, re.I))}
+        # the code itself shows a third 3-vector per point (a `6:9` slice, a view to 9 channels):
+        # without one, a rotated `3:6` slice may be the normals (UV-Net: xyz, normal, mask)
+        code = "\n".join(line.split("#", 1)[0] for line in source.splitlines())
+        self.nine_wide = bool(re.search(r"6\s*:\s*9|[,(]\s*9\s*\)", code))
 
     # -- scopes ----------------------------------------------------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.scopes.append(_Scope())
+        params = (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params)
+        self.scopes.append(_Scope(params={p.name.value for p in params}))
         self.names.append(node.name.value)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
@@ -250,6 +335,8 @@ No automatic fix: whether the reference used augmentation at all, and of which k
     def _conclude(self, scope: _Scope, name: str) -> None:
         if XYZ in scope.rotated:
             missing = [c for c in (TANGENT, NORMAL) if self.has[c] and c not in scope.rotated]
+            if TANGENT in scope.rotated_slices and not self.nine_wide:
+                missing = [c for c in missing if c != NORMAL]
             if REST in scope.sliced and REST not in scope.rotated and not missing \
                     and not {TANGENT, NORMAL} <= set(scope.rotated):
                 missing = [REST]  # the features go on past the coordinates, unrotated
@@ -258,13 +345,14 @@ No automatic fix: whether the reference used augmentation at all, and of which k
                     "rotation", scope.rotated[XYZ],
                     f"the coordinates are rotated but the {' and '.join(missing)} are not: the "
                     "augmented samples carry a frame that does not match their points"))
-        for what, span, line in scope.jitters:
-            if any(r > line for r in scope.renormalised_after):
+        for what, span, base in scope.jitters:
+            if any(r > span.line for r in scope.renormalised_after):
                 continue
             self.fact(Augmentation(
                 "jitter", span,
                 f"random noise is added to {what} (unit vectors) without renormalising them: the "
-                "directions stop being unit length and the reconstruction target is perturbed"))
+                "directions stop being unit length and the reconstruction target is perturbed",
+                base))
         if name == "__getitem__" and scope.draws:
             for text, span in scope.mutations:
                 self.fact(Augmentation(
@@ -297,7 +385,7 @@ No automatic fix: whether the reference used augmentation at all, and of which k
 
     def _rotation(self, node: cst.CSTNode, operands: list[cst.BaseExpression]) -> None:
         texts = [self.ctx.code(o, 120) for o in operands]
-        rotations = [t for t in texts if ROTATION.search(t)]
+        rotations = [t for o, t in zip(operands, texts) if self._is_rotation(o, t)]
         if not rotations:
             return
         for text in texts:
@@ -305,6 +393,49 @@ No automatic fix: whether the reference used augmentation at all, and of which k
                 continue
             what = channel(text) or ALL
             self.scopes[-1].rotated.setdefault(what, self.ctx.span(node))
+            if any(pattern.search(text) for pattern, _ in _SLICES):
+                self.scopes[-1].rotated_slices.add(what)
+
+    def _is_rotation(self, operand: cst.BaseExpression, text: str, depth: int = 0) -> bool:
+        """The operand holds a rotation matrix, by what built it: a call building one here, a
+        local name last assigned one (through copies and transposes), or, for a matrix that
+        comes from outside the function, its name. Attention scores `Q @ K.T` of learned
+        projections are no rotation, whatever the letters."""
+        if ROTATION_BUILT.search(text):
+            return True
+        root = _root(text)
+        scope = self.scopes[-1]
+        value = scope.values.get(root)
+        if value is not None:
+            return depth < 4 and self._is_rotation(value, self.ctx.code(value, 200), depth + 1)
+        if root == "self" or root in scope.params:
+            return bool(ROTATION_NAME.search(text))
+        return False
+
+    def _noise(self, added: cst.BaseExpression, depth: int = 0) -> bool:
+        """The added value is floating-point noise: it calls a draw of noise, or reads a local
+        name last assigned one. A comparison (`idx >= true_id`) is a boolean, an integer draw an
+        index: neither is noise on features."""
+        if isinstance(added, cst.Comparison) or depth > 4:
+            return False
+        scope = self.scopes[-1]
+        todo: list[cst.CSTNode] = [added]
+        while todo:
+            sub = todo.pop()
+            if isinstance(sub, cst.Call):
+                func = self.ctx.qualify(sub.func) or self.ctx.code(sub.func, 60)
+                if NOISE_CALL.search(func):
+                    return True
+                # `randn(n).to(device)`: a method of noise is noise; what another function (a
+                # generator module) makes of noise it is given is not noise added to the data
+                if isinstance(sub.func, cst.Attribute):
+                    todo.append(sub.func.value)
+                continue
+            if isinstance(sub, cst.Name) and sub.value in scope.values:
+                if self._noise(scope.values[sub.value], depth + 1):
+                    return True
+            todo.extend(sub.children)
+        return False
 
     def visit_Assign(self, node: cst.Assign) -> None:
         scope = self.scopes[-1]
@@ -315,7 +446,7 @@ No automatic fix: whether the reference used augmentation at all, and of which k
                 scope.renormalised_after.append(self.ctx.span(node).line)
             # `t = t + noise`: jitter on this channel
             if isinstance(node.value, cst.BinaryOperation) and isinstance(node.value.operator, cst.Add):
-                self._jitter(text, self.ctx.code(node.value.right, 120), node)
+                self._jitter(text, node.value.right, node, _root(self.ctx.code(node.value.left, 80)))
             if isinstance(target.target, cst.Name) and self._from_cache(node.value):
                 scope.cached.add(target.target.value)
             elif isinstance(target.target, cst.Name) and _root(value) in scope.cached and not COPY.search(value):
@@ -326,16 +457,24 @@ No automatic fix: whether the reference used augmentation at all, and of which k
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         text = self.ctx.code(node.target, 80)
         if isinstance(node.operator, cst.AddAssign):
-            self._jitter(text, self.ctx.code(node.value, 120), node)
+            self._jitter(text, node.value, node, _root(text))
         self._mutation(node.target, node)
 
-    def _jitter(self, target: str, added: str, node: cst.CSTNode) -> None:
-        if not RANDOM.search(added):
+    def leave_Assign(self, original_node: cst.Assign) -> None:
+        # after the value was visited: a matmul in it read the names' earlier values
+        for target in original_node.targets:
+            if isinstance(target.target, cst.Name):
+                self.scopes[-1].values[target.target.value] = original_node.value
+
+    def _jitter(self, target: str, added_node: cst.BaseExpression, node: cst.CSTNode,
+                base: str) -> None:
+        if not self._noise(added_node):
             return
+        added = self.ctx.code(added_node, 120)
         what = channel(target) or channel(added)
         if what in (TANGENT, NORMAL) or (what is None and (self.has[TANGENT] or self.has[NORMAL])):
             span = self.ctx.span(node)
-            self.scopes[-1].jitters.append((what or ALL, span, span.line))
+            self.scopes[-1].jitters.append((what or ALL, span, base))
 
     def _from_cache(self, value: cst.BaseExpression) -> bool:
         """``self.graphs[idx]`` (no copy): the object the dataset keeps."""
@@ -358,6 +497,8 @@ No automatic fix: whether the reference used augmentation at all, and of which k
                 fn = function_of(project, file.path, aug.span.line)
                 if fn is None or stage_of(project, fn.qualname) is None:
                     continue  # one-off data generation, not training-time augmentation
+                if aug.kind == "jitter" and _learned(project, fn, aug):
+                    continue  # noise on a module's output (a VAE's reparameterisation): no data
             out.append(cls.make_finding(
                 file.path, aug.span, aug.message,
                 fix={"rotation": "apply the same rotation to xyz, tangents and normals",
@@ -416,6 +557,13 @@ No automatic fix: whether the reference used augmentation at all, and of which k
 
 ALIGNED_BROKEN = 0.9  # mean |cos(tangent, step to the next point)| below this: frames rotated away
 ALIGNED_OK = 0.97  # a consistent frame (lines exactly 1, arcs and curves about 0.99)
+
+
+def _learned(project: Project, fn: FunctionInfo, aug: Augmentation) -> bool:
+    """The jittered value is the output of a module (learned), not data."""
+    index = next((i for i, e in enumerate(fn.events) if e.span.line >= aug.span.line), None)
+    return bool(aug.base) and index is not None and \
+        kind_at(Training.of(project), fn, aug.base, index) == GRAD
 
 
 def _root(text: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Hashable, Iterable, Optional
 
 import libcst as cst
 
@@ -13,7 +13,9 @@ from auditor.fix import Fix, Fixer, keyword_arg
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.conditions import innermost
 from auditor.static.facts import Event, FunctionInfo
-from auditor.static.paths import call_sites_of, trains_after
+from auditor.static.paths import (PathSearch, Step, call_sites_of, forward_use, in_one_program,
+                                  is_backward, runs_before, trains_after)
+from auditor.static.training import Training
 from auditor.static.project import Project
 
 FILE_LOADERS = {
@@ -21,6 +23,7 @@ FILE_LOADERS = {
     "torch.utils.model_zoo.load_url", "safetensors.torch.load_file",
 }
 # `{k: v for k, v in sd.items() if ...}`: a state dict with some keys dropped
+STATE_OF = re.compile(r"^([\w.]+)\.state_dict\(\)$")
 KEY_FILTER = re.compile(r"\bfor\s+\w+\s*,\s*\w+\s+in\s+[^:]*\.items\(\)\s+if\b")
 BY_REFERENCE = re.compile(r"^\s*([\w.]+)\s*=\s*([\w.]+)\.state_dict\(\)\s*$")
 # identifiers a gate tests: args.pretrained, cfg["init_from"], config.get("resume")
@@ -114,7 +117,9 @@ Finds `load_state_dict` calls that put other weights into the model the pipeline
 
 - `load_state_dict(..., strict=False)` on the trained model (missing and unexpected keys are
   silently ignored);
-- partial loads: a state dict whose keys were filtered (`{k: v for k, v in sd.items() if ...}`);
+- partial loads: a state dict whose keys were filtered (`{k: v for k, v in sd.items() if ...}`),
+  also into a module the pipeline runs without training it (a frozen teacher, an EMA target:
+  the dropped layers keep their random initialisation for good);
 - a checkpoint or pretrained file (`torch.load`, `load_state_dict_from_url`) loaded into the
   model before training *by default*: unconditionally, whenever the file exists, or behind a flag
   whose default (argparse `default=`, a config dict value, a settings field) turns it on;
@@ -122,8 +127,15 @@ Finds `load_state_dict` calls that put other weights into the model the pipeline
   `.clone()`) and later loaded back.
 
 "The trained model" is followed across calls and files: a module that runs forward with
-gradients before a backward after the load (a frozen teacher loaded with `strict=False` is not
-reported). A strict resume of a checkpoint behind an opt-in flag whose default is off is silent.
+gradients before a backward after the load whose optimizer holds its parameters (a frozen
+teacher loaded with `strict=False`, or a model whose embeddings then train a separate linear
+probe, is not reported). Silent as well: a strict resume of a checkpoint behind an opt-in flag
+whose default is off; `strict=False` between two modules built by the same constructor or
+factory (every key matches); and, for the checkpoint kind, a load that restores what this run
+trained or saved before it (the best epoch restored after the training loop, or a file written
+by `torch.save` earlier in the run: `pretrain()` saves, `finetune()` loads) and a strict load of
+a pretrained file into a component of the trained model (`model.gnn.load_state_dict(...)`, the
+new head trained from scratch: fine-tuning by construction).
 
 ## Why is this bad?
 GraphMAE's reconstruction depends on every layer: the mask token, the encoder, the
@@ -239,6 +251,101 @@ checkpoint off changes what the run starts from; both change results on purpose.
             "        loss.backward()\n"
             "        head_opt.step()\n"
         ),
+        # the best epoch restored after each stage's training loop (saved by an early-stopping
+        # helper of this run), before the next stage trains
+        Valid({
+            "stopping.py":
+                "import torch\n"
+                "class EarlyStopping:\n"
+                "    def __init__(self, path):\n"
+                "        self.path = path\n"
+                "        self.best = None\n"
+                "    def step(self, loss, model):\n"
+                "        if self.best is None or loss < self.best:\n"
+                "            self.best = loss\n"
+                "            torch.save(model.state_dict(), self.path)\n",
+            "train.py":
+                "import torch\nfrom stopping import EarlyStopping\n"
+                "def run(build, loader, stages):\n"
+                "    for stage in range(stages):\n"
+                "        model = build()\n"
+                "        opt = torch.optim.Adam(model.parameters())\n"
+                "        stopper = EarlyStopping('best.pt')\n"
+                "        for epoch in range(10):\n"
+                "            for g in loader:\n"
+                "                loss = model(g)\n"
+                "                opt.zero_grad()\n"
+                "                loss.backward()\n"
+                "                opt.step()\n"
+                "            stopper.step(loss.item(), model)\n"
+                "        model.load_state_dict(torch.load('best.pt', weights_only=True))\n"
+                "        print(model(loader[0]))\n",
+        }),
+        # pretrain() saves, finetune() loads that file: a handoff within one run
+        Valid(
+            "import torch\n"
+            "class Flow:\n"
+            "    def __init__(self, model, head, loader, path):\n"
+            "        self.model = model\n"
+            "        self.head = head\n"
+            "        self.loader = loader\n"
+            "        self.path = path\n"
+            "    def pretrain(self):\n"
+            "        opt = torch.optim.Adam(self.model.parameters())\n"
+            "        for g in self.loader:\n"
+            "            loss = self.model(g)\n"
+            "            loss.backward()\n"
+            "            opt.step()\n"
+            "        torch.save(self.model.state_dict(), self.path)\n"
+            "    def finetune(self):\n"
+            "        state = torch.load(self.path, weights_only=True)\n"
+            "        self.model.load_state_dict(state)\n"
+            "        opt = torch.optim.Adam(list(self.model.parameters()) + list(self.head.parameters()))\n"
+            "        for g in self.loader:\n"
+            "            loss = self.head(self.model(g))\n"
+            "            loss.backward()\n"
+            "            opt.step()\n"
+            "    def train(self):\n"
+            "        self.pretrain()\n"
+            "        self.finetune()\n"
+            "Flow(build(), head(), loader(), 'pre.pt').train()\n"
+        ),
+        # fine-tuning: a pretrained GNN loaded (strictly) into the model's backbone by default,
+        # its new head trained from scratch
+        Valid(
+            "import argparse\nimport torch\n"
+            "p = argparse.ArgumentParser()\n"
+            "p.add_argument('--input-model-file', default='pretrained.pth')\n"
+            "args = p.parse_args()\n"
+            "model = Classifier(gnn=GIN(), num_tasks=12)\n"
+            "if args.input_model_file:\n"
+            "    model.gnn.load_state_dict(torch.load(args.input_model_file, weights_only=True))\n"
+            "opt = torch.optim.Adam(model.parameters())\n"
+            "for g in loader:\n"
+            "    loss = model(g)\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+        ),
+        # strict=False between two instances the same factory built: every key matches
+        Valid(
+            "import torch\nfrom torch import nn\n"
+            "class GraphMAE(nn.Module):\n"
+            "    def __init__(self, d):\n"
+            "        super().__init__()\n"
+            "        self.enc = nn.Linear(d, d)\n"
+            "    def forward(self, g):\n"
+            "        return self.enc(g).pow(2).mean()\n"
+            "def build_model(d):\n"
+            "    return GraphMAE(d)\n"
+            "model = build_model(8)\n"
+            "eval_model = build_model(8)\n"
+            "eval_model.load_state_dict(model.state_dict(), strict=False)\n"
+            "opt = torch.optim.Adam(eval_model.parameters())\n"
+            "for g in loader:\n"
+            "    loss = eval_model(g)\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+        ),
     ]
     INVALID = [
         Invalid(
@@ -301,6 +408,56 @@ checkpoint off changes what the run starts from; both change results on purpose.
             "    loss.backward()\n",
             line=4, message_contains="exists",
         ),
+        # auto-resume: the run saves the same file, but only after the load
+        Invalid(
+            "import os\nimport torch\n"
+            "if os.path.exists('ckpt/last.pt'):\n"
+            "    model.load_state_dict(torch.load('ckpt/last.pt', weights_only=True))\n"
+            "opt = torch.optim.Adam(model.parameters())\n"
+            "for g in loader:\n"
+            "    loss = model(g)\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+            "    torch.save(model.state_dict(), 'ckpt/last.pt')\n",
+            line=4, message_contains="exists",
+        ),
+        # strict=False from a module of another class
+        Invalid(
+            "import torch\nfrom torch import nn\n"
+            "class Teacher(nn.Module):\n"
+            "    pass\n"
+            "class Student(nn.Module):\n"
+            "    pass\n"
+            "teacher = Teacher()\n"
+            "model = Student()\n"
+            "model.load_state_dict(teacher.state_dict(), strict=False)\n"
+            "opt = torch.optim.Adam(model.parameters())\n"
+            "for g in loader:\n"
+            "    loss = model(g)\n"
+            "    loss.backward()\n"
+            "    opt.step()\n",
+            line=9, message_contains="strict=False",
+        ),
+        # an EMA target initialised from the encoder with the bias keys dropped: it is never
+        # trained, so those layers stay random
+        Invalid(
+            "import copy\nimport torch\nfrom torch import nn\n"
+            "class Model(nn.Module):\n"
+            "    def __init__(self, d):\n"
+            "        super().__init__()\n"
+            "        self.encoder = nn.Linear(d, d)\n"
+            "        self.encoder_ema = nn.Linear(d, d)\n"
+            "        self.encoder_ema.load_state_dict(\n"
+            "            {k: v for k, v in self.encoder.state_dict().items() if not k.endswith('bias')},\n"
+            "            strict=False)\n"
+            "        for p in self.encoder_ema.parameters():\n"
+            "            p.requires_grad = False\n"
+            "    def forward(self, x):\n"
+            "        with torch.no_grad():\n"
+            "            target = self.encoder_ema(x)\n"
+            "        return (self.encoder(x) - target).pow(2).mean()\n",
+            line=9, message_contains="random initialisation",
+        ),
     ]
 
     # -- static ------------------------------------------------------------------------------------
@@ -340,10 +497,20 @@ checkpoint off changes what the run starts from; both change results on purpose.
                 fix=f"keep a copy: `{arg} = copy.deepcopy({target}.state_dict())`",
             )
 
+        filtered = next((e for e in [event, *origins] if KEY_FILTER.search(e.text)), None)
         trained = trains_after(project, fn, i, target)
         if trained is None and not cls._optimised_here(fn, target):
-            return None
-        if _is_strict_false(event):
+            if filtered is None or not cls._runs_later(project, fn, i, target):
+                return None
+            # a frozen teacher or an EMA target: the dropped layers are never trained at all
+            return cls.make_finding(
+                fn.path, event.span,
+                f"partial load: the state dict loaded into `{target}` was filtered by key "
+                f"({fn.path}:{filtered.span.line}); `{target}` runs in the pipeline without being "
+                "trained, so the dropped layers keep their random initialisation",
+                fix="load the whole state dict strictly (or copy the module)",
+            )
+        if _is_strict_false(event) and not cls._same_keys(project, fn, i, arg, target):
             return cls.make_finding(
                 fn.path, event.span,
                 f"`{target}.load_state_dict(..., strict=False)` on the trained model: missing and "
@@ -351,7 +518,6 @@ checkpoint off changes what the run starts from; both change results on purpose.
                 "initialisation (or nothing is loaded at all)",
                 fix="load strictly, and map renamed keys explicitly if the checkpoint differs",
             )
-        filtered = next((e for e in origins if KEY_FILTER.search(e.text)), None)
         if filtered is not None:
             return cls.make_finding(
                 fn.path, event.span,
@@ -369,6 +535,12 @@ checkpoint off changes what the run starts from; both change results on purpose.
             for q in project.resolve_call(e, fn))]
         if not from_file or trained is None:
             return None
+        if "." in target.removeprefix("self."):
+            # a component of the trained model (`model.gnn`) initialised from a pretrained
+            # file, the rest (a new head) fresh: a fine-tuning setup by construction
+            return None
+        if cls._trained_earlier(project, fn, i, target) or cls._saved_earlier(project, fn, i, from_file):
+            return None  # it restores what this run trained and saved: not a start from stale weights
         default_on = cls._default_on(project, fn, event)
         if default_on is None:
             return None
@@ -398,6 +570,66 @@ checkpoint off changes what the run starts from; both change results on purpose.
             if (between or same_loop) and steps(e):
                 return True
         return False
+
+    @staticmethod
+    def _runs_later(project: Project, fn: FunctionInfo, i: int, target: str) -> bool:
+        """``target`` runs forward after the load: on a path from it, or, for a module its
+        owner holds (``self.encoder_ema``), in a method of that owner."""
+        if target.startswith("self.") and fn.class_name:
+            cls_info = project.classes.get(fn.class_name)
+            methods = [project.function(q) for q in (cls_info.methods if cls_info else ())]
+            if any(forward_use(e, target) for m in methods if m is not None for e in m.events):
+                return True
+
+        def ran(step: Step, state: Hashable) -> tuple[Optional[str], Hashable]:
+            forward = step.tracked is not None and forward_use(step.event, step.tracked)
+            return ("ran" if forward else None), state
+        outcomes = PathSearch(project, ran).run(fn, i, target, False)
+        return any(o.verdict == "ran" and in_one_program(project, fn, o) for o in outcomes)
+
+    @staticmethod
+    def _same_keys(project: Project, fn: FunctionInfo, i: int, arg: str, target: str) -> bool:
+        """``target.load_state_dict(other.state_dict())`` where both modules were built by the
+        same constructor (or factory, or one is a deep copy of the other): the keys match."""
+        m = STATE_OF.match(arg.strip())
+        if m is None:
+            return False
+        t = Training.of(project)
+        mine, theirs = t.origins(fn, target, i), t.origins(fn, m.group(1), i)
+        classes = {o.cls for o in mine}
+        return all(o.known and o.cls for o in mine + theirs) and classes == {o.cls for o in theirs}
+
+    @staticmethod
+    def _trained_earlier(project: Project, fn: FunctionInfo, i: int, target: str) -> bool:
+        """A training loop of ``fn`` that ends before the load ran ``target`` forward: the load
+        restores weights of this run (the best epoch), after training."""
+        at, training = fn.events[i], Training.of(project)
+        for loop_id in sorted({lid for e in fn.events[:i] for lid in e.loop_ids} - set(at.loop_ids)):
+            body = [j for j, e in enumerate(fn.events) if loop_id in e.loop_ids]
+            if body[-1] > i or not any(
+                    forward_use(fn.events[j], target) or any(
+                        a == target or a.startswith(target + ".") for a in fn.events[j].args)
+                    for j in body):
+                continue
+            if any(is_backward(fn.events[j]) or (fn.events[j].kind == "call" and any(
+                    training.contains(q, "backward") for q in project.resolve_call(fn.events[j], fn)))
+                   for j in body):
+                return True
+        return False
+
+    @staticmethod
+    def _saved_earlier(project: Project, fn: FunctionInfo, i: int, loads: list[Event]) -> bool:
+        """The file loaded is one this run wrote before (``torch.save(..., same path)`` earlier
+        in the function, or in what ran before it: ``pretrain()`` saves, ``finetune()`` loads)."""
+        def norm(text: str) -> str:
+            return re.sub(r"\s+", "", text)
+        files = {norm(e.args[0]) for e in loads if e.args}
+
+        def saves(f: FunctionInfo, e: Event) -> bool:
+            dest = e.args[1] if len(e.args) > 1 else e.kwargs.get("f", "")
+            return e.kind == "call" and e.func == "torch.save" and norm(dest) in files \
+                and (not dest.startswith("self.") or f.class_name == fn.class_name)
+        return bool(files) and runs_before(project, fn, i, saves) is not None
 
     @staticmethod
     def _optimised_here(fn: FunctionInfo, target: str) -> bool:

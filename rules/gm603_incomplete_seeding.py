@@ -45,11 +45,16 @@ Collects, across the project, the calls that seed a global RNG (`random.seed`, `
 `dgl.seed`, `seed_everything`-style framework helpers) and the calls that draw from one:
 `torch.randperm`/`rand*`/dropout/weight initialisation of `nn.Linear`, GAT and other layers,
 `DataLoader(shuffle=True)` without a seeded `generator`, `np.random.*`, `random.shuffle` & co.,
-`dgl.sampling.*` and DGL samplers/transforms. It reports the first draw in each file from an RNG
-that is never seeded while at least one other RNG is.
+`dgl.sampling.*` and DGL samplers (DGL's `DropEdge`, `DropNode`, `FeatMask`, `NodeShuffle` and
+`AddEdge` transforms sample with torch's generator: they are torch draws). It reports the first
+draw in each file from an RNG that is never seeded while at least one other RNG is.
 
 Seeding is followed into helpers across files: a `set_seed()` in `utils.py` counts only when some
-module body reaches it through calls; one that nothing calls seeds nothing. Calls given their own
+module body reaches it through calls; one that nothing calls seeds nothing. A draw is judged by
+the programs that run it, and a program runs what its calls reach plus the protocol methods of
+the classes it builds (`__getitem__` of a dataset it iterates, `__call__`, `forward`): a dataset's
+shuffle is seeded by the script that builds the dataset after `set_seed()`. Code that only tests
+and tools call is judged by the training programs that import it. Calls given their own
 `generator=` and `np.random.default_rng(seed)` generators are private and need no global seed;
 `np.random.default_rng()` *without* a seed draws fresh OS entropy and is reported whenever the
 project seeds anything.
@@ -147,6 +152,33 @@ drawn, never what the code computes with them.
         }),
         # nothing seeded and no training: silent
         Valid("import random\nrandom.shuffle(items)\n"),
+        # DGL's DropEdge samples with torch's Bernoulli: seeding torch covers it, dgl.seed does not
+        Valid(
+            "import torch\nfrom dgl import DropEdge\ntorch.manual_seed(0)\n"
+            "aug = DropEdge(0.2)\n"
+        ),
+        # the dataset's items are drawn by the loader of the script that builds it, which seeds
+        # `random`; another training script imports the module but never builds the dataset
+        Valid({
+            "data.py":
+                "import random\n"
+                "class Parts:\n"
+                "    def __init__(self, items):\n"
+                "        self.items = items\n"
+                "    def __getitem__(self, i):\n"
+                "        random.shuffle(self.items[i])\n"
+                "        return self.items[i]\n",
+            "train.py":
+                "import random\nimport torch\nfrom torch.utils.data import DataLoader\n"
+                "from data import Parts\n"
+                "random.seed(0)\ntorch.manual_seed(0)\n"
+                "for x in DataLoader(Parts(load())):\n"
+                "    loss = x.sum()\n    loss.backward()\n",
+            "other.py":
+                "import torch\nimport data\n"
+                "torch.manual_seed(0)\n"
+                "loss = torch.ones(2, requires_grad=True).sum()\nloss.backward()\n",
+        }),
     ]
     INVALID = [
         Invalid(
@@ -203,6 +235,12 @@ drawn, never what the code computes with them.
             "        loss.backward()\n\nif __name__ == '__main__':\n    main()\n",
             line=9, message_contains="fresh OS entropy",
         ),
+        # DGL's edge dropping draws from torch: named as torch's, not dgl's
+        Invalid(
+            "import dgl\nimport numpy as np\nnp.random.seed(0)\ndgl.seed(0)\n"
+            "aug = dgl.transforms.DropEdge(0.2)\n",
+            line=5, message_contains="the torch RNG",
+        ),
     ]
 
     @classmethod
@@ -228,14 +266,31 @@ drawn, never what the code computes with them.
             entries = sorted(seeding.running(fn.qualname), key=lambda e: (e not in training, e))
             programs = project.programs_with(fn.path)
             files: frozenset[str] = frozenset().union(*(p.files for p in programs))
+            if draw.unseedable:
+                # no global seed reaches a fresh generator: any seeding of a program running it
+                # (or, when no call reaches it, of a program importing it) is defeated
+                here = set().union(*(seeding.seeded_from(e) for e in entries)) if entries else \
+                    set().union(*(seeding.seeded_from(p.entry) | seeding.seeded_within(p.files)
+                                  for p in programs))
+                if here:
+                    out.append(cls.make_finding(
+                        fn.path, event.span,
+                        f"`{draw.what}` draws fresh OS entropy: no seed reaches it, although the "
+                        f"pipeline seeds {', '.join(sorted(here))}",
+                        fix="pass a seed: `np.random.default_rng(seed)`",
+                    ))
+                continue
+            if entries and not any(e in training for e in entries) \
+                    and any(p.entry in training for p in programs):
+                # only tools and tests call it (a test that imports a package whose modules seed
+                # as they load); the training programs holding its file are what must reproduce,
+                # and they reach it some way the calls do not show (a registry): judged below
+                entries = []
             if entries:
                 owns = [(e, seeding.seeded_from(e)) for e in entries]
                 lacking = [(e, own) for e, own in owns if own and draw.family not in own]
                 if lacking:
                     entries, here = [lacking[0][0]], lacking[0][1]
-                elif draw.unseedable:
-                    # no seed reaches a fresh generator, whatever its family's global seeding
-                    here = set().union(*(own for _, own in owns))
                 elif any(draw.family in own for _, own in owns):
                     continue
                 elif not any(e in training for e in entries):
@@ -258,15 +313,6 @@ drawn, never what the code computes with them.
                     here = set().union(*(seeding.seeded_within(p.files) for p in programs))
                     if not here:
                         continue
-            if draw.unseedable:
-                if here:
-                    out.append(cls.make_finding(
-                        fn.path, event.span,
-                        f"`{draw.what}` draws fresh OS entropy: no seed reaches it, although the "
-                        f"pipeline seeds {', '.join(sorted(here))}",
-                        fix="pass a seed: `np.random.default_rng(seed)`",
-                    ))
-                continue
             if draw.family in here:
                 continue
             key = (fn.path, draw.family) if here else ("", draw.family)

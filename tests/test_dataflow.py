@@ -111,3 +111,37 @@ def test_gm301_and_gm401_verdicts():
         {"path": "m.py", "line": 10, "fn": "mse_loss", "reduction": "sum", "numel": 480}]}])
     assert gm401.confirm(_finding("GM401"), ev).status == Status.CONFIRMED
     assert gm401.confirm(_finding("GM401"), _evidence()).status == Status.UNEXERCISED
+
+
+BRANCHES = {"train.py": (
+    "import torch\n"
+    "def run(model, opt, loader, scaler, kind):\n"
+    "    if kind == 'mse':\n"
+    "        crit = torch.nn.MSELoss(reduction='sum')\n"
+    "    elif kind == 'l1':\n"
+    "        crit = torch.nn.L1Loss()\n"
+    "    for x in loader:\n"
+    "        if scaler is not None:\n"
+    "            loss = crit(model(x), x)\n"
+    "            scaler.scale(loss).backward()\n"
+    "        else:\n"
+    "            loss = crit(model(x), x) / len(x)\n"
+    "            loss.backward()\n"
+)}
+
+
+def test_flow_keeps_a_value_rebound_in_another_branch_and_skips_the_other_side(tmp_path, monkeypatch):
+    write_sources(BRANCHES, tmp_path)
+    monkeypatch.chdir(tmp_path)
+    project = run_check(["."], Config(root=tmp_path), [all_rules()["GM401"]], jobs=1,
+                        use_cache=False).project
+    fn = project.function("train.run")
+    stmts = df.statements(fn)
+    built = next(s for s in stmts if "MSELoss" in s.text)
+    # the `elif` rebinding does not end the MSELoss object's flow: both calls of `crit` get it
+    lines = {step.stmt.line for step in df.flows_to(project, fn, ["crit"], built.index).steps}
+    assert {9, 12} <= lines
+    # the scaled branch's loss never reaches the other branch's backward (line 13)
+    scaled = next(s for s in stmts if s.line == 9)
+    sinks = df.flows_to(project, fn, ["loss"], scaled.index + 1).sinks
+    assert [s.event.span.line for s in sinks] == [10]

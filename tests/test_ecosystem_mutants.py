@@ -141,6 +141,52 @@ def test_eval_before_the_loop_switches_the_model_not_the_criterion(tmp_path: Pat
     assert "    model.eval()\n    for step" in found[0].files["train.py"]
 
 
+def test_drop_train_only_where_an_eval_can_run_before_the_train(tmp_path: Path) -> None:
+    # the model starts in training mode: removing a `.train()` that no `.eval()` precedes (the
+    # only eval comes after the loop) changes nothing, so it is no mutant; an eval in the loop is
+    after_only = ("import torch\nmodel = build()\nopt = torch.optim.Adam(model.parameters())\n"
+                  "model.train()\nfor g in loader:\n    loss = model(g)\n    loss.backward()\n"
+                  "    opt.step()\nmodel.eval()\nprint(model(g))\n")
+    in_loop = ("import torch\nmodel = build()\nopt = torch.optim.Adam(model.parameters())\n"
+               "for g in loader:\n    model.train()\n    loss = model(g)\n    loss.backward()\n"
+               "    opt.step()\n    model.eval()\n    print(model(g))\n")
+
+    def dropped(program: str, name: str) -> list:
+        (tmp_path / name).mkdir()
+        return [m for m in _mutants(tmp_path / name, program, ["GM201"])
+                if m.operator == "gm201.drop-train-after-eval"]
+    assert dropped(after_only, "after") == []
+    assert [m.description for m in dropped(in_loop, "loop")] == ["`model.train()` after evaluation removed"]
+
+
+FULL_BATCH = """\
+import torch
+from tqdm import tqdm
+
+
+def train(model, crit, g, x, y, opt, epochs, loader):
+    model.train()
+    epoch_iter = tqdm(range(epochs)) if epochs > 10 else range(epochs)
+    for epoch in epoch_iter:
+        loss = crit(model(g, x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    for bg, bx, by in loader:
+        loss = crit(model(bg, bx), by)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_per_batch_statistics_only_where_there_are_batches(tmp_path: Path) -> None:
+    # a loop over epochs of full-batch training standardises the whole dataset: no bug there
+    found = [m for m in _mutants(tmp_path, FULL_BATCH, ["GM502"])
+             if m.operator == "gm502.per-batch-stats"]
+    assert [m.description for m in found] == ["`bx` standardised with its batch's statistics"]
+
+
 def test_coverage_counts_the_repositories_each_operator_applies_to(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
     # three repositories with the loop, one without: operators of the loop apply to 3

@@ -251,6 +251,29 @@ train(model, torch.optim.SGD(model.parameters(), lr=0.01))
     assert gm601[0]["status"] == ("refuted" if keys == "match" else "confirmed"), gm601
 
 
+@pytest.mark.parametrize("drop", ["bias", "dec."])
+def test_strict_false_load_that_skips_part_of_a_module_is_gm601_at_the_load(cli, tmp_path, drop):
+    # biases cut from the checkpoint leave every layer half loaded, an error; a whole module
+    # left out (a new head for fine-tuning) is what strict=False is for
+    keep = "not k.endswith('bias')" if drop == "bias" else "not k.startswith('dec.')"
+    train = NET + LOOP + f"""
+torch.manual_seed(0)
+model = Net()
+options = {{"strict": False}}
+sd = {{k: v for k, v in Net().state_dict().items() if {keep}}}
+model.load_state_dict(sd, **options)
+train(model, torch.optim.SGD(model.parameters(), lr=0.01))
+"""
+    write(tmp_path, {"train.py": train})
+    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "2"))
+    found = at(data, "GM601", "train.py", line_of(train, "**options"))
+    if drop == "bias":
+        assert found and any("whose other keys" in e and "enc.bias" in " ".join(f["evidence"])
+                             for f in found for e in f["evidence"]), data["findings"]
+    else:  # the rule may still judge the warm start itself; the cut-short signal stays quiet
+        assert not any("whose other keys" in " ".join(f["evidence"]) for f in errors(data, "GM601"))
+
+
 def test_findings_in_modules_never_imported_are_outside_and_do_not_hold_auto(cli, tmp_path):
     other = """
     import torch
@@ -268,6 +291,58 @@ train(model, torch.optim.SGD(model.parameters(), lr=0.01))
     assert data["run"]["stopped"] == "budget" and data["run"]["steps"] < 60, data["run"]
     outside = [f for f in data["findings"] if f["path"] == "other_entry.py"]
     assert outside and all(f["status"] == "outside" for f in outside), outside
+
+
+def test_lines_this_run_will_not_reach_are_untaken_and_do_not_hold_auto(cli, tmp_path):
+    """A load only another script's calls reach, and one in an `if resume:` that this run's
+    once-run main decided false, are `untaken` and do not hold --steps auto; a load in a branch
+    of the loop whose test changes every step (`step == 7`) is waited for."""
+    loaders = """
+    import torch
+
+    def restore(model, path):
+        model.load_state_dict(torch.load(path))
+
+    def restore_for_eval(model, path):
+        model.load_state_dict(torch.load(path))
+    """
+    evaluate = """
+    from loaders import restore_for_eval
+    if __name__ == "__main__":
+        restore_for_eval(None, "ckpt.pt")
+    """
+    train = NET + """
+import sys
+from loaders import restore
+
+def main(resume):
+    torch.manual_seed(0)
+    model = Net()
+    torch.save(model.state_dict(), "ckpt.pt")
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for step in range(400):
+        if resume:
+            restore(model, "ckpt.pt")
+        if step == 7:
+            model.load_state_dict(torch.load("ckpt.pt"))
+        loss = F.mse_loss(model(torch.randn(32, 6)), torch.zeros(32, 6))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+if __name__ == "__main__":
+    main(resume="--resume" in sys.argv)
+"""
+    write(tmp_path, {"loaders.py": loaders, "evaluate.py": evaluate, "train.py": train})
+    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "auto", "--max-steps", "60"))
+    assert data["run"]["stopped"] == "budget" and 8 <= data["run"]["steps"] < 20, data["run"]
+    status = {(f["path"], f["line"]): f for f in by_rule(data, "GM602")}
+    load_line = line_of(loaders, "torch.load")
+    assert status[("loaders.py", load_line)]["status"] == "untaken", status
+    assert "evaluate.py" in status[("loaders.py", load_line + 3)]["evidence"][-1], status
+    assert status[("loaders.py", load_line + 3)]["status"] == "untaken", status
+    in_loop = status[("train.py", line_of(train, "if step == 7") + 1)]
+    assert in_loop["status"] not in ("untaken", "unexercised", "refuted"), in_loop
 
 
 def test_gradients_accumulating_without_zero_grad_are_gm104(cli, tmp_path):
@@ -311,6 +386,17 @@ for step in range(12):
     _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "3"))
     found = errors(data, "GM402")
     assert found and any("aux.weight" in e for f in found for e in f["evidence"]), data["findings"]
+
+
+def test_cuda_autocast_on_a_cpu_run_is_not_refuted(cli, tmp_path):
+    # torch disables autocast('cuda') when there is no CUDA device: the float32 loss this run
+    # sees acquits nothing of the GPU run the line was written for
+    train, data = run_net(cli, tmp_path, NET + LOOP.replace(
+        "        loss = F.mse_loss(model(x), x)\n",
+        "        with torch.autocast('cuda', dtype=torch.float16):\n"
+        "            loss = F.mse_loss(model(x), x)\n"), steps=3)
+    gm301 = [f for f in by_rule(data, "GM301") if f["line"] == line_of(train, "autocast(")]
+    assert gm301 and gm301[0]["status"] != "refuted", data["findings"]
 
 
 def test_prediction_cast_to_low_precision_is_gm301_at_the_loss(cli, tmp_path):

@@ -264,3 +264,37 @@ def test_a_program_that_does_not_train_is_not_held_to_another_ones_training():
     }
     found = findings(files, [all_rules()["GM603"]])
     assert {path for _, path, _, _ in found} == {"layers.py"}  # the weight init train.py runs
+
+
+
+FIT = (
+    "def fit(model, opt, x, steps):\n"
+    "    for _ in range(steps):\n"
+    "        loss = ((model(x) - x) ** 2).mean()\n"
+    "        opt.zero_grad()\n        loss.backward()\n        opt.step()\n"
+)
+FIT_SCRIPT = (
+    "import torch\nfrom engine import fit\nfrom layers import Encoder\n\n"
+    "def main():\n"
+    "    model = Encoder()\n"
+    "    opt = torch.optim.Adam(model.parameters())\n"
+    "{rebuild}"
+    "    fit(model, opt, torch.randn(8, 4), 10)\n\n"
+    "if __name__ == '__main__':\n    main()\n"
+)
+
+
+def test_optimizer_is_judged_with_the_model_of_its_own_program():
+    # two scripts share one training helper, each with its own model and optimizer: the model
+    # one script makes is never held against the optimizer the other builds
+    files = {"engine.py": FIT, "layers.py": CLEAN, "train_a.py": FIT_SCRIPT.format(rebuild=""),
+             "train_b.py": FIT_SCRIPT.format(rebuild="")}
+    assert findings(files, [all_rules()["GM105"]]) == []
+
+
+def test_stale_optimizer_is_reported_in_its_program_with_its_sites():
+    files = {"engine.py": FIT, "layers.py": CLEAN, "train_a.py": FIT_SCRIPT.format(rebuild=""),
+             "train_b.py": FIT_SCRIPT.format(rebuild="    model = Encoder()\n")}
+    found = findings(files, [all_rules()["GM105"]])
+    assert [(rule, path, line) for rule, path, line, _ in found] == [("GM105", "train_b.py", 8)]
+    assert "train_a" not in found[0][3]

@@ -44,6 +44,7 @@ from auditor.probe.command import (
     ProbeUsageError, _resolve_executable, classify, progress_display, step_budget,
 )
 from auditor.probe.evidence import Evidence
+from auditor.probe.reach import watch_list
 from auditor.probe.launch import (
     RunOutcome, prepare, pymp_dirs, remove_new_pymp, run_command, stop_programs_on_signals,
     stop_signal,
@@ -340,10 +341,12 @@ def run_diff_command(args: argparse.Namespace, config: Config, rules: list, fail
     opts = _options(args, config)
     start = time.perf_counter()
     try:
-        static = run_check(opts["paths"], config, rules, jobs=args.jobs, use_cache=not args.no_cache)
+        # --steps auto asks which entry points' calls reach each finding (auditor/probe/reach.py)
+        static = run_check(opts["paths"], config, rules, jobs=args.jobs, use_cache=not args.no_cache,
+                           need_project=opts["auto"])
     except PathMissing as exc:
         raise UsageError(str(exc)) from None
-    watch = sorted({(f.path, f.line, f.end_line) for f in static.findings})
+    watch = watch_list(static)
     cwd = Path.cwd()
     ref, cand = Run("reference", opts["cmds"][0]), Run("candidate", opts["cmds"][1])
     _run_pair(ref, cand, opts, watch, cwd, args)

@@ -17,6 +17,7 @@ from auditor.emit import EXIT_ERROR, UsageError, emit
 from auditor.findings import Finding, Severity
 from auditor.probe.charts import parameter_gradients, reconstruction_view
 from auditor.probe.evidence import Evidence
+from auditor.probe.reach import watch_list
 from auditor.probe.launch import (
     RunOutcome, prepare, pymp_dirs, remove_new_pymp, run_command, stop_programs_on_signals,
     stop_signal, tail,
@@ -188,12 +189,13 @@ def run_probe_command(args: argparse.Namespace, config: Config, rules: list, fai
         raise UsageError(str(exc)) from None
     start = time.perf_counter()
     try:
+        # --steps auto asks which entry points' calls reach each finding (auditor/probe/reach.py)
         static = run_check(opts["paths"], config, rules, jobs=args.jobs,
-                           use_cache=not args.no_cache)
+                           use_cache=not args.no_cache, need_project=opts["steps"] == "auto")
     except PathMissing as exc:
         raise UsageError(str(exc)) from None
     cwd = Path.cwd()
-    watch = sorted({(f.path, f.line, f.end_line) for f in static.findings})
+    watch = watch_list(static)
     run_dir = Path(tempfile.mkdtemp(prefix="gm-audit-probe-"))
     pymp = pymp_dirs()
     try:

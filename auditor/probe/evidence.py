@@ -366,7 +366,8 @@ class DDPFacts:
 @dataclass
 class LoadFacts:
     """``kind`` torch.load: ``weights_only`` (None: not passed). ``kind`` load_state_dict:
-    ``strict``, ``missing``/``unexpected`` keys, ``module`` (class), ``trained`` (the module is,
+    ``strict``, ``missing``/``unexpected`` keys, ``partial`` (the missing keys of modules whose
+    other keys were loaded), ``module`` (class), ``trained`` (the module is,
     or is inside, the model that was later trained), ``changed`` (parameters whose values the
     load replaced)."""
 
@@ -377,6 +378,7 @@ class LoadFacts:
     strict: Optional[bool] = None
     missing: list[str] = field(default_factory=list)
     unexpected: list[str] = field(default_factory=list)
+    partial: list[str] = field(default_factory=list)  # missing keys of modules partly loaded
     module: str = ""
     trained: Optional[bool] = None
     changed: int = 0
@@ -673,6 +675,17 @@ class Evidence:
         static findings only, which the recorder watches)."""
         watching = [d for d in self.docs if d.get("watching")]
         return bool(watching) and not any(path in (d.get("files_run") or []) for d in watching)
+
+    def untaken(self, path: str, line: int) -> Optional[str]:
+        """Why the run would not have reached the finding at ``path:line`` whatever its length
+        (its callers' files never imported, or a branch decided false for the run:
+        ``auditor/probe/hooks/branches.py``); None when no process decided so."""
+        for d in self.docs:
+            for entry in d.get("untaken") or []:
+                if isinstance(entry, list) and len(entry) == 4 and entry[0] == path \
+                        and entry[1] == line:
+                    return str(entry[3])
+        return None
 
     def calls_at(self, path: str, line: int, kind: Optional[str] = None,
                  end_line: Optional[int] = None) -> list[CallRecord]:

@@ -138,7 +138,14 @@ class Recorder:
             except (TypeError, ValueError, IndexError):
                 continue
             self.watched.setdefault(rel, set()).update(range(line, end + 1))
-        self.spans = [(e[0], int(e[1]), int(e[2] or e[1])) for e in watch if len(e) == 3]
+        self.spans = [(e[0], int(e[1]), int(e[2] or e[1])) for e in watch if len(e) >= 3]
+        # span -> {"files": module bodies whose calls lead to it, "calls": the lines calling its
+        # function} (auditor/probe/reach.py; absent: unknown)
+        self.reach = {(e[0], int(e[1]), int(e[2] or e[1])): e[3] for e in watch
+                      if len(e) >= 4 and isinstance(e[3], dict)}
+        self.untaken: dict[tuple, str] = {}  # span -> why this run will not reach it
+        self.branches = None  # hooks/branches.py, loaded when a span is still waited for
+        self.untaken_step = -1
         self.line_hits: dict[tuple[str, int], int] = {}
         self.call_lines: set[tuple[str, int]] = set()  # lines of recorded calls (they ran)
         self.files_run: set[str] = set()  # watched files any code of which ran
@@ -405,13 +412,22 @@ class Recorder:
             flag = self.library_types[cls] = bool(path) and self.rel(path) is None
         return flag
 
+    def span_ran(self, span: tuple) -> bool:
+        p, a, b = span
+        return any(self.line_hits.get((p, n)) or (p, n) in self.call_lines for n in range(a, b + 1))
+
     def all_watched_hit(self) -> bool:
         """Every watched span ran (a traced line, or a recorded call there: the tracer is off
-        in most steps), leaving out those in files this program never imported:
-        they cannot run here, so they do not hold the ``--steps auto`` budget."""
-        return all(any(self.line_hits.get((p, n)) or (p, n) in self.call_lines
-                       for n in range(a, b + 1))
-                   for p, a, b in self.spans if p in self.files_run)
+        in most steps), leaving out those this run will not reach: in files this program never
+        imported, and ``untaken`` ones (hooks/branches.py). They do not hold the
+        ``--steps auto`` budget."""
+        pending = [s for s in self.spans if s[0] in self.files_run and not self.span_ran(s)]
+        if pending and self.untaken_step != self.step_count:
+            self.untaken_step = self.step_count  # decided at most once per step
+            if self.branches is None:
+                self.branches = _hook("branches").install(self)
+            self.branches.decide(pending, sys._getframe(1))
+        return all(s in self.untaken for s in pending)
 
     # -- evidence file ------------------------------------------------------------------------------
     def imported_watched_files(self) -> None:
@@ -440,6 +456,8 @@ class Recorder:
                 "calls": calls,
                 "lines": [[p, n, c] for (p, n), c in self.line_hits.items()],
                 "files_run": sorted(self.files_run),
+                "untaken": [[*span, why] for span, why in self.untaken.items()
+                            if not self.span_ran(span)],
                 "watching": bool(self.watched),
                 "steps": list(self.steps),
                 "rng_draws": {k: dict(v) for k, v in self.rng_draws.items()},

@@ -1,6 +1,8 @@
 """From evidence to statuses: each static finding decided, plus the findings of the run alone.
 
-Static findings: a finding in a module the run never imported is ``outside``; a finding whose
+Static findings: a finding in a module the run never imported is ``outside``; one whose line
+never ran and that this run would not reach (its callers' files never imported, a branch decided
+false for the run: ``hooks/branches.py``) is ``untaken``; a finding whose
 line never ran is never ``refuted`` (``unexercised`` instead); otherwise the rule's
 ``confirm(finding, evidence)`` decides when it returns a Verdict; a finding whose lines never ran
 is ``unexercised``; a finding whose line ran but whose
@@ -38,6 +40,7 @@ GM401      a sum (``.sum()``, ``reduction='sum'``) over the nodes in the backpro
 GM402      parameters the loss reaches that get exactly zero gradient at every step
 GM302      DistributedDataParallel built without a process group or in a world of size 1
 GM501      nodes carrying more than one self loop: at the ``add_self_loop`` that made them
+GM601      a ``load_state_dict(strict=False)`` that skipped keys of modules it partly loaded
 =========  ==============================================================================
 
 and four codes of the probe's own, outside the static catalogue (no static check; listed in
@@ -95,6 +98,9 @@ def decide(findings: Iterable[Finding], evidence: Evidence, rules: dict[str, typ
             f.status = Status.OUTSIDE
             f.evidence = [*f.evidence, "this run never imported the module: outside what the "
                                        "probe can decide"]
+        elif evidence and not ran and (why := evidence.untaken(f.path, f.line)):
+            f.status = Status.UNTAKEN
+            f.evidence = [*f.evidence, f"line never ran, and this run would not reach it: {why}"]
         elif verdict is not None and not ran and verdict.status == Status.REFUTED:
             # whatever happened elsewhere, a line that never ran is not shown benign
             f.status = Status.UNEXERCISED
@@ -164,8 +170,23 @@ def runtime_findings(evidence: Evidence, static: Sequence[Finding],
     _optimizers(evidence, steps, add)
     _ddp(evidence, add)
     _graphs(evidence, add)
+    _partial_loads(evidence, add)
     _outputs(evidence, add)
     return found
+
+
+def _partial_loads(evidence: Evidence, add) -> None:
+    """A ``load_state_dict(strict=False)`` that left keys of partly loaded modules at their
+    initial values (GM601), at the load. Whole modules missing (a new head a fine-tuning load
+    leaves out) are the intended use of ``strict=False`` and are not reported."""
+    for f in evidence.loads:
+        if f.kind == "load_state_dict" and f.strict is False and f.partial:
+            add("GM601", f.path, f.line,
+                f"load_state_dict(strict=False) into {f.module or 'the model'} skipped "
+                f"{len(f.partial)} keys of modules whose other keys it loaded: they keep their "
+                f"initial values",
+                "load a complete checkpoint with strict=True, or name the keys you mean to skip",
+                [f"missing: {_names(f.partial)}"])
 
 
 def _when(evidence: Evidence, cause: dict, kind: Optional[str]) -> str:
@@ -359,7 +380,10 @@ def _sum_reductions(evidence: Evidence, add) -> None:
 
 def _zero_gradients(steps: list[StepFacts], add) -> None:
     """Parameters that the loss reaches but whose gradient is exactly zero at every backward:
-    the only loss term through them is weighted 0 (GM402)."""
+    the only loss term through them is weighted 0 (GM402). A weight scales a module's output as
+    a whole, so a parameter whose siblings in its module get gradient is left out: that zero
+    is the module's own arithmetic (a GAT's destination attention, constant within each
+    softmax group, has an exactly zero gradient)."""
     graded = [s for s in steps if s.grads]
     if len(graded) < 2:
         return
@@ -368,6 +392,9 @@ def _zero_gradients(steps: list[StepFacts], add) -> None:
         reached = set(s.params_reached)
         now = {n for n, g in s.grads.items() if g.state == "zero" and n in reached}
         zero = now if zero is None else zero & now
+    module = lambda name: name.rpartition(".")[0]  # noqa: E731
+    zero = {n for n in zero or () if all(p in zero for p in graded[-1].grads
+                                         if module(p) == module(n))}
     if zero:
         s = graded[-1]
         add("GM402", s.path, s.line,

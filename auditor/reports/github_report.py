@@ -12,7 +12,7 @@ from auditor.reports.safe_text import printable
 
 LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 PRIORITY = {Status.CONFIRMED: 0, Status.RUNTIME: 0, Status.STATIC: 1, Status.UNEXERCISED: 2,
-            Status.OUTSIDE: 2, Status.REFUTED: 3}
+            Status.OUTSIDE: 2, Status.UNTAKEN: 2, Status.REFUTED: 3}
 
 
 def _data(text: str) -> str:

@@ -53,7 +53,7 @@ from auditor.findings import Finding
 from auditor.reports import Report, failed_run, no_divergence, source_lines
 from auditor.reports.safe_text import printable
 
-STATUS_ORDER = ("confirmed", "runtime", "static", "unexercised", "outside", "refuted")
+STATUS_ORDER = ("confirmed", "runtime", "static", "unexercised", "untaken", "outside", "refuted")
 CONTEXT = 2
 MAX_EXCERPT = 12
 MAX_ITEMS = 8  # diff items shown per stage
@@ -71,7 +71,7 @@ table { border-collapse: collapse; width: 100%; } th, td { text-align: left; pad
 .badge { display: inline-block; padding: 0 8px; border-radius: 10px; font-size: 12px;
          font-weight: 600; color: #fff; white-space: nowrap; }
 .confirmed { background: #cf222e; } .runtime { background: #8250df; } .static { background: #0969da; }
-.unexercised, .outside { background: #6e7781; } .refuted { background: #1a7f37; }
+.unexercised, .untaken, .outside { background: #6e7781; } .refuted { background: #1a7f37; }
 .error { background: #a40e26; } .warning { background: #bc4c00; } .info { background: #0550ae; }
 .same { background: #1a7f37; } .differs { background: #cf222e; } .missing { background: #9a6700; }
 .counts span { margin-right: 12px; }

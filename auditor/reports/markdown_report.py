@@ -19,9 +19,9 @@ from auditor.reports.safe_text import code_span, printable
 
 ICON = {"error": "🔴", "warning": "🟠", "info": "🔵"}
 STATUS_ICON = {
-    "confirmed": "❗", "runtime": "⚡", "static": "🔎", "unexercised": "💤", "outside": "🚫", "refuted": "✅",
+    "confirmed": "❗", "runtime": "⚡", "static": "🔎", "unexercised": "💤", "untaken": "💤", "outside": "🚫", "refuted": "✅",
 }
-STATUS_ORDER = ("confirmed", "runtime", "static", "unexercised", "outside", "refuted")
+STATUS_ORDER = ("confirmed", "runtime", "static", "unexercised", "untaken", "outside", "refuted")
 PROMINENT = (Status.CONFIRMED, Status.RUNTIME)
 BUDGET = 60_000  # characters; GitHub's limit for a comment body is 65,536
 CONTEXT = 2  # lines of code shown around the reported span

@@ -20,7 +20,7 @@ from auditor.reports.safe_text import printable
 STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 STATUS_STYLE = {
     Status.CONFIRMED: "bold red", Status.REFUTED: "green", Status.UNEXERCISED: "dim",
-    Status.OUTSIDE: "dim",
+    Status.OUTSIDE: "dim", Status.UNTAKEN: "dim",
     Status.RUNTIME: "magenta", Status.STATIC: "",
 }
 

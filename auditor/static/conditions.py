@@ -11,6 +11,8 @@ API:
 * :func:`implies` — event A runs only where event B's tests hold (A's tests include B's): a
   ``DistributedDataParallel`` under ``if not args.standalone`` after an ``init_process_group``
   under the same test runs exactly when the process group exists.
+* :func:`excludes` — two events on opposite sides of one ``if`` (one runs under ``test``, the
+  other under ``not (test)``): no single pass runs both.
 * :func:`constant_truth` — a test on a constant resolves (``if False:``, ``if not DEBUG`` with a
   module constant ``DEBUG = False``): True / False, or None when it depends on the run.
 """
@@ -46,6 +48,13 @@ def implies(event: Event, other: Event) -> bool:
     """``event`` runs only where ``other``'s enclosing tests hold (same function's tests)."""
     mine = set(conditions_of(event))
     return all(c in mine for c in conditions_of(other))
+
+
+def excludes(event: Event, other: Event) -> bool:
+    """``event`` and ``other`` lie on opposite sides of one test."""
+    mine = set(conditions_of(event))
+    return any(f"not({c})" in mine or (c.startswith("not(") and c.endswith(")") and c[4:-1] in mine)
+               for c in conditions_of(other))
 
 
 def constant_truth(project: Project, module: str, test: str) -> Optional[bool]:

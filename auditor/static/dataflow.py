@@ -56,6 +56,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional
 
+from auditor.static.conditions import excludes
 from auditor.static.facts import Event, FunctionInfo, Span
 from auditor.static.project import Project
 
@@ -586,7 +587,15 @@ class _Walker:
         for name in live:
             self.flow.values.add((fn.qualname, name))
         self._share(fn, live)
-        for pos, stmt in enumerate(self._order(fn, start)):
+        order = self._order(fn, start)
+        # a name rebound in a branch the start is not in (`if a: c = X() elif b: c = Y()`)
+        # keeps its value on the other paths; the other side of the start's own `if` does not
+        # run in the same pass
+        always = set(order[0].head.conditions) if order else set()
+        same_pass = len(statements(fn)) - start
+        for pos, stmt in enumerate(order):
+            if pos < same_pass and excludes(stmt.head, order[0].head):
+                continue
             self.budget -= 1
             forced = inner if pos == 0 and inner is not None else None
             if forced is not None:
@@ -599,7 +608,7 @@ class _Walker:
                 hit_calls = [c for c in stmt.calls if any(
                     u == n or u.startswith(n + ".") for u in c.uses for n in hit)]
             if not hit:
-                if stmt.kind == "assign" and pos > 0:
+                if stmt.kind == "assign" and pos > 0 and set(stmt.head.conditions) <= always:
                     live -= _rebound(stmt)  # reassigned from something else
                 continue
             if self.stop is not None and self.stop(fn, stmt, hit):
@@ -803,6 +812,8 @@ def instance_classes(project: Project, fn: FunctionInfo, name: str, index: int,
                 for use in _aliased(stmt):
                     if "." not in use or use.startswith("self."):
                         classes |= instance_classes(project, where, use, stmt.index, depth + 1)
+            if not classes and stmt.kind == "assign" and stmt.calls:
+                classes = _factory_classes(project, where, stmt.calls[0], depth + 1)
             out |= classes
         if not defs and name in fn.params:
             for caller, call in _static_callers(project, fn):
@@ -810,8 +821,38 @@ def instance_classes(project: Project, fn: FunctionInfo, name: str, index: int,
                 text = call.kwargs.get(name) or (call.args[pos] if 0 <= pos < len(call.args) else "")
                 if re.fullmatch(r"[\w.]+", text or ""):
                     out |= instance_classes(project, caller, text, _index_of(caller, call), depth + 1)
+                elif re.fullmatch(r"[\w.]+\(.*\)", text or "", re.S):
+                    out |= _built_in_argument(project, caller, call, text)
     cache[key] = out
     return out
+
+
+def _factory_classes(project: Project, fn: FunctionInfo, call: Event, depth: int) -> set[str]:
+    """The classes a project function returns instances of (``model = build_model(args)``,
+    whose ``return model`` was ``model = PreModel(...)``)."""
+    out: set[str] = set()
+    for target in project.resolve_call(call, fn):
+        callee = project.function(target)
+        if callee is None or callee.name == "__init__" or depth >= MAX_DEPTH:
+            continue
+        for stmt in statements(callee):
+            if stmt.kind != "return":
+                continue
+            value = _value_text(stmt)
+            if stmt.calls:
+                out |= constructed_class(project, stmt.calls[0])
+            elif re.fullmatch(r"\w+", value):
+                out |= instance_classes(project, callee, value, stmt.index, depth)
+    return out
+
+
+def _built_in_argument(project: Project, caller: FunctionInfo, call: Event, text: str) -> set[str]:
+    """``run(GCN(), g)``: the class an argument constructs on the spot."""
+    local = text.split("(", 1)[0]
+    stmt = statement_of(caller, call)
+    return set().union(*(constructed_class(project, inner) for inner in (stmt.calls if stmt else [])
+                         if inner is not call and contains(call.span, inner.span)
+                         and (inner.func == local or inner.func.endswith("." + local))))
 
 
 def _aliased(stmt: Statement) -> set[str]:

@@ -19,7 +19,7 @@ value could not be followed). The walk is bounded (depth, caller levels, events 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Callable, Hashable, Optional
 
 from auditor.static.conditions import innermost
@@ -53,6 +53,7 @@ class Step:
     conditional: bool  # the event may be skipped on this path (an `if` the start is not in)
     no_grad: bool  # runs under no_grad / inference_mode (own `with`, or a caller's, or decorator)
     resolved: bool = False  # a call the walk descended into (the callee's events came first)
+    project: Optional[Project] = field(default=None, compare=False, repr=False)
 
     @property
     def event(self) -> Event:
@@ -113,42 +114,12 @@ def forward_use(event: Event, tracked: str) -> bool:
     return func.startswith(tracked + ".") and event.method not in NOT_FORWARD
 
 
-def _stepped_here(fn: FunctionInfo, built: list[Event], backward: Event) -> list[Event]:
-    """Of the optimizers ``fn`` builds, those stepped in the loop of ``backward`` (a script
-    that first trains an encoder, then a probe on its embeddings, builds both in one
-    function: only the optimizer stepped after this backward is trained by it)."""
-    if not backward.loop_ids:
-        return built
-    inner = backward.loop_ids[-1]
-    stepped = {e.receiver for e in fn.events
-               if e.kind == "call" and e.method == "step" and inner in e.loop_ids}
-    out = [b for b in built if any(
-        a.kind == "assign" and set(a.targets) & stepped
-        and a.span.line <= b.span.line <= a.span.end_line for a in fn.events)]
-    return out or built
-
-
-def optimises_other(fn: FunctionInfo, tracked: Optional[str],
-                    backward: Optional[Event] = None) -> bool:
-    """``fn`` builds its own optimizer over something other than the tracked module (an
-    explainer optimising masks through a frozen model): its backward does not train it."""
-    if not tracked:
-        return False
-    built = [e for e in fn.events if e.kind == "call" and e.func.startswith("torch.optim.")
-             and not e.func.startswith("torch.optim.lr_scheduler")]
-    if backward is not None:
-        built = _stepped_here(fn, built, backward)
-    if not built:
-        return False
-    root = tracked.split(".")[0] if not tracked.startswith("self.") else tracked
-    for opt in built:
-        reads = set(opt.uses)
-        for e in fn.events:  # one level back: `params = list(model.parameters()) + ...`
-            if e.kind == "assign" and set(e.targets) & reads:
-                reads |= set(e.uses)
-        if any(r == root or r.startswith(root + ".") for r in reads):
-            return False
-    return True
+def backward_trains(step: "Step") -> bool:
+    """The backward at ``step`` may train the tracked module: some optimizer stepped after it
+    may hold its parameters (see Training.trains_module)."""
+    from auditor.static.training import Training  # built on this module: imported when asked
+    return step.project is None or Training.of(step.project).trains_module(
+        step.fn, step.index, step.tracked)
 
 
 def training_visitor(step: "Step", forwarded: Hashable) -> tuple[Optional[str], Hashable]:
@@ -156,18 +127,37 @@ def training_visitor(step: "Step", forwarded: Hashable) -> tuple[Optional[str], 
     gradients on the same path (a frozen teacher run under no_grad never counts)."""
     event, tracked = step.event, step.tracked
     if is_backward(event):
-        trains = forwarded and not step.no_grad and not optimises_other(step.fn, tracked, event)
+        trains = forwarded and not step.no_grad and backward_trains(step)
         return (TRAINED, forwarded) if trains else (None, forwarded)
     if tracked and not step.no_grad and not step.resolved and forward_use(event, tracked):
         return None, True
     return None, forwarded
 
 
+def in_one_program(project: Project, fn: FunctionInfo, outcome: "Outcome") -> bool:
+    """The path from ``fn`` to ``outcome`` stays within files one program runs together."""
+    paths = {fn.path, *(where.rsplit(":", 1)[0] for where in outcome.trail)}
+    if outcome.step is not None:
+        paths.add(outcome.step.fn.path)
+    # any of them may be the one whose program holds the rest (a library module's own closure
+    # holds what it imports, not who imports it)
+    if any(project.share_program(p, *sorted(paths - {p})) for p in sorted(paths)):
+        return True
+    # library code that no entry point runs: nothing says it runs apart from the rest
+    return not any(p in prog.files for prog in project.programs() for p in paths)
+
+
+def first_trained(project: Project, fn: FunctionInfo,
+                  outcomes: list["Outcome"]) -> Optional["Outcome"]:
+    """The first outcome that reached a training backward within the program of ``fn``."""
+    return next((o for o in outcomes if o.verdict == TRAINED and o.step is not None
+                 and in_one_program(project, fn, o)), None)
+
+
 def trains_after(project: Project, fn: FunctionInfo, index: int,
                  tracked: str) -> Optional["Outcome"]:
     """A path from event ``index`` on which ``tracked`` is trained (forward, then backward)."""
-    outcomes = PathSearch(project, training_visitor).run(fn, index, tracked, False)
-    return next((o for o in outcomes if o.verdict == TRAINED and o.step is not None), None)
+    return first_trained(project, fn, PathSearch(project, training_visitor).run(fn, index, tracked, False))
 
 
 def bindings(event: Event, callee: FunctionInfo) -> list[tuple[str, str]]:
@@ -209,6 +199,34 @@ def call_sites_of(project: Project, fn: FunctionInfo) -> list[tuple[FunctionInfo
         # API: an unresolved `m.train()` is Module.train, not every project class's `train`
         out = list(_unresolved_method_calls(project).get(fn.name, ()))
     return out
+
+
+def runs_before(project: Project, fn: FunctionInfo, index: int,
+                found: Callable[[FunctionInfo, Event], bool],
+                max_up: int = 3) -> Optional[tuple[FunctionInfo, Event]]:
+    """An event for which ``found`` holds that runs before event ``index`` of ``fn``: earlier
+    in ``fn`` (in what its calls run too), or, in a caller, earlier than the call that leads
+    here (``pretrain(); finetune()``), up to ``max_up`` callers."""
+    frames, seen = [(fn, index, 0)], set()
+    while frames:
+        cur, stop, level = frames.pop()
+        for e in cur.events[:stop]:
+            if found(cur, e):
+                return cur, e
+            if e.kind != "call":
+                continue
+            for qual in project.resolve_call(e, cur):
+                for inner in sorted(project.reachable_from(qual)):
+                    callee = project.function(inner)
+                    hit = next((x for x in callee.events if found(callee, x)), None) if callee else None
+                    if hit is not None:
+                        return callee, hit
+        if level < max_up:
+            for caller, i in call_sites_of(project, cur):
+                if (caller.qualname, i) not in seen:
+                    seen.add((caller.qualname, i))
+                    frames.append((caller, i, level + 1))
+    return None
 
 
 def _unresolved_method_calls(project: Project) -> dict[str, list[tuple[FunctionInfo, int]]]:
@@ -295,7 +313,7 @@ class PathSearch:
         """Everything after event ``index`` of ``fn``: the loop wrap-arounds and the straight
         path to the end, which then continues in the callers."""
         start = fn.events[index]
-        no_grad = under_no_grad(start) or is_no_grad_function(fn)
+        no_grad = is_no_grad_function(fn)  # each later event answers for its own `with`
         outcomes: list[Outcome] = []
         sequences = []
         for loop_id in reversed(start.loop_ids):
@@ -362,7 +380,7 @@ class PathSearch:
                         fn, event, tracked, st, conditional, ng, depth, stack)
                     results += stopped
                 for est in entry_states:
-                    step = Step(fn, i, tracked, conditional, ng, resolved)
+                    step = Step(fn, i, tracked, conditional, ng, resolved, self.project)
                     verdict, new = self.visitor(step, est)
                     if verdict is not None:
                         results.append((verdict, new, step))

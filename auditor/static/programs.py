@@ -180,3 +180,39 @@ def programs_with(programs: Iterable[Program], project: "Project", imports: dict
     """The programs that run the file at ``path``; library code: its own closure."""
     found = [p for p in programs if path in p.files]
     return found or [_program(project, imports, path, LIBRARY, ())]
+
+
+# methods Python calls on an object without a call of them by name: indexing and iterating a
+# dataset (a DataLoader does it), calling a transform or a module (`nn.Module.__call__` runs
+# `forward`), `len(...)`
+PROTOCOL_METHODS = ("__getitem__", "__iter__", "__next__", "__len__", "__call__", "forward")
+
+
+def runs(project: "Project", roots: Iterable[str]) -> set[str]:
+    """The functions a program runs: what calls from ``roots`` reach, and the protocol methods
+    of every project class it builds (a dataset's ``__getitem__`` runs when its loader is
+    iterated), with what those reach in turn."""
+    seen = project.reachable_from_all(roots)
+    todo = list(seen)
+    while todo:
+        for cls in _built_classes(project, todo.pop()):
+            starts = [m for name in PROTOCOL_METHODS for m in project.method_candidates(cls, name)
+                      if m in project.functions and m not in seen]
+            for qual in project.reachable_from_all(starts) - seen:
+                seen.add(qual)
+                todo.append(qual)
+    return seen
+
+
+def _built_classes(project: "Project", qualname: str) -> set[str]:
+    """Project classes whose constructor the function ``qualname`` calls."""
+    fn = project.functions.get(qualname)
+    out: set[str] = set()
+    for event in fn.events if fn is not None else ():
+        if event.kind != "call":
+            continue
+        func = event.func.removesuffix("()")
+        cls = func if func in project.classes else project.reexported(func) if "." in func else None
+        if cls in project.classes:
+            out.add(cls)
+    return out

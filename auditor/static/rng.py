@@ -21,6 +21,7 @@ from typing import Optional
 
 from auditor.static.context import MODULE_SCOPE
 from auditor.static.facts import Event, FunctionInfo
+from auditor.static.programs import runs
 from auditor.static.project import Project
 
 RANDOM, NUMPY, TORCH, CUDA, DGL = "random", "numpy", "torch", "torch.cuda", "dgl"
@@ -92,9 +93,11 @@ _DGL_DRAW_PREFIXES = (
     "dgl.dataloading.NeighborSampler", "dgl.dataloading.MultiLayerNeighborSampler",
     "dgl.dataloading.LaborSampler", "dgl.dataloading.SAINTSampler",
     "dgl.dataloading.ShaDowKHopSampler", "dgl.dataloading.negative_sampler.",
-    "dgl.transforms.DropEdge", "dgl.transforms.DropNode", "dgl.transforms.FeatMask",
-    "dgl.DropEdge", "dgl.DropNode", "dgl.FeatMask",
 )
+# DGL transforms that sample with torch (`torch.distributions.Bernoulli`, `randint`, a shuffle
+# through the torch backend): torch's generator, not DGL's, decides what they drop or add
+_DGL_TORCH_TRANSFORMS = {f"{module}.{name}" for module in ("dgl", "dgl.transforms")
+                         for name in ("DropEdge", "DropNode", "FeatMask", "NodeShuffle", "AddEdge")}
 
 
 @dataclass
@@ -145,6 +148,8 @@ def draw_of(event: Event) -> Optional[Draw]:
         return Draw(TORCH, f"{func} (weight initialisation)")
     if func in _SHUFFLING_LOADERS and event.kwargs.get("shuffle") == "True":
         return Draw(TORCH, f"{name}(shuffle=True) without a seeded generator")
+    if func in _DGL_TORCH_TRANSFORMS:
+        return Draw(TORCH, func)
     if func.startswith(_DGL_DRAW_PREFIXES) and not name.startswith("_"):
         return Draw(DGL, func)
     if event.method in _TENSOR_DRAW_METHODS and event.receiver and root not in ("numpy", "random"):
@@ -207,11 +212,11 @@ def project_seeding(project: Project) -> Seeding:
     reach: dict[str, set[str]] = {}
     for program in project.programs():
         key = f"{program.entry}:{program.roots[0]}" if program.entry in reach else program.entry
-        reach[key] = project.reachable_from_all(program.roots)
+        reach[key] = runs(project, program.roots)
     running = {p for program in project.programs() for p in program.files}
     for path, facts in list(project.files.items()):
         if path not in running:
-            reach[path] = project.reachable_from(f"{facts.module}.{MODULE_SCOPE}")
+            reach[path] = runs(project, [f"{facts.module}.{MODULE_SCOPE}"])
     reached: set[str] = set().union(*reach.values()) if reach else set()
     out = Seeding(reach=reach)
     for fn, event in project.events("call"):

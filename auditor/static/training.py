@@ -23,6 +23,11 @@ API (``fn`` is a :class:`FunctionInfo`, ``i`` the index of an event in ``fn.even
 * ``optimizers()``            [OptimizerBuild] every optimizer construction and the module
                               expressions whose ``.parameters()`` it was given;
                               ``param_origins(build)`` where those modules were created.
+* ``trains_module(fn, i, m)`` the backward at ``i`` may train module ``m``: False only when
+                              every optimizer stepped after it (``stepped_after``) is known to
+                              hold other parameters (``holds``: a fresh linear probe's).
+* ``mode_free(fn, m, i)``     eval/train mode changes nothing ``m`` computes: what builds it
+                              makes no Dropout, BatchNorm or ``self.training`` reader.
 * ``contains_class(outer, inner)``  a module class builds another among its attributes.
 * ``module_call(fn, i)``      the call runs a ``torch.nn.Module`` (project class, ``torch.nn`` /
                               ``dgl.nn`` layer, or a model-like name when nothing resolves).
@@ -67,6 +72,14 @@ UNTRAINED_NAME = re.compile(
     re.I)
 MODEL_NAME = re.compile(r"model|net|encoder|decoder|gnn|gat|gcn|backbone|student|mae|head", re.I)
 MAX_DEPTH = 6
+# torch.nn modules whose forward does not read `self.training` (no Dropout, no BatchNorm)
+MODE_FREE_LAYERS = {
+    "Linear", "Bilinear", "Identity", "Embedding", "EmbeddingBag", "ReLU", "ReLU6", "LeakyReLU",
+    "PReLU", "ELU", "CELU", "GELU", "SELU", "SiLU", "Mish", "Tanh", "Sigmoid", "Hardtanh",
+    "Softmax", "LogSoftmax", "Softplus", "Softsign", "Sequential", "ModuleList", "ModuleDict",
+    "LayerNorm", "GroupNorm", "Flatten", "Unflatten", "Parameter", "ParameterList", "ParameterDict",
+    "Conv1d", "Conv2d", "Conv3d",
+}
 NON_DIFFERENTIABLE = {"argmax", "argmin", "argsort", "long", "int", "bool", "item", "detach",
                       "sign", "round", "floor", "ceil", "nonzero", "tolist", "numpy", "numel",
                       "size", "eq", "ne", "gt", "lt", "ge", "le", "randperm", "multinomial"}
@@ -156,6 +169,11 @@ def statement_start(fn: FunctionInfo, k: int) -> int:
             break
         start = j
     return start
+
+
+def _statement_head(fn: FunctionInfo, k: int) -> Event:
+    """The event that opens the statement holding event ``k``."""
+    return fn.events[statement_start(fn, k)]
 
 
 def _span_within(inner: Span, outer: Span) -> bool:
@@ -266,8 +284,10 @@ class Training:
         self._slices: dict[tuple, list[Site]] = {}  # loss_slice answers (they are asked often)
         self._resolved: dict[tuple, list[str]] = {}
         self._contains: dict[tuple[str, str], bool] = {}
+        self._submodules: dict[tuple[str, str], set[str]] = {}
         self._loops: Optional[list[TrainingLoop]] = None
         self._optimizers: Optional[list[OptimizerBuild]] = None
+        self._trains: dict[tuple, bool] = {}  # trains_module answers (asked at every backward walked)
 
     @classmethod
     def of(cls, project: Project) -> "Training":
@@ -355,6 +375,62 @@ class Training:
             return False
         return any(b.endswith("Module") or self.is_module_class(b, seen) for b in info.bases)
 
+    def mode_free(self, fn: FunctionInfo, expr: str, i: int) -> bool:
+        """Putting ``expr`` in eval or train mode changes nothing: every statement that builds
+        it (a local's last assignment; for an attribute, every ``self.<name> = ...`` of the
+        project's classes) makes only modules without mode-dependent layers."""
+        if "." not in expr:
+            found = self._assignment(fn, expr, i)
+            builds = [found] if found else []
+        else:
+            attr = "self." + expr.rsplit(".", 1)[-1]
+            self.project.load_mentioning(attr)  # the classes that build it, however skipped
+            builds = [(f, j) for f in list(self.project.functions.values()) if f.class_name
+                      for j, e in enumerate(f.events) if e.kind == "assign" and e.targets == [attr]]
+        return bool(builds) and all(self._builds_mode_free(f, j, set()) for f, j in builds)
+
+    def _builds_mode_free(self, fn: FunctionInfo, j: int, seen: set[str]) -> bool:
+        calls = self._expression_events(fn, j)
+        return bool(calls) and all(self._call_mode_free(fn, fn.events[k], seen) for k in calls)
+
+    def _call_mode_free(self, fn: FunctionInfo, call: Event, seen: set[str]) -> bool:
+        func = call.func.split("()")[0]
+        last = func.rsplit(".", 1)[-1]
+        if "dropout" in func.lower() or "batch_norm" in func.lower():
+            return False
+        if func.startswith("torch.nn.") and last[:1].isupper():
+            return last in MODE_FREE_LAYERS
+        if func.startswith("torch.") and not last[:1].isupper():
+            return True  # `torch.zeros`, `F.relu`: a function, no module (dropout caught above)
+        if func not in self.project.classes:
+            self.project.function(func + ".__init__")  # its module, when the prefilter skipped it
+            func = self.project.reexported(func) or func
+        if func in self.project.classes:
+            return self._class_mode_free(func, seen)
+        if self.resolve(fn, call) or call.receiver:
+            return False  # a project factory, `m.to(device)`: what it returns is not followed here
+        return not last[:1].isupper()  # `range`, `len`; an unknown class may have modes
+
+    def _class_mode_free(self, cls: str, seen: set[str]) -> bool:
+        if cls in seen:
+            return True
+        seen.add(cls)
+        info = self.project.classes[cls]
+        if not all(b.endswith("Module") or (b in self.project.classes and self._class_mode_free(b, seen))
+                   for b in info.bases):
+            return False
+        for qual in info.methods:
+            method = self.project.function(qual)
+            if method is None:
+                return False
+            for e in method.events:
+                if "self.training" in e.text or (e.kind == "call" and not self._call_mode_free(
+                        method, e, seen) and (e.func.split("()")[0] in self.project.classes
+                                              or "dropout" in e.func.lower()
+                                              or e.func.startswith("torch.nn."))):
+                    return False
+        return True
+
     def holds_no_parameters(self, cls: str) -> bool:
         """A project module class with no ``__init__`` of its own or of a project base, built
         right on ``nn.Module``: it has nothing an optimizer could hold (a scoring head that only
@@ -372,16 +448,32 @@ class Training:
             return True
         if depth > 3 or outer not in self.project.classes:
             return False
+        return any(made in self.project.classes and self.contains_class(made, inner, depth + 1)
+                   for made in self.submodule_classes(outer))
+
+    def submodule_classes(self, outer: str) -> set[str]:
+        """Classes of the objects ``outer``'s methods store on the instance: ``self.x = C(...)``,
+        ``self.x = factory(...)`` (what the factory returns), ``self.layers.append(C(...))``."""
+        key = (outer, "")
+        if key in self._submodules:
+            return self._submodules[key]
+        self._submodules[key] = set()  # recursion guard
+        out: set[str] = set()
         for qual in list(self.project.functions):
             fn = self.project.functions[qual]
             if fn.class_name != outer:
                 continue
-            for e in fn.events:
-                if e.kind == "call" and any(t.startswith("self.") for t in e.targets):
-                    made = e.func.split("()")[0]
-                    if made in self.project.classes and self.contains_class(made, inner, depth + 1):
-                        return True
-        return False
+            for k, e in enumerate(fn.events):
+                if e.kind != "call":
+                    continue
+                head = _statement_head(fn, k)
+                stored = any(t.startswith("self.") for t in head.targets) or (
+                    head.kind == "call" and head.receiver.startswith("self.")
+                    and head.method in ("append", "extend", "insert", "add_module"))
+                if stored:
+                    out |= {o.cls for o in self._call_origin(fn, k, 0) if o.cls}
+        self._submodules[key] = out
+        return out
 
     def module_call(self, fn: FunctionInfo, i: int) -> bool:
         """The call at ``i`` runs a module's parameters (its forward, or a method of it)."""
@@ -511,7 +603,13 @@ class Training:
             if calls:
                 out += self._call_origin(fn, calls[0], depth)
             elif len(_maximal(e.uses)) == 1:
-                out += self.origins(fn, _maximal(e.uses)[0], j, depth + 1)
+                name = _maximal(e.uses)[0]
+                # a factory's `mod = GAT(...)` / `elif ...: mod = MLP(...)` branches each reach
+                # `return mod`: every assignment of the name is a possible object
+                sites = [k + 1 for k in range(j) if fn.events[k].kind == "assign"
+                         and name in fn.events[k].targets] or [j]
+                for k in sites:
+                    out += self.origins(fn, name, k, depth + 1)
             else:
                 out.append(Origin("unknown"))
         return out
@@ -585,6 +683,83 @@ class Training:
         helper that built it, when the optimizer came out of one)."""
         out = [o for m, i in build.modules_at() for o in self.origins_in(build.fn, m, i, site)]
         return out + [o for k in build.made for o in self._call_origin(build.fn, k, 0)]
+
+    def stepped_after(self, fn: FunctionInfo, i: int) -> Optional[list[OptimizerBuild]]:
+        """The optimizers stepped after the backward at event ``i`` of ``fn`` (in its innermost
+        loop, else in the rest of ``fn``); None when a stepped optimizer cannot be traced to
+        its construction."""
+        by_site = {(b.fn.qualname, b.index): b for b in self.optimizers()}
+        loop = fn.events[i].loop_ids[-1:] if fn.events[i].loop_ids else []
+        out: list[OptimizerBuild] = []
+        for j in range(i + 1, len(fn.events)):
+            e = fn.events[j]
+            if e.kind != "call" or e.method != "step" or not e.receiver \
+                    or (loop and loop[0] not in e.loop_ids):
+                continue
+            for o in self.origins(fn, e.receiver, j):
+                if o.kind == "new" and not is_optimizer_class(o.cls):
+                    continue  # `scheduler.step()`
+                build = by_site.get((o.fn, o.index)) if o.kind == "new" else None
+                if build is None:
+                    return None
+                out.append(build)
+        return out or None
+
+    def holds(self, build: OptimizerBuild, fn: FunctionInfo, tracked: Optional[str]) -> Optional[bool]:
+        """Does ``build`` optimise the module ``tracked`` names in ``fn`` (or a part of it, or a
+        module containing it)? None: cannot tell. ``tracked`` None: the module is not visible
+        in ``fn``, so only modules ``fn`` constructs itself are known to be others."""
+        if tracked is None:
+            if build.fn is not fn or not build.modules:
+                return None
+            fresh = all(o.kind == "new" and o.fn == fn.qualname
+                        for m, at in build.modules_at() for o in self.origins(fn, m, at))
+            return False if fresh else None
+        same_scope = build.fn is fn or (
+            tracked.startswith("self.") and fn.class_name and build.fn.class_name == fn.class_name)
+        if not same_scope:
+            return None
+        reads = set(build.event.uses)
+        for e in build.fn.events:  # one level back: `params = list(model.parameters()) + ...`
+            if e.kind == "assign" and set(e.targets) & reads:
+                reads |= set(e.uses)
+        root = tracked if tracked.startswith("self.") else tracked.split(".")[0]
+        return any(r == root or r.startswith(root + ".") or (root.startswith(r + ".") and r != "self")
+                   for r in reads)
+
+    def trains_module(self, fn: FunctionInfo, i: int, tracked: Optional[str]) -> bool:
+        """The backward at event ``i`` of ``fn`` may train ``tracked``: False only when every
+        optimizer stepped after it is known to hold other parameters (a linear probe trained
+        on the embeddings: `opt = Adam(log.parameters())`)."""
+        key = (fn.qualname, i, tracked, self.project._generation)
+        if key not in self._trains:
+            builds = self.stepped_after(fn, i)
+            self._trains[key] = builds is None or any(
+                self.holds(b, fn, tracked) is not False for b in builds)
+        return self._trains[key]
+
+    def stepped_modules(self, fn: FunctionInfo, i: int) -> Optional[list[Origin]]:
+        """Where the modules were made whose parameters the optimizers stepped after the
+        backward at event ``i`` of ``fn`` hold (in its loop, else after it in ``fn``): what that
+        backward trains. None when a step or its optimizer cannot be followed."""
+        back = fn.events[i]
+        loop = back.loop_ids[-1] if back.loop_ids else None
+        steps = [k for k in range(i + 1, len(fn.events)) if self._classify(fn, k) == "step"
+                 and (loop is None or loop in fn.events[k].loop_ids)]
+        if not steps:
+            return None
+        builds = {(b.fn.qualname, b.index): b for b in self.optimizers()}
+        out: list[Origin] = []
+        for k in steps:
+            for o in self.origins(fn, fn.events[k].receiver, k):
+                build = builds.get((o.fn, o.index)) if o.kind == "new" else None
+                if build is None:
+                    return None
+                given = self.param_origins(build, o.via[-1] if o.via else None)
+                if not given or not all(g.known for g in given):
+                    return None
+                out += given
+        return out
 
     # -- backward and its loss -----------------------------------------------------------------
     def backward_sites(self) -> list[Site]:

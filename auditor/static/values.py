@@ -4,8 +4,9 @@ A small lattice, decided from the statement that last assigned the name (followe
 copies ``a = b``); instances of project classes are :meth:`Training.origins`' answer, with the
 factory call sites that made them and one level of call-site context for parameters:
 
-* ``NUMBER``  a Python number: ``.item()``, ``.size(0)``, ``len(...)``, ``float(...)``,
-  numpy / sklearn / math results;
+* ``NUMBER``  a Python number: a literal, ``.item()``, ``.size(0)``, ``len(...)``, ``float(...)``,
+  numpy / sklearn / math results, and running sums of numbers (``total = 0`` then
+  ``total += loss.item()``);
 * ``DATA``    a tensor without autograd history: what a loop over a loader yields, DGL's node and
   edge data views (``g.ndata[k]``, ``g.nodes[t].data[k]``), results of ``.detach()``,
   ``argmax`` and integer casts, anything computed with gradients off;
@@ -13,6 +14,8 @@ factory call sites that made them and one level of call-site context for paramet
   arithmetic on such a tensor, a project function returning one;
 * ``UNKNOWN`` anything else (the lattice's top: rules keep their previous answer there).
 
+A call of a project function has the kind its ``return`` statements give, joined (values
+through returns: ``epoch_loss = self.train_epoch()`` is a number when every return is one).
 Rules ask :func:`kind_at` (``Training`` supplies module calls, grad mode and call resolution).
 
 Constants flow through configuration with :class:`Constants`, which a rule's per-file visitor
@@ -22,12 +25,13 @@ feeds as it walks (dict literals, ``dict(BASE, k=v)``, ``cfg.get("k", default)``
 from __future__ import annotations
 
 import re
-from typing import Any, Optional, Union
+from typing import Any, Iterable, Optional, Union
 
 import libcst as cst
 
-from auditor.static.dataflow import definitions
-from auditor.static.facts import FunctionInfo
+from auditor.static.dataflow import _bound, callers_of, definitions, statement_of
+from auditor.static.facts import Event, FunctionInfo
+from auditor.static.project import Project
 from auditor.static.training import NON_DIFFERENTIABLE, Training, outer_call, statement_start
 
 NUMBER, DATA, GRAD, UNKNOWN = "number", "data", "grad", "unknown"
@@ -38,6 +42,7 @@ NUMBER_METHODS = {"item", "tolist", "numpy", "size", "numel", "dim", "__len__"}
 NUMBER_FUNCS = {"len", "float", "int", "bool"}  # (`sum`, `abs`, `max` of tensors are tensors)
 NUMBER_MODULES = ("numpy.", "np.", "sklearn.", "math.", "scipy.", "statistics.")
 _DATA_VIEW = re.compile(r"\.(ndata|edata|srcdata|dstdata)\b|\.(nodes|edges)\[[^\]]*\]\.data\b")
+_DATA_VIEW_OF = re.compile(r"([\w.]+)\.(?:ndata|edata|srcdata|dstdata|(?:nodes|edges)\[[^\]]*\]\.data)\b")
 MAX_DEPTH = 4
 
 
@@ -86,11 +91,34 @@ def kind_at(t: Training, fn: FunctionInfo, name: str, i: int, depth: int = 0) ->
     stmt = fn.events[j]
     if stmt.text.startswith(("for ", "async for ")):
         return DATA  # what iterating a loader / dataset / list yields
-    if stmt.kind == "augassign":
-        return UNKNOWN
     if t.grad_off(fn, j) is not None:
         return DATA
-    value = stmt.text.split("=", 1)[-1].strip() if "=" in stmt.text else ""
+    value = _AUGMENTED.split(stmt.text, 1)[-1] if stmt.kind == "augassign" else \
+        stmt.text.split("=", 1)[-1] if "=" in stmt.text else ""
+    kind = _expression_kind(t, fn, j, value.strip(), depth)
+    if stmt.kind == "augassign":  # `total += x`: what `total` held, combined with `x`
+        kind = _join(kind, kind_at(t, fn, name, j, depth + 1))
+    return kind
+
+
+_AUGMENTED = re.compile(r"[-+*/%@&|^]=|//=|\*\*=|>>=|<<=")
+_NUMBER_LITERAL = re.compile(r"-?\s*\d[\d_]*(\.\d*)?([eE][-+]?\d+)?")
+
+
+def _join(a: str, b: str) -> str:
+    """Two kinds a name may hold on different paths (or that one operation combines)."""
+    if a == b:
+        return a
+    if GRAD in (a, b):
+        return GRAD
+    return UNKNOWN
+
+
+def _expression_kind(t: Training, fn: FunctionInfo, j: int, value: str, depth: int) -> str:
+    """The kind of the expression ``value`` of statement event ``j`` (an assignment's value,
+    an augmented assignment's operand, a return's)."""
+    if _NUMBER_LITERAL.fullmatch(value):
+        return NUMBER
     k = _outer_call_index(fn, j)
     if k is not None and _one_term(value):
         call = fn.events[k]
@@ -101,12 +129,37 @@ def kind_at(t: Training, fn: FunctionInfo, name: str, i: int, depth: int = 0) ->
             return DATA
         if t.module_call(fn, k) or "loss" in func.lower():
             return GRAD
-        return UNKNOWN
+        return _returned_kind(t, fn, call, depth)
     if is_data_view(value) and not re.search(r"\(", value):
         return DATA
     if re.fullmatch(r"[\w.]+", value or "-") and "." not in value:
         return kind_at(t, fn, value, j, depth + 1)
     return UNKNOWN
+
+
+def _returned_kind(t: Training, fn: FunctionInfo, call: Event, depth: int) -> str:
+    """What the project functions a call runs return, joined over their ``return`` statements
+    (``epoch_loss = self.train_epoch()`` that returns a sum of ``.item()`` values: a number)."""
+    kinds: list[str] = []
+    for qual in t.resolve(fn, call):
+        callee = t.project.function(qual)
+        if callee is None or callee.name == "__init__" or depth >= MAX_DEPTH:
+            return UNKNOWN
+        returns = [r for r, e in enumerate(callee.events) if e.kind == "return"]
+        if not returns:
+            continue  # returns None (an abstract base method the class overrides): no value
+        for r in returns:
+            value = callee.events[r].text.removeprefix("return").strip()
+            if t.grad_off(callee, r) is not None:
+                kinds.append(DATA)
+            else:
+                kinds.append(_expression_kind(t, callee, r, value, depth + 1) if value else UNKNOWN)
+    if not kinds:
+        return UNKNOWN
+    out = kinds[0]
+    for kind in kinds[1:]:
+        out = _join(out, kind)
+    return out
 
 
 def holds_graph(t: Training, fn: FunctionInfo, name: str, i: int) -> bool:
@@ -247,3 +300,101 @@ class Constants:
             if self.fallback and base is UNKNOWN_VALUE and len(node.args) > 1:
                 return default
         return UNKNOWN_VALUE
+
+
+# -- how many rows a value holds -------------------------------------------------------------------
+
+def subscripts(text: str) -> list[str]:
+    """The index texts of the subscripts in ``text`` (``x[mask]`` -> ``mask``; nested ones too:
+    ``x[perm[:k]]`` gives ``perm[:k]`` and ``:k``)."""
+    out: list[str] = []
+    opened: list[int] = []
+    quote = ""
+    for i, ch in enumerate(text):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "[":
+            before = text[:i].rstrip()
+            opened.append(i if before and (before[-1].isalnum() or before[-1] in "_)]") else -1)
+        elif ch == "]" and opened:
+            start = opened.pop()
+            if start >= 0:
+                out.append(text[start + 1:i])
+    return out
+
+
+def _first_index(index: str) -> str:
+    """The first dimension's part of an index (``mask, :`` -> ``mask``)."""
+    depth = 0
+    for i, ch in enumerate(index):
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if ch == "," and depth == 0:
+            return index[:i].strip()
+    return index.strip()
+
+
+def _is_selection(fn: FunctionInfo, index: str, at: int) -> bool:
+    """An index that picks a data-dependent set of rows: a mask or an index tensor (``mask``,
+    ``mask_nodes``, ``idx[perm]``, ``mask.nonzero()``), not a slice, a constant, a key string or
+    one row (a ``for i in range(n)`` counter)."""
+    first = _first_index(index)
+    if not first or ":" in first or first == "..." or first[0] in "'\"-" or first[0].isdigit() \
+            or first in ("None", "True", "False"):
+        return False
+    if re.fullmatch(r"\w+", first):
+        found = definitions(fn, first, at)
+        if any(d.text.startswith(("for ", "async for ")) and re.search(r"\b(range|enumerate)\(", d.text)
+               for d in found):
+            return False  # one row per iteration
+    return True
+
+
+def varying_count(project: Project, fn: FunctionInfo, texts: Iterable[str], index: int,
+                  depth: int = 0, seen: Optional[set[tuple[str, int, str]]] = None) -> Optional[str]:
+    """What makes the number of rows in the value of ``texts`` (expressions of ``fn`` at statement
+    ``index``) depend on the data: a mask or index selection (``x[mask_nodes]``), or the node
+    data of a batched graph (``bg.ndata[...]`` of a graph a loop yields or ``dgl.batch``
+    made); found in the texts, in the assignments they read (before ``index``), or in the
+    arguments every caller passes for a parameter. None: nothing shows a varying count (a fixed
+    batch of a loader, a whole tensor of constant size)."""
+    seen = set() if seen is None else seen
+    if depth > MAX_DEPTH:
+        return None
+    names: list[str] = []
+    for text in texts:
+        for sub in subscripts(text):
+            if _is_selection(fn, sub, index):
+                return f"the rows selected by `{_first_index(sub)}`"
+        for view in _DATA_VIEW_OF.finditer(text):
+            graph = view.group(1)
+            if any(d.text.startswith(("for ", "async for ")) or "dgl.batch(" in d.text
+                   for d in definitions(fn, graph, index)):
+                return f"the nodes of the batched graph `{graph}`"
+        names += [n for n in re.findall(r"(?<![\w.'\"])[A-Za-z_]\w*(?:\.\w+)*", text)
+                  if n not in names]
+    for name in names:
+        key = (fn.qualname, index, name)
+        if key in seen:
+            continue
+        seen.add(key)
+        found = definitions(fn, name, index)
+        for stmt in found:
+            if stmt.text.startswith(("for ", "async for ")):
+                continue
+            value = stmt.text.split("=", 1)[-1] if stmt.kind in ("assign", "augassign") else ""
+            hit = varying_count(project, fn, [value], stmt.index, depth + 1, seen) if value else None
+            if hit:
+                return hit
+        if not found and name in fn.params and name not in ("self", "cls"):
+            for caller, call in callers_of(project, fn.qualname)[:20]:
+                pos = fn.params.index(name) - _bound(fn, call)
+                arg = call.kwargs.get(name) or (call.args[pos] if 0 <= pos < len(call.args) else "")
+                cstmt = statement_of(caller, call)
+                if arg and cstmt is not None:
+                    hit = varying_count(project, caller, [arg], cstmt.index, depth + 1, seen)
+                    if hit:
+                        return hit
+    return None

@@ -4,18 +4,28 @@
 
 For each pipeline (``runtime/pipelines.py``): the clean copy runs bare (it must train: its loss
 falls) and under the probe (any finding the probe confirms or raises there is a false alarm);
-then every generated mutant whose truth lines lie in code the clean run executed is probed
-(``--cap`` per operator: each probe is a whole run of the script). A mutant is
-caught when a finding of its rule at one of its truth lines is ``confirmed``, or raised by the
-probe alone (``runtime``); a benign twin so flagged is a false alarm. Prints a table per rule
-and writes the whole record as JSON.
+then every generated mutant whose truth lines the clean run executed (line coverage of the
+bare run) is probed (``--cap`` per operator: each probe is a whole run of the script). A mutant
+is caught when a finding of its rule at one of its truth lines is ``confirmed``, or raised by
+the probe alone (``runtime``); a benign twin so flagged is a false alarm. Not showable, and
+counted apart: an operator whose every mutant sits on lines the clean run never executes, and a
+low-precision mutant that crashes on CPU (DGL has no float16/bfloat16 kernels there). Prints a
+table per rule and writes the whole record as JSON.
+
+    python -m benchmarks.ecosystem.runtime_score --fixtures [VARIANT ...]
+
+scores the bundled fixture's variants the same way (truth: each variant's ``expect`` lines; a
+benign variant or the clean pipeline must get no confirmed or runtime error of any rule).
 """
 
 from __future__ import annotations
 
 import argparse
 import difflib
+import importlib.util
 import json
+import re
+import subprocess
 import sys
 import tempfile
 from collections import defaultdict
@@ -23,7 +33,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional
 
 from benchmarks.ecosystem.corpus import REPO, repo_path
-from benchmarks.ecosystem.mutant import Mutant
+from benchmarks.ecosystem.mutant import Mutant, Truth
 from benchmarks.ecosystem.mutators import generate
 from benchmarks.ecosystem.runtime.pipelines import PIPELINES, Pipeline, probe, run
 
@@ -42,7 +52,14 @@ def verdict(mutant: Mutant, report: dict) -> dict:
     at_truth = sorted({f["status"] for f in report.get("findings", [])
                        if f["rule"] == mutant.rule and (f["path"], f["line"]) in truth})
     status = next((s for s in CAUGHT if s in at_truth), None)
-    return {"id": mutant.id, "rule": mutant.rule, "operator": mutant.operator,
+    run = report.get("run") or {}
+    crash = f"{run.get('error') or ''} {' '.join(report.get('output_tail') or [])}"
+    why = None
+    if status is None and run.get("stopped") == "crash" and CPU_PRECISION.search(crash):
+        why = f"crashes on CPU in low precision ({(run.get('error') or '')[:120]})"
+    elif status is None and mutant.operator in NEEDS_CUDA and "cuda" not in str(run.get("device")):
+        why = NEEDS_CUDA[mutant.operator]
+    return {"not_showable": why,"id": mutant.id, "rule": mutant.rule, "operator": mutant.operator,
             "benign": mutant.benign, "description": mutant.description,
             "truth": [[t.path, t.line] for t in mutant.truth], "statuses_at_truth": at_truth,
             "caught": status, "run": report.get("run"), "error": report.get("error")}
@@ -50,27 +67,59 @@ def verdict(mutant: Mutant, report: dict) -> dict:
 
 def _origin(before: str, after: str, line: int) -> set[int]:
     """The 1-based lines of ``before`` where line ``line`` of ``after`` comes from: itself when
-    the edit kept it, the lines it replaced, or the line it was inserted before."""
-    matcher = difflib.SequenceMatcher(None, before.splitlines(), after.splitlines(), autojunk=False)
+    the edit kept it, the lines it replaced, or the code lines on either side of where it was
+    inserted (blank and comment lines never run)."""
+    old = before.splitlines()
+    matcher = difflib.SequenceMatcher(None, old, after.splitlines(), autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if j1 < line <= j2:
             if tag == "equal":
                 return {i1 + line - j1}
-            return set(range(i1 + 1, i2 + 1)) if i2 > i1 else {i1 + 1}
+            if i2 > i1:
+                return set(range(i1 + 1, i2 + 1))
+            code = [n for n in range(1, len(old) + 1)
+                    if old[n - 1].strip() and not old[n - 1].lstrip().startswith("#")]
+            return ({max((n for n in code if n <= i1), default=0)}
+                    | {min((n for n in code if n > i1), default=0)}) - {0}
     return set()
 
 
-def runnable(mutants: Iterable[Mutant], root: Path, ran: dict[str, set[int]], cap: int) -> list[Mutant]:
-    """Mutants whose truth lines lie in code the clean run executed (lines of the functions it
-    called, in ``root``), ``cap`` per operator in the order ``generate`` ranked them (the same
-    sites on every run). An edit's added imports do not count: they run in any case."""
+def runnable(mutants: Iterable[Mutant], root: Path, ran: dict[str, set[int]],
+             cap: int) -> tuple[list[Mutant], list[Mutant]]:
+    """Mutants whose truth lines the clean run executed, ``cap`` per operator in the order
+    ``generate`` ranked them (the same sites on every run); and, for each operator none of whose
+    mutants qualifies, its first one: not showable by this run. An edit's added imports do not
+    count: they run in any case."""
     kept: dict[str, list[Mutant]] = defaultdict(list)
+    unshowable: dict[str, Mutant] = {}
     for m in mutants:
-        if len(kept[m.operator]) < cap and m.truth and all(
+        if len(kept[m.operator]) >= cap:
+            continue
+        if m.truth and all(
                 _origin((root / t.path).read_text(encoding="utf-8"), m.files[t.path], t.line)
                 & ran.get(t.path, set()) for t in m.truth if t.path in m.files):
             kept[m.operator].append(m)
-    return [m for ms in kept.values() for m in ms]
+        else:
+            unshowable.setdefault(m.operator, m)
+    return ([m for ms in kept.values() for m in ms],
+            [m for op, m in unshowable.items() if not kept[op]])
+
+
+# a low-precision mutant that cannot run on CPU: DGL has no float16/bfloat16 kernels there, and a
+# model cast alone meets float32 inputs (the crash a GPU run would give too is just as loud)
+CPU_PRECISION = re.compile(r"not implemented for '(Half|BFloat16)'|(Half|BFloat16|float16)\b.*"
+                           r"(not (implemented|supported))|expected scalar type (Half|BFloat16|Float)"
+                           r"|(Half|BFloat16) (did not match|!=)|must have the same dtype"
+                           r"|dtype.*(Half|BFloat16)|(Half|BFloat16).*dtype", re.I)
+# operators whose effect needs a CUDA device: on a CPU run they change nothing
+NEEDS_CUDA = {"gm301.fp16-autocast": "autocast('cuda') is disabled on a CPU-only run: nothing changes"}
+
+
+def not_showable(mutant: Mutant, reason: str) -> dict:
+    return {"id": mutant.id, "rule": mutant.rule, "operator": mutant.operator,
+            "benign": mutant.benign, "description": mutant.description,
+            "truth": [[t.path, t.line] for t in mutant.truth], "statuses_at_truth": [],
+            "caught": None, "not_showable": reason, "run": None, "error": None}
 
 
 def score_pipeline(pipeline: Pipeline, rules: Optional[list[str]], cap: int, max_steps: Optional[int],
@@ -84,17 +133,21 @@ def score_pipeline(pipeline: Pipeline, rules: Optional[list[str]], cap: int, max
             + (f"{bare.losses[0]:.4f} -> {bare.losses[-1]:.4f} over {len(bare.losses)} steps"
                if bare.losses else "not found"))
         report = probe(pipeline, root, timeout, max_steps)
-        mutants = runnable(generate(pipeline.repo, root, rules, cap=10_000), root, bare.lines, cap)
+        mutants, skipped = runnable(generate(pipeline.repo, root, rules, cap=10_000), root,
+                                    bare.lines, cap)
     clean_findings = [{k: f.get(k) for k in ("rule", "path", "line", "status", "message")}
                       for f in report.get("findings", [])]
     log(f"{pipeline.name}: probe on the clean run: {len(clean_findings)} finding(s), "
         f"{sum(f['status'] in CAUGHT for f in clean_findings)} confirmed/runtime; "
         f"{len(mutants)} mutant(s) to probe")
-    results = []
+    results = [not_showable(m, "its truth lines never run in the clean run") for m in skipped]
+    for r in results:
+        log(f"  {r['id']}: not showable ({r['not_showable']})")
     for i, mutant in enumerate(mutants, 1):
         with tempfile.TemporaryDirectory() as tmp:
             result = verdict(mutant, probe(pipeline, copy(mutant, Path(tmp) / "m"), timeout, max_steps))
-        log(f"  [{i}/{len(mutants)}] {mutant.id}: {result['caught'] or 'missed'} "
+        log(f"  [{i}/{len(mutants)}] {mutant.id}: "
+            f"{result['caught'] or ('not showable' if result['not_showable'] else 'missed')} "
             f"{result['statuses_at_truth']} ({(result['run'] or {}).get('stopped', result['error'])})")
         results.append(result)
     return {"pipeline": pipeline.name, "repo": pipeline.repo,
@@ -102,6 +155,65 @@ def score_pipeline(pipeline: Pipeline, rules: Optional[list[str]], cap: int, max
                       "probe_run": report.get("run"), "probe_error": report.get("error"),
                       "findings": clean_findings},
             "mutants": results}
+
+
+def _fixture_build():
+    spec = importlib.util.spec_from_file_location("fixture_build", REPO / "fixtures" / "build.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _probe_fixture(root: Path, timeout: float) -> dict:
+    proc = subprocess.run(
+        [sys.executable, "-m", "auditor", "probe", "--format", "json", "--no-cache", "--exit-zero",
+         "--steps", "auto", "--timeout", str(timeout), "--", sys.executable, "train.py"],
+        cwd=root, capture_output=True, text=True, timeout=timeout + 300)
+    try:
+        return json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        return {"findings": [], "error": f"probe exit {proc.returncode}: {proc.stderr[-1500:]}"}
+
+
+def score_fixtures(variants: Optional[list[str]], timeout: float,
+                   log: Callable[[str], None] = print) -> dict:
+    """The bundled fixture's variants under ``gm-audit probe --steps auto``, scored like the
+    mutants: a bug variant is caught at its ``expect`` lines; a benign look-alike (and the clean
+    pipeline) must get no confirmed or runtime error of any rule."""
+    build = _fixture_build()
+    names = variants or build.variant_names()
+    with tempfile.TemporaryDirectory() as tmp:
+        report = _probe_fixture(build.materialize(build.CLEAN, Path(tmp) / "clean"), timeout)
+    clean = [{k: f.get(k) for k in ("rule", "path", "line", "status", "message", "severity")}
+             for f in report.get("findings", [])]
+    log(f"fixture: clean run {(report.get('run') or {}).get('summary', report.get('error'))}; "
+        f"{sum(_alarm(f) for f in clean)} confirmed/runtime error(s)")
+    results = []
+    for i, name in enumerate(names, 1):
+        meta = build.load_variant(name)
+        truth = [Truth(e["file"], e["line"]) for e in meta["expect"] if e["rule"] == meta["rule"]]
+        mutant = Mutant(f"fixture:{name}", "fixture", f"fixture.{name}", meta["rule"],
+                        meta["kind"] != "bug", {}, truth, meta.get("description", "").strip())
+        with tempfile.TemporaryDirectory() as tmp:
+            report = _probe_fixture(build.materialize(name, Path(tmp) / "v"), timeout)
+        result = verdict(mutant, report)
+        result["alarms"] = [f"{f['rule']} {f['status']} {f['path']}:{f['line']}"
+                            for f in report.get("findings", []) if _alarm(f)]
+        if mutant.benign:  # a benign look-alike: any confirmed/runtime error is a false alarm
+            result["caught"] = "runtime" if result["alarms"] else None
+        log(f"  [{i}/{len(names)}] {name}: {result['caught'] or ('-' if mutant.benign else 'missed')} "
+            f"{result['statuses_at_truth']} alarms {result['alarms']} "
+            f"({(result['run'] or {}).get('stopped', result['error'])})")
+        results.append(result)
+    return {"pipeline": "fixture", "repo": "fixture",
+            "clean": {"exit": 0, "trains": True, "losses": [], "probe_run": report.get("run"),
+                      "probe_error": report.get("error"),
+                      "findings": [f for f in clean if f.get("severity") == "error"]},
+            "mutants": results}
+
+
+def _alarm(f: dict) -> bool:
+    return f.get("status") in CAUGHT and f.get("severity") == "error"
 
 
 def table(scores: list[dict]) -> list[str]:
@@ -116,12 +228,14 @@ def table(scores: list[dict]) -> list[str]:
             if m["benign"]:
                 row["twins"] += 1
                 row["twins_flagged"] += bool(m["caught"])
+            elif m.get("not_showable"):
+                row["not_showable"] += 1
             else:
                 row["mutants"] += 1
                 row[m["caught"] or "missed"] += 1
-    head = ("rule", "mutants", "confirmed", "runtime", "missed", "twins", "twins flagged",
-            "clean: confirmed/runtime", "clean: other")
-    keys = ("mutants", "confirmed", "runtime", "missed", "twins", "twins_flagged",
+    head = ("rule", "showable mutants", "confirmed", "runtime", "missed", "not showable",
+            "twins", "twins flagged", "clean: confirmed/runtime", "clean: other")
+    keys = ("mutants", "confirmed", "runtime", "missed", "not_showable", "twins", "twins_flagged",
             "clean_flagged", "clean_other")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for rule in sorted(rows):
@@ -139,11 +253,15 @@ def main(argv: Optional[list[str]] = None) -> int:
                         "pipeline's whole short run)")
     parser.add_argument("--timeout", type=float, default=300)
     parser.add_argument("--output", type=Path, default=OUTPUT)
+    parser.add_argument("--fixtures", nargs="*", metavar="VARIANT",
+                        help="score the bundled fixture's variants instead (all when none named)")
     parser.add_argument("--merge", type=Path, nargs="+", metavar="JSON",
                         help="no probing: the table of earlier runs' JSON files, merged")
     args = parser.parse_args(argv)
     rules = args.rules.split(",") if args.rules else None
-    if args.merge:
+    if args.fixtures is not None:
+        scores = [score_fixtures(args.fixtures, args.timeout)]
+    elif args.merge:
         scores = [s for path in args.merge for s in json.loads(path.read_text(encoding="utf-8"))]
     else:
         scores = [score_pipeline(PIPELINES[name], rules, args.cap, args.max_steps, args.timeout)

@@ -44,7 +44,7 @@ def install(rec, torch) -> None:
                 error = exc
                 raise
             finally:
-                note_lsd(self, strict, result, error, before)
+                note_lsd(self, strict, result, error, before, state_dict)
         return load_state_dict
 
     @guarded
@@ -55,7 +55,7 @@ def install(rec, torch) -> None:
         return [(p, p.detach().clone()) for p in params]
 
     @guarded
-    def note_lsd(module, strict, result, error, before):
+    def note_lsd(module, strict, result, error, before, state_dict):
         path, line = rec.site()
         missing = list(getattr(result, "missing_keys", []) or [])
         unexpected = list(getattr(result, "unexpected_keys", []) or [])
@@ -71,13 +71,18 @@ def install(rec, torch) -> None:
         for _, m in module.named_modules():
             if isinstance(m, nn.modules.batchnorm._BatchNorm):
                 rec.bn_versions[id(m)] = rec.bn_state(m)
+        # missing keys of a module that got its other keys: a checkpoint cut short, never the
+        # new head a fine-tuning load leaves out on purpose (whole modules missing)
+        loaded = {k.rpartition(".")[0] for k in state_dict.keys()} if hasattr(state_dict, "keys") else set()
+        partial = [k for k in missing if k.rpartition(".")[0] in loaded]
         info = {"kind": "load_state_dict", "path": path or "", "line": line, "strict": bool(strict),
-                "missing": missing[:200], "unexpected": unexpected[:200],
+                "missing": missing[:200], "unexpected": unexpected[:200], "partial": partial[:200],
                 "module": type(module).__name__, "changed": changed, "step": rec.step_count,
                 "_module_id": id(module)}
         rec.add("loads", info)
         rec.record("load_state_dict", path, line, {k: info[k] for k in
-                                                   ("strict", "missing", "unexpected", "module", "changed")})
+                                                   ("strict", "missing", "unexpected", "partial",
+                                                    "module", "changed")})
 
     rec.patch(nn.Module, "load_state_dict", lsd_wrapper)
 

@@ -5,9 +5,39 @@ from __future__ import annotations
 
 from typing import Iterator, Optional
 
+import libcst as cst
+
 from benchmarks.ecosystem.mutators.base import Edit, Operator, Source, insert_before, neutralise
-from benchmarks.ecosystem.mutators.structure import (TrainLoop, forward_sites, in_body,
-                                                     method_calls, modules, scope_of, train_loops)
+from benchmarks.ecosystem.mutators.structure import (TrainLoop, calls, forward_sites, in_body,
+                                                     method_calls, modules, scope_of, train_loops,
+                                                     walk)
+
+
+def _eval_runs_before(src: Source, train: cst.Call, evals: list[cst.Call]) -> bool:
+    """One of ``evals`` may run before ``train`` runs (again): earlier in its scope, in a loop
+    around it, or in a function called inside such a loop. Otherwise removing the ``.train()``
+    changes nothing: a module starts in training mode (an equivalent mutant)."""
+    scope = scope_of(src, train)
+    loops = [a for a in src.ancestors(train) if isinstance(a, (cst.For, cst.While))
+             and scope_of(src, a) is scope]
+    if isinstance(scope, cst.FunctionDef):  # loops that call the train's function again
+        loops += [n for n in walk(src.module, into_scopes=True) if isinstance(n, (cst.For, cst.While))
+                  and scope.name.value in _called(src, n)]
+    in_loop = {id(n) for loop in loops for n in walk(loop, into_scopes=True)}
+    for ev in evals:
+        home = scope_of(src, ev)
+        if (home is scope and src.line(ev) < src.line(train)) or id(ev) in in_loop:
+            return True
+        if isinstance(home, cst.FunctionDef) and any(home.name.value in _called(src, loop)
+                                                     for loop in loops):
+            return True
+    return False
+
+
+def _called(src: Source, node: cst.CSTNode) -> set[str]:
+    """Names of the functions and methods called in ``node`` (``f(...)``, ``x.f(...)``)."""
+    return {src.code(c.func).rsplit(".", 1)[-1] for c in calls(node)
+            if isinstance(c.func, (cst.Name, cst.Attribute))}
 
 
 def drop_train(src: Source) -> Iterator[Edit]:
@@ -18,7 +48,7 @@ def drop_train(src: Source) -> Iterator[Edit]:
         if call.args or id(scope_of(src, call)) not in training or not in_body(src, stmt):
             continue
         evals = [e for e in method_calls(src.module, "eval") if src.code(e.func.value) == src.code(model)]
-        if evals:
+        if evals and _eval_runs_before(src, call, evals):
             # the rule reports the `.eval()` that now reaches the training step
             yield Edit(neutralise(stmt), f"`{src.code(call)}` after evaluation removed",
                        anchors=tuple(evals))

@@ -4,12 +4,35 @@ from __future__ import annotations
 
 from typing import Iterator
 
+import libcst as cst
+
 from benchmarks.ecosystem.mutators.base import Edit, Operator, Source, insert_before
-from benchmarks.ecosystem.mutators.structure import feature_arg, forward_sites
+from benchmarks.ecosystem.mutators.structure import (assign_value, assigned_names, feature_arg,
+                                                      forward_sites, scope_of, statements)
+
+
+def _epochs_only(src: Source, loop: cst.CSTNode) -> bool:
+    """A loop over epochs (``range(...)``, ``tqdm(range(...))``, or a name assigned one in the
+    same scope): full-batch training, where the batch is the whole dataset and its statistics
+    are the dataset's, so standardising it there is no per-batch bug."""
+    if not isinstance(loop, cst.For):
+        return False
+    text = src.code(loop.iter)
+    if isinstance(loop.iter, cst.Name):
+        values = [src.code(v) for stmt in statements(scope_of(src, loop))
+                  if loop.iter.value in assigned_names(stmt) and (v := assign_value(stmt)) is not None]
+        return bool(values) and all(_ranges(v) for v in values)
+    return _ranges(text)
+
+
+def _ranges(text: str) -> bool:
+    return text.startswith(("range(", "tqdm(range(", "trange("))
 
 
 def per_batch_stats(src: Source) -> Iterator[Edit]:
-    for _, call, stmt in forward_sites(src):
+    for tl, call, stmt in forward_sites(src):
+        if _epochs_only(src, tl.loop):
+            continue
         feature = feature_arg(call)
         if feature is not None:
             x = src.code(feature)

@@ -17,7 +17,7 @@ import sys
 import threading
 import types
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Optional, Sequence
 
 
 class _Anything(type):
@@ -98,25 +98,39 @@ LINES_ENV = "GM_ECOSYSTEM_LINES"
 
 
 class _LineRecorder:
-    """The lines of every code object under ``root`` that was called: where a mutant can run.
-    A profile hook sees calls only, so the bare run stays at about its normal speed."""
+    """The lines of code under ``root`` that the run executed: where a mutant can show. A code
+    object is traced only until each of its lines has run once (a step's loop soon runs no
+    traced line), and code outside ``root`` is never traced, so the bare run stays close to
+    its normal speed."""
 
     def __init__(self, root: Path) -> None:
         self.root = str(root) + os.sep
-        self.seen: set[int] = set()
+        self.todo: dict[object, Optional[set[int]]] = {}  # code -> its lines not yet run
         self.lines: dict[str, set[int]] = {}
 
-    def __call__(self, frame: types.FrameType, event: str, arg: object) -> None:
+    def __call__(self, frame: types.FrameType, event: str, arg: object):
         code = frame.f_code
-        if event != "call" or id(code) in self.seen:
-            return
-        self.seen.add(id(code))
-        if code.co_filename.startswith(self.root):
-            rel = code.co_filename[len(self.root):].replace(os.sep, "/")
-            self.lines.setdefault(rel, set()).update(n for _, _, n in code.co_lines() if n)
+        todo = self.todo.get(code, False)
+        if todo is False:
+            todo = None
+            if code.co_filename.startswith(self.root):
+                todo = {n for _, _, n in code.co_lines() if n}
+            self.todo[code] = todo
+        if not todo:
+            return None
+        ran = self.lines.setdefault(code.co_filename[len(self.root):].replace(os.sep, "/"), set())
+
+        def local(frame: types.FrameType, event: str, arg: object):
+            if event == "line" and frame.f_lineno in todo:
+                todo.discard(frame.f_lineno)
+                ran.add(frame.f_lineno)
+            return local if todo else None
+
+        ran.add(frame.f_lineno)  # the def line (or the first line) of a call that happened
+        return local
 
     def write(self, dest: str) -> None:
-        sys.setprofile(None)
+        sys.settrace(None)
         Path(dest).write_text(json.dumps({k: sorted(v) for k, v in self.lines.items()}),
                               encoding="utf-8")
 
@@ -124,13 +138,13 @@ class _LineRecorder:
 def run_script(folder: Path, script: str, argv: Sequence[str], extra_path: Sequence[Path] = ()) -> None:
     """Run ``folder/script`` as ``__main__`` from its own folder, as ``python script argv``.
 
-    With ``GM_ECOSYSTEM_LINES`` set, the lines of the code the run called under the current
-    directory (the corpus copy) are written there as JSON at exit."""
+    With ``GM_ECOSYSTEM_LINES`` set, the lines the run executed under the current directory
+    (the corpus copy) are written there as JSON at exit."""
     if os.environ.get(LINES_ENV):
         recorder = _LineRecorder(Path.cwd().resolve())
         atexit.register(recorder.write, os.environ[LINES_ENV])
-        sys.setprofile(recorder)
-        threading.setprofile(recorder)
+        sys.settrace(recorder)
+        threading.settrace(recorder)
     os.chdir(folder)
     sys.argv = [script, *argv]
     # the script's folder first, as python puts it for a script; the wrapper's own folder out

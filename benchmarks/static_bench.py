@@ -8,7 +8,9 @@ or any folder). Prints files and lines, then median wall times of:
   cold -jN   gm-audit check, no cache, all cores
   warm       gm-audit check with a warm cache
   small      gm-audit check on one small file, wall time from process start
-and the ratios the targets are stated in.
+and the ratios the targets are stated in. ``--baseline REF`` also times gm-audit as of a git
+revision, alternating run by run with the current code, so that before and after share the
+machine's load. gm-audit's bytecode is compiled first, as an installed copy's is.
 """
 
 from __future__ import annotations
@@ -66,16 +68,37 @@ def parse_all(files, with_positions: bool) -> None:
             MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
 
 
-def gm_audit(args: list[str], cwd: Path) -> float:
+def gm_audit(args: list[str], cwd: Path, env: dict[str, str]) -> float:
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "auditor", *args], cwd=cwd, capture_output=True)
+    subprocess.run([sys.executable, "-m", "auditor", *args], cwd=cwd, env=env, capture_output=True)
     return time.perf_counter() - start
+
+
+def byte_compile(env: dict[str, str]) -> None:
+    """Write the bytecode of the ``auditor`` that ``env`` imports, as ``pip install`` does: with
+    ``PYTHONDONTWRITEBYTECODE`` set and no ``__pycache__``, every run would recompile gm-audit's
+    own sources (a tenth of a second or more), which no installed copy does."""
+    code = "import auditor, compileall, sys; sys.exit(not compileall.compile_dir(auditor.__path__[0], quiet=1))"
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, cwd=tempfile.gettempdir())
+
+
+def checkout(repo: Path, ref: str, into: Path) -> dict[str, str]:
+    """``auditor`` as of git revision ``ref`` of ``repo``, laid out as installed (``rules/`` is
+    ``auditor.rules``); the environment that imports it."""
+    archive = subprocess.run(["git", "-C", str(repo), "archive", ref, "auditor", "rules"],
+                             check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    (into / "rules").rename(into / "auditor" / "rules")
+    return {**os.environ, "PYTHONPATH": str(into)}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--corpus", default="dgl", help="package name or folder (default: dgl)")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--baseline", metavar="REF",
+                    help="also time gm-audit as of this git revision of the repository, each run "
+                         "alternating with the current code's (before -> after, side by side)")
     args = ap.parse_args()
     root = corpus_path(args.corpus)
     files = sources(root)
@@ -94,28 +117,50 @@ def main() -> None:
             "        loss = model(g, x)\n        opt.zero_grad()\n        loss.backward()\n"
             "        opt.step()\n"
         )
-        base = ["check", "--format", "json", "--exit-zero", "--quiet"]
+        versions = {"current": {**os.environ, "GM_AUDIT_CACHE_DIR": str(work / "cache-current")}}
+        if args.baseline:
+            base = work / "baseline"
+            base.mkdir()
+            env = checkout(Path(__file__).resolve().parents[1], args.baseline, base)
+            versions = {args.baseline: {**env, "GM_AUDIT_CACHE_DIR": str(work / "cache-baseline")},
+                        **versions}
+        for env in versions.values():
+            byte_compile(env)
+        base_args = ["check", "--format", "json", "--exit-zero", "--quiet"]
         floor = timed(lambda: parse_all(files, False), args.repeat)
         meta = timed(lambda: parse_all(files, True), max(1, args.repeat - 2))
-        cold1 = timed(lambda: gm_audit([*base, "--no-cache", "--jobs", "1", "corpus"], work), args.repeat)
-        coldn = timed(lambda: gm_audit([*base, "--no-cache", "--jobs", str(cores), "corpus"], work), args.repeat)
-        gm_audit([*base, "corpus"], work)  # fill the cache
-        warm = timed(lambda: gm_audit([*base, "corpus"], work), args.repeat)
-        small_t = timed(lambda: gm_audit([*base, "--no-cache", "train.py"], small), args.repeat)
 
-    rows = [
-        ("libcst parse only, 1 process (floor)", floor, 1.0),
-        ("parse + positions, 1 process", meta, meta / floor),
-        ("gm-audit cold, --jobs 1", cold1, cold1 / floor),
-        (f"gm-audit cold, --jobs {cores}", coldn, coldn / floor),
-        ("gm-audit warm cache", warm, warm / floor),
-    ]
-    print(f"{'measure':<42}{'seconds':>10}{'x floor':>10}")
-    for name, secs, ratio in rows:
-        print(f"{name:<42}{secs:>10.2f}{ratio:>10.2f}")
-    print(f"warm / cold(all cores) = {warm / coldn:.1%}   (target <= 5%)")
-    print(f"cold(all cores) / floor = {coldn / floor:.2f}x (target <= 2.0x, issue 12)")
-    print(f"one small file, process start to exit: {small_t:.3f}s (target <= 0.5s)")
+        def side_by_side(run_args: list[str], cwd: Path, prepare=None) -> dict[str, float]:
+            """Median per version, the versions alternating run by run."""
+            runs: dict[str, list[float]] = {v: [] for v in versions}
+            for v, env in versions.items():
+                if prepare:
+                    gm_audit(prepare, cwd, env)
+            for _ in range(args.repeat):
+                for v, env in versions.items():
+                    runs[v].append(gm_audit(run_args, cwd, env))
+            return {v: statistics.median(r) for v, r in runs.items()}
+
+        cold1 = side_by_side([*base_args, "--no-cache", "--jobs", "1", "corpus"], work)
+        coldn = side_by_side([*base_args, "--no-cache", "--jobs", str(cores), "corpus"], work)
+        warm = side_by_side([*base_args, "corpus"], work, prepare=[*base_args, "corpus"])
+        small_t = side_by_side([*base_args, "--no-cache", "train.py"], small)
+
+    print(f"{'libcst parse only, 1 process (floor)':<42}{floor:>10.2f}s")
+    print(f"{'parse + positions, 1 process':<42}{meta:>10.2f}s{meta / floor:>9.2f}x floor")
+    for v in versions:
+        print(f"\n{v}:")
+        rows = [
+            ("gm-audit cold, --jobs 1", cold1[v]),
+            (f"gm-audit cold, --jobs {cores}", coldn[v]),
+            ("gm-audit warm cache", warm[v]),
+        ]
+        print(f"  {'measure':<40}{'seconds':>10}{'x floor':>10}")
+        for name, secs in rows:
+            print(f"  {name:<40}{secs:>10.2f}{secs / floor:>10.2f}")
+        print(f"  warm / cold(all cores) = {warm[v] / coldn[v]:.1%}   (target <= 5%)")
+        print(f"  cold(all cores) / floor = {coldn[v] / floor:.2f}x (target <= 2.0x, issue 12)")
+        print(f"  one small file, process start to exit: {small_t[v]:.3f}s (target <= 0.5s)")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import libcst as cst
 from auditor.findings import Finding, Severity, Status
 from auditor.fix import Fix, Fixer
 from auditor.rule import Invalid, Rule, Valid, Verdict
+from auditor.static.conditions import innermost
 from auditor.static.facts import Event, FunctionInfo
 from auditor.static.paths import PathSearch, Step, first_trained, is_same_or_parent, training_visitor
 from auditor.static.project import Project
@@ -42,7 +43,7 @@ def visit(step: Step, state: Hashable) -> tuple[Optional[str], Hashable]:
     which condition of which function was `.train()` called on a path that may skip it?"""
     forwarded, restored_under = state if isinstance(state, tuple) else (state, None)
     event, tracked = step.event, step.tracked
-    if restored_under is not None and restored_under == (step.fn.qualname, event.branch):
+    if restored_under is not None and restored_under == (step.fn.qualname, innermost(event)):
         # `if cond: model.train(); ...; loss.backward()`: the same condition that skipped the
         # restore skips this step too
         return RESTORED, state
@@ -50,7 +51,7 @@ def visit(step: Step, state: Hashable) -> tuple[Optional[str], Hashable]:
             and is_same_or_parent(event.receiver, tracked):
         if not step.conditional:
             return RESTORED, state
-        return None, (forwarded, (step.fn.qualname, event.branch))
+        return None, (forwarded, (step.fn.qualname, innermost(event)))
     verdict, forwarded = training_visitor(step, forwarded)
     return verdict, (forwarded, restored_under) if restored_under is not None else forwarded
 

@@ -5,18 +5,20 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterable, Optional
+from typing import TYPE_CHECKING, Iterable, Optional
 
 import libcst as cst
 
 from auditor.findings import Finding, Severity, Status
-from auditor.probe.evidence import Evidence
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.context import dotted
 from auditor.static.dataflow import function_of
 from auditor.static.facts import Span
 from auditor.static.project import Project
 from auditor.static.training import Training
+
+if TYPE_CHECKING:  # the probe's evidence types cost a check run's start; used in annotations only
+    from auditor.probe.evidence import Evidence
 
 BUFFERS = {"running_mean", "running_var", "num_batches_tracked"}
 INPLACE = {"copy_", "zero_", "fill_", "mul_", "add_", "sub_", "div_", "normal_", "uniform_"}

@@ -10,7 +10,7 @@ from typing import Callable, Iterable, Optional
 from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.context import MODULE_SCOPE
-from auditor.static.conditions import conditions_of, constant_truth, implies
+from auditor.static.conditions import conditions_of, constant_truth, implies, innermost
 from auditor.static.facts import Event, FunctionInfo
 from auditor.static.paths import call_sites_of, under_no_grad
 from auditor.static.project import Project
@@ -307,9 +307,10 @@ No automatic fix: whether the run is meant to be distributed is the author's dec
     def _guard(cls, project: Project, fn: FunctionInfo, event: Event,
                up: int = 0) -> tuple[str, str]:
         """The weakest guard on the way to ``event`` (none/always/other beat dist), and its text."""
-        kind = classify_guard(event.branch)
+        guard = innermost(event)
+        kind = classify_guard(guard)
         if kind != "none" or up >= MAX_UP:
-            return kind, event.branch or ""
+            return kind, guard or ""
         sites = call_sites_of(project, fn)
         if not sites:
             return "none", ""

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterable, Optional
+from typing import TYPE_CHECKING, Iterable, Optional
 
 import libcst as cst
 
 from auditor.findings import Finding, Severity, Status
-from auditor.probe.evidence import Evidence
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.context import dotted
 from auditor.static.dataflow import callers_of, constructed_class, function_of, is_loss_call
@@ -18,6 +17,9 @@ from auditor.static.facts import Event, FunctionInfo, Span
 from auditor.static.paths import bindings
 from auditor.static.project import Project
 from auditor.static.values import Constants
+
+if TYPE_CHECKING:  # the probe's evidence types cost a check run's start; used in annotations only
+    from auditor.probe.evidence import Evidence
 
 WEIGHTS_DICT = re.compile(r"loss_?(weight|coef|scale|lambda)s?|lambdas|weights?_?loss|loss_?w$", re.I)
 WEIGHT_NAME = re.compile(

@@ -4,18 +4,20 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Optional
+from typing import TYPE_CHECKING, Iterable, Optional
 
 import libcst as cst
 
 from auditor.findings import Finding, Severity, Status
-from auditor.probe.evidence import Evidence
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.dataflow import derives_from_module, function_of, statement_at
 from auditor.static.facts import FunctionInfo, Span
 from auditor.static.project import Project
 from auditor.static.stages import GETITEM, TRANSFORM, stage_of
 from auditor.static.training import Training
+
+if TYPE_CHECKING:  # the probe's evidence types cost a check run's start; used in annotations only
+    from auditor.probe.evidence import Evidence
 
 CENTER = {"mean", "nanmean", "median", "min", "amin"}
 SPREAD = {"std", "nanstd", "var", "max", "amax", "norm"}

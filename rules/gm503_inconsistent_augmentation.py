@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
+from typing import TYPE_CHECKING, Iterable, Optional
 
 import libcst as cst
 
 from auditor.findings import Finding, Severity, Status
-from auditor.probe.evidence import Evidence
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.dataflow import function_of
 from auditor.static.facts import FunctionInfo, Span
@@ -19,6 +18,9 @@ from auditor.static.project import Project
 from auditor.static.stages import stage_of
 from auditor.static.training import Training
 from auditor.static.values import GRAD, kind_at
+
+if TYPE_CHECKING:  # the probe's evidence types cost a check run's start; used in annotations only
+    from auditor.probe.evidence import Evidence
 
 XYZ, TANGENT, NORMAL, ALL = "coordinates", "tangents", "normals", "all features"
 REST = "channels after them"  # `x[..., 3:]`: whatever follows the coordinates (the directions)

@@ -11,6 +11,7 @@ import libcst as cst
 from auditor.findings import Finding, Severity, Status
 from auditor.fix import Fix, Fixer, keyword_arg
 from auditor.rule import Invalid, Rule, Valid, Verdict
+from auditor.static.conditions import innermost
 from auditor.static.facts import Event, FunctionInfo
 from auditor.static.paths import (PathSearch, Step, call_sites_of, forward_use, in_one_program,
                                   is_backward, runs_before, trains_after)
@@ -640,7 +641,7 @@ checkpoint off changes what the run starts from; both change results on purpose.
                     up: int = 0) -> Optional[str]:
         """Why the load runs by default ("unconditionally", "by default: --x defaults to ..."),
         or None when it is opt-in (or the gate cannot be decided)."""
-        gate = event.branch
+        gate = innermost(event)
         if gate is None or "__name__" in gate:  # the script's main guard is no opt-in
             if up >= MAX_UP:
                 return "unconditionally"

@@ -3,18 +3,20 @@ sampling, augmentation) that is never seeded while the pipeline seeds the others
 
 from __future__ import annotations
 
-from typing import Iterable, Optional
+from typing import TYPE_CHECKING, Iterable, Optional
 
 import libcst as cst
 
 from auditor.findings import Finding, Severity, Status
 from auditor.fix import Fix, Fixer
-from auditor.probe.evidence import Evidence
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.facts import Event, FunctionInfo
 from auditor.static.project import Project
 from auditor.static.training import is_backward
 from auditor.static.rng import FAMILIES, Draw, draw_of, project_seeding
+
+if TYPE_CHECKING:  # the probe's evidence types cost a check run's start; used in annotations only
+    from auditor.probe.evidence import Evidence
 
 _SEED_CALL = {
     "random": "random.seed(seed)",

@@ -5,18 +5,20 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
-from typing import Iterable, Optional
+from typing import TYPE_CHECKING, Iterable, Optional
 
 import libcst as cst
 
 from auditor.findings import Finding, Severity, Status
 from auditor.fix import Fix, Fixer
-from auditor.probe.evidence import Evidence
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.facts import Span
 from auditor.static.project import Project
 from auditor.static.values import Constants
 from auditor.static.rng import project_seeding
+
+if TYPE_CHECKING:  # the probe's evidence types cost a check run's start; used in annotations only
+    from auditor.probe.evidence import Evidence
 
 # Every attribute of these backend namespaces that a program can meaningfully assign (torch 2.x).
 # `torch.backends.cuda` and `torch.backends.mps` have no assignable flags of their own: their

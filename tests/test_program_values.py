@@ -358,6 +358,34 @@ def test_ddp_guarded_by_another_condition_than_the_process_group_is_reported(tmp
     assert check(tmp_path, _ddp("if args.standalone:"), "GM302") == [("GM302", "train.py", 9)]
 
 
+# -- an `else` arm is not its `if` arm (GM201) ---------------------------------------------------
+
+def _mode_switch(restore: str) -> dict[str, str]:
+    return {"train.py": (
+        "def run(model, opt, loader, evaluate):\n"
+        "    for epoch in range(10):\n"
+        "        if evaluate:\n"
+        "            model.eval()\n"
+        f"{restore}"
+        "        for g, x in loader:\n"
+        "            loss = model(g, x)\n"
+        "            opt.zero_grad()\n"
+        "            loss.backward()\n"
+        "            opt.step()\n"
+    )}
+
+
+def test_train_mode_restored_only_in_the_else_arm_leaks_eval_mode(tmp_path):
+    # with `evaluate` set the `if` arm runs and the `else` arm's `.train()` does not
+    restore = "        else:\n            model.train()\n"
+    assert check(tmp_path, _mode_switch(restore), "GM201") == [("GM201", "train.py", 4)]
+
+
+def test_train_mode_restored_in_the_same_arm_is_clean(tmp_path):
+    restore = "            model.train()\n"
+    assert check(tmp_path, _mode_switch(restore), "GM201") == []
+
+
 # -- before / after the training loop is control flow (GM601, GM602) ------------------------------
 
 def _restore(after: bool) -> dict[str, str]:

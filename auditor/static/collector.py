@@ -145,7 +145,6 @@ class FactCollector(Visitor):
         self.withs: list[list[str]] = []
         self.loops: list[int] = []
         self.loop_ids = itertools.count(1)  # unique per file, so cached facts are stable
-        self.branches: list[str] = []
         self.conditions: list[str] = []  # enclosing `if` tests, negated in their `else`
         self.ifs: list[cst.If] = []
         self.condition_base: list[int] = [0]  # where the current function's own tests start
@@ -310,12 +309,10 @@ class FactCollector(Visitor):
         if self.ifs and self.ifs[-1].orelse is node:  # an `elif`: the `if` above did not hold
             self.conditions[-1] = f"not ({self.conditions[-1]})"
         text = condition_text(self.ctx.line_text(self.ctx.span(node).line))
-        self.branches.append(text)
         self.conditions.append(text)
         self.ifs.append(node)
 
     def leave_If(self, original_node: cst.If) -> None:
-        self.branches.pop()
         self.conditions.pop()
         self.ifs.pop()
 
@@ -404,7 +401,6 @@ class FactCollector(Visitor):
                 span=span,
                 context=context,
                 loop_ids=list(self.loops),
-                branch=self.branches[-1] if self.branches else None,
                 conditions=self.conditions[self.condition_base[-1]:],
                 text=text or (self.ctx.line_text(span.line) if kind == "with" else self.ctx.code(node)),
                 **data,  # type: ignore[arg-type]

@@ -6,6 +6,7 @@ own ``if __name__ == "__main__":`` guard is no condition of the program it start
 
 API:
 
+* :func:`innermost` — the test of the nearest enclosing ``if`` as it holds there, as written.
 * :func:`conditions_of` — the tests an event runs under, normalised (spaces dropped).
 * :func:`implies` — event A runs only where event B's tests hold (A's tests include B's): a
   ``DistributedDataParallel`` under ``if not args.standalone`` after an ``init_process_group``
@@ -31,6 +32,12 @@ _NEGATED = re.compile(r"^not\s*\((.*)\)$|^not\s+(.*)$")
 
 def normalise(test: str) -> str:
     return re.sub(r"\s+", "", test)
+
+
+def innermost(event: Event) -> Optional[str]:
+    """The test of the nearest enclosing ``if`` of the event's own function, as it holds at the
+    event (``not (test)`` in its ``else``), or None when no ``if`` encloses it."""
+    return event.conditions[-1] if event.conditions else None
 
 
 def conditions_of(event: Event) -> list[str]:

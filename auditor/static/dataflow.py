@@ -342,11 +342,7 @@ def _sinks_in(fn: FunctionInfo, stmt: Statement, hit_calls: Iterable[Event]) -> 
 
 
 def _cache(project: Project) -> dict:
-    cache = getattr(project, "_dataflow_cache", None)
-    if cache is None:
-        cache = {}
-        setattr(project, "_dataflow_cache", cache)
-    return cache
+    return project.memo("dataflow")
 
 
 def _object_call(call: Event) -> str:

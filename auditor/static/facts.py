@@ -43,9 +43,9 @@ class Event:
     uses: list[str] = field(default_factory=list)
     context: list[str] = field(default_factory=list)
     loop_ids: list[int] = field(default_factory=list)
-    branch: Optional[str] = None  # text of the innermost enclosing `if` test, if any
     # every enclosing `if` test of the event's function, outermost first; an `else` / `elif`
-    # body holds its `if`'s test as ``not (test)`` (see auditor/static/conditions.py)
+    # body holds its `if`'s test as ``not (test)`` (see auditor/static/conditions.py, whose
+    # ``innermost`` is the test of the nearest one)
     conditions: list[str] = field(default_factory=list)
     text: str = ""  # the statement's source, shortened
 

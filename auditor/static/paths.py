@@ -22,7 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Callable, Hashable, Optional
 
-from auditor.static.dataflow import _cache, callers_of
+from auditor.static.conditions import innermost
+from auditor.static.dataflow import callers_of
 from auditor.static.facts import Event, FunctionInfo
 from auditor.static.project import Project
 
@@ -231,7 +232,7 @@ def runs_before(project: Project, fn: FunctionInfo, index: int,
 def _unresolved_method_calls(project: Project) -> dict[str, list[tuple[FunctionInfo, int]]]:
     """Method calls on a non-``self`` receiver that resolve to no function, by method name;
     built once per project size (files load on demand), not once per question."""
-    cache = _cache(project)
+    cache = project.memo("paths")
     memo = cache.get("unresolved_methods")
     if memo is not None and memo[0] == len(project.functions):
         return memo[1]
@@ -320,7 +321,7 @@ class PathSearch:
             sequences.append(([i for i in body if i > index] + [i for i in body if i < index], True))
         sequences.append((list(range(index + 1, len(fn.events))), False))
         for order, is_loop in sequences:
-            for kind, st, step in self._walk(fn, order, tracked, state, start.branch, no_grad,
+            for kind, st, step in self._walk(fn, order, tracked, state, innermost(start), no_grad,
                                              depth=0, stack=(fn.qualname,)):
                 if kind == "wrapped" and is_loop:
                     outcomes.append(Outcome(LOOP, step, trail))
@@ -363,7 +364,8 @@ class PathSearch:
             if not states:
                 break
             event = fn.events[i]
-            conditional = event.branch is not None and event.branch != start_branch
+            branch = innermost(event)
+            conditional = branch is not None and branch != start_branch
             ng = no_grad or under_no_grad(event)
             next_states: set[Hashable] = set()
             for st in states:

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Optional
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional
 
 from auditor.static.context import MODULE_SCOPE
 from auditor.static.facts import Event, FileFacts, FunctionInfo
 from auditor.static.imports import Layout
 from auditor.static.programs import Program, entry_programs, import_graph, programs_with
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 def canonicalise(facts: FileFacts, layout: Layout) -> None:
@@ -84,7 +85,11 @@ class Project:
         self._resolved: dict[int, tuple[int, list[str]]] = {}
         self._constructed: dict[str, dict[str, list[tuple[int, str]]]] = {}
         self._not_skipped: set[str] = set()
-        self.graph: nx.DiGraph = nx.DiGraph()
+        self._memos: dict[str, dict[str, Any]] = {}
+        # imported here: networkx costs a third of a warm run's start, which needs no project
+        import networkx
+
+        self.graph: nx.DiGraph = networkx.DiGraph()
         files = list(files)
         # path -> what an analysis left unjudged there, and why (a cap that keeps it linear):
         # reported with the file, never dropped in silence
@@ -108,6 +113,11 @@ class Project:
         self._loading = False
         self._link_all()
         self._loading = True
+
+    def memo(self, owner: str) -> dict[str, Any]:
+        """The table where the analysis ``owner`` (a module of auditor/static) keeps answers it
+        computed over this project, for the project's lifetime; its keys are the owner's own."""
+        return self._memos.setdefault(owner, {})
 
     def truncate(self, path: str, what: str) -> None:
         """A rule gave up on part of ``path``: ``what`` it left unjudged, and why."""
@@ -321,13 +331,17 @@ class Project:
 
     def ancestors(self, qualname: str) -> set[str]:
         """Every function from which a chain of calls leads to ``qualname``."""
-        return nx.ancestors(self.graph, qualname) if qualname in self.graph else set()
+        import networkx
+
+        return networkx.ancestors(self.graph, qualname) if qualname in self.graph else set()
 
     def reachable_from(self, qualname: str) -> set[str]:
         """Every function a call to ``qualname`` may run, itself included."""
         if qualname not in self.graph:
             return set()
-        return {qualname} | nx.descendants(self.graph, qualname)
+        import networkx
+
+        return {qualname} | networkx.descendants(self.graph, qualname)
 
     def reachable_from_all(self, qualnames: Iterable[str]) -> set[str]:
         """Every function calls from any of ``qualnames`` may run, those included."""

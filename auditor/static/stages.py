@@ -92,7 +92,8 @@ def _reachable(project: Project, qualname: str) -> set[str]:
 def per_batch_functions(project: Project) -> dict[str, str]:
     """qualname -> stage (see the module doc) of every function that runs per sample or batch.
     Computed once per project (cached on it)."""
-    cached = getattr(project, "_stages_cache", None)
+    memo = project.memo("stages")
+    cached = memo.get("per_batch")
     if cached is not None and cached[0] == len(project.functions):
         return cached[1]
     stages: dict[str, str] = {}
@@ -104,7 +105,7 @@ def per_batch_functions(project: Project) -> dict[str, str]:
             stages.setdefault(qual, TRAIN_STEP)
             for reached in sorted(_step_callees(project, fn)):
                 stages.setdefault(reached, TRAIN_STEP)
-    setattr(project, "_stages_cache", (len(project.functions), stages))
+    memo["per_batch"] = (len(project.functions), stages)
     return stages
 
 

@@ -343,7 +343,7 @@ No automatic fix: the dataset statistics have to be computed and passed in.
                            "computed once over the training split")
             else:
                 message = (f"`{norm.what}` normalises with the statistics of the current batch in "
-                           f"{where} (`{fn.qualname}`): the units change with the batch's "
+                           f"{where} (`{fn.display}`): the units change with the batch's "
                            "composition, so the reconstruction target moves from batch to batch")
             finding = cls.make_finding(
                 file.path, norm.span, message,

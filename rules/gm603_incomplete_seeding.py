@@ -336,15 +336,15 @@ drawn, never what the code computes with them.
         note = ""
         if unreached:
             helper = unreached[0].function
-            note = f"; `{helper.qualname}` ({helper.path}) would seed it but is never called"
+            note = f"; `{helper.display}` would seed it but is never called"
         fix = f"seed it with the others: `{_SEED_CALL[draw.family]}`"
         if seeded:
             where = seeding.where(next(iter(sorted(seeded))), entries, None if entries else files)
             finding = cls.make_finding(
                 fn.path, event.span,
                 f"`{draw.what}` draws from the {draw.family} RNG, which is never seeded, while "
-                f"{', '.join(sorted(seeded))} {'is' if len(seeded) == 1 else 'are'} seeded "
-                f"(in `{where}`): runs with the same seed differ{note}",
+                f"{', '.join(sorted(seeded))} {'is' if len(seeded) == 1 else 'are'} seeded"
+                f"{f' (in `{where}`)' if where else ''}: runs with the same seed differ{note}",
                 fix=fix,
             )
             return finding

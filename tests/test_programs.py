@@ -166,7 +166,7 @@ def test_console_script_is_an_entry_point(tmp_path):
     # `main` runs: seed_all's seeding counts, and the numpy draw is the one RNG left unseeded
     gm603 = [f for f in result.findings if f.rule == "GM603"]
     assert [(f.path, f.line) for f in gm603] == [("src/mypkg/cli.py", 8)]
-    assert "random, torch, torch.cuda are seeded (in `src.mypkg.seeding.seed_all`)" in gm603[0].message
+    assert "random, torch, torch.cuda are seeded (in `src/mypkg/seeding.py:seed_all`)" in gm603[0].message
     # without the declaration no entry point runs the package: it is library code, judged on
     # the seeding its own imports hold (the same answer here), never on a guess about callers
     result, programs = project_of(tmp_path / "undeclared", {k: v for k, v in files.items()
@@ -192,7 +192,7 @@ def test_seeding_is_judged_per_program(tmp_path):
     assert programs[("exp1/train.py", "script")] == ["exp1/layers.py", "exp1/seeding.py", "exp1/train.py"]
     gm603 = [f for f in result.findings if f.rule == "GM603"]
     assert [(f.path, f.line) for f in gm603] == [("exp2/train.py", 8)]
-    assert "exp2.seeding.seed_all" in gm603[0].message and "exp1" not in gm603[0].message
+    assert "exp2/seeding.py:seed_all" in gm603[0].message and "exp1" not in gm603[0].message
 
 
 def test_code_no_call_reaches_is_judged_by_the_programs_importing_it(tmp_path):
@@ -213,7 +213,7 @@ def test_code_no_call_reaches_is_judged_by_the_programs_importing_it(tmp_path):
     result, _ = project_of(tmp_path, files)
     gm603 = [f for f in result.findings if f.rule == "GM603"]
     assert [(f.path, f.line) for f in gm603] == [("exp2/utils.py", 10)]
-    assert "`exp2.utils.set_seed`" in gm603[0].message and "exp1" not in gm603[0].message
+    assert "`exp2/utils.py:set_seed`" in gm603[0].message and "exp1" not in gm603[0].message
 
 
 def test_checking_a_package_from_inside_it(tmp_path):

@@ -66,6 +66,15 @@ class FunctionInfo:
     span: Optional[Span] = None
     events: list[Event] = field(default_factory=list)
 
+    @property
+    def display(self) -> str:
+        """How a message names it: ``path:Class.method`` (``path`` alone for module-level code).
+        A module's identity is its path, dotted (``__up__.corpus.repo.utils``): that means
+        nothing to a reader, the file does."""
+        local = self.qualname[len(self.module) + 1:] if self.qualname.startswith(self.module + ".") \
+            else self.name
+        return self.path if local == "<module>" else f"{self.path}:{local}"
+
 
 @dataclass
 class ClassInfo:

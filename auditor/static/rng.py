@@ -196,10 +196,10 @@ class Seeding:
 
     def where(self, family: str, entries: Optional[list[str]] = None,
               files: Optional[frozenset[str]] = None) -> str:
-        """``utils.seed_everything`` (first reached function seeding ``family``; in one of the
-        programs ``entries``, or of the ``files``, when given), or ''."""
+        """``utils.py:seed_everything`` (first reached function seeding ``family``; in one of
+        the programs ``entries``, or of the ``files``, when given), or ''."""
         reached = set().union(*(self.reach[e] for e in entries)) if entries else None
-        return next((c.function.qualname for c in self.calls if family in c.families
+        return next((c.function.display for c in self.calls if family in c.families
                      and (c.function.path in files if files is not None else c.reached)
                      and (reached is None or c.function.qualname in reached)), "")
 

@@ -436,7 +436,8 @@ class Training:
         right on ``nn.Module``: it has nothing an optimizer could hold (a scoring head that only
         computes in ``forward``)."""
         info = self.project.classes.get(cls)
-        if info is None or any(m.rsplit(".", 1)[-1] == "__init__" for m in info.methods):
+        # a class with no method at all is elided (`...`) or unknown, not shown to be empty
+        if info is None or not info.methods or any(m.rsplit(".", 1)[-1] == "__init__" for m in info.methods):
             return False
         return bool(info.bases) and all(
             b in ("torch.nn.Module", "torch.nn.modules.module.Module")

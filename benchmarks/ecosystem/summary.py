@@ -8,7 +8,7 @@
         --precision precision.json
 
 Static recall: bug mutants found at their truth line / bug mutants. Probe recall: bug mutants
-the probe confirmed (or raised) at their truth line / bug mutants probed. Precision: findings on
+the probe confirmed (or raised) at their truth line / bug mutants probed that the run can show. Precision: findings on
 the unmodified repository judged true positives / true positives plus benign. ``–``: nothing to
 measure there. Several files of one kind (repositories scored in separate runs) are merged.
 """
@@ -40,14 +40,20 @@ def static_cells(reports: list[dict]) -> dict[str, dict[str, Cell]]:
 
 
 def probe_cells(runs: list[list[dict]]) -> dict[str, dict[str, Cell]]:
-    cells: dict[str, dict[str, Cell]] = defaultdict(dict)
+    """A mutant probed in several files (a rule rerun on its own) counts once, as the last file
+    has it; one the run cannot show (its lines never run, a cast the CPU cannot compute) is not
+    counted."""
+    latest: dict[tuple[str, str], tuple[str, dict]] = {}
     for pipelines in runs:
         for score in pipelines:
             for m in score["mutants"]:
-                if not m["benign"]:
-                    cell = cells[m["rule"]].setdefault(score["repo"], [0, 0])
-                    cell[0] += bool(m["caught"])
-                    cell[1] += 1
+                latest[(score["repo"], m["id"])] = (score["repo"], m)
+    cells: dict[str, dict[str, Cell]] = defaultdict(dict)
+    for repo, m in latest.values():
+        if not m["benign"] and not m.get("not_showable"):
+            cell = cells[m["rule"]].setdefault(repo, [0, 0])
+            cell[0] += bool(m["caught"])
+            cell[1] += 1
     return cells
 
 

@@ -9,7 +9,7 @@ from typing import Iterator
 import libcst as cst
 
 from benchmarks.ecosystem.mutators.base import Edit, Operator, Source
-from benchmarks.ecosystem.mutators.structure import calls, kwarg, loss_calls
+from benchmarks.ecosystem.mutators.structure import calls, kwarg, loss_calls, scope_of
 
 _SUM = cst.SimpleString('"sum"')
 
@@ -28,7 +28,11 @@ def _sums_selected_rows(src: Source, call: cst.Call) -> bool:
     if not isinstance(body, cst.Assign) or len(body.targets) != 1 or body.value is not call:
         return False
     name = src.code(body.targets[0].target)
-    return any(src.code(c.func) == name and _selected(c) for c in calls(src.module))
+    # the module's calls in its own function; where that function only passes it on
+    # (`train(..., criterion)`), the calls of the name elsewhere in the file
+    local = [c for c in calls(scope_of(src, stmt)) if src.code(c.func) == name]
+    uses = local or [c for c in calls(src.module) if src.code(c.func) == name]
+    return any(_selected(c) for c in uses)
 
 
 def mean_to_sum(src: Source) -> Iterator[Edit]:

@@ -192,6 +192,26 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
                 "    trainer.step(x)\n"
             ),
         }),
+        # a linear probe on embeddings detached in the same statement: the encoder is not
+        # trained by the probe's loss
+        Valid(
+            "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n"
+            "class Net(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.enc = nn.Linear(6, 16)\n"
+            "    def forward(self, x):\n"
+            "        return self.enc(x)\n"
+            "model = Net()\n"
+            "head = nn.Linear(16, 2)\n"
+            "opt = torch.optim.SGD(head.parameters(), lr=0.1)\n"
+            "for x, y in loader:\n"
+            "    emb = model.enc(x).detach()\n"
+            "    loss = F.cross_entropy(head(emb), y)\n"
+            "    opt.zero_grad()\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+        ),
         # a parameter-free scoring module made after the optimizer: nothing of it to train
         Valid(
             "import torch\nfrom torch import nn\n"

@@ -567,3 +567,30 @@ class Blow(nn.Module):
     train, data = run_net(cli, tmp_path, net.replace("class Net", blow + "\n\nclass Net") + LOOP)
     found = errors(data, "GM701")
     assert found and "first non-finite module output: blow" in found[0]["message"], found
+
+
+def test_a_later_training_phase_is_traced_from_its_first_steps(cli, tmp_path):
+    """A linear probe trained after pre-training (a new optimizer, steps 12-16) is a new phase:
+    its first steps are traced like the run's first ones, so an unseeded draw in its loop is
+    seen, not left `unexercised` between the every-10th-step samples."""
+    train = NET + LOOP + """
+import numpy as np
+torch.manual_seed(0)
+model = Net()
+train(model, torch.optim.SGD(model.parameters(), lr=0.01))
+head = nn.Linear(16, 2)
+probe_opt = torch.optim.SGD(head.parameters(), lr=0.1)
+for step in range(5):
+    idx = np.random.permutation(32)
+    emb = model.enc(torch.randn(32, 6)[idx]).detach()
+    loss = F.cross_entropy(head(emb), torch.zeros(32, dtype=torch.long))
+    probe_opt.zero_grad()
+    loss.backward()
+    probe_opt.step()
+"""
+    write(tmp_path, {"train.py": train})
+    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "20"))
+    draw = [f for f in by_rule(data, "GM603") if f["line"] == line_of(train, "np.random.permutation")]
+    assert draw and draw[0]["status"] in ("confirmed", "runtime"), by_rule(data, "GM603")
+    # every draw of the new phase's first steps is seen (before: only the one at a sampled step)
+    assert "drawn from 5x" in " ".join(draw[0]["evidence"]), draw[0]["evidence"]

@@ -94,6 +94,7 @@ class Recorder:
         self.reconstruction: dict | None = None  # see note_reconstruction
         self.rng_state: dict[str, object] = {}
         self.step_count = 0
+        self.phase_start = 0  # the step at which the current training phase began (new_phase)
         self.opt_after_backward = False
         self.run = {"status": "running", "exit_code": None, "steps": 0, "devices": [],
                     "argv": list(sys.argv), "torch_imported": False, "error": ""}
@@ -735,7 +736,15 @@ class Recorder:
         """The costlier facts (loss components, graphs held across steps, RNG states) are taken
         on the first steps, where their effects show, then on every DETAIL_EVERY-th step:
         that keeps the probe's per-step overhead small on long runs."""
-        return self.step_count < DETAIL_STEPS or self.step_count % DETAIL_EVERY == 0
+        return self.step_count - self.phase_start < DETAIL_STEPS or self.step_count % DETAIL_EVERY == 0
+
+    def new_phase(self) -> None:
+        """An optimizer built after the first step starts a training phase of its own (a linear
+        probe after pre-training): its first steps are detailed like the run's, with line
+        tracing on from now, so what only that phase runs is seen."""
+        if self.step_count and self.step_count - self.phase_start >= DETAIL_STEPS:
+            self.phase_start = self.step_count
+            self.trace_this_step()
 
     def param_name_by_id(self, pid: int) -> str:
         return self.param_names.get(pid, f"<param #{pid % 10000}>")

@@ -803,6 +803,9 @@ class Training:
             outer = outer_call(fn, j)
             if outer is not None and self.returns_detached(fn, outer):
                 continue  # `emb = model.get_embedding(g)` that returns `h.detach()`: off the slice
+            whole = outer_call(fn, statement_start(fn, j)) if live else None
+            if whole is not None and whole.method in NON_DIFFERENTIABLE:
+                continue  # `emb = model.enc(x).detach()`: no history comes out of the statement
             out.append((fn, j))
             if outer is not None and outer.method in NON_DIFFERENTIABLE:
                 continue  # `pred = logits.argmax(-1)`: no gradient flows back through it

@@ -97,6 +97,7 @@ def install(rec, torch) -> None:
             out = original(self, *args, **kwargs)
             if not tls.busy:
                 note_built(rec.opt_built, self, "optimizer")
+                rec.new_phase()
             return out
         return __init__
 

@@ -172,7 +172,8 @@ automatically because a tensor total may be used later on purpose.
             "        opt.zero_grad()\n"
             "        total.backward()\n"
             "        opt.step()\n"
-        ),        # an epoch helper that sums `.item()` numbers and returns the sum: a float per epoch
+        ),
+        # an epoch helper that sums `.item()` numbers and returns the sum: a float per epoch
         Valid(
             "class Trainer:\n"
             "    def __init__(self, model, opt, loader):\n"
@@ -235,7 +236,8 @@ automatically because a tensor total may be used later on purpose.
                 "        record = train_step(model, optimizer, g)\n"
                 "        total = total + record['loss']\n"
             ),
-        }, path="train.py", line=6),        # the epoch helper returns the summed loss tensors themselves
+        }, path="train.py", line=6),
+        # the epoch helper returns the summed loss tensors themselves
         Invalid(
             "class Trainer:\n"
             "    def __init__(self, model, opt, loader):\n"

@@ -164,7 +164,8 @@ loss weights tuned against the summed loss must be revisited.
                 "        loss = crit(model(g, x)[mask], x[mask]) / len(mask)\n"
                 "        loss.backward()\n"
             ),
-        }),        # a margin loss summed over a loader's fixed-size batch: a constant factor
+        }),
+        # a margin loss summed over a loader's fixed-size batch: a constant factor
         Valid(
             "import torch.nn as nn\n"
             "class Trainer:\n"
@@ -245,7 +246,8 @@ loss weights tuned against the summed loss must be revisited.
                 "        self.opt.zero_grad()\n"
                 "        loss.backward()\n"
             ),
-        }, line=5, path="losses.py", message_contains="trainer.py:9"),        # the nodes of batched graphs of varying size, summed
+        }, line=5, path="losses.py", message_contains="trainer.py:9"),
+        # the nodes of batched graphs of varying size, summed
         Invalid(
             "import torch.nn.functional as F\n"
             "def fit(model, loader, opt):\n"
@@ -279,7 +281,8 @@ loss weights tuned against the summed loss must be revisited.
             "        loss.backward()\n"
             "        opt.step()\n",
             line=8, message_contains="mask_nodes",
-        ),        # the model from a factory, trained by a helper it is handed to
+        ),
+        # the model from a factory, trained by a helper it is handed to
         Invalid({
             "models.py": (
                 "import torch.nn as nn\n"

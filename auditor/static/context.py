@@ -7,11 +7,10 @@ from typing import Any, Mapping, Optional
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from auditor.static.facts import FileFacts, Span
+from auditor.static.facts import MODULE_SCOPE, FileFacts, Span  # noqa: F401 (MODULE_SCOPE re-exported)
 from auditor.static.positions import ast_spans, cst_kind
 from auditor.static.reading import python_lines
 
-MODULE_SCOPE = "<module>"
 
 
 def resolve_relative(module_name: str, path: str, level: int, module: Optional[str]) -> str:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+MODULE_SCOPE = "<module>"  # the qualname part of a module's top-level code
+
 
 @dataclass
 class Span:
@@ -73,7 +75,7 @@ class FunctionInfo:
         nothing to a reader, the file does."""
         local = self.qualname[len(self.module) + 1:] if self.qualname.startswith(self.module + ".") \
             else self.name
-        return self.path if local == "<module>" else f"{self.path}:{local}"
+        return self.path if local == MODULE_SCOPE else f"{self.path}:{local}"
 
 
 @dataclass

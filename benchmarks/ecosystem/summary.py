@@ -43,13 +43,13 @@ def probe_cells(runs: list[list[dict]]) -> dict[str, dict[str, Cell]]:
     """A mutant probed in several files (a rule rerun on its own) counts once, as the last file
     has it; one the run cannot show (its lines never run, a cast the CPU cannot compute) is not
     counted."""
-    latest: dict[tuple[str, str], tuple[str, dict]] = {}
+    latest: dict[tuple[str, str], dict] = {}
     for pipelines in runs:
         for score in pipelines:
             for m in score["mutants"]:
-                latest[(score["repo"], m["id"])] = (score["repo"], m)
+                latest[(score["repo"], m["id"])] = m
     cells: dict[str, dict[str, Cell]] = defaultdict(dict)
-    for repo, m in latest.values():
+    for (repo, _), m in latest.items():
         if not m["benign"] and not m.get("not_showable"):
             cell = cells[m["rule"]].setdefault(repo, [0, 0])
             cell[0] += bool(m["caught"])

@@ -47,8 +47,8 @@ def alive(pid: int) -> bool:
         return False
 
 
-def start(tmp_path: Path, *args: str) -> subprocess.Popen:
-    (tmp_path / "prog.py").write_text(PROGRAM)
+def start(tmp_path: Path, *args: str, program: str = PROGRAM) -> subprocess.Popen:
+    (tmp_path / "prog.py").write_text(program)
     (tmp_path / "tmp").mkdir()
     env = {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
     env.pop("GM_AUDIT_DEBUG", None)
@@ -162,3 +162,31 @@ def test_temporary_folders_of_a_stopped_program_go_with_the_run(tmp_path, cli):
                cwd=tmp_path, input_env={"TMPDIR": str(outer)})
     assert "Traceback" not in proc.stderr
     assert list(outer.iterdir()) == []
+
+
+
+def test_sigterms_in_quick_succession_still_leave_the_snapshot_of_what_was_recorded(tmp_path):
+    """gm-audit's signal handler and a run's own wait loop may both SIGTERM a program: a second
+    SIGTERM while the recorder writes what it gathered must not cut the write short."""
+    from auditor.diff.command import _load_snapshot
+    from auditor.diff.snapshot import ENV_DIR, ENV_STEPS
+    from auditor.probe.launch import prepare
+
+    (tmp_path / "prog.py").write_text(PROGRAM)
+    run_dir, snap_dir = tmp_path / "run", tmp_path / "run" / "snapshot"
+    snap_dir.mkdir(parents=True)
+    env = {**prepare(run_dir, tmp_path, "4", [], "cpu"), ENV_DIR: str(snap_dir), ENV_STEPS: "3"}
+    with open(tmp_path / "out.log", "wb") as log:  # not a pipe: the setsid child would hold it
+        proc = subprocess.Popen([sys.executable, "prog.py", "60"], cwd=tmp_path, env=env,
+                                stdout=log, stderr=subprocess.STDOUT)
+    [pid, child] = wait_for_pids(tmp_path, proc)
+    for _ in range(200):
+        if proc.poll() is not None:
+            break
+        os.kill(pid, signal.SIGTERM)
+        time.sleep(0.0005)
+    proc.wait(timeout=60)
+    os.kill(child, signal.SIGKILL)
+    out = (tmp_path / "out.log").read_text()
+    assert proc.returncode == -signal.SIGTERM, out
+    assert len(_load_snapshot(snap_dir).get("steps") or []) == 1, out

@@ -1459,6 +1459,11 @@ def install() -> "Recorder | None":
         try:
             if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
                 def on_term(signum, frame):
+                    # gm-audit may send a second SIGTERM (its signal handler and the run's wait
+                    # loop both stop the group): it must not re-enter and end the write early;
+                    # a hook the signal interrupted must not skip it either
+                    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+                    rec.tls.busy = 0
                     rec.run["status"] = "signal"
                     rec.guarded(rec.at_exit)()  # the diff's snapshot too: what was gathered
                     signal.signal(signal.SIGTERM, signal.SIG_DFL)

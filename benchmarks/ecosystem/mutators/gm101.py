@@ -9,7 +9,7 @@ import libcst as cst
 
 from benchmarks.ecosystem.mutators.base import Edit, Operator, Source, insert_after
 from benchmarks.ecosystem.mutators.structure import (assign_value, assigned_names, forward_sites,
-                                                     grad_survives_detach, loss_calls)
+                                                     gradients_after_detach, loss_calls)
 
 
 def _detached(expr: cst.BaseExpression) -> cst.Call:
@@ -17,19 +17,31 @@ def _detached(expr: cst.BaseExpression) -> cst.Call:
 
 
 def detach_module_output(src: Source) -> Iterator[Edit]:
-    """Only where another module's gradient still reaches the loss: detaching the loss's only
-    source (``loss = model(g, x)``) makes ``backward`` raise instead of training silently."""
+    """Only where another module's gradient still reaches the loss, and the detached module's
+    does not: detaching the loss's only source (``loss = model(g, x)``) makes ``backward``
+    raise instead of training silently, and detaching one view of a two-view model whose other
+    view still reaches the loss (``z1, z2 = model(g1, x1, g2, x2)``, then ``z1.detach()``; or a
+    second call of the same module) is the stop-gradient BYOL and SimSiam train with: every
+    parameter still gets its gradient, GM101 documents it as valid."""
     for tl, call, stmt in forward_sites(src):
-        what = f"`.detach()` on `{src.code(call.func)}(...)` on the loss path"
+        module = src.code(call.func)
+        what = f"`.detach()` on `{module}(...)` on the loss path"
         first = _first_unpacked(stmt, call)
         whole = isinstance(stmt, cst.SimpleStatementLine) and assign_value(stmt) is call
         detached = {first} if first else assigned_names(stmt) if whole else set()
-        if not grad_survives_detach(src, tl, call, detached):
+        reaching = gradients_after_detach(src, tl, call, detached)
+        if not reaching or any(_overlap(module, other) for other in reaching):
             continue
         if first is None:
             yield Edit({call: _detached(call)}, what)
         else:  # a tuple has no .detach(): detach the first output after unpacking
             yield Edit(insert_after(stmt, f"{first} = {first}.detach()"), what)
+
+
+def _overlap(one: str, other: str) -> bool:
+    """The two module expressions may share parameters: the same module, or one holds the
+    other (``model`` runs ``model.encoder``)."""
+    return one == other or one.startswith(other + ".") or other.startswith(one + ".")
 
 
 def _first_unpacked(stmt: cst.CSTNode, call: cst.Call) -> Optional[str]:

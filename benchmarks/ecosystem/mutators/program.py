@@ -51,3 +51,9 @@ def call_event(project: "Project", path: str, line: int, func: str) -> Optional[
     index = next((i for i, e in enumerate(fn.events)
                   if e.kind == "call" and e.span.line == line and e.func == func), None)
     return None if index is None else (fn, index)
+
+
+def run_by_a_program(project: "Project", path: str) -> bool:
+    """Some entry point of the tree imports the file at ``path`` (a script, a ``-m`` module, a
+    console script, a test): its code can run. A module nothing imports is dead code."""
+    return any(path in program.files for program in project.programs())

@@ -226,7 +226,7 @@ def torch_bound(src: Source) -> bool:
 def forward_sites(src: Source) -> Iterator[tuple[TrainLoop, cst.Call, cst.CSTNode]]:
     """``(loop, module call, its statement)`` for the model calls on a loop's loss path (not
     the calls of loss modules) whose statement sits in an indented body."""
-    criteria = _loss_modules(src)
+    criteria = loss_modules(src)
     for tl in train_loops(src):
         for call in module_calls_on_loss_path(src, tl):
             stmt = src.statement(call)
@@ -291,7 +291,7 @@ def feature_arg(call: cst.Call) -> Optional[cst.BaseExpression]:
 
 
 @lru_cache(maxsize=8)  # every operator asks this of the same file in turn
-def _loss_modules(src: Source) -> set[str]:
+def loss_modules(src: Source) -> set[str]:
     """What loss modules are bound to: the targets of ``X = torch.nn.SomeLoss(...)``."""
     out = set()
     for stmt in statements(src.module):

@@ -234,7 +234,15 @@ def test_drop_train_only_where_an_eval_can_run_before_the_train(tmp_path: Path) 
         (tmp_path / name).mkdir()
         return [m for m in _mutants(tmp_path / name, program, ["GM201"])
                 if m.operator == "gm201.drop-train-after-eval"]
+    # every seed builds its model anew before training it: the evaluated one is never trained
+    rebuilt = ("import torch\ndef fit(net, data, opt):\n    net.train()\n    for g in data:\n"
+               "        loss = net(g)\n        loss.backward()\n        opt.step()\n"
+               "def score(net, g):\n    net.eval()\n    return net(g)\n"
+               "for seed in range(3):\n    model = build()\n"
+               "    fit(model, loader, torch.optim.Adam(model.parameters()))\n    score(model, g)\n")
     assert dropped(after_only, "after") == []
+    assert dropped(rebuilt, "rebuilt") == []
+    assert dropped(rebuilt.replace("    model = build()\n", ""), "kept") != []
     assert [m.description for m in dropped(in_loop, "loop")] == ["`model.train()` after evaluation removed"]
 
 

@@ -119,7 +119,8 @@ Finds `load_state_dict` calls that put other weights into the model the pipeline
   silently ignored): an error when the keys are known to differ (a key-filtered state dict,
   the `state_dict()` of a module of another class), at `info` when no static pass can see them
   (a checkpoint file, a module whose making is not followed): `gm-audit probe` then confirms a
-  load that skipped keys and refutes one that matched them all;
+  load that skipped keys and refutes one that matched them all (a file loaded by default is
+  still an error, as the checkpoint kind below);
 - partial loads: a state dict whose keys were filtered (`{k: v for k, v in sd.items() if ...}`),
   also into a module the pipeline runs without training it (a frozen teacher, an EMA target:
   the dropped layers keep their random initialisation for good);

@@ -250,3 +250,22 @@ def test_bfloat16_model_only_where_the_loss_is_not_upcast(tmp_path: Path) -> Non
                       if m.operator.endswith("-model"))
     assert made(".float()", "upcast") == ["gm301.half-model"]
     assert made("", "plain") == ["gm301.bfloat16-model", "gm301.half-model"]
+
+
+def test_rebuild_copies_only_a_construction_that_does_not_read_its_own_name(tmp_path: Path) -> None:
+    # `self.model = build_model(self.model)...` turns a model *name* into a model: repeated after
+    # the optimizer it would build from the module, no rebuild of the same model
+    program = ("import torch\nclass Trainer:\n    def __init__(self, args):\n"
+               "        self.model = args.model\n"
+               "        self.model = {build}\n"
+               "        self.optimizer = torch.optim.Adam(self.model.parameters())\n"
+               "    def train(self, loader):\n        for g in loader:\n"
+               "            loss = self.model(g)\n            loss.backward()\n"
+               "            self.optimizer.step()\n")
+
+    def rebuilt(build: str, name: str) -> list[str]:
+        (tmp_path / name).mkdir()
+        return [m.description for m in _mutants(tmp_path / name, program.format(build=build), ["GM105"])
+                if m.operator == "gm105.rebuild-after-optimizer"]
+    assert rebuilt("build_model(self.model).from_args(args)", "reads") == []
+    assert rebuilt("Net(args.hidden)", "fresh") == ["`self.model` built again after its optimizer"]

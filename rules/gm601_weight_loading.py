@@ -460,7 +460,32 @@ checkpoint off changes what the run starts from; both change results on purpose.
             "        with torch.no_grad():\n"
             "            target = self.encoder_ema(x)\n"
             "        return (self.encoder(x) - target).pow(2).mean()\n",
-            line=9, message_contains="random initialisation",
+            line=9, message_contains="fresh initialisation",
+        ),
+        # the best weights restored after training without their biases, then evaluated through
+        # a call in a return: the evaluated model mixes the best weights and the last biases
+        Invalid(
+            "import copy\nimport torch\n"
+            "class Trainer:\n"
+            "    def __init__(self, model):\n"
+            "        self.model = model\n"
+            "        self.opt = torch.optim.Adam(model.parameters())\n"
+            "    def train(self, loader, epochs):\n"
+            "        best = None\n"
+            "        for epoch in range(epochs):\n"
+            "            for g in loader:\n"
+            "                loss = self.model(g)\n"
+            "                self.opt.zero_grad()\n"
+            "                loss.backward()\n"
+            "                self.opt.step()\n"
+            "            best = copy.deepcopy(self.model.state_dict())\n"
+            "        final = self.model\n"
+            "        final.load_state_dict({k: v for k, v in best.items() if 'bias' not in k}, strict=False)\n"
+            "        return self.evaluate(final, loader)\n"
+            "    def evaluate(self, model, loader):\n"
+            "        with torch.no_grad():\n"
+            "            return [model(g) for g in loader]\n",
+            line=17, message_contains="the last training step's values",
         ),
     ]
 
@@ -511,7 +536,8 @@ checkpoint off changes what the run starts from; both change results on purpose.
                 fn.path, event.span,
                 f"partial load: the state dict loaded into `{target}` was filtered by key "
                 f"({fn.path}:{filtered.span.line}); `{target}` runs in the pipeline without being "
-                "trained, so the dropped layers keep their random initialisation",
+                "trained after it, so the dropped layers keep what they held before the load (a "
+                "fresh initialisation, or the last training step's values) instead of the loaded ones",
                 fix="load the whole state dict strictly (or copy the module)",
             )
         keys = cls._keys_match(project, fn, i, arg, target)

@@ -348,3 +348,20 @@ def test_rebuild_copies_only_a_construction_that_does_not_read_its_own_name(tmp_
                 if m.operator == "gm105.rebuild-after-optimizer"]
     assert rebuilt("build_model(self.model).from_args(args)", "reads") == []
     assert rebuilt("Net(args.hidden)", "fresh") == ["`self.model` built again after its optimizer"]
+
+
+def test_extra_term_swamps_the_loss_and_gm402_finds_it(tmp_path: Path) -> None:
+    # GM402's class is an extra term whose weight dominates (`loss + 100 * reg`); a term of
+    # weight 1 is an ordinary regulariser the rule never reports, so it makes no bug mutant
+    from auditor.testing import check_code
+    from rules.gm402_loss_weights import LossWeights
+
+    program = ("import torch.nn.functional as F\n"
+               "def fit(model, opt, loader):\n    for x, y in loader:\n"
+               "        loss = F.mse_loss(model(x), y)\n        opt.zero_grad()\n"
+               "        loss.backward()\n        opt.step()\n")
+    [m] = [m for m in _mutants(tmp_path, program, ["GM402"]) if m.operator == "gm402.extra-term"]
+    text = m.files["train.py"]
+    assert "F.mse_loss(model(x), y) + 100 * F.l1_loss(model(x), y)" in text
+    found = [(f.rule, f.line) for f in check_code(text, [LossWeights]).findings]
+    assert ("GM402", 4) in found and [(t.path, t.line) for t in m.truth] == [("train.py", 4)]

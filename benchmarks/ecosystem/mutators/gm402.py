@@ -32,7 +32,8 @@ def zero_weight(src: Source) -> Iterator[Edit]:
 
 
 def extra_term(src: Source) -> Iterator[Edit]:
-    """A functional loss term added again under another loss, unweighted."""
+    """A functional loss term added under another loss with a weight that swamps it (GM402's
+    class; an extra term of weight 1 is an ordinary regulariser, which the rule never reports)."""
     for call in (c for c in calls(src.module) if is_loss_call(src, c)):
         if not isinstance(call.func, cst.Attribute) or not src.qualify(call.func).startswith("torch.nn.functional."):
             continue
@@ -40,8 +41,9 @@ def extra_term(src: Source) -> Iterator[Edit]:
         positional = [a for a in call.args if a.keyword is None][:2]
         if len(positional) == 2:
             extra = call.with_changes(func=call.func.with_changes(attr=cst.Name(other)), args=positional)
-            yield Edit({call: cst.BinaryOperation(call, cst.Add(), extra)},
-                       f"an unweighted `{other}` term added to `{src.code(call.func)}`")
+            weighted = cst.BinaryOperation(cst.Integer("100"), cst.Multiply(), extra)
+            yield Edit({call: cst.BinaryOperation(call, cst.Add(), weighted)},
+                       f"a `100 * {other}` term added to `{src.code(call.func)}`")
 
 
 OPERATORS = [

@@ -83,6 +83,8 @@ class Project:
         # classes) bumps the generation and so invalidates the answers that depend on it
         self._generation = 0
         self._resolved: dict[int, tuple[int, list[str]]] = {}
+        self._reexports: dict[tuple[str, int], tuple[int, bool, Optional[str]]] = {}
+        self._members: tuple[int, dict[str, list[str]]] = (-1, {})
         self._constructed: dict[str, dict[str, list[tuple[int, str]]]] = {}
         self._not_skipped: set[str] = set()
         self._memos: dict[str, dict[str, Any]] = {}
@@ -208,6 +210,19 @@ class Project:
     def reexported(self, qualname: str, depth: int = 0) -> Optional[str]:
         """Where ``pkg.name`` really lives when the package only re-exports it
         (``from .utils import name`` or ``from .utils import *`` in ``pkg/__init__.py``)."""
+        # asked about every unresolved call: an answer stands until a load changes the project
+        # (kept only when none happened while it was worked out: then asking again would try
+        # the same loads, all impossible)
+        state = (self._generation, self._loading)
+        memo = self._reexports.get((qualname, depth))
+        if memo is not None and memo[:2] == state:
+            return memo[2]
+        found = self._reexported(qualname, depth)
+        if (self._generation, self._loading) == state:
+            self._reexports[(qualname, depth)] = (*state, found)
+        return found
+
+    def _reexported(self, qualname: str, depth: int) -> Optional[str]:
         parts = qualname.split(".")
         for i in range(len(parts) - 1, 0, -1):
             module = ".".join(parts[:i])
@@ -322,6 +337,18 @@ class Project:
                         table.setdefault(target, []).append((event.span.line, callee))
             self._constructed[fn.qualname] = table
         return table
+
+    def members(self, qualname: str) -> list[str]:
+        """The functions defined inside ``qualname`` (a class's methods, the functions nested in
+        them, its nested classes' methods), in the project's order."""
+        if self._members[0] != self._generation:
+            index: dict[str, list[str]] = {}
+            for qual in self.functions:
+                parts = qual.split(".")
+                for i in range(1, len(parts)):
+                    index.setdefault(".".join(parts[:i]), []).append(qual)
+            self._members = (self._generation, index)
+        return list(self._members[1].get(qualname, ()))
 
     def callees(self, qualname: str) -> list[str]:
         return list(self.graph.successors(qualname)) if qualname in self.graph else []

@@ -440,14 +440,18 @@ def callers_of(project: Project, qualname: str) -> list[tuple[FunctionInfo, Even
         indexed.update(project.functions)
         unresolved: list[tuple[FunctionInfo, Event]] = []
         project_roots = {m.split(".")[0] for m in project.modules}
+        libraries: dict[str, set[str]] = {}  # path -> the packages outside the project it imports
         cache["instance_running"] = True
         try:
             for caller, event in [*retry, *fresh]:
                 targets = project.resolve_call(event, caller)
                 if not targets:
-                    facts = project.files.get(caller.path)
-                    library = ({q.split(".")[0] for q in facts.imports.values()} - project_roots
-                               if facts else set())
+                    library = libraries.get(caller.path)
+                    if library is None:
+                        facts = project.files.get(caller.path)
+                        library = libraries[caller.path] = (
+                            {q.split(".")[0] for q in facts.imports.values()} - project_roots
+                            if facts else set())
                     if event.func.split(".")[0] in library:
                         continue
                     unresolved.append((caller, event))

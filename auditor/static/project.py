@@ -77,6 +77,7 @@ class Project:
         self._skipped = dict(skipped or {})  # module name -> path, not yet analysed
         self._loader = loader
         self._mentioned: set[str] = set()
+        self._texts: dict[str, Optional[str]] = {}
         # calls whose candidate callee is not (yet) known: linked when a lazy load defines it
         self._pending: dict[str, list[tuple[str, Event]]] = {}
         # memo tables: rules ask the same questions many times; a lazy load (new functions and
@@ -190,12 +191,18 @@ class Project:
             return
         self._mentioned.add(word)
         for module, path in list(self._skipped.items()):
-            try:
-                text = Path(path).read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                continue
-            if word in text:
+            text = self._skipped_text(path)
+            if text is not None and word in text:
                 self._load_module_of(module + ".x")
+
+    def _skipped_text(self, path: str) -> Optional[str]:
+        """A skipped file's text, read once (rules ask about many words)."""
+        if path not in self._texts:
+            try:
+                self._texts[path] = Path(path).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                self._texts[path] = None
+        return self._texts[path]
 
     # -- queries ---------------------------------------------------------------------------------
     def function(self, qualname: str) -> Optional[FunctionInfo]:

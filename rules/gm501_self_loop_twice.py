@@ -564,6 +564,21 @@ No automatic fix: which of the two adds is the intended one depends on the other
             "        return self.conv(gs, x)\n",
             line=15, message_contains="example.py:8",
         ),
+        # each function reads what the one defined after it returns: the looped graph reaches
+        # `prepare` only after three rounds, each re-running just the functions whose inputs changed
+        Invalid(
+            "import dgl\n"
+            "def train(model, dataset):\n"
+            "    g = load(dataset)\n"
+            "    return model(prepare(g))\n"
+            "def prepare(g):\n"
+            "    return dgl.add_self_loop(g)\n"
+            "def load(dataset):\n"
+            "    return build(dataset)\n"
+            "def build(dataset):\n"
+            "    return dgl.add_self_loop(dataset[0])\n",
+            line=6, message_contains="example.py:10",
+        ),
     ]
 
     @classmethod

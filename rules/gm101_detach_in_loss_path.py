@@ -532,6 +532,17 @@ review that the value was not meant to be a frozen target.
             "    loss.backward()\n",
             line=8,
         ),
+        # a loss divided by a count is a tensor still: only an outermost `.numel()` is a number
+        Invalid(
+            "def fit(model, crit, opt, loader):\n"
+            "    for x, y in loader:\n"
+            "        z = model(x).detach()\n"
+            "        loss = crit(z, y) / y.numel()\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n",
+            line=3,
+        ),
     ]
 
     # -- per file: `.data` reads (writes such as `p.data.mul_()` and `p.data = ...` are skipped)

@@ -394,6 +394,23 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
                 "if __name__ == '__main__':\n"
                 "    fit(build(), make_opt(), load(), make_probe())\n",
         }),
+        # every seed trains a model built anew: the evaluated one is never trained again
+        Valid(
+            "import torch.nn as nn\n"
+            "def pretrain(model, opt, data):\n"
+            "    for x in data:\n"
+            "        loss = model(x).sum()\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+            "    return model\n"
+            "def main(seeds, data, make_opt):\n"
+            "    for seed in seeds:\n"
+            "        model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))\n"
+            "        model = pretrain(model, make_opt(model), data)\n"
+            "        model.eval()\n"
+            "        print(model(data[0]))\n"
+        ),
     ]
     INVALID = [
         # validation inside the loop, never restored

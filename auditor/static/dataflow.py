@@ -286,7 +286,19 @@ def is_scalar_conversion(stmt: Statement) -> bool:
     if m and m.group(1) in SCALAR_FUNCS and _balanced_call(value):
         return True
     m = re.search(r"\.(\w+)\(\)$", value)
-    return bool(m and m.group(1) in SCALAR_METHODS)
+    return bool(m and m.group(1) in SCALAR_METHODS and _one_operand(value[:m.start()]))
+
+
+def _one_operand(text: str) -> bool:
+    """``text`` has no operator outside brackets: ``y.numel()`` is a number, ``loss / y.numel()``
+    is not (a leading unary minus applies to the number)."""
+    depth = 0
+    for ch in text.lstrip("-"):
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if depth == 0 and ch in " +-*/%@<>=&|^,:~":
+            return False
+    return True
 
 
 # -- sinks ---------------------------------------------------------------------------------------

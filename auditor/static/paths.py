@@ -114,6 +114,18 @@ def forward_use(event: Event, tracked: str) -> bool:
     return func.startswith(tracked + ".") and event.method not in NOT_FORWARD
 
 
+def rebinds(event: Event, tracked: Optional[str]) -> bool:
+    """``model = build_model(args)`` binds the tracked name (or a prefix of it) to an object made
+    without it: what was tracked is no longer reached by that name. ``model = model.to(dev)``
+    and ``model = pretrain(model, ...)`` keep it (their value may be the same object)."""
+    if not tracked or event.kind != "assign":
+        return False
+    for target in event.targets:
+        if tracked == target or tracked.startswith(target + "."):
+            return not any(u == target or u.startswith(target + ".") for u in event.uses)
+    return False
+
+
 def backward_trains(step: "Step") -> bool:
     """The backward at ``step`` may train the tracked module: some optimizer stepped after it
     may hold its parameters (see Training.trains_module)."""
@@ -379,6 +391,9 @@ class PathSearch:
                     entry_states, stopped, resolved = self._descend(
                         fn, event, tracked, st, conditional, ng, depth, stack)
                     results += stopped
+                if not conditional and rebinds(event, tracked):
+                    results.append((LOST, st, None))  # the name now holds another object
+                    continue
                 for est in entry_states:
                     step = Step(fn, i, tracked, conditional, ng, resolved, self.project)
                     verdict, new = self.visitor(step, est)

@@ -135,6 +135,85 @@ def test_detach_only_where_another_gradient_reaches_the_loss(tmp_path: Path) -> 
                 if m.operator == "gm101.detach-module-output"]
 
 
+# one encoder run on two views of the graph, both views in the loss (CCA-SSG's shape)
+TWO_VIEWS = """\
+import torch
+import torch.nn as nn
+
+
+class TwoView(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Linear(8, 8)
+
+    def forward(self, x1, x2):
+        return self.enc(x1), self.enc(x2)
+
+
+def main(x1, x2):
+    model = TwoView()
+    head = nn.Linear(8, 8)
+    opt = torch.optim.Adam(list(model.parameters()) + list(head.parameters()))
+    for epoch in range(3):
+        model.train()
+        z1, z2 = model(x1, x2)
+        p = head(z2)
+        loss = (z1 @ z2.T).diagonal().sum() + p.pow(2).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_no_detach_of_one_view_while_the_other_still_trains_the_module(tmp_path: Path) -> None:
+    # `z1.detach()` leaves z2 carrying the same call's gradient into the loss: every parameter of
+    # `model` still trains (the stop-gradient GM101 documents as valid); the head's output is
+    # the loss's only way to the head, and another module still reaches the loss
+    found = [m.description for m in _mutants(tmp_path, TWO_VIEWS, ["GM101"])
+             if m.operator == "gm101.detach-module-output"]
+    assert found == ["`.detach()` on `head(...)` on the loss path"]
+
+
+def _with_norm(norm: str) -> str:
+    """A model whose layer normalises with ``norm``, trained in a loop."""
+    return f"""\
+import torch
+import torch.nn as nn
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+        self.norm = nn.{norm}(8)
+
+    def forward(self, x):
+        return self.norm(self.lin(x)).pow(2).mean()
+
+
+def main(loader):
+    model = Encoder()
+    opt = torch.optim.Adam(model.parameters())
+    for x in loader:
+        model.train()
+        loss = model(x)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_extra_forward_only_on_a_model_that_holds_batchnorm(tmp_path: Path) -> None:
+    # the program model says where `model` was made and what its class builds: a BatchNorm's
+    # running statistics move in the extra forward, a LayerNorm has none to move
+    def extra(norm: str) -> list[str]:
+        (tmp_path / norm).mkdir()
+        return [m.files["train.py"].splitlines()[-1].strip()
+                for m in _mutants(tmp_path / norm, _with_norm(norm), ["GM202"])]
+    assert extra("BatchNorm1d") == ["model(x)"]
+    assert extra("LayerNorm") == []
+
+
 def test_eval_before_the_loop_switches_the_model_not_the_criterion(tmp_path: Path) -> None:
     found = [m for m in _mutants(tmp_path, SINGLE_SOURCE, ["GM201"]) if m.operator == "gm201.eval-before-loop"]
     assert [m.description for m in found] == ["`model` switched to eval mode before the loop"]

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Hashable, Optional
 
 from auditor.static.conditions import innermost
-from auditor.static.dataflow import callers_of
+from auditor.static.dataflow import callers_of, contains
 from auditor.static.facts import Event, FunctionInfo
 from auditor.static.project import Project
 
@@ -258,6 +258,23 @@ def _unresolved_method_calls(project: Project) -> dict[str, list[tuple[FunctionI
     return index
 
 
+def _returns_last(fn: FunctionInfo, order: list[int]) -> list[int]:
+    """``order`` with each ``return`` after the calls of its own expression: in
+    ``return self.evaluate(model)`` the call runs before the function is left."""
+    out: list[int] = []
+    pending: Optional[int] = None
+    for i in order:
+        event = fn.events[i]
+        if pending is not None and not contains(fn.events[pending].span, event.span):
+            out.append(pending)
+            pending = None
+        if event.kind == "return":
+            pending = i
+        else:
+            out.append(i)
+    return out if pending is None else [*out, pending]
+
+
 class PathSearch:
     def __init__(
         self,
@@ -372,7 +389,7 @@ class PathSearch:
         a verdict, ``return`` (left the function), ``wrapped`` (walked ``order`` to its end)."""
         results: list[tuple[str, Hashable, Optional[Step]]] = []
         states = {state}
-        for i in order:
+        for i in _returns_last(fn, order):
             if not states:
                 break
             event = fn.events[i]

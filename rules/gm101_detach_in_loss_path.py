@@ -11,7 +11,7 @@ from auditor.findings import Finding, Status
 from auditor.fix import Fix, Fixer
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static import dataflow as df
-from auditor.static.context import dotted
+from auditor.static.context import FileContext, dotted
 from auditor.static.facts import Event, FunctionInfo, Span
 from auditor.static.project import Project
 from auditor.static.training import NON_DIFFERENTIABLE, Training, detached_text
@@ -565,9 +565,19 @@ review that the value was not meant to be a frozen target.
     ]
 
     # -- per file: `.data` reads (writes such as `p.data.mul_()` and `p.data = ...` are skipped)
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        # `.data` nodes written to, met by their statement or call before the traversal reaches
+        # them: their position is taken when it does (the position of a node not yet reached
+        # costs a whole-file position pass)
+        self._writes: set[cst.Attribute] = set()
+
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value != "data" or self.ctx.in_import:
             return
+        if node in self._writes:
+            span = self.ctx.span(node)
+            self.fact(("write", span.line, span.column))
         text = dotted(node.value)
         if text is not None and self.ctx.qualify(node.value) != text:
             return  # a module attribute: `dgl.data`, `torch.utils.data`
@@ -579,14 +589,12 @@ review that the value was not meant to be a frozen target.
         func = node.func
         if (isinstance(func, cst.Attribute) and func.attr.value.endswith("_")
                 and isinstance(func.value, cst.Attribute) and func.value.attr.value == "data"):
-            span = self.ctx.span(func.value)
-            self.fact(("write", span.line, span.column))
+            self._writes.add(func.value)
 
     def _targets(self, targets: Iterable[cst.BaseExpression]) -> None:
         for target in targets:
             if isinstance(target, cst.Attribute) and target.attr.value == "data":
-                span = self.ctx.span(target)
-                self.fact(("write", span.line, span.column))
+                self._writes.add(target)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self._targets(t.target for t in node.targets)

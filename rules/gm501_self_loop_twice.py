@@ -72,6 +72,14 @@ class Flow:
         self.findings: dict[tuple[str, int, int], tuple[Span, str, Taint]] = {}
         self.changed = False
         self.touched: set[tuple[str, object]] = set()  # what changed this round (worklist)
+        # A run whose inputs did not change since its previous run started changes nothing: it
+        # is skipped, so the rounds follow the same course at a fraction of the runs (dgl:
+        # six rounds of every function, because a `forward`'s return taint changed).
+        self.clock = 0
+        self.changed_at: dict[tuple[str, object], int] = {}  # what -> clock of its last change
+        self.started: dict[str, tuple[int, int]] = {}  # function -> (clock, project size) of its last run
+        self.reads: dict[str, set[str]] = {}  # function -> functions whose return taint it reads
+        self.reads_attrs: set[str] = set()  # functions that read `self.<attr>` taints
 
     # -- classifying calls -------------------------------------------------------------------------
     def op(self, fn: FunctionInfo, e: Event) -> Optional[Op]:
@@ -108,6 +116,7 @@ class Flow:
         if name in env:
             return env[name]
         if name.startswith("self.") and fn.class_name:
+            self.reads_attrs.add(fn.qualname)
             return CLEAN.union(*(self.attrs.get((cls[:-2], name), CLEAN)
                                  for cls in self.project.method_candidates(fn.class_name, "x")))
         return CLEAN
@@ -134,8 +143,12 @@ class Flow:
         old = store.get(key, CLEAN)
         if not origin <= old:
             store[key] = old | origin
-            self.changed = True
-            self.touched.add(what)
+            self._changed(what)
+
+    def _changed(self, what: tuple[str, object]) -> None:
+        self.changed = True
+        self.touched.add(what)
+        self.changed_at[what] = self.clock
 
     def assign(self, fn: FunctionInfo, env: dict[str, Taint], names: Iterable[str],
                origin: Taint) -> None:
@@ -149,6 +162,8 @@ class Flow:
 
     # -- one function --------------------------------------------------------------------------------
     def run_function(self, fn: FunctionInfo) -> None:
+        self.clock += 1
+        self.started[fn.qualname] = (self.clock, len(self.project.functions))
         env: dict[str, Taint] = dict(self.entry.get(fn.qualname, {}))
         events = fn.events
         i = 0
@@ -176,8 +191,7 @@ class Flow:
                 continue
             if op.kind == "make_adder":
                 if not set(head.targets) <= self.adders.get(fn.qualname, set()):
-                    self.changed = True
-                    self.touched.add(("entry", fn.qualname))
+                    self._changed(("entry", fn.qualname))
                 self.adders.setdefault(fn.qualname, set()).update(head.targets)
                 decided = True
             elif op.kind == "remove":
@@ -233,6 +247,7 @@ class Flow:
                 if callee is not None and callee.params:
                     self._set(self.entry.setdefault(q, {}), callee.params[0], any_taint, ("entry", q))
         out = CLEAN
+        reads = self.reads.setdefault(fn.qualname, set())
         for q in callees:
             callee = self.project.function(q)
             if callee is None:
@@ -247,11 +262,13 @@ class Flow:
                 if origin and k in params:
                     self._set(self.entry.setdefault(q, {}), k, origin, ("entry", q))
             out |= self.returns.get(q, CLEAN)
+            reads.add(q)
             if callee.name == "__init__" and callee.class_name:
                 # an instance of a dataset whose items carry self loops is a looped graph source
                 for method in ("__getitem__", "__iter__"):
                     for cand in self.project.method_candidates(callee.class_name, method):
                         out |= self.returns.get(cand, CLEAN)
+                        reads.add(cand)
         return out
 
     def _qualify(self, fn: FunctionInfo, name: str) -> str:
@@ -268,10 +285,25 @@ class Flow:
             self.changed = False
             self.touched = set()
             for fn in todo:
-                self.run_function(fn)
+                if self._inputs_changed(fn):
+                    self.run_function(fn)
             if not self.changed:
                 break
             todo = self._dependents(self.touched)
+
+    def _inputs_changed(self, fn: FunctionInfo) -> bool:
+        """Has anything ``fn``'s run reads changed since its previous run started (its own
+        changes included)? Its entry taint and adders, the return taints of its callees, the
+        attributes of its class and bases, the project's functions (an on-demand load)."""
+        started = self.started.get(fn.qualname)
+        if started is None or started[1] != len(self.project.functions):
+            return True
+        since = started[0]
+        inputs = [("all", None), ("entry", fn.qualname)]
+        inputs += [("return", q) for q in self.reads.get(fn.qualname, ())]
+        if fn.qualname in self.reads_attrs:  # the classes `lookup` reads, already loaded
+            inputs += [("attr", c[:-2]) for c in self.project.method_candidates(fn.class_name, "x")]
+        return any(self.changed_at.get(what, 0) >= since for what in inputs)
 
     def _dependents(self, touched: set[tuple[str, object]]) -> list[FunctionInfo]:
         functions = self.project.functions
@@ -531,6 +563,21 @@ No automatic fix: which of the two adds is the intended one depends on the other
             "            gs[i] = dgl.add_self_loop(gs[i])\n"
             "        return self.conv(gs, x)\n",
             line=15, message_contains="example.py:8",
+        ),
+        # each function reads what the one defined after it returns: the looped graph reaches
+        # `prepare` only after three rounds, each re-running just the functions whose inputs changed
+        Invalid(
+            "import dgl\n"
+            "def train(model, dataset):\n"
+            "    g = load(dataset)\n"
+            "    return model(prepare(g))\n"
+            "def prepare(g):\n"
+            "    return dgl.add_self_loop(g)\n"
+            "def load(dataset):\n"
+            "    return build(dataset)\n"
+            "def build(dataset):\n"
+            "    return dgl.add_self_loop(dataset[0])\n",
+            line=6, message_contains="example.py:10",
         ),
     ]
 

@@ -68,8 +68,8 @@ def test_mismatch_falls_back_to_exact_positions(monkeypatch):
     positions instead of reporting shifted lines."""
     real = context.ast_spans
 
-    def shifted(source):
-        spans = real(source)
+    def shifted(source, tree=None):
+        spans = real(source, tree)
         spans["call"].insert(0, spans["call"][0])  # one call too many: every index off by one
         return spans
 

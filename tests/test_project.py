@@ -63,6 +63,34 @@ def test_mutually_recursive_returns_do_not_exhaust_the_stack():
     assert any(f.rule == "GM104" for f in result.findings)  # no zero_grad in the loop
 
 
+def test_members_are_the_functions_defined_inside_a_class_in_order():
+    code = (
+        "class Trainer:\n"
+        "    def fit(self):\n"
+        "        def step():\n"
+        "            pass\n"
+        "    class Hooks:\n"
+        "        def on_epoch(self):\n"
+        "            pass\n"
+        "    def evaluate(self):\n"
+        "        self.model.eval()\n"
+        "\n"
+        "class TrainerPlus(Trainer):\n"
+        "    def fit(self):\n"
+        "        pass\n"
+    )
+    project = check_code({"train.py": code}, [all_rules()["GM201"]]).project
+    # a function nested in a method is named in its class (`Trainer.step`)
+    assert project.members("train.Trainer") == [
+        "train.Trainer.fit", "train.Trainer.step", "train.Trainer.Hooks.on_epoch",
+        "train.Trainer.evaluate",
+    ]
+    assert project.members("train.Trainer.Hooks") == ["train.Trainer.Hooks.on_epoch"]
+    # a subclass's name starts with its base's, but it is not inside it
+    assert project.members("train.TrainerPlus") == ["train.TrainerPlus.fit"]
+    assert project.members("train.Trainer.evaluate") == []
+
+
 def test_a_local_named_like_an_imported_module_is_not_that_module():
     # `from model import BGRL` binds BGRL, not `model`: the training function's parameter
     # `model` is the BGRL instance its caller passes, and the detach inside BGRL reaches the loss

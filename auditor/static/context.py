@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from typing import Any, Mapping, Optional
 
 import libcst as cst
@@ -37,7 +38,8 @@ class FileContext:
     """One parsed file. Positions and names are resolved once, in the single traversal."""
 
     def __init__(
-        self, path: str, source: str, module: cst.Module, module_name: str, exact: bool = False
+        self, path: str, source: str, module: cst.Module, module_name: str, exact: bool = False,
+        syntax: Optional[ast.Module] = None,
     ) -> None:
         self.path = path
         self.source = source
@@ -46,7 +48,8 @@ class FileContext:
         # Positions are the only metadata every analysed file needs (events carry lines). They
         # come from CPython's ast (see positions.py); libcst's PositionProvider (about 2.4x the
         # parse) only when that mapping cannot be used. Scope analysis is never resolved.
-        self._ast_spans = None if exact else ast_spans(source)
+        # ``syntax``: the file's ast, when the caller has it already.
+        self._ast_spans = None if exact else ast_spans(source, syntax)
         self._order: dict[cst.CSTNode, int] = {}
         self._counts: dict[str, int] = {}
         self._exact: Optional[Mapping[cst.CSTNode, Any]] = None

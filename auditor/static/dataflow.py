@@ -51,6 +51,7 @@ carry the flow. Results are cached on the project object, so rules can call free
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from dataclasses import dataclass, field
@@ -202,16 +203,24 @@ def statement_at(fn: FunctionInfo, line: int) -> Optional[Statement]:
 
 def mentions(text: str, name: str) -> bool:
     """``name`` occurs in ``text`` as a whole name (``x`` in ``f(x)``, not in ``xs`` or ``a.x``)."""
-    return re.search(r"(?<![\w.])" + re.escape(name) + r"(?!\w)", text) is not None
+    return _name_pattern(name, False).search(text) is not None
 
 
 def _carries(text: str, name: str) -> bool:
     """``name`` is read as a value somewhere in ``text``, not only for metadata (``x.shape``)."""
     if "…" in text or not mentions(text, name):
         return True  # shortened, or the name is not in this text (a `for` target): assume so
-    attrs = "|".join(METADATA_ATTRS)
-    pattern = r"(?<![\w.])" + re.escape(name) + r"(?!\w)(?!\s*\.\s*(?:" + attrs + r")\b)"
-    return re.search(pattern, text) is not None
+    return _name_pattern(name, True).search(text) is not None
+
+
+@functools.lru_cache(maxsize=None)
+def _name_pattern(name: str, as_value: bool) -> re.Pattern[str]:
+    """The pattern of ``name`` as a whole name (``as_value``: not followed by a metadata
+    attribute), compiled once per name: a project has more names than `re`'s cache holds."""
+    pattern = r"(?<![\w.])" + re.escape(name) + r"(?!\w)"
+    if as_value:
+        pattern += r"(?!\s*\.\s*(?:" + "|".join(METADATA_ATTRS) + r")\b)"
+    return re.compile(pattern)
 
 
 def _arg_carries(text: str, name: str) -> bool:
@@ -465,14 +474,18 @@ def callers_of(project: Project, qualname: str) -> list[tuple[FunctionInfo, Even
         indexed.update(project.functions)
         unresolved: list[tuple[FunctionInfo, Event]] = []
         project_roots = {m.split(".")[0] for m in project.modules}
+        libraries: dict[str, set[str]] = {}  # path -> the packages outside the project it imports
         cache["instance_running"] = True
         try:
             for caller, event in [*retry, *fresh]:
                 targets = project.resolve_call(event, caller)
                 if not targets:
-                    facts = project.files.get(caller.path)
-                    library = ({q.split(".")[0] for q in facts.imports.values()} - project_roots
-                               if facts else set())
+                    library = libraries.get(caller.path)
+                    if library is None:
+                        facts = project.files.get(caller.path)
+                        library = libraries[caller.path] = (
+                            {q.split(".")[0] for q in facts.imports.values()} - project_roots
+                            if facts else set())
                     if event.func.split(".")[0] in library:
                         continue
                     unresolved.append((caller, event))
@@ -775,17 +788,25 @@ def _self_definitions(project: Project, fn: FunctionInfo, name: str) -> list[tup
 
 
 def _methods_of(project: Project, classes: set[str]) -> list[FunctionInfo]:
-    """The functions of these classes, in the project's order, from an index built once per
-    state of the project (a scan of every function per question dominated GM101's time)."""
+    """The functions of these classes, in the project's order (a scan of every function per
+    question dominated GM101's time)."""
+    by_class = _functions_by(project, "class_name")
+    found = [item for cls in classes for item in by_class.get(cls, ())]
+    return [other for _, other in sorted(found, key=lambda item: item[0])]
+
+
+def _functions_by(project: Project, attr: str) -> dict[Optional[str], list[tuple[int, FunctionInfo]]]:
+    """The project's functions grouped by ``attr`` (``class_name``, ``path``), each with its
+    position in the project's order; built once per state of the project."""
     cache = _cache(project)
     state = (getattr(project, "_generation", None), len(project.functions))
-    if cache.get("by_class_state") != state:
-        by_class: dict[str, list[tuple[int, FunctionInfo]]] = {}
+    built = cache.get(("by", attr))
+    if built is None or built[0] != state:
+        groups: dict[Optional[str], list[tuple[int, FunctionInfo]]] = {}
         for pos, other in enumerate(project.functions.values()):
-            by_class.setdefault(other.class_name, []).append((pos, other))
-        cache["by_class"], cache["by_class_state"] = by_class, state
-    found = [item for cls in classes for item in cache["by_class"].get(cls, ())]
-    return [other for _, other in sorted(found, key=lambda item: item[0])]
+            groups.setdefault(getattr(other, attr), []).append((pos, other))
+        built = cache[("by", attr)] = (state, groups)
+    return built[1]
 
 
 def is_module_class(project: Project, qualname: str, _seen: Optional[set[str]] = None) -> bool:
@@ -1109,9 +1130,7 @@ def function_of(project: Project, path: str, line: int) -> Optional[FunctionInfo
     """The innermost function of ``path`` whose definition holds ``line`` (else the module)."""
     best: Optional[FunctionInfo] = None
     module: Optional[FunctionInfo] = None
-    for fn in project.functions.values():
-        if fn.path != path:
-            continue
+    for _, fn in _functions_by(project, "path").get(path, ()):
         if fn.span is None:
             module = fn
         elif fn.span.line <= line <= fn.span.end_line and (

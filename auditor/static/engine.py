@@ -137,8 +137,10 @@ def analyze_source(
     if not wanted and not force:
         # nothing to check here, but a syntax error is still reported: CPython's own parser
         # answers that at a fraction of libcst's cost
+        syntax = None
         try:
-            result.outline = outline(ast.parse(text, filename=path), FileFacts(path=path, module=module))
+            syntax = ast.parse(text, filename=path)
+            result.outline = outline(syntax, FileFacts(path=path, module=module))
         except SyntaxError as exc:
             result.findings.append(syntax_error_finding(path, exc.lineno or 1, exc.offset or 1, exc.msg))
         except (ValueError, RecursionError, MemoryError):
@@ -146,7 +148,8 @@ def analyze_source(
         if summarise:
             depth, deepest = nesting_depth(text)
             if depth <= RISKY_DEPTH:  # a risky file stays lazy (a crash here would report a file no rule reads)
-                result.summary = _analyse_tree(FileResult(path=path, module=module), text, [], deepest).facts
+                result.summary = _analyse_tree(FileResult(path=path, module=module), text, [], deepest,
+                                               syntax).facts
         return result
     depth, deepest = nesting_depth(text)
     if depth > MAX_DEPTH:
@@ -158,8 +161,10 @@ def analyze_source(
     return _analyse_tree(result, text, wanted, deepest)
 
 
-def _analyse_tree(result: FileResult, text: str, wanted: list[type[Rule]], deepest: int) -> FileResult:
-    """Parse with libcst and run the collector and the ``wanted`` rules in one traversal."""
+def _analyse_tree(result: FileResult, text: str, wanted: list[type[Rule]], deepest: int,
+                  syntax: Optional[ast.Module] = None) -> FileResult:
+    """Parse with libcst and run the collector and the ``wanted`` rules in one traversal
+    (``syntax``: the file's ast, when the prefilter's syntax check made it)."""
     path, module = result.path, result.module
     try:
         tree = cst.parse_module(text)
@@ -175,7 +180,7 @@ def _analyse_tree(result: FileResult, text: str, wanted: list[type[Rule]], deepe
         result.error = FileError(path, f"could not be parsed: {type(exc).__name__}: {exc}")
         return result
     try:
-        ctx = FileContext(path, text, tree, module)
+        ctx = FileContext(path, text, tree, module, syntax=syntax)
         visitors: list[Rule] = [r(ctx) for r in wanted]
         walk(tree, [FactCollector(ctx), *visitors])
         if not ctx.positions_consistent():

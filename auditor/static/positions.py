@@ -41,12 +41,14 @@ def cst_kind(node: cst.CSTNode) -> Optional[str]:
     return kind
 
 
-def ast_spans(source: str) -> Optional[dict[str, list[Span]]]:
-    """Spans per kind in libcst pre-order, or None when CPython cannot parse the file."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
+def ast_spans(source: str, tree: Optional[ast.Module] = None) -> Optional[dict[str, list[Span]]]:
+    """Spans per kind in libcst pre-order, or None when CPython cannot parse the file; ``tree``:
+    its ``ast``, when the caller has parsed it already."""
+    if tree is None:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
     lines = source.splitlines(keepends=True)
 
     def char_col(line: int, byte_col: int) -> int:

@@ -78,12 +78,15 @@ class Project:
         self._skipped = dict(skipped or {})  # module name -> path, not yet analysed
         self._loader = loader
         self._mentioned: set[str] = set()
+        self._texts: dict[str, Optional[str]] = {}
         # calls whose candidate callee is not (yet) known: linked when a lazy load defines it
         self._pending: dict[str, list[tuple[str, Event]]] = {}
         # memo tables: rules ask the same questions many times; a lazy load (new functions and
         # classes) bumps the generation and so invalidates the answers that depend on it
         self._generation = 0
         self._resolved: dict[int, tuple[int, list[str]]] = {}
+        self._reexports: dict[tuple[str, int], tuple[int, bool, Optional[str]]] = {}
+        self._members: tuple[int, dict[str, list[str]]] = (-1, {})
         self._constructed: dict[str, dict[str, list[tuple[int, str]]]] = {}
         self._not_skipped: set[str] = set()
         self._memos: dict[str, dict[str, Any]] = {}
@@ -189,12 +192,18 @@ class Project:
             return
         self._mentioned.add(word)
         for module, path in list(self._skipped.items()):
-            try:
-                text = Path(path).read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                continue
-            if word in text:
+            text = self._skipped_text(path)
+            if text is not None and word in text:
                 self._load_module_of(module + ".x")
+
+    def _skipped_text(self, path: str) -> Optional[str]:
+        """A skipped file's text, read once (rules ask about many words)."""
+        if path not in self._texts:
+            try:
+                self._texts[path] = Path(path).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                self._texts[path] = None
+        return self._texts[path]
 
     # -- queries ---------------------------------------------------------------------------------
     def function(self, qualname: str) -> Optional[FunctionInfo]:
@@ -209,6 +218,19 @@ class Project:
     def reexported(self, qualname: str, depth: int = 0) -> Optional[str]:
         """Where ``pkg.name`` really lives when the package only re-exports it
         (``from .utils import name`` or ``from .utils import *`` in ``pkg/__init__.py``)."""
+        # asked about every unresolved call: an answer stands until a load changes the project
+        # (kept only when none happened while it was worked out: then asking again would try
+        # the same loads, all impossible)
+        state = (self._generation, self._loading)
+        memo = self._reexports.get((qualname, depth))
+        if memo is not None and memo[:2] == state:
+            return memo[2]
+        found = self._reexported(qualname, depth)
+        if (self._generation, self._loading) == state:
+            self._reexports[(qualname, depth)] = (*state, found)
+        return found
+
+    def _reexported(self, qualname: str, depth: int) -> Optional[str]:
         parts = qualname.split(".")
         for i in range(len(parts) - 1, 0, -1):
             module = ".".join(parts[:i])
@@ -323,6 +345,18 @@ class Project:
                         table.setdefault(target, []).append((event.span.line, callee))
             self._constructed[fn.qualname] = table
         return table
+
+    def members(self, qualname: str) -> list[str]:
+        """The functions defined inside ``qualname`` (a class's methods, the functions nested in
+        them, its nested classes' methods), in the project's order."""
+        if self._members[0] != self._generation:
+            index: dict[str, list[str]] = {}
+            for qual in self.functions:
+                parts = qual.split(".")
+                for i in range(1, len(parts)):
+                    index.setdefault(".".join(parts[:i]), []).append(qual)
+            self._members = (self._generation, index)
+        return list(self._members[1].get(qualname, ()))
 
     def callees(self, qualname: str) -> list[str]:
         return list(self.graph.successors(qualname)) if qualname in self.graph else []

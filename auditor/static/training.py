@@ -518,8 +518,8 @@ class Training:
             return self._statement_origin(*found, expr=expr, depth=depth)
         if expr.startswith("self.") and fn.class_name:
             out: list[Origin] = []
-            for qual in list(self.project.functions):
-                if not qual.startswith(fn.class_name + ".") or qual == fn.qualname:
+            for qual in self.project.members(fn.class_name):
+                if qual == fn.qualname:
                     continue
                 method = self.project.functions[qual]
                 hit = self._assignment(method, expr, len(method.events))

@@ -417,7 +417,8 @@ def test_checkpoint_loaded_before_training_is_reported(tmp_path):
 
 
 def _lenient(state: str) -> dict[str, str]:
-    """A model loaded with strict=False from ``state`` and then trained."""
+    """A model loaded with strict=False from ``state`` when asked (``--init``, off by default: a
+    default warm start is another finding) and then trained."""
     return {"model.py": MODEL, "train.py": (
         "import torch\n"
         "from model import GraphMAE, Probe\n"
@@ -425,7 +426,7 @@ def _lenient(state: str) -> dict[str, str]:
         "def main(g, path):\n"
         "    model = GraphMAE(8)\n"
         "    other = Probe(8)\n"
-        f"    model.load_state_dict({state}, strict=False)\n"
+        f"    if path is not None: model.load_state_dict({state}, strict=False)\n"
         "    opt = torch.optim.Adam(model.parameters())\n"
         "    for epoch in range(3):\n"
         "        loss = model(g, g.ndata['feat'])\n"
@@ -434,7 +435,10 @@ def _lenient(state: str) -> dict[str, str]:
         "        opt.step()\n"
         "\n"
         "if __name__ == '__main__':\n"
-        "    main(None, 'pre.pt')\n"
+        "    import argparse\n"
+        "    parser = argparse.ArgumentParser()\n"
+        "    parser.add_argument('--init', default=None)\n"
+        "    main(None, parser.parse_args().init)\n"
     )}
 
 
@@ -451,6 +455,15 @@ def test_strict_false_load_of_a_file_is_left_to_the_probe(tmp_path):
     # no static pass sees a checkpoint file's keys: reported, below warning, for the probe
     # to confirm (keys skipped) or refute (every key matched)
     assert _gm601(tmp_path, _lenient("torch.load(path, weights_only=True)")) == [("info", 7)]
+
+
+def test_strict_false_warm_start_on_every_run_is_an_error(tmp_path):
+    # loaded on every run before training: the run never starts from a fresh model, whatever
+    # the keys (strict=False hides those it lacks on top)
+    files = _lenient("torch.load(path, weights_only=True)")
+    files["train.py"] = files["train.py"].replace("    if path is not None: model", "    model").replace(
+        "main(None, parser.parse_args().init)", "main(None, 'pre.pt')")
+    assert _gm601(tmp_path, files) == [("error", 7)]
 
 
 @pytest.mark.parametrize("state", [

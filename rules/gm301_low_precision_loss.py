@@ -18,7 +18,15 @@ UPCAST = re.compile(r"\.float\(\)|\.double\(\)|torch\.float(32|64)\b|torch\.doub
 
 
 def _upcast(fn: FunctionInfo, stmt: df.Statement, hit: set[str]) -> bool:
-    return UPCAST.search(stmt.text) is not None
+    """The statement casts the flowing value itself back to float32/64 (``pred.float()``,
+    ``pred.to(torch.float32)``); ``(mask != 0).float()`` beside it casts something else."""
+    for call in stmt.calls:
+        cast = call.method in ("float", "double") or (
+            call.method in ("to", "type") and any(UPCAST.search(a) for a in
+                                                   [*call.args, *call.kwargs.values()]))
+        if cast and any(re.search(rf"(?<![\w.]){re.escape(n)}\b", call.receiver) for n in hit):
+            return True
+    return False
 
 
 def _precision(text: str) -> str:
@@ -240,6 +248,20 @@ Unsafe: moving the loss out of the region or adding a scaler changes numerics an
             "        loss.backward()\n"
             "        opt.step()\n",
             line=5, message_contains="GradScaler",
+        ),
+        # the mask is cast to float in the loss's statement, the float16 prediction is not
+        Invalid(
+            "import torch.nn as nn\n"
+            "def fit(model, loader, opt):\n"
+            "    crit = nn.BCEWithLogitsLoss(reduction='none')\n"
+            "    model.half()\n"
+            "    for g, labels, masks in loader:\n"
+            "        logits = model(g)\n"
+            "        loss = (crit(logits, labels) * (masks != 0).float()).mean()\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n",
+            line=4,
         ),
     ]
 

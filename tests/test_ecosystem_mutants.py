@@ -365,3 +365,21 @@ def test_extra_term_swamps_the_loss_and_gm402_finds_it(tmp_path: Path) -> None:
     assert "F.mse_loss(model(x), y) + 100 * F.l1_loss(model(x), y)" in text
     found = [(f.rule, f.line) for f in check_code(text, [LossWeights]).findings]
     assert ("GM402", 4) in found and [(t.path, t.line) for t in m.truth] == [("train.py", 4)]
+
+
+def test_fresh_generator_only_in_a_program_that_seeds(tmp_path: Path) -> None:
+    # GM603 is about the RNG a seeding program leaves out: a fresh Generator in a script that
+    # seeds nothing (while another script of the repository does) is no such bug
+    loop = ("import numpy as np\nimport torch\n{seed}def fit(model, opt, loader):\n"
+            "    for x in loader:\n        loss = model(x).sum()\n        opt.zero_grad()\n"
+            "        loss.backward()\n        opt.step()\n"
+            "if __name__ == '__main__':\n    fit(build(), make_opt(), load())\n")
+    (tmp_path / "seeds.py").write_text("import torch\nif __name__ == '__main__':\n    torch.manual_seed(0)\n")
+
+    def fresh(seed: str, name: str) -> list[str]:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "seeds.py").write_text((tmp_path / "seeds.py").read_text())
+        return [m.operator for m in _mutants(tmp_path / name, loop.format(seed=seed), ["GM603"])
+                if m.operator == "gm603.fresh-generator"]
+    assert fresh("", "unseeded") == []
+    assert fresh("torch.manual_seed(0)\n", "seeded") == ["gm603.fresh-generator"]

@@ -9,6 +9,7 @@ from typing import Iterator
 
 from benchmarks.ecosystem.mutators.base import Edit, Operator, Source, insert_before
 from benchmarks.ecosystem.mutators.structure import first_loop_statement, in_body, train_loops
+from benchmarks.ecosystem.mutators.program import seeded_by_its_programs
 
 # family -> (the module it needs bound in the file, a draw from it)
 DRAWS = {"torch": ("torch", "torch.randperm(8)"), "numpy": ("numpy", "{m}.random.permutation(8)"),
@@ -25,7 +26,8 @@ def seeded_families(texts: Iterator[str]) -> frozenset[str]:
 
 
 def _draw(src: Source, seeded: bool) -> Iterator[Edit]:
-    if not src.seeded:
+    if not src.seeded or src.program is None \
+            or not src.program.ask(lambda project: seeded_by_its_programs(project, src.path)):
         return
     bound = {full: name for name, full in src.imports.items()}
     # a family the file imports first; else one imported on the spot (the draw is the bug)
@@ -42,7 +44,8 @@ def _draw(src: Source, seeded: bool) -> Iterator[Edit]:
 def fresh_generator(src: Source) -> Iterator[Edit]:
     """``np.random.default_rng()`` without a seed takes OS entropy: no global seed reaches it,
     whichever families the repository seeds (so this applies wherever it seeds one)."""
-    if not src.seeded:
+    if not src.seeded or src.program is None \
+            or not src.program.ask(lambda project: seeded_by_its_programs(project, src.path)):
         return
     bound = {full: name for name, full in src.imports.items()}
     imports = () if "numpy" in bound else ("import numpy",)
@@ -64,6 +67,6 @@ def seeded_draw(src: Source) -> Iterator[Edit]:
 
 OPERATORS = [
     Operator("gm603.unseeded-draw", "GM603", unseeded_draw, (".backward(",)),
-    Operator("gm603.fresh-generator", "GM603", fresh_generator, (".backward(",)),
+    Operator("gm603.fresh-generator", "GM603", fresh_generator, (".backward(",), reads=("GM603",)),
     Operator("gm603.seeded-draw", "GM603", seeded_draw, (".backward(",), benign=True),
 ]

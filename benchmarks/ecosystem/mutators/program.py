@@ -57,3 +57,12 @@ def run_by_a_program(project: "Project", path: str) -> bool:
     """Some entry point of the tree imports the file at ``path`` (a script, a ``-m`` module, a
     console script, a test): its code can run. A module nothing imports is dead code."""
     return any(path in program.files for program in project.programs())
+
+
+def seeded_by_its_programs(project: "Project", path: str) -> bool:
+    """Some program that runs the file at ``path`` seeds a global RNG (GM603 is about the RNGs a
+    seeding program leaves out; a program that seeds nothing made no such choice)."""
+    from auditor.static.rng import project_seeding
+
+    seeding = project_seeding(project)
+    return any(seeding.seeded_within(frozenset(p.files)) for p in project.programs() if path in p.files)

@@ -274,6 +274,17 @@ def test_per_batch_statistics_only_where_there_are_batches(tmp_path: Path) -> No
     assert [m.description for m in found] == ["`bx` standardised with its batch's statistics"]
 
 
+def test_per_batch_statistics_of_data_not_of_embeddings(tmp_path: Path) -> None:
+    # `predictor(h[u], h[v])` reads what the encoder computed in the loop: no data feature there
+    program = ("import torch\nmodel, predictor = build(), head()\n"
+               "opt = torch.optim.Adam(list(model.parameters()) + list(predictor.parameters()))\n"
+               "for x, u, v in loader:\n    h = model(g, x)\n    out = predictor(h[u], h[v])\n"
+               "    loss = out.mean()\n    opt.zero_grad()\n    loss.backward()\n    opt.step()\n")
+    found = [m.description for m in _mutants(tmp_path, program, ["GM502"])
+             if m.operator == "gm502.per-batch-stats"]
+    assert found == ["`x` standardised with its batch's statistics"]
+
+
 def test_coverage_counts_the_repositories_each_operator_applies_to(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
     # three repositories with the loop, one without: operators of the loop apply to 3

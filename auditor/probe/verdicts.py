@@ -41,6 +41,8 @@ GM402      parameters the loss reaches that get exactly zero gradient at every s
 GM302      DistributedDataParallel built without a process group or in a world of size 1
 GM501      nodes carrying more than one self loop: at the ``add_self_loop`` that made them
 GM601      a ``load_state_dict(strict=False)`` that skipped keys of modules it partly loaded
+GM603      in a run that seeds a global RNG: a draw from DGL's generator, never seeded (at the
+           user call that drew); ``np.random.default_rng()`` built without a seed in user code
 =========  ==============================================================================
 
 and four codes of the probe's own, outside the static catalogue (no static check; listed in
@@ -172,7 +174,32 @@ def runtime_findings(evidence: Evidence, static: Sequence[Finding],
     _graphs(evidence, add)
     _partial_loads(evidence, add)
     _outputs(evidence, add)
+    _unseeded_draws(evidence, add)
     return found
+
+
+def _unseeded_draws(evidence: Evidence, add) -> None:
+    """Draws whose call the recorder saw, in a run that seeded some global RNG (GM603): DGL's
+    generator never seeded (first draw site of each file), and numpy generators built from OS
+    entropy (``np.random.default_rng()``) where user code built them."""
+    seeded = evidence.seeded_rngs
+    if not seeded:
+        return  # a run that seeds nothing does not mean to be reproducible
+    them = ", ".join(sorted(seeded))
+    if "dgl" not in seeded:
+        draws = sorted((c for c in evidence.calls("rng_draw") if c.arg("rng") == "dgl"),
+                       key=lambda c: (c.path, c.line))
+        for c in {c.path: c for c in reversed(draws)}.values():
+            add("GM603", c.path, c.line,
+                f"DGL's random generator is drawn from here ({c.count}x) and never seeded, "
+                f"while the run seeds {them}", "seed it with the others: `dgl.seed(seed)`",
+                [f"draw from DGL's generator at {chain({'stack': c.stack})}"])
+    for c in evidence.calls("fresh_rng"):
+        add("GM603", c.path, c.line,
+            f"`np.random.default_rng()` built here without a seed ({c.count}x): fresh OS entropy "
+            f"that no seed reaches, while the run seeds {them}",
+            "pass a seed: `np.random.default_rng(seed)`",
+            [f"built at {chain({'stack': c.stack})}"])
 
 
 def _partial_loads(evidence: Evidence, add) -> None:

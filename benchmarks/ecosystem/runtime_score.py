@@ -67,21 +67,39 @@ def verdict(mutant: Mutant, report: dict) -> dict:
 
 def _origin(before: str, after: str, line: int) -> set[int]:
     """The 1-based lines of ``before`` where line ``line`` of ``after`` comes from: itself when
-    the edit kept it, the lines it replaced, or the code lines on either side of where it was
-    inserted (blank and comment lines never run)."""
+    the edit kept it, the lines it replaced, or the statements of its own block on either side
+    of where it was inserted. Not a block's header: a ``def`` line runs when the module is
+    imported, an ``if`` test whether or not its body runs."""
     old = before.splitlines()
-    matcher = difflib.SequenceMatcher(None, old, after.splitlines(), autojunk=False)
+    new = after.splitlines()
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if j1 < line <= j2:
             if tag == "equal":
                 return {i1 + line - j1}
             if i2 > i1:
                 return set(range(i1 + 1, i2 + 1))
-            code = [n for n in range(1, len(old) + 1)
-                    if old[n - 1].strip() and not old[n - 1].lstrip().startswith("#")]
-            return ({max((n for n in code if n <= i1), default=0)}
-                    | {min((n for n in code if n > i1), default=0)}) - {0}
+            indent = _indent(new[line - 1])
+            return ({_sibling(old, range(i1, 0, -1), indent)}
+                    | {_sibling(old, range(i1 + 1, len(old) + 1), indent)}) - {0}
     return set()
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip())
+
+
+def _sibling(lines: list[str], order: Iterable[int], indent: int) -> int:
+    """The first statement at ``indent`` met walking ``order`` (1-based line numbers) before
+    the block ends (a line indented less); 0 when none. Blank and comment lines, deeper lines
+    (nested blocks, continuations) and closing brackets are passed over: they are no statement
+    of the block."""
+    for n in order:
+        text = lines[n - 1].strip()
+        if not text or text.startswith("#") or text[0] in ")]}" or _indent(lines[n - 1]) > indent:
+            continue
+        return n if _indent(lines[n - 1]) == indent else 0
+    return 0
 
 
 def runnable(mutants: Iterable[Mutant], root: Path, ran: dict[str, set[int]],

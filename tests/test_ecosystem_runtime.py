@@ -6,7 +6,7 @@ from pathlib import Path
 from benchmarks.ecosystem.corpus import repo_path
 from benchmarks.ecosystem.mutant import Mutant, Truth
 from benchmarks.ecosystem.runtime.pipelines import PIPELINES, probe, run
-from benchmarks.ecosystem.runtime_score import runnable
+from benchmarks.ecosystem.runtime_score import runnable, verdict
 
 PIPELINE = PIPELINES["graphmae2-full-batch"]
 
@@ -71,3 +71,23 @@ def test_a_mutant_inserted_in_a_block_is_picked_by_its_own_block_having_run(tmp_
     # once the save ran (its first line) and the loop's body ran
     kept, _ = runnable([reload, first], tmp_path, {"stop.py": imported["stop.py"] | {3, 12}}, cap=1)
     assert {m.id for m in kept} == {reload.id, first.id}
+
+
+def test_a_bug_the_probe_has_no_signal_for_is_counted_not_showable() -> None:
+    """Showable: the probe judges the static finding at the truth line by its rule's runtime
+    check, or raises the rule itself. A finding left `static` (ran, nothing to judge) and no
+    finding of a rule the probe never raises are not showable; the same for a rule it raises,
+    or a line the probe's run never reached, are misses."""
+    def scored(rule: str, statuses: list[str], benign: bool = False) -> dict:
+        mutant = Mutant("m", "repo", "op", rule, benign, {}, [Truth("train.py", 7)])
+        report = {"findings": [{"rule": rule, "path": "train.py", "line": 7, "status": s}
+                               for s in statuses], "run": {"stopped": "exit", "device": "cpu"}}
+        return verdict(mutant, report)
+
+    assert "nothing to judge" in scored("GM503", ["static"])["not_showable"]
+    assert "never raises GM502" in scored("GM502", [])["not_showable"]
+    for rule, statuses in [("GM101", []), ("GM603", ["unexercised"]), ("GM201", ["refuted"])]:
+        result = scored(rule, statuses)
+        assert result["not_showable"] is None and result["caught"] is None, (rule, result)
+    assert scored("GM603", ["static", "confirmed"])["caught"] == "confirmed"
+    assert scored("GM502", [], benign=True)["not_showable"] is None  # a twin is scored apart

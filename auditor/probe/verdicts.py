@@ -71,6 +71,11 @@ from auditor.probe.evidence import Evidence, StepFacts
 from auditor.registry import RUNTIME_CHECKS
 from auditor.rule import Rule, Verdict
 
+# the catalogue codes the probe raises by itself (the table above; the probe's own GM7xx are
+# RUNTIME_CHECKS): a defect of another rule shows only through its static finding's verdict
+RAISES = frozenset({"GM101", "GM102", "GM103", "GM104", "GM105", "GM106", "GM201", "GM202",
+                    "GM301", "GM302", "GM401", "GM402", "GM501", "GM601", "GM603"})
+
 COLLAPSE_RATIO = 1e-3
 SCALE_RATIO = 10.0
 UNIT_TOLERANCE = 0.5  # |mean norm - 1| above this: "far from unit length"
@@ -137,6 +142,7 @@ def runtime_findings(evidence: Evidence, static: Sequence[Finding],
     found: list[Finding] = []
 
     def add(code: str, path: str, line: int, message: str, fix: str, ev: list[str]) -> None:
+        assert code in RAISES or code in RUNTIME_CHECKS, code  # RAISES lists what runs here
         at_site = [f for f in static if f.rule == code and f.path == path
                    and f.line <= line <= max(f.end_line, f.line)]
         for f in at_site:  # confirmed by its rule or not: the cause chain is its evidence too

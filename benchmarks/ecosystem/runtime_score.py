@@ -32,6 +32,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
+from auditor.probe.verdicts import RAISES
 from benchmarks.ecosystem.corpus import REPO, repo_path
 from benchmarks.ecosystem.mutant import Mutant, Truth
 from benchmarks.ecosystem.mutators import generate
@@ -59,10 +60,25 @@ def verdict(mutant: Mutant, report: dict) -> dict:
         why = f"crashes on CPU in low precision ({(run.get('error') or '')[:120]})"
     elif status is None and mutant.operator in NEEDS_CUDA and "cuda" not in str(run.get("device")):
         why = NEEDS_CUDA[mutant.operator]
+    elif status is None and not mutant.benign:
+        why = unobservable(mutant.rule, at_truth)
     return {"not_showable": why,"id": mutant.id, "rule": mutant.rule, "operator": mutant.operator,
             "benign": mutant.benign, "description": mutant.description,
             "truth": [[t.path, t.line] for t in mutant.truth], "statuses_at_truth": at_truth,
             "caught": status, "run": report.get("run"), "error": report.get("error")}
+
+
+def unobservable(rule: str, at_truth: list[str]) -> Optional[str]:
+    """Why the probe cannot show a bug of ``rule`` whose truth lines ran, given the statuses of
+    that rule's findings there (None: it could). The probe shows a bug through its rule's
+    runtime check on the static finding at the line, or by raising the rule itself: a finding
+    left ``static`` (its line ran, and the rule's check had nothing on this run to judge it by)
+    and no finding of a rule the probe never raises have neither."""
+    if at_truth == ["static"]:
+        return f"its line ran, but the run gives {rule}'s runtime check nothing to judge it by"
+    if not at_truth and rule not in RAISES:
+        return f"the static pass does not flag it, and the probe never raises {rule} by itself"
+    return None
 
 
 def _origin(before: str, after: str, line: int) -> set[int]:

@@ -63,7 +63,9 @@ def test_a_mutant_inserted_in_a_block_is_picked_by_its_own_block_having_run(tmp_
                       [Truth("stop.py", n + 1)])
 
     reload = inserted("self.filename)", "        reloaded = torch.load(self.filename)")
-    first = inserted("for batch in loader", "        drawn = torch.randperm(8)")
+    # two lines, the second deeper: it runs where the first does
+    first = inserted("for batch in loader", "        with torch.no_grad():\n            model(batch)")
+    first.truth.append(Truth("stop.py", first.truth[0].line + 1))
     # an import ran the class and function bodies' headers only, and the loop's header
     imported = {"stop.py": {1, 2, 6, 10, 11}}
     kept, unshowable = runnable([reload, first], tmp_path, imported, cap=1)

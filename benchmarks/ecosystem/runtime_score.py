@@ -83,8 +83,8 @@ def unobservable(rule: str, at_truth: list[str]) -> Optional[str]:
 
 def _origin(before: str, after: str, line: int) -> set[int]:
     """The 1-based lines of ``before`` where line ``line`` of ``after`` comes from: itself when
-    the edit kept it, the lines it replaced, or the statements of its own block on either side
-    of where it was inserted. Not a block's header: a ``def`` line runs when the module is
+    the edit kept it, the lines it replaced, or the statements of the block the insertion sits
+    in on either side of it (a line inside the inserted code too). Not a block's header: a ``def`` line runs when the module is
     imported, an ``if`` test whether or not its body runs."""
     old = before.splitlines()
     new = after.splitlines()
@@ -95,7 +95,7 @@ def _origin(before: str, after: str, line: int) -> set[int]:
                 return {i1 + line - j1}
             if i2 > i1:
                 return set(range(i1 + 1, i2 + 1))
-            indent = _indent(new[line - 1])
+            indent = _indent(new[j1])  # the block the inserted lines sit in: their first's
             return ({_sibling(old, range(i1, 0, -1), indent)}
                     | {_sibling(old, range(i1 + 1, len(old) + 1), indent)}) - {0}
     return set()

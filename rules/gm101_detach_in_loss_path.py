@@ -366,6 +366,25 @@ review that the value was not meant to be a frozen target.
             "    loss.backward()\n"
             "    opt.step()\n"
         ),
+        # a straight-through estimator: the hard choice forward, the soft scores' gradient back
+        Valid(
+            "import torch.nn as nn\n"
+            "class Sampler(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.lin, self.score, self.softmax = nn.Linear(4, 4), nn.Linear(4, 1), nn.Softmax(0)\n"
+            "    def forward(self, x):\n"
+            "        hidden = self.lin(x).clone()\n"
+            "        prob = self.softmax(self.score(hidden).squeeze(-1))\n"
+            "        hard = (x[:, 0] > 0).float()\n"
+            "        mask = hard > 0\n"
+            "        hidden[mask] *= (hard - prob.detach() + prob)[mask].unsqueeze(-1)\n"
+            "        return hidden\n"
+            "def train(model, x, opt):\n"
+            "    loss = model(x).pow(2).mean()\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+        ),
         # pseudo-labels: an argmax cast to integers is the target of the loss
         Valid(
             "import torch\nimport torch.nn.functional as F\n"
@@ -531,6 +550,17 @@ review that the value was not meant to be a frozen target.
             "    loss = loss_fn(logits, labels)\n"
             "    loss.backward()\n",
             line=8,
+        ),
+        # a loss divided by a count is a tensor still: only an outermost `.numel()` is a number
+        Invalid(
+            "def fit(model, crit, opt, loader):\n"
+            "    for x, y in loader:\n"
+            "        z = model(x).detach()\n"
+            "        loss = crit(z, y) / y.numel()\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n",
+            line=3,
         ),
     ]
 
@@ -738,9 +768,14 @@ def _other_route(project: Project, fn: FunctionInfo, stmt: df.Statement, cut: st
                  origin: df.Origin) -> bool:
     """The module still reaches the loss with its gradient by a path the cut is not on: the
     undetached value itself flows on (``bw = sum(d.data)``, then ``exp(-d / bw)``: a
-    stop-gradient on a scale), or the module that made it runs again into the loss (a
+    stop-gradient on a scale; ``hard - soft.detach() + soft``: a straight-through estimator), or the module that made it runs again into the loss (a
     meta-learner's task losses detached into attention weights over its own outputs)."""
     if re.fullmatch(r"[\w.]+", cut) and cut not in stmt.targets:
+        # the same value, undetached, beside the cut in the statement: a straight-through
+        # estimator (`hard - soft.detach() + soft` passes the soft value's gradient)
+        undetached = rf"(?<![\w.]){re.escape(cut)}(?!\w|\s*\.\s*(?:detach_?\s*\(|data\b))"
+        if re.search(undetached, stmt.head.text):
+            return True
         if df.flows_to(project, fn, [cut], stmt.index + 1).sinks:
             return True
     callee = df.callee_text(origin.event) if origin.event.kind == "call" else ""

@@ -43,10 +43,11 @@ def visit(step: Step, state: Hashable) -> tuple[Optional[str], Hashable]:
     which condition of which function was `.train()` called on a path that may skip it?"""
     forwarded, restored_under = state if isinstance(state, tuple) else (state, None)
     event, tracked = step.event, step.tracked
-    if restored_under is not None and restored_under == (step.fn.qualname, innermost(event)):
-        # `if cond: model.train(); ...; loss.backward()`: the same condition that skipped the
-        # restore skips this step too
-        return RESTORED, state
+    if restored_under is not None and restored_under[0] == step.fn.qualname \
+            and restored_under[1] in event.conditions:
+        # `if cond: model.train(); ...; loss.backward()`: what runs under the condition that
+        # restored runs in train mode; the state goes on for the paths that skipped it (`else`)
+        return None, state
     if event.kind == "call" and tracked and event.method == "train" and not _mode_false(event) \
             and is_same_or_parent(event.receiver, tracked):
         if not step.conditional:
@@ -394,6 +395,23 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
                 "if __name__ == '__main__':\n"
                 "    fit(build(), make_opt(), load(), make_probe())\n",
         }),
+        # every seed trains a model built anew: the evaluated one is never trained again
+        Valid(
+            "import torch.nn as nn\n"
+            "def pretrain(model, opt, data):\n"
+            "    for x in data:\n"
+            "        loss = model(x).sum()\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+            "    return model\n"
+            "def main(seeds, data, make_opt):\n"
+            "    for seed in seeds:\n"
+            "        model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))\n"
+            "        model = pretrain(model, make_opt(model), data)\n"
+            "        model.eval()\n"
+            "        print(model(data[0]))\n"
+        ),
     ]
     INVALID = [
         # validation inside the loop, never restored
@@ -523,6 +541,29 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
             "            loss.backward()\n"
             "            opt.step()\n",
             line=7,
+        ),
+        # one branch of the step restores train mode; the other trains in the mode the eval left
+        Invalid(
+            "import torch.nn as nn\n"
+            "def train_step(model, opt, loader, fast):\n"
+            "    if fast:\n"
+            "        model.train()\n"
+            "        for x in loader:\n"
+            "            loss = model(x).sum()\n"
+            "            loss.backward()\n"
+            "            opt.step()\n"
+            "        return\n"
+            "    for x in loader:\n"
+            "        loss = model(x).sum()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+            "def fit(opt, loader, fast):\n"
+            "    model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))\n"
+            "    for epoch in range(10):\n"
+            "        train_step(model, opt, loader, fast)\n"
+            "        model.eval()\n"
+            "        print(model(loader[0]))\n",
+            line=18,
         ),
     ]
 

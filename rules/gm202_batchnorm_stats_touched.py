@@ -13,7 +13,7 @@ from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.context import dotted
 from auditor.static.dataflow import function_of
-from auditor.static.facts import Span
+from auditor.static.facts import FunctionInfo, Span
 from auditor.static.project import Project
 from auditor.static.training import Training
 
@@ -396,12 +396,9 @@ by a person, and the reference script must then do the same.
             return []
         out = []
         training = Training.of(project)
-        holders = {fn.qualname for file, bn in _facts(project, BatchNormBuilt)
-                   if (fn := function_of(project, file.path, bn.span.line)) is not None}
         for loop, i in training.gradient_free_forwards():
             call = loop.fn.events[i]
-            made = {o.cls for o in training.origins(loop.fn, call.func, i) if o.known}
-            if not any(_builds_batchnorm(project, training, cls, holders) for cls in made):
+            if not holds_batchnorm(project, loop.fn, i):
                 continue  # a module without BatchNorm (a linear probe's head), or one not known
             out.append(cls.make_finding(
                 loop.fn.path, call.span,
@@ -462,6 +459,18 @@ by a person, and the reference script must then do the same.
                 f"the line ran and {len(evidence.steps)} training step(s) followed, but no "
                 f"BatchNorm layer was {EFFECTS[effect]}"])
         return None
+
+
+def holds_batchnorm(project: Project, fn: FunctionInfo, i: int) -> bool:
+    """The module called at event ``i`` of ``fn`` holds a BatchNorm, by where it was made: its
+    class, or a class it builds among its attributes, constructs one. A forward of it in train
+    mode moves running statistics; False for a module without one (a linear probe's head) and
+    for one whose making is not known."""
+    training = Training.of(project)
+    holders = {f.qualname for file, bn in _facts(project, BatchNormBuilt)
+               if (f := function_of(project, file.path, bn.span.line)) is not None}
+    made = {o.cls for o in training.origins(fn, fn.events[i].func, i) if o.known}
+    return any(_builds_batchnorm(project, training, cls, holders) for cls in made)
 
 
 def _builds_batchnorm(project: Project, training: Training, cls: str, holders: set[str]) -> bool:

@@ -116,7 +116,11 @@ class WeightLoading(Rule):
 Finds `load_state_dict` calls that put other weights into the model the pipeline trains:
 
 - `load_state_dict(..., strict=False)` on the trained model (missing and unexpected keys are
-  silently ignored);
+  silently ignored): an error when the keys are known to differ (a key-filtered state dict,
+  the `state_dict()` of a module of another class), at `info` when no static pass can see them
+  (a checkpoint file, a module whose making is not followed): `gm-audit probe` then confirms a
+  load that skipped keys and refutes one that matched them all (a file loaded by default is
+  still an error, as the checkpoint kind below);
 - partial loads: a state dict whose keys were filtered (`{k: v for k, v in sd.items() if ...}`),
   also into a module the pipeline runs without training it (a frozen teacher, an EMA target:
   the dropped layers keep their random initialisation for good);
@@ -456,7 +460,32 @@ checkpoint off changes what the run starts from; both change results on purpose.
             "        with torch.no_grad():\n"
             "            target = self.encoder_ema(x)\n"
             "        return (self.encoder(x) - target).pow(2).mean()\n",
-            line=9, message_contains="random initialisation",
+            line=9, message_contains="fresh initialisation",
+        ),
+        # the best weights restored after training without their biases, then evaluated through
+        # a call in a return: the evaluated model mixes the best weights and the last biases
+        Invalid(
+            "import copy\nimport torch\n"
+            "class Trainer:\n"
+            "    def __init__(self, model):\n"
+            "        self.model = model\n"
+            "        self.opt = torch.optim.Adam(model.parameters())\n"
+            "    def train(self, loader, epochs):\n"
+            "        best = None\n"
+            "        for epoch in range(epochs):\n"
+            "            for g in loader:\n"
+            "                loss = self.model(g)\n"
+            "                self.opt.zero_grad()\n"
+            "                loss.backward()\n"
+            "                self.opt.step()\n"
+            "            best = copy.deepcopy(self.model.state_dict())\n"
+            "        final = self.model\n"
+            "        final.load_state_dict({k: v for k, v in best.items() if 'bias' not in k}, strict=False)\n"
+            "        return self.evaluate(final, loader)\n"
+            "    def evaluate(self, model, loader):\n"
+            "        with torch.no_grad():\n"
+            "            return [model(g) for g in loader]\n",
+            line=17, message_contains="the last training step's values",
         ),
     ]
 
@@ -507,17 +536,28 @@ checkpoint off changes what the run starts from; both change results on purpose.
                 fn.path, event.span,
                 f"partial load: the state dict loaded into `{target}` was filtered by key "
                 f"({fn.path}:{filtered.span.line}); `{target}` runs in the pipeline without being "
-                "trained, so the dropped layers keep their random initialisation",
+                "trained after it, so the dropped layers keep what they held before the load (a "
+                "fresh initialisation, or the last training step's values) instead of the loaded ones",
                 fix="load the whole state dict strictly (or copy the module)",
             )
-        if _is_strict_false(event) and not cls._same_keys(project, fn, i, arg, target):
-            return cls.make_finding(
+        keys = cls._keys_match(project, fn, i, arg, target)
+        lenient: Optional[Finding] = None  # strict=False where no static pass sees the keys
+        if _is_strict_false(event) and keys is not True:
+            lenient = cls.make_finding(
                 fn.path, event.span,
                 f"`{target}.load_state_dict(..., strict=False)` on the trained model: missing and "
                 "unexpected keys are ignored silently, so some layers keep their fresh "
                 "initialisation (or nothing is loaded at all)",
                 fix="load strictly, and map renamed keys explicitly if the checkpoint differs",
             )
+            if filtered is not None or keys is False:
+                return lenient  # keys dropped, or another class's: some surely do not match
+            # a file's keys, or those of a module made where the program model cannot follow,
+            # are the run's to show: the probe confirms a load that skipped keys and refutes
+            # one that matched them all
+            lenient.severity = Severity.INFO
+            lenient.message += ("; which keys the state dict holds cannot be seen statically: "
+                                "`gm-audit probe` reports the keys the load skipped")
         if filtered is not None:
             return cls.make_finding(
                 fn.path, event.span,
@@ -534,21 +574,22 @@ checkpoint off changes what the run starts from; both change results on purpose.
                 x.kind == "call" and x.func in FILE_LOADERS for x in project.function(q).events)
             for q in project.resolve_call(e, fn))]
         if not from_file or trained is None:
-            return None
+            return lenient
         if "." in target.removeprefix("self."):
             # a component of the trained model (`model.gnn`) initialised from a pretrained
             # file, the rest (a new head) fresh: a fine-tuning setup by construction
-            return None
+            return lenient
         if cls._trained_earlier(project, fn, i, target) or cls._saved_earlier(project, fn, i, from_file):
-            return None  # it restores what this run trained and saved: not a start from stale weights
+            return lenient  # it restores what this run trained and saved: not a start from stale weights
         default_on = cls._default_on(project, fn, event)
         if default_on is None:
-            return None
+            return lenient
         return cls.make_finding(
             fn.path, event.span,
             f"a checkpoint/pretrained file is loaded into the trained model before training "
             f"{default_on}: the run does not start from the fresh initialisation the reference "
-            "script trains",
+            "script trains" + (", with strict=False: keys it lacks are skipped silently"
+                               if lenient is not None else ""),
             fix="make loading opt-in (a flag whose default is off) and load strictly",
         )
 
@@ -588,16 +629,19 @@ checkpoint off changes what the run starts from; both change results on purpose.
         return any(o.verdict == "ran" and in_one_program(project, fn, o) for o in outcomes)
 
     @staticmethod
-    def _same_keys(project: Project, fn: FunctionInfo, i: int, arg: str, target: str) -> bool:
-        """``target.load_state_dict(other.state_dict())`` where both modules were built by the
-        same constructor (or factory, or one is a deep copy of the other): the keys match."""
+    def _keys_match(project: Project, fn: FunctionInfo, i: int, arg: str, target: str) -> Optional[bool]:
+        """For ``target.load_state_dict(other.state_dict())``: True when both modules were built
+        by the same constructor (or factory, or one is a deep copy of the other), so the keys
+        match; False when they are of other classes. None when the keys cannot be known
+        statically: a state dict from a file, or a module whose making is not followed."""
         m = STATE_OF.match(arg.strip())
         if m is None:
-            return False
+            return None
         t = Training.of(project)
         mine, theirs = t.origins(fn, target, i), t.origins(fn, m.group(1), i)
-        classes = {o.cls for o in mine}
-        return all(o.known and o.cls for o in mine + theirs) and classes == {o.cls for o in theirs}
+        if not all(o.known and o.cls for o in mine + theirs):
+            return None
+        return {o.cls for o in mine} == {o.cls for o in theirs}
 
     @staticmethod
     def _trained_earlier(project: Project, fn: FunctionInfo, i: int, target: str) -> bool:

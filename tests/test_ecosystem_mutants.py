@@ -135,6 +135,85 @@ def test_detach_only_where_another_gradient_reaches_the_loss(tmp_path: Path) -> 
                 if m.operator == "gm101.detach-module-output"]
 
 
+# one encoder run on two views of the graph, both views in the loss (CCA-SSG's shape)
+TWO_VIEWS = """\
+import torch
+import torch.nn as nn
+
+
+class TwoView(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Linear(8, 8)
+
+    def forward(self, x1, x2):
+        return self.enc(x1), self.enc(x2)
+
+
+def main(x1, x2):
+    model = TwoView()
+    head = nn.Linear(8, 8)
+    opt = torch.optim.Adam(list(model.parameters()) + list(head.parameters()))
+    for epoch in range(3):
+        model.train()
+        z1, z2 = model(x1, x2)
+        p = head(z2)
+        loss = (z1 @ z2.T).diagonal().sum() + p.pow(2).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_no_detach_of_one_view_while_the_other_still_trains_the_module(tmp_path: Path) -> None:
+    # `z1.detach()` leaves z2 carrying the same call's gradient into the loss: every parameter of
+    # `model` still trains (the stop-gradient GM101 documents as valid); the head's output is
+    # the loss's only way to the head, and another module still reaches the loss
+    found = [m.description for m in _mutants(tmp_path, TWO_VIEWS, ["GM101"])
+             if m.operator == "gm101.detach-module-output"]
+    assert found == ["`.detach()` on `head(...)` on the loss path"]
+
+
+def _with_norm(norm: str) -> str:
+    """A model whose layer normalises with ``norm``, trained in a loop."""
+    return f"""\
+import torch
+import torch.nn as nn
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+        self.norm = nn.{norm}(8)
+
+    def forward(self, x):
+        return self.norm(self.lin(x)).pow(2).mean()
+
+
+def main(loader):
+    model = Encoder()
+    opt = torch.optim.Adam(model.parameters())
+    for x in loader:
+        model.train()
+        loss = model(x)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_extra_forward_only_on_a_model_that_holds_batchnorm(tmp_path: Path) -> None:
+    # the program model says where `model` was made and what its class builds: a BatchNorm's
+    # running statistics move in the extra forward, a LayerNorm has none to move
+    def extra(norm: str) -> list[str]:
+        (tmp_path / norm).mkdir()
+        return [m.files["train.py"].splitlines()[-1].strip()
+                for m in _mutants(tmp_path / norm, _with_norm(norm), ["GM202"])]
+    assert extra("BatchNorm1d") == ["model(x)"]
+    assert extra("LayerNorm") == []
+
+
 def test_eval_before_the_loop_switches_the_model_not_the_criterion(tmp_path: Path) -> None:
     found = [m for m in _mutants(tmp_path, SINGLE_SOURCE, ["GM201"]) if m.operator == "gm201.eval-before-loop"]
     assert [m.description for m in found] == ["`model` switched to eval mode before the loop"]
@@ -155,7 +234,15 @@ def test_drop_train_only_where_an_eval_can_run_before_the_train(tmp_path: Path) 
         (tmp_path / name).mkdir()
         return [m for m in _mutants(tmp_path / name, program, ["GM201"])
                 if m.operator == "gm201.drop-train-after-eval"]
+    # every seed builds its model anew before training it: the evaluated one is never trained
+    rebuilt = ("import torch\ndef fit(net, data, opt):\n    net.train()\n    for g in data:\n"
+               "        loss = net(g)\n        loss.backward()\n        opt.step()\n"
+               "def score(net, g):\n    net.eval()\n    return net(g)\n"
+               "for seed in range(3):\n    model = build()\n"
+               "    fit(model, loader, torch.optim.Adam(model.parameters()))\n    score(model, g)\n")
     assert dropped(after_only, "after") == []
+    assert dropped(rebuilt, "rebuilt") == []
+    assert dropped(rebuilt.replace("    model = build()\n", ""), "kept") != []
     assert [m.description for m in dropped(in_loop, "loop")] == ["`model.train()` after evaluation removed"]
 
 
@@ -227,3 +314,37 @@ def test_summary_puts_static_recall_and_precision_in_one_table(
         if tp + benign:
             cell = next(line for line in printed if line.startswith(f"| {rule} |")).split(" | ")[2]
             assert cell.endswith(f" · {tp}/{tp + benign}")
+
+
+def test_bfloat16_model_only_where_the_loss_is_not_upcast(tmp_path: Path) -> None:
+    # GM301 documents a bfloat16 model whose prediction is cast back with `.float()` before the
+    # loss as fine: no mutant there; a float16 model without a GradScaler stays one
+    program = ("import torch\nmodel = build()\nopt = torch.optim.Adam(model.parameters())\n"
+               "for x, y in loader:\n    pred = model(x)\n    loss = crit(pred{cast}, y)\n"
+               "    opt.zero_grad()\n    loss.backward()\n    opt.step()\n")
+
+    def made(cast: str, name: str) -> list[str]:
+        (tmp_path / name).mkdir()
+        return sorted(m.operator for m in _mutants(tmp_path / name, program.format(cast=cast), ["GM301"])
+                      if m.operator.endswith("-model"))
+    assert made(".float()", "upcast") == ["gm301.half-model"]
+    assert made("", "plain") == ["gm301.bfloat16-model", "gm301.half-model"]
+
+
+def test_rebuild_copies_only_a_construction_that_does_not_read_its_own_name(tmp_path: Path) -> None:
+    # `self.model = build_model(self.model)...` turns a model *name* into a model: repeated after
+    # the optimizer it would build from the module, no rebuild of the same model
+    program = ("import torch\nclass Trainer:\n    def __init__(self, args):\n"
+               "        self.model = args.model\n"
+               "        self.model = {build}\n"
+               "        self.optimizer = torch.optim.Adam(self.model.parameters())\n"
+               "    def train(self, loader):\n        for g in loader:\n"
+               "            loss = self.model(g)\n            loss.backward()\n"
+               "            self.optimizer.step()\n")
+
+    def rebuilt(build: str, name: str) -> list[str]:
+        (tmp_path / name).mkdir()
+        return [m.description for m in _mutants(tmp_path / name, program.format(build=build), ["GM105"])
+                if m.operator == "gm105.rebuild-after-optimizer"]
+    assert rebuilt("build_model(self.model).from_args(args)", "reads") == []
+    assert rebuilt("Net(args.hidden)", "fresh") == ["`self.model` built again after its optimizer"]

@@ -416,6 +416,51 @@ def test_checkpoint_loaded_before_training_is_reported(tmp_path):
     assert check(tmp_path, _restore(after=False), "GM601") == [("GM601", "train.py", 4)]
 
 
+def _lenient(state: str) -> dict[str, str]:
+    """A model loaded with strict=False from ``state`` and then trained."""
+    return {"model.py": MODEL, "train.py": (
+        "import torch\n"
+        "from model import GraphMAE, Probe\n"
+        "\n"
+        "def main(g, path):\n"
+        "    model = GraphMAE(8)\n"
+        "    other = Probe(8)\n"
+        f"    model.load_state_dict({state}, strict=False)\n"
+        "    opt = torch.optim.Adam(model.parameters())\n"
+        "    for epoch in range(3):\n"
+        "        loss = model(g, g.ndata['feat'])\n"
+        "        opt.zero_grad()\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+        "\n"
+        "if __name__ == '__main__':\n"
+        "    main(None, 'pre.pt')\n"
+    )}
+
+
+def _gm601(tmp_path: Path, files: dict[str, str]) -> list[tuple[str, int]]:
+    """GM601's findings at every severity: (severity, line in train.py)."""
+    for rel, text in files.items():
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+    proc = run_cli("check", ".", "--format", "json", "--no-cache", "--exit-zero", "--select", "GM601",
+                   cwd=tmp_path)
+    return [(f["severity"], f["line"]) for f in json.loads(proc.stdout)["findings"]]
+
+
+def test_strict_false_load_of_a_file_is_left_to_the_probe(tmp_path):
+    # no static pass sees a checkpoint file's keys: reported, below warning, for the probe
+    # to confirm (keys skipped) or refute (every key matched)
+    assert _gm601(tmp_path, _lenient("torch.load(path, weights_only=True)")) == [("info", 7)]
+
+
+@pytest.mark.parametrize("state", [
+    "other.state_dict()",  # another class: its keys are not the model's
+    "{k: v for k, v in torch.load(path, weights_only=True).items() if not k.endswith('bias')}",
+])
+def test_strict_false_load_whose_keys_differ_is_an_error(tmp_path, state):
+    assert _gm601(tmp_path, _lenient(state)) == [("error", 7)]
+
+
 # -- seeding: order and reach (GM603) ------------------------------------------------------------
 
 SEEDED = "import random\nimport numpy as np\nimport torch\n"

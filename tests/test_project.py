@@ -61,3 +61,44 @@ def test_mutually_recursive_returns_do_not_exhaust_the_stack():
     result = check_code(code, list(all_rules().values()))
     assert result.errors == []
     assert any(f.rule == "GM104" for f in result.findings)  # no zero_grad in the loop
+
+
+def test_a_local_named_like_an_imported_module_is_not_that_module():
+    # `from model import BGRL` binds BGRL, not `model`: the training function's parameter
+    # `model` is the BGRL instance its caller passes, and the detach inside BGRL reaches the loss
+    # (in a folder, where the module `model` is `src.model`)
+    files = {
+        "src/model.py": (
+            "import torch.nn as nn\n"
+            "\n"
+            "class BGRL(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.encoder, self.predictor = nn.Linear(4, 4), nn.Linear(4, 4)\n"
+            "\n"
+            "    def forward(self, x):\n"
+            "        y = self.encoder(x)\n"
+            "        y = y.detach()\n"
+            "        return self.predictor(y)\n"
+        ),
+        "src/main.py": (
+            "import torch\n"
+            "from model import BGRL\n"
+            "\n"
+            "def train(model, optimizer, x):\n"
+            "    loss = model(x).pow(2).mean()\n"
+            "    loss.backward()\n"
+            "    optimizer.step()\n"
+            "\n"
+            "if __name__ == '__main__':\n"
+            "    net = BGRL()\n"
+            "    opt = torch.optim.Adam(net.parameters())\n"
+            "    for step in range(3):\n"
+            "        train(net, opt, torch.randn(2, 4))\n"
+        ),
+    }
+    result = check_code(files, [all_rules()["GM101"]])
+    assert [(f.rule, f.path, f.line) for f in result.findings] == [("GM101", "src/model.py", 10)]
+    train = result.project.function("src.main.train")
+    assert [e.func for e in train.events if e.kind == "call" and e.func.startswith("model")] == [
+        "model().pow().mean", "model().pow", "model"]

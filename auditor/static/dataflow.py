@@ -277,7 +277,19 @@ def is_scalar_conversion(stmt: Statement) -> bool:
     if m and m.group(1) in SCALAR_FUNCS and _balanced_call(value):
         return True
     m = re.search(r"\.(\w+)\(\)$", value)
-    return bool(m and m.group(1) in SCALAR_METHODS)
+    return bool(m and m.group(1) in SCALAR_METHODS and _one_operand(value[:m.start()]))
+
+
+def _one_operand(text: str) -> bool:
+    """``text`` has no operator outside brackets: ``y.numel()`` is a number, ``loss / y.numel()``
+    is not (a leading unary minus applies to the number)."""
+    depth = 0
+    for ch in text.lstrip("-"):
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if depth == 0 and ch in " +-*/%@<>=&|^,:~":
+            return False
+    return True
 
 
 # -- sinks ---------------------------------------------------------------------------------------
@@ -378,8 +390,30 @@ def call_targets(project: Project, fn: FunctionInfo, call: Event) -> list[str]:
         if call.receiver and call.method and call.method not in NOT_TENSOR_METHODS:
             for cls in instance_classes(project, fn, call.receiver, idx):
                 found += [m for m in project.method_candidates(cls, call.method) if project.function(m)]
+        held = _INDEXED.fullmatch(callee_text(call))
+        if held:  # `self.layers[i](g, h)`: a module the container holds
+            for cls in element_classes(project, fn, held.group(1)):
+                found += [m for m in project.method_candidates(cls, "forward") if project.function(m)]
     cache[key] = list(dict.fromkeys(found))
     return cache[key]
+
+
+_INDEXED = re.compile(r"(self\.[\w.]+)\[[^\[\]()]*\]")
+
+
+def element_classes(project: Project, fn: FunctionInfo, container: str) -> set[str]:
+    """Classes of the modules the instance's container ``self.x`` holds: those appended to it
+    (``self.x.append(C(...))``, ``insert``, ``extend``) or listed where it is assigned
+    (``self.x = nn.ModuleList([C(...), D(...)])``), in the methods of ``fn``'s class."""
+    out: set[str] = set()
+    for method in _methods_of(project, {fn.class_name}) if fn.class_name else ():
+        for stmt in statements(method):
+            if container in stmt.targets or any(
+                    c.receiver == container and c.method in ("append", "insert", "extend")
+                    for c in stmt.calls):
+                for c in stmt.calls:
+                    out |= constructed_class(project, c)
+    return out
 
 
 def root_models(project: Project) -> set[str]:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Hashable, Optional
 
 from auditor.static.conditions import innermost
-from auditor.static.dataflow import callers_of
+from auditor.static.dataflow import callers_of, contains
 from auditor.static.facts import Event, FunctionInfo
 from auditor.static.project import Project
 
@@ -112,6 +112,18 @@ def forward_use(event: Event, tracked: str) -> bool:
     if is_same_or_parent(func, tracked):
         return True
     return func.startswith(tracked + ".") and event.method not in NOT_FORWARD
+
+
+def rebinds(event: Event, tracked: Optional[str]) -> bool:
+    """``model = build_model(args)`` binds the tracked name (or a prefix of it) to an object made
+    without it: what was tracked is no longer reached by that name. ``model = model.to(dev)``
+    and ``model = pretrain(model, ...)`` keep it (their value may be the same object)."""
+    if not tracked or event.kind != "assign":
+        return False
+    for target in event.targets:
+        if tracked == target or tracked.startswith(target + "."):
+            return not any(u == target or u.startswith(target + ".") for u in event.uses)
+    return False
 
 
 def backward_trains(step: "Step") -> bool:
@@ -246,6 +258,23 @@ def _unresolved_method_calls(project: Project) -> dict[str, list[tuple[FunctionI
     return index
 
 
+def _returns_last(fn: FunctionInfo, order: list[int]) -> list[int]:
+    """``order`` with each ``return`` after the calls of its own expression: in
+    ``return self.evaluate(model)`` the call runs before the function is left."""
+    out: list[int] = []
+    pending: Optional[int] = None
+    for i in order:
+        event = fn.events[i]
+        if pending is not None and not contains(fn.events[pending].span, event.span):
+            out.append(pending)
+            pending = None
+        if event.kind == "return":
+            pending = i
+        else:
+            out.append(i)
+    return out if pending is None else [*out, pending]
+
+
 class PathSearch:
     def __init__(
         self,
@@ -360,7 +389,7 @@ class PathSearch:
         a verdict, ``return`` (left the function), ``wrapped`` (walked ``order`` to its end)."""
         results: list[tuple[str, Hashable, Optional[Step]]] = []
         states = {state}
-        for i in order:
+        for i in _returns_last(fn, order):
             if not states:
                 break
             event = fn.events[i]
@@ -379,6 +408,9 @@ class PathSearch:
                     entry_states, stopped, resolved = self._descend(
                         fn, event, tracked, st, conditional, ng, depth, stack)
                     results += stopped
+                if not conditional and rebinds(event, tracked):
+                    results.append((LOST, st, None))  # the name now holds another object
+                    continue
                 for est in entry_states:
                     step = Step(fn, i, tracked, conditional, ng, resolved, self.project)
                     verdict, new = self.visitor(step, est)

@@ -28,11 +28,12 @@ def canonicalise(facts: FileFacts, layout: Layout) -> None:
         primary = facts.imports.get(alias, "")
         if layout.resolve(primary, search) is None and layout.resolve(fallback, search) is not None:
             swap[primary] = fallback
-    roots = {v.split(".")[0] for v in [*facts.imports.values(), *facts.star_imports]}
+    # what the file's imports bind: a name is one of theirs only when it starts with one (a
+    # local `model` in a file that does `from model import GCN` is no module)
+    bound = [*facts.imports.values(), *facts.star_imports]
 
     def canon(name: str) -> str:
-        root = name.split(".", 1)[0]
-        if root not in roots or name.startswith(own):
+        if name.startswith(own) or not any(name == v or name.startswith(v + ".") for v in bound):
             return name
         for primary, fallback in swap.items():
             if name == primary or name.startswith(primary + "."):

@@ -18,6 +18,7 @@ import libcst as cst
 from benchmarks.ecosystem.mutant import Mutant, Truth
 from benchmarks.ecosystem.mutators.base import Edit, Operator, Source, apply
 from benchmarks.ecosystem.mutators.gm603 import seeded_families
+from benchmarks.ecosystem.mutators.program import ProgramModel
 
 _SKIP = {".venv", "venv", "build", "__pycache__", ".git", ".gm_audit_cache"}
 
@@ -51,6 +52,8 @@ def sites(repo: str, root: Path, rules: Optional[Iterable[str]] = None) -> dict[
     ops = operators(rules)
     files = {rel: (root / rel).read_text(encoding="utf-8", errors="replace") for rel in python_files(root)}
     seeded = seeded_families(iter(files.values()))
+    reads = tuple(sorted({r for op in ops for r in op.reads}))
+    program = ProgramModel(root, reads) if reads else None
     # sites are ranked before they are applied: applying (a rewrite, a re-parse, a diff) is
     # the expensive part, and only ``cap`` per operator are kept
     found: dict[str, list[Site]] = {op.name: [] for op in ops}
@@ -59,7 +62,7 @@ def sites(repo: str, root: Path, rules: Optional[Iterable[str]] = None) -> dict[
         if not wanted:
             continue
         try:
-            src = Source(rel, text, seeded)
+            src = Source(rel, text, seeded, program)
         except cst.ParserSyntaxError:
             continue  # a file the corpus ships broken is GM000's business, not a site
         for op in wanted:

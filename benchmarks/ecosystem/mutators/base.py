@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
-from typing import Callable, Iterable, Optional, Union
+from typing import TYPE_CHECKING, Callable, Iterable, Optional, Union
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
+
+if TYPE_CHECKING:
+    from benchmarks.ecosystem.mutators.program import ProgramModel
 
 Replacement = Union[cst.CSTNode, cst.FlattenSentinel, cst.RemovalSentinel]
 # a replacement is built from the node as updated by edits inside it (an insertion in a loop
@@ -40,15 +43,19 @@ class Operator:
     find: Callable[["Source"], Iterable[Edit]]
     needs: tuple[str, ...]  # text one of which a file must contain to be worth parsing
     benign: bool = False
+    # rules whose facts the operator's questions to gm-audit's program model read (Source.program)
+    reads: tuple[str, ...] = ()
 
 
 class Source:
     """One parsed file: positions, parents and the names its imports bind."""
 
-    def __init__(self, path: str, text: str, seeded: frozenset[str] = frozenset()) -> None:
+    def __init__(self, path: str, text: str, seeded: frozenset[str] = frozenset(),
+                 program: Optional["ProgramModel"] = None) -> None:
         self.path = path
         self.text = text
         self.seeded = seeded  # RNG families some file of the repository seeds (GM603)
+        self.program = program  # gm-audit's model of the whole repository, built when asked
         self.module = cst.parse_module(text)
         wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
         self._pos = wrapper.resolve(PositionProvider)

@@ -21,9 +21,11 @@ def _construction(src: Source, opt_stmt: cst.CSTNode, model: str) -> Optional[cs
         value = assign_value(stmt)
         target = stmt.body[0].targets if isinstance(value, cst.Call) and isinstance(
             stmt.body[0], cst.Assign) else ()
-        # `model = model.to(device)` moves the instance; only a fresh construction rebuilds it
+        # `model = model.to(device)` moves the instance; only a fresh construction rebuilds it.
+        # One that reads the name it binds (`self.model = build_model(self.model)...`, a name
+        # string then) builds from something else once repeated: no copy of it is a rebuild
         if len(target) == 1 and src.code(target[0].target) == model and \
-                src.code(value).split("(")[0].split(".")[0] != model.split(".")[0]:
+                not _reads(src.code(value), model):
             found = stmt
     return found
 
@@ -36,11 +38,14 @@ def rebuild_after_optimizer(src: Source) -> Iterator[Edit]:
                        f"`{src.code(model)}` built again after its optimizer", anchors=(stmt,))
 
 
+def _reads(code: str, name: str) -> bool:
+    return re.search(rf"(?<![\w.]){re.escape(name)}\b", code) is not None
+
+
 def _read_after(src: Source, stmt: cst.CSTNode, name: str) -> bool:
     """Some later statement of ``stmt``'s function reads ``name`` (else a copy bound to it is
     dead: ``self = copy.deepcopy(self)`` before ``return optimizer`` trains nothing new)."""
-    word = re.compile(rf"(?<![\w.]){re.escape(name)}\b")
-    return any(src.line(s) > src.line(stmt) and word.search(src.code(s))
+    return any(src.line(s) > src.line(stmt) and _reads(src.code(s), name)
                for s in statements(scope_of(src, stmt)))
 
 

@@ -8,9 +8,9 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from benchmarks.ecosystem.mutators.base import Edit, Operator, Source, insert_before, neutralise
-from benchmarks.ecosystem.mutators.structure import (TrainLoop, calls, forward_sites, in_body,
-                                                     method_calls, modules, scope_of, train_loops,
-                                                     walk)
+from benchmarks.ecosystem.mutators.structure import (TrainLoop, assign_value, calls, forward_sites,
+                                                     in_body, method_calls, modules, scope_of,
+                                                     statements, train_loops, used_names, walk)
 
 
 def _eval_runs_before(src: Source, train: cst.Call, evals: list[cst.Call]) -> bool:
@@ -18,11 +18,14 @@ def _eval_runs_before(src: Source, train: cst.Call, evals: list[cst.Call]) -> bo
     around it, or in a function called inside such a loop. Otherwise removing the ``.train()``
     changes nothing: a module starts in training mode (an equivalent mutant)."""
     scope = scope_of(src, train)
+    model = src.code(train.func.value)
     loops = [a for a in src.ancestors(train) if isinstance(a, (cst.For, cst.While))
-             and scope_of(src, a) is scope]
+             and scope_of(src, a) is scope and not _rebuilt(src, a, model)]
     if isinstance(scope, cst.FunctionDef):  # loops that call the train's function again
         loops += [n for n in walk(src.module, into_scopes=True) if isinstance(n, (cst.For, cst.While))
-                  and scope.name.value in _called(src, n)]
+                  and scope.name.value in _called(src, n)
+                  and not all(_rebuilt(src, _innermost_loop(src, call), name)
+                              for call, name in _passed(src, n, scope, model))]
     in_loop = {id(n) for loop in loops for n in walk(loop, into_scopes=True)}
     for ev in evals:
         home = scope_of(src, ev)
@@ -32,6 +35,52 @@ def _eval_runs_before(src: Source, train: cst.Call, evals: list[cst.Call]) -> bo
                                                      for loop in loops):
             return True
     return False
+
+
+def _rebuilt(src: Source, loop: Optional[cst.CSTNode], name: Optional[str]) -> bool:
+    """Every iteration of ``loop`` binds ``name`` to an object made without it (a model built
+    anew per seed): the module evaluated in one iteration is not the one the next trains."""
+    if name is None or loop is None:
+        return False
+    for stmt in statements(loop):
+        value = assign_value(stmt)
+        if value is None or name.split(".")[0] in used_names(value) or not any(
+                src.code(t.target) == name for t in getattr(stmt.body[0], "targets", ())):
+            continue
+        for up in src.ancestors(stmt):
+            if up is loop:
+                return True  # on every path through the body
+            if isinstance(up, (cst.If, cst.Try, cst.For, cst.While)):
+                break
+    return False
+
+
+def _innermost_loop(src: Source, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+    return next((a for a in src.ancestors(node) if isinstance(a, (cst.For, cst.While))), None)
+
+
+def _passed(src: Source, loop: cst.CSTNode, fn: cst.FunctionDef,
+            model: str) -> list[tuple[cst.Call, Optional[str]]]:
+    """The calls of ``fn`` in ``loop`` and what each passes as ``model``: the argument bound to
+    the parameter ``model`` starts with (the same name when it is not a parameter; None:
+    unknown)."""
+    root, _, rest = model.partition(".")
+    params = [p.name.value for p in fn.params.params]
+    out: list[tuple[cst.Call, Optional[str]]] = []
+    for call in calls(loop):
+        if not isinstance(call.func, (cst.Name, cst.Attribute)) \
+                or src.code(call.func).rsplit(".", 1)[-1] != fn.name.value:
+            continue
+        if root not in params:
+            out.append((call, model))
+            continue
+        positional = [a for a in call.args if a.keyword is None and not a.star]
+        offset = 1 if params and params[0] in ("self", "cls") and isinstance(call.func, cst.Attribute) else 0
+        index = params.index(root) - offset
+        arg = next((a for a in call.args if a.keyword and a.keyword.value == root), None) or (
+            positional[index] if 0 <= index < len(positional) else None)
+        out.append((call, None if arg is None else src.code(arg.value) + ("." + rest if rest else "")))
+    return out
 
 
 def _called(src: Source, node: cst.CSTNode) -> set[str]:

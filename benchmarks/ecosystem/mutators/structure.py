@@ -226,7 +226,7 @@ def torch_bound(src: Source) -> bool:
 def forward_sites(src: Source) -> Iterator[tuple[TrainLoop, cst.Call, cst.CSTNode]]:
     """``(loop, module call, its statement)`` for the model calls on a loop's loss path (not
     the calls of loss modules) whose statement sits in an indented body."""
-    criteria = _loss_modules(src)
+    criteria = loss_modules(src)
     for tl in train_loops(src):
         for call in module_calls_on_loss_path(src, tl):
             stmt = src.statement(call)
@@ -234,29 +234,42 @@ def forward_sites(src: Source) -> Iterator[tuple[TrainLoop, cst.Call, cst.CSTNod
                 yield tl, call, stmt
 
 
-def grad_survives_detach(src: Source, tl: TrainLoop, call: cst.Call, detached: set[str]) -> bool:
-    """Whether the loss still has a gradient from some module when the output of ``call`` is
-    detached (``detached``: the names of its statement that then hold the detached output; the
-    others, e.g. the rest of an unpacked tuple, still carry ``call``'s own graph). A detach that
-    leaves none makes ``backward`` raise: a crash, not the silent stop-gradient of GM101. Only
-    statements that run with ``call`` count (not the other branch of an ``if`` around it)."""
+def gradients_after_detach(src: Source, tl: TrainLoop, call: cst.Call, detached: set[str]) -> set[str]:
+    """The modules (spelled as the file calls them) whose gradient still reaches the loss when
+    the output of ``call`` is detached (``detached``: the names of its statement that then hold
+    the detached output; the others, e.g. the rest of an unpacked tuple, still carry ``call``'s
+    own graph, so ``call``'s module is among them). Empty: ``backward`` would raise, a crash,
+    not the silent stop-gradient of GM101. Only statements that run with ``call`` count (not
+    the other branch of an ``if`` around it)."""
     inside = {id(n) for n in walk(call)}
     here = _branches(src, call)
-    carrying: set[str] = set()  # names holding a gradient that does not pass the detach
+    own = src.code(call.func)
+    carrying: dict[str, frozenset[str]] = {}  # name -> modules whose gradient it holds
     for stmt in reversed(loss_path(src, tl)):
         if any(here.get(k, part) != part for k, part in _branches(src, stmt).items()):
             continue
         value, names = assign_value(stmt), assigned_names(stmt)
         if value is call:
-            carrying = (carrying - detached) | (names - detached)
+            arguments = frozenset().union(*(carrying.get(n, frozenset()) for n in used_names(call)))
+            for name in names:
+                carrying.pop(name, None)
+                if name not in detached:
+                    carrying[name] = arguments | {own}
             continue
         outside = [n for n in walk(value) if id(n) not in inside]
         used = {n.value for n in outside if isinstance(n, cst.Name)}
         if isinstance(stmt.body[0], cst.AugAssign):
             used |= names  # ``a += b`` reads ``a``
-        live = any(isinstance(n, cst.Call) and n is not call and is_module_call(src, n) for n in outside)
-        carrying = carrying | names if live or used & carrying else carrying - names
-    return bool(used_names(tl.loss) & carrying) if tl.loss is not None else False
+        held = frozenset(src.code(n.func) for n in outside
+                         if isinstance(n, cst.Call) and n is not call and is_module_call(src, n))
+        held = held.union(*(carrying.get(n, frozenset()) for n in used))
+        for name in names:
+            carrying.pop(name, None)
+            if held:
+                carrying[name] = held
+    if tl.loss is None:
+        return set()
+    return set().union(*(carrying.get(n, frozenset()) for n in used_names(tl.loss)))
 
 
 def _branches(src: Source, node: cst.CSTNode) -> dict[int, bool]:
@@ -278,7 +291,7 @@ def feature_arg(call: cst.Call) -> Optional[cst.BaseExpression]:
 
 
 @lru_cache(maxsize=8)  # every operator asks this of the same file in turn
-def _loss_modules(src: Source) -> set[str]:
+def loss_modules(src: Source) -> set[str]:
     """What loss modules are bound to: the targets of ``X = torch.nn.SomeLoss(...)``."""
     out = set()
     for stmt in statements(src.module):

@@ -18,6 +18,8 @@ from auditor.static.rng import FAMILIES, Draw, draw_of, project_seeding
 if TYPE_CHECKING:  # the probe's evidence types cost a check run's start; used in annotations only
     from auditor.probe.evidence import Evidence
 
+FRESH = "draws fresh OS entropy"  # the message of a fresh generator's finding (confirm reads it)
+
 _SEED_CALL = {
     "random": "random.seed(seed)",
     "numpy": "np.random.seed(seed)",
@@ -275,7 +277,7 @@ drawn, never what the code computes with them.
                 if here:
                     out.append(cls.make_finding(
                         fn.path, event.span,
-                        f"`{draw.what}` draws fresh OS entropy: no seed reaches it, although the "
+                        f"`{draw.what}` {FRESH}: no seed reaches it, although the "
                         f"pipeline seeds {', '.join(sorted(here))}",
                         fix="pass a seed: `np.random.default_rng(seed)`",
                     ))
@@ -396,10 +398,22 @@ drawn, never what the code computes with them.
     @classmethod
     def confirm(cls, finding: Finding, evidence: Evidence) -> Optional[Verdict]:
         """Confirmed when the RNG was drawn from and never seeded during the run; refuted when
-        it was seeded after all (e.g. by a library, or a path the static pass did not follow)."""
+        it was seeded after all (e.g. by a library, or a path the static pass did not follow).
+        A fresh generator: confirmed when the run built it here without a seed while it seeded
+        a global RNG."""
+        if not evidence:
+            return None
+        if FRESH in finding.message:
+            built = evidence.calls_at(finding.path, finding.line, "fresh_rng", finding.end_line)
+            seeded = sorted(evidence.seeded_rngs)
+            if not built or not seeded:
+                return None  # the line did not run (unexercised), or nothing was seeded
+            return Verdict(Status.CONFIRMED, [
+                f"np.random.default_rng() ran {sum(c.count for c in built)}x here without a "
+                f"seed (fresh OS entropy each run); the run seeded {', '.join(seeded)}"])
         family = next((f for f in sorted(FAMILIES, key=len, reverse=True)
                        if f"the {f} RNG" in finding.message), None)
-        if family is None or not evidence:
+        if family is None:
             return None
         rng = _PROBE_NAMES.get(family, family)
         draws = evidence.rng_draws.get(rng)

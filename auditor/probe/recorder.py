@@ -1071,16 +1071,25 @@ class Recorder:
             states = self.rng_states()
         except Exception:
             return
-        seeded = {s["rng"] for s in self.lists["seeds"]}
         for rng, st in states.items():
             old = self.rng_state.get(rng)
             if old is not None and old != st and rng != seeding:
-                d = self.rng_draws.setdefault(rng, {"count": 0, "path": "", "line": 0,
-                                                    "before_seed": False})
-                d["count"] += 1
-                if rng not in seeded:
-                    d["before_seed"] = True
+                self.note_draw(rng)
             self.rng_state[rng] = st
+
+    def note_draw(self, rng: str, stack: "list | None" = None) -> None:
+        """A draw from ``rng``; ``stack``: the user frames of the call that drew, when the draw
+        itself was seen (DGL's generator), kept for the first such call and recorded there."""
+        d = self.rng_draws.setdefault(rng, {"count": 0, "path": "", "line": 0,
+                                            "before_seed": False})
+        d["count"] += 1
+        if not any(s["rng"] == rng for s in self.lists["seeds"]):
+            d["before_seed"] = True
+        if stack:
+            if not d["path"]:
+                d["path"], d["line"] = stack[0]
+            self.record("rng_draw", *stack[0], {"rng": rng, "step": self.step_count}, stack=stack)
+        self.dirty = True
 
     # -- graphs ----------------------------------------------------------------------------------
     def graph_facts(self, g) -> dict:
@@ -1321,6 +1330,7 @@ _HOOKS = {
                                          "contexts", "losses", "parallel", "loading", "rng")],
     "numpy": [("rng", "install_numpy")],
     "dgl": [("graphs", "install"), ("rng", "install_dgl")],
+    "dgl.geometry": [("rng", "install_dgl_geometry")],
 }
 _hook_modules: dict = {}
 

@@ -41,6 +41,8 @@ GM402      parameters the loss reaches that get exactly zero gradient at every s
 GM302      DistributedDataParallel built without a process group or in a world of size 1
 GM501      nodes carrying more than one self loop: at the ``add_self_loop`` that made them
 GM601      a ``load_state_dict(strict=False)`` that skipped keys of modules it partly loaded
+GM603      in a run that seeds a global RNG: a draw from DGL's generator, never seeded (at the
+           user call that drew); ``np.random.default_rng()`` built without a seed in user code
 =========  ==============================================================================
 
 and four codes of the probe's own, outside the static catalogue (no static check; listed in
@@ -68,6 +70,11 @@ from auditor.probe.causes import chain, frozen_cause, optimizer_cause
 from auditor.probe.evidence import Evidence, StepFacts
 from auditor.registry import RUNTIME_CHECKS
 from auditor.rule import Rule, Verdict
+
+# the catalogue codes the probe raises by itself (the table above; the probe's own GM7xx are
+# RUNTIME_CHECKS): a defect of another rule shows only through its static finding's verdict
+RAISES = frozenset({"GM101", "GM102", "GM103", "GM104", "GM105", "GM106", "GM201", "GM202",
+                    "GM301", "GM302", "GM401", "GM402", "GM501", "GM601", "GM603"})
 
 COLLAPSE_RATIO = 1e-3
 SCALE_RATIO = 10.0
@@ -135,6 +142,7 @@ def runtime_findings(evidence: Evidence, static: Sequence[Finding],
     found: list[Finding] = []
 
     def add(code: str, path: str, line: int, message: str, fix: str, ev: list[str]) -> None:
+        assert code in RAISES or code in RUNTIME_CHECKS, code  # RAISES lists what runs here
         at_site = [f for f in static if f.rule == code and f.path == path
                    and f.line <= line <= max(f.end_line, f.line)]
         for f in at_site:  # confirmed by its rule or not: the cause chain is its evidence too
@@ -172,7 +180,32 @@ def runtime_findings(evidence: Evidence, static: Sequence[Finding],
     _graphs(evidence, add)
     _partial_loads(evidence, add)
     _outputs(evidence, add)
+    _unseeded_draws(evidence, add)
     return found
+
+
+def _unseeded_draws(evidence: Evidence, add) -> None:
+    """Draws whose call the recorder saw, in a run that seeded some global RNG (GM603): DGL's
+    generator never seeded (first draw site of each file), and numpy generators built from OS
+    entropy (``np.random.default_rng()``) where user code built them."""
+    seeded = evidence.seeded_rngs
+    if not seeded:
+        return  # a run that seeds nothing does not mean to be reproducible
+    them = ", ".join(sorted(seeded))
+    if "dgl" not in seeded:
+        draws = sorted((c for c in evidence.calls("rng_draw") if c.arg("rng") == "dgl"),
+                       key=lambda c: (c.path, c.line))
+        for c in {c.path: c for c in reversed(draws)}.values():
+            add("GM603", c.path, c.line,
+                f"DGL's random generator is drawn from here ({c.count}x) and never seeded, "
+                f"while the run seeds {them}", "seed it with the others: `dgl.seed(seed)`",
+                [f"draw from DGL's generator at {chain({'stack': c.stack})}"])
+    for c in evidence.calls("fresh_rng"):
+        add("GM603", c.path, c.line,
+            f"`np.random.default_rng()` built here without a seed ({c.count}x): fresh OS entropy "
+            f"that no seed reaches, while the run seeds {them}",
+            "pass a seed: `np.random.default_rng(seed)`",
+            [f"built at {chain({'stack': c.stack})}"])
 
 
 def _partial_loads(evidence: Evidence, add) -> None:

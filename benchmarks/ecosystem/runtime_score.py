@@ -32,6 +32,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
+from auditor.probe.verdicts import RAISES
 from benchmarks.ecosystem.corpus import REPO, repo_path
 from benchmarks.ecosystem.mutant import Mutant, Truth
 from benchmarks.ecosystem.mutators import generate
@@ -59,29 +60,62 @@ def verdict(mutant: Mutant, report: dict) -> dict:
         why = f"crashes on CPU in low precision ({(run.get('error') or '')[:120]})"
     elif status is None and mutant.operator in NEEDS_CUDA and "cuda" not in str(run.get("device")):
         why = NEEDS_CUDA[mutant.operator]
+    elif status is None and not mutant.benign:
+        why = unobservable(mutant.rule, at_truth)
     return {"not_showable": why,"id": mutant.id, "rule": mutant.rule, "operator": mutant.operator,
             "benign": mutant.benign, "description": mutant.description,
             "truth": [[t.path, t.line] for t in mutant.truth], "statuses_at_truth": at_truth,
             "caught": status, "run": report.get("run"), "error": report.get("error")}
 
 
+def unobservable(rule: str, at_truth: list[str]) -> Optional[str]:
+    """Why the probe cannot show a bug of ``rule`` whose truth lines ran, given the statuses of
+    that rule's findings there (None: it could). The probe shows a bug through its rule's
+    runtime check on the static finding at the line, or by raising the rule itself: a finding
+    left ``static`` (its line ran, and the rule's check had nothing on this run to judge it by)
+    and no finding of a rule the probe never raises have neither."""
+    if at_truth == ["static"]:
+        return f"its line ran, but the run gives {rule}'s runtime check nothing to judge it by"
+    if not at_truth and rule not in RAISES:
+        return f"the static pass does not flag it, and the probe never raises {rule} by itself"
+    return None
+
+
 def _origin(before: str, after: str, line: int) -> set[int]:
     """The 1-based lines of ``before`` where line ``line`` of ``after`` comes from: itself when
-    the edit kept it, the lines it replaced, or the code lines on either side of where it was
-    inserted (blank and comment lines never run)."""
+    the edit kept it, the lines it replaced, or the statements of the block the insertion sits
+    in on either side of it (a line inside the inserted code too). Not a block's header: a ``def`` line runs when the module is
+    imported, an ``if`` test whether or not its body runs."""
     old = before.splitlines()
-    matcher = difflib.SequenceMatcher(None, old, after.splitlines(), autojunk=False)
+    new = after.splitlines()
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if j1 < line <= j2:
             if tag == "equal":
                 return {i1 + line - j1}
             if i2 > i1:
                 return set(range(i1 + 1, i2 + 1))
-            code = [n for n in range(1, len(old) + 1)
-                    if old[n - 1].strip() and not old[n - 1].lstrip().startswith("#")]
-            return ({max((n for n in code if n <= i1), default=0)}
-                    | {min((n for n in code if n > i1), default=0)}) - {0}
+            indent = _indent(new[j1])  # the block the inserted lines sit in: their first's
+            return ({_sibling(old, range(i1, 0, -1), indent)}
+                    | {_sibling(old, range(i1 + 1, len(old) + 1), indent)}) - {0}
     return set()
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip())
+
+
+def _sibling(lines: list[str], order: Iterable[int], indent: int) -> int:
+    """The first statement at ``indent`` met walking ``order`` (1-based line numbers) before
+    the block ends (a line indented less); 0 when none. Blank and comment lines, deeper lines
+    (nested blocks, continuations) and closing brackets are passed over: they are no statement
+    of the block."""
+    for n in order:
+        text = lines[n - 1].strip()
+        if not text or text.startswith("#") or text[0] in ")]}" or _indent(lines[n - 1]) > indent:
+            continue
+        return n if _indent(lines[n - 1]) == indent else 0
+    return 0
 
 
 def runnable(mutants: Iterable[Mutant], root: Path, ran: dict[str, set[int]],

@@ -55,9 +55,11 @@ PIPELINES = {
                   "--max_epoch_f", "10", "--num_hidden", "32", "--num_heads", "2",
                   "--lr", "0.005", "--mask_rate", "0.5", "--norm", "batchnorm"),
                  r"# Epoch \d+: train_loss: ([0-9.]+)", max_steps=32),
+        # --filename: the script saves its results there at the end (into the copy), so a
+        # checkpoint reload after that save runs (GM602)
         Pipeline("lifesci-ogbg-ppa", "awslabs+dgl-lifesci", "lifesci_ogbg.py",
                  ("--epochs", "4", "--n_layers", "2", "--hidden_feats", "64",
-                  "--batch_size", "16", "--filename", ""),
+                  "--batch_size", "16", "--filename", "results.pt"),
                  r"train_loss: ([0-9.]+)", max_steps=26),
     ]
 }

@@ -271,9 +271,7 @@ drawn, never what the code computes with them.
             if draw.unseedable:
                 # no global seed reaches a fresh generator: any seeding of a program running it
                 # (or, when no call reaches it, of a program importing it) is defeated
-                here = set().union(*(seeding.seeded_from(e) for e in entries)) if entries else \
-                    set().union(*(seeding.seeded_from(p.entry) | seeding.seeded_within(p.files)
-                                  for p in programs))
+                here = seeding.defeated_at(project, fn)
                 if here:
                     out.append(cls.make_finding(
                         fn.path, event.span,

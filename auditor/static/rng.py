@@ -194,6 +194,15 @@ class Seeding:
         what a program's own code seeds, for code that no call of it reaches statically."""
         return {f for c in self.calls if c.function.path in files for f in c.families}
 
+    def defeated_at(self, project: Project, fn: FunctionInfo) -> set[str]:
+        """The global seeds a fresh, unseeded generator built in ``fn`` defeats: those of the
+        programs that run ``fn`` (or, when no call reaches it, of the programs importing it)."""
+        entries = self.running(fn.qualname)
+        if entries:
+            return set().union(*(self.seeded_from(e) for e in entries))
+        return set().union(*(self.seeded_from(p.entry) | self.seeded_within(p.files)
+                             for p in project.programs_with(fn.path)))
+
     def where(self, family: str, entries: Optional[list[str]] = None,
               files: Optional[frozenset[str]] = None) -> str:
         """``utils.py:seed_everything`` (first reached function seeding ``family``; in one of

@@ -9,7 +9,7 @@ from typing import Iterator
 
 from benchmarks.ecosystem.mutators.base import Edit, Operator, Source, insert_before
 from benchmarks.ecosystem.mutators.structure import first_loop_statement, in_body, train_loops
-from benchmarks.ecosystem.mutators.program import seeded_by_its_programs
+from benchmarks.ecosystem.mutators.program import fresh_generator_defeats_a_seed
 
 # family -> (the module it needs bound in the file, a draw from it)
 DRAWS = {"torch": ("torch", "torch.randperm(8)"), "numpy": ("numpy", "{m}.random.permutation(8)"),
@@ -26,8 +26,7 @@ def seeded_families(texts: Iterator[str]) -> frozenset[str]:
 
 
 def _draw(src: Source, seeded: bool) -> Iterator[Edit]:
-    if not src.seeded or src.program is None \
-            or not src.program.ask(lambda project: seeded_by_its_programs(project, src.path)):
+    if not src.seeded or src.program is None:
         return
     bound = {full: name for name, full in src.imports.items()}
     # a family the file imports first; else one imported on the spot (the draw is the bug)
@@ -44,14 +43,15 @@ def _draw(src: Source, seeded: bool) -> Iterator[Edit]:
 def fresh_generator(src: Source) -> Iterator[Edit]:
     """``np.random.default_rng()`` without a seed takes OS entropy: no global seed reaches it,
     whichever families the repository seeds (so this applies wherever it seeds one)."""
-    if not src.seeded or src.program is None \
-            or not src.program.ask(lambda project: seeded_by_its_programs(project, src.path)):
+    if not src.seeded or src.program is None:
         return
     bound = {full: name for name, full in src.imports.items()}
     imports = () if "numpy" in bound else ("import numpy",)
     for tl in train_loops(src):
         stmt = first_loop_statement(src, tl)
-        if in_body(src, stmt):
+        line = src.line(stmt)
+        if in_body(src, stmt) and src.program.ask(
+                lambda project: fresh_generator_defeats_a_seed(project, src.path, line)):
             yield Edit(insert_before(stmt, *imports,
                                      f"drawn = {bound.get('numpy', 'numpy')}.random.default_rng().permutation(8)"),
                        "a draw from a fresh, unseeded numpy Generator in the training loop")

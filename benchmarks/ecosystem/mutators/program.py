@@ -59,10 +59,12 @@ def run_by_a_program(project: "Project", path: str) -> bool:
     return any(path in program.files for program in project.programs())
 
 
-def seeded_by_its_programs(project: "Project", path: str) -> bool:
-    """Some program that runs the file at ``path`` seeds a global RNG (GM603 is about the RNGs a
-    seeding program leaves out; a program that seeds nothing made no such choice)."""
+
+def fresh_generator_defeats_a_seed(project: "Project", path: str, line: int) -> bool:
+    """A fresh, unseeded generator built at ``path``:``line`` would defeat some global seed of
+    the programs that run it (GM603's premise: a program that seeds nothing made no choice)."""
     from auditor.static.rng import project_seeding
 
-    seeding = project_seeding(project)
-    return any(seeding.seeded_within(frozenset(p.files)) for p in project.programs() if path in p.files)
+    project.load_mentioning("backward(")  # the training script the rules' prefilter skipped
+    fn = function_of(project, path, line)
+    return fn is not None and bool(project_seeding(project).defeated_at(project, fn))

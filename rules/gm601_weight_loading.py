@@ -487,6 +487,24 @@ checkpoint off changes what the run starts from; both change results on purpose.
             "            return [model(g) for g in loader]\n",
             line=17, message_contains="the last training step's values",
         ),
+        # a loader function returns the partially loaded model; its caller trains it
+        Invalid(
+            "import torch\nimport torch.nn as nn\n"
+            "def load_pretrained(path):\n"
+            "    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))\n"
+            "    ckpt = torch.load(path, weights_only=True)\n"
+            "    model.load_state_dict({k: v for k, v in ckpt.items() if 'bias' not in k}, strict=False)\n"
+            "    return model\n"
+            "def main(loader):\n"
+            "    net = load_pretrained('pre.pt')\n"
+            "    opt = torch.optim.Adam(net.parameters())\n"
+            "    for x, y in loader:\n"
+            "        loss = (net(x) - y).pow(2).mean()\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n",
+            line=6, message_contains="strict=False",
+        ),
     ]
 
     # -- static ------------------------------------------------------------------------------------

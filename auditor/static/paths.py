@@ -258,6 +258,16 @@ def _unresolved_method_calls(project: Project) -> dict[str, list[tuple[FunctionI
     return index
 
 
+def returned_as(fn: FunctionInfo, call: Event, tracked: Optional[str]) -> Optional[str]:
+    """``m = load_pretrained(...)`` where ``load_pretrained`` ends in ``return model``: the
+    tracked ``model`` is ``m`` in the caller."""
+    if tracked is None or len(call.targets) != 1:
+        return None
+    returns = any(e.kind == "return" and e.text.removeprefix("return").strip() == tracked
+                  for e in fn.events)
+    return call.targets[0] if returns else None
+
+
 def _returns_last(fn: FunctionInfo, order: list[int]) -> list[int]:
     """``order`` with each ``return`` after the calls of its own expression: in
     ``return self.evaluate(model)`` the call runs before the function is left."""
@@ -370,7 +380,7 @@ class PathSearch:
         outcomes: list[Outcome] = []
         for caller, i in sites:
             event = caller.events[i]
-            mapped = self.map_up(fn, event, tracked)
+            mapped = self.map_up(fn, event, tracked) or returned_as(fn, event, tracked)
             if tracked is not None and mapped is None:
                 outcomes.append(Outcome(LOST, None, trail))
                 continue

@@ -394,3 +394,16 @@ def test_fresh_generator_only_in_a_program_that_seeds(tmp_path: Path) -> None:
                 if m.operator == "gm603.fresh-generator"]
     assert fresh("", "unseeded") == []
     assert fresh("torch.manual_seed(0)\n", "seeded") == ["gm603.fresh-generator"]
+
+
+def test_detach_prediction_only_on_a_loss_that_is_backpropagated(tmp_path: Path) -> None:
+    # `test_loss` is only printed (`.item()`): detaching its prediction changes no gradient
+    program = ("import torch.nn.functional as F\n"
+               "def fit(model, opt, x, y, test_idx):\n    for epoch in range(10):\n"
+               "        logits = model(x)\n        loss = F.cross_entropy(logits, y)\n"
+               "        opt.zero_grad()\n        loss.backward()\n        opt.step()\n"
+               "        test_loss = F.cross_entropy(logits[test_idx], y[test_idx])\n"
+               "        print(test_loss.item())\n")
+    found = [(m.truth[0].line, m.description) for m in _mutants(tmp_path, program, ["GM101"])
+             if m.operator == "gm101.detach-prediction"]
+    assert found == [(5, "`.detach()` on the prediction of `F.cross_entropy`")]

@@ -12,7 +12,8 @@ from benchmarks.ecosystem.mutators.program import run_by_a_program
 from benchmarks.ecosystem.mutators.structure import (MODULE_METHODS, TENSOR_METHODS, assign_value,
                                                      assigned_names, calls, forward_sites,
                                                      gradients_after_detach, in_body, loss_calls,
-                                                     loss_modules, statements, used_names, walk)
+                                                     loss_modules, scope_of, statements, used_names,
+                                                     walk)
 
 
 def _detached(expr: cst.BaseExpression) -> cst.Call:
@@ -162,7 +163,9 @@ _TO_NUMBER = {"item", "tolist", "numpy", "data"}
 def _evaluated(src: Source, call: cst.Call) -> bool:
     """``call``'s value is never backpropagated: turned into a number in its own expression (a
     metric, ``F.l1_loss(y, p).item()``), or run without gradients, in a Lightning evaluation hook
-    or a ``no_grad`` block."""
+    or a ``no_grad`` block, or only reported."""
+    if _only_reported(src, call):
+        return True
     for up in src.ancestors(call):
         if isinstance(up, cst.Attribute) and up.attr.value in _TO_NUMBER:
             return True
@@ -174,6 +177,20 @@ def _evaluated(src: Source, call: cst.Call) -> bool:
                                             in src.code(i.item) for i in up.items):
             return True
     return False
+
+
+def _only_reported(src: Source, call: cst.Call) -> bool:
+    """``test_loss = F.cross_entropy(...)`` whose name is afterwards only turned into a number
+    (``test_loss.item()``): a reported loss, never backpropagated."""
+    stmt = src.statement(call)
+    names = assigned_names(stmt)
+    if assign_value(stmt) is not call or len(names) != 1:
+        return False
+    name = next(iter(names))
+    uses = [n for n in walk(scope_of(src, call)) if isinstance(n, cst.Name) and n.value == name
+            and src.line(n) > src.line(stmt)]
+    return bool(uses) and all(isinstance(p := src.parent(n), cst.Attribute) and p.value is n
+                              and p.attr.value in _TO_NUMBER for n in uses)
 
 
 def _detach_loss_argument(src: Source, index: int, what: str) -> Iterator[Edit]:

@@ -10,10 +10,10 @@ import libcst as cst
 from benchmarks.ecosystem.mutators.base import Edit, Operator, Source, insert_after
 from benchmarks.ecosystem.mutators.program import run_by_a_program
 from benchmarks.ecosystem.mutators.structure import (MODULE_METHODS, TENSOR_METHODS, assign_value,
-                                                     assigned_names, calls, forward_sites,
-                                                     gradients_after_detach, in_body, loss_calls,
-                                                     loss_modules, scope_of, statements, used_names,
-                                                     walk)
+                                                     assigned_names, calls, dependency_slice,
+                                                     forward_sites, gradients_after_detach, in_body,
+                                                     loss_calls, loss_modules, scope_of, statements,
+                                                     used_names, walk)
 
 
 def _detached(expr: cst.BaseExpression) -> cst.Call:
@@ -129,13 +129,7 @@ def _return_path(src: Source, fn: cst.FunctionDef) -> list[cst.CSTNode]:
     body = list(statements(fn.body))
     needed = set().union(*(used_names(r.value) for s in body for r in walk(s)
                            if isinstance(r, cst.Return) and r.value is not None))
-    path = []
-    for stmt in reversed(body):
-        value = assign_value(stmt)
-        if value is not None and assigned_names(stmt) & needed:
-            path.append(stmt)
-            needed |= used_names(value)
-    return path[::-1]
+    return dependency_slice(body, needed)[::-1]
 
 
 def _overlap(one: str, other: str) -> bool:

@@ -123,10 +123,16 @@ def loss_path(src: Source, tl: TrainLoop) -> list[cst.CSTNode]:
     names backwards from the loss through the assignments before the backward."""
     if tl.loss is None:
         return []
-    needed = used_names(tl.loss)
     before = [s for s in statements(tl.loop.body) if src.line(s) < src.line(tl.backward)]
+    return dependency_slice(before, used_names(tl.loss))
+
+
+def dependency_slice(stmts: list[cst.CSTNode], needed: set[str]) -> list[cst.CSTNode]:
+    """The assignments among ``stmts`` (in source order) that the names ``needed`` depend on,
+    newest first, following names backwards through each assignment's value."""
+    needed = set(needed)
     path = []
-    for stmt in reversed(before):
+    for stmt in reversed(stmts):
         value = assign_value(stmt)
         if value is not None and assigned_names(stmt) & needed:
             path.append(stmt)

@@ -24,7 +24,7 @@ def _upcast(fn: FunctionInfo, stmt: df.Statement, hit: set[str]) -> bool:
         cast = call.method in ("float", "double") or (
             call.method in ("to", "type") and any(UPCAST.search(a) for a in
                                                    [*call.args, *call.kwargs.values()]))
-        if cast and any(re.search(rf"(?<![\w.]){re.escape(n)}\b", call.receiver) for n in hit):
+        if cast and any(df.mentions(call.receiver, n) for n in hit):
             return True
     return False
 

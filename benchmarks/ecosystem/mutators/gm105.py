@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from typing import Iterator, Optional
 
 import libcst as cst
 
+from auditor.static.dataflow import mentions
 from benchmarks.ecosystem.mutators.base import Edit, Operator, Source, insert_after
 from benchmarks.ecosystem.mutators.structure import (assign_value, assignable, in_body,
                                                      optimizer_builds, scope_of, statements)
@@ -25,7 +25,7 @@ def _construction(src: Source, opt_stmt: cst.CSTNode, model: str) -> Optional[cs
         # One that reads the name it binds (`self.model = build_model(self.model)...`, a name
         # string then) builds from something else once repeated: no copy of it is a rebuild
         if len(target) == 1 and src.code(target[0].target) == model and \
-                not _reads(src.code(value), model):
+                not mentions(src.code(value), model):
             found = stmt
     return found
 
@@ -38,14 +38,10 @@ def rebuild_after_optimizer(src: Source) -> Iterator[Edit]:
                        f"`{src.code(model)}` built again after its optimizer", anchors=(stmt,))
 
 
-def _reads(code: str, name: str) -> bool:
-    return re.search(rf"(?<![\w.]){re.escape(name)}\b", code) is not None
-
-
 def _read_after(src: Source, stmt: cst.CSTNode, name: str) -> bool:
     """Some later statement of ``stmt``'s function reads ``name`` (else a copy bound to it is
     dead: ``self = copy.deepcopy(self)`` before ``return optimizer`` trains nothing new)."""
-    return any(src.line(s) > src.line(stmt) and _reads(src.code(s), name)
+    return any(src.line(s) > src.line(stmt) and mentions(src.code(s), name)
                for s in statements(scope_of(src, stmt)))
 
 

@@ -74,6 +74,10 @@ class Rule(Visitor):
     # The engine parses a file for this rule only if its text contains one of these strings
     # (cheap, before any parsing). Empty: every file.
     prefilter: ClassVar[tuple[str, ...]] = ()
+    # Set on the rules whose cross-file queries dominate that stage (the loss-path data flow,
+    # the self-loop taint): they run in a process of their own beside the other rules'
+    # (auditor/static/project_stage.py). Rules that share an analysis keep the same value.
+    runs_beside: ClassVar[bool] = False
     VALID: ClassVar[list[Valid]] = []
     INVALID: ClassVar[list[Invalid]] = []
 

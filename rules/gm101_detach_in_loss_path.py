@@ -45,6 +45,7 @@ class DetachInLossPath(Rule):
     fix_safety = "unsafe"
     summary = "a module's output is detached on its way into the loss"
     prefilter = (".detach(", ".detach_(")
+    runs_beside = True  # the loss-path data flow: the stage's heaviest query
 
     @classmethod
     def matches_text(cls, text: str) -> bool:

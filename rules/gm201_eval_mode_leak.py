@@ -70,6 +70,7 @@ class EvalModeLeak(Rule):
     fix_safety = "unsafe"
     summary = "`.eval()` on the trained model reaches the next training step without `.train()`"
     prefilter = (".eval()", "train(False", "train(mode=False")
+    runs_beside = True  # beside GM101, whose loss-path data flow it reuses
     doc = """
 ## What it does
 Finds a `.eval()` (or `.train(False)`) on the model being trained, on `self` inside it, or on one

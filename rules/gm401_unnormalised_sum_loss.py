@@ -67,6 +67,7 @@ class UnnormalisedSumLoss(Rule):
     fix_safety = "unsafe"
     summary = "a summed reconstruction loss reaches backward without being divided by a count"
     prefilter = ("reduction", ".sum()", "torch.sum(", "size_average")
+    runs_beside = True  # beside GM101: the same data flow over every function's statements
     doc = """
 ## What it does
 Finds loss functions and loss modules called with `reduction='sum'` (or the legacy

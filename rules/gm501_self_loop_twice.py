@@ -341,6 +341,7 @@ class SelfLoopTwice(Rule):
     fix_safety = "none"
     summary = "`add_self_loop` on a graph that already carries self loops"
     prefilter = ("add_self_loop", "AddSelfLoop", "add_edges")
+    runs_beside = True  # its self-loop taint runs every function of the tree
     doc = """
 ## What it does
 Follows graphs along the data path (dataset processing, `__getitem__`, transforms, `collate`,

@@ -5,10 +5,14 @@ single process reports."""
 from __future__ import annotations
 
 import os
+import signal
 
 from auditor.config import Config
 from auditor.registry import all_rules
 from auditor.static import engine
+from auditor.static.facts import Span
+
+from tests.test_security_parse import _children
 
 TREE = {
     "data.py":
@@ -64,3 +68,59 @@ def test_workers_make_skipped_files_facts_ahead(tmp_path, monkeypatch):
     assert "train.py" in loaded_single  # one process: analysed on demand
     assert pooled == single
     assert loaded_pooled == []  # workers: made ahead, nothing analysed in the main process
+
+
+def _pid_rule(monkeypatch, code: str, load: str = "") -> None:
+    """``code``'s cross-file query reports the process it ran in (and first loads ``load``, a
+    function of a file the prefilter skipped, as a call leading there would)."""
+    rule = all_rules()[code]
+
+    def check_project(project):
+        if load:
+            assert project.function(load) is not None
+        return [rule.make_finding("train.py", Span(1, 1, 1, 2), f"{os.getpid()} {sorted(project.files)}")]
+
+    monkeypatch.setattr(rule, "check_project", check_project)
+
+
+def _stage(tmp_path, codes: list[str], jobs: int):
+    result = engine.run_check(["."], Config(root=tmp_path), [all_rules()[c] for c in codes],
+                              jobs=jobs, use_cache=False)
+    return {f.rule: f.message.split(" ", 1) for f in result.findings}, result
+
+
+def test_the_heavy_rules_run_beside_the_others_each_on_its_own_project(tmp_path, monkeypatch):
+    """GM101 (``runs_beside``) runs in a forked child; what its queries load stays there, so the
+    other side sees the project the per-file stage made, with one core or with two."""
+    for name, code in TREE.items():
+        (tmp_path / name).write_text(code)
+    monkeypatch.chdir(tmp_path)
+    assert all_rules()["GM101"].runs_beside and not all_rules()["GM104"].runs_beside
+    _pid_rule(monkeypatch, "GM101", load="util3.helper3")
+    _pid_rule(monkeypatch, "GM104")
+    answers = {}
+    for jobs in (1, 2):
+        found, result = _stage(tmp_path, ["GM101", "GM104"], jobs)
+        (child, child_files), (parent, parent_files) = found["GM101"], found["GM104"]
+        assert parent == str(os.getpid()) and child != parent
+        assert "util3.py" in child_files and "util3.py" not in parent_files
+        assert "util3.py" not in result.project.files  # the project handed to fixes: the parent's
+        answers[jobs] = (child_files, parent_files)
+    assert answers[1] == answers[2]
+    found, _ = _stage(tmp_path, ["GM101"], 2)  # nothing to run beside: one process
+    assert found["GM101"][0] == str(os.getpid())
+
+
+def test_a_beside_process_that_dies_costs_its_rules_alone(tmp_path, monkeypatch):
+    for name, code in TREE.items():
+        (tmp_path / name).write_text(code)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(all_rules()["GM101"], "check_project",
+                        lambda project: os.kill(os.getpid(), signal.SIGSEGV))
+    _pid_rule(monkeypatch, "GM104")
+    before = _children()
+    found, result = _stage(tmp_path, ["GM101", "GM104", "GM201"], 2)
+    assert found["GM104"][0] == str(os.getpid())
+    assert sorted(e.message for e in result.errors) == [
+        "internal error in GM101: its process crashed", "internal error in GM201: its process crashed"]
+    assert _children() - before == set()

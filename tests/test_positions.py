@@ -7,7 +7,7 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-import auditor.static.context as context
+import auditor.static.engine as engine
 from auditor.static.collector import FactCollector
 from auditor.static.engine import analyze_source
 from auditor.static.context import FileContext
@@ -66,14 +66,14 @@ def test_dgl_sources_match_position_provider():
 def test_mismatch_falls_back_to_exact_positions(monkeypatch):
     """When ast and libcst disagree on a file's shape, the engine redoes it with libcst's own
     positions instead of reporting shifted lines."""
-    real = context.ast_spans
+    real = engine.ast_shape
 
     def shifted(source, tree=None):
-        spans = real(source, tree)
-        spans["call"].insert(0, spans["call"][0])  # one call too many: every index off by one
-        return spans
+        shape = real(source, tree)
+        shape.spans["call"].insert(0, shape.spans["call"][0])  # one call too many: every index off by one
+        return shape
 
-    monkeypatch.setattr(context, "ast_spans", shifted)
+    monkeypatch.setattr(engine, "ast_shape", shifted)
     text = "import torch\nx = f(1)\nstate = torch.load('w.pt')\n"
     result = analyze_source("x.py", Path("x.py"), text.encode(), ("GM602",))
     assert [(f.rule, f.line, f.column) for f in result.findings] == [("GM602", 3, 9)]

@@ -12,9 +12,12 @@ from auditor.registry import all_rules
 from auditor.static import engine, isolate
 from auditor.static.isolate import Lost, map_bounded, run_isolated
 from auditor.static.nesting import MAX_DEPTH, nesting_depth
+from auditor.static.positions import ast_shape
 
 NESTED_CALLS = "z = " + "g(" * 3000 + "1" + ")" * 3000 + "\n"  # segfaults libcst's parser
 CHAINED = "import torch\nz = x" + ".detach()" * 4000 + "\n"
+# CPython parses it (one flat BoolOp), libcst nests one node per `and` and segfaults
+AND_CHAIN = "import torch\ny = x.detach()\nz = " + " and ".join(["a"] * 30000) + "\n"
 # a GM101 candidate, so libcst gets it: past the pre-check it segfaults at once
 CRASHING = "import torch\ny = x.detach()\n" + NESTED_CALLS
 
@@ -94,6 +97,17 @@ def test_depth_estimate_is_linear_and_small_for_real_code():
     assert nesting_depth(NESTED_CALLS)[0] > MAX_DEPTH and nesting_depth(CHAINED) == (8002, 2)
     wide = "z = [" + "model(a).detach(), " * 10000 + "]\n"  # long, but flat
     assert nesting_depth(wide)[0] < 10
+
+
+def test_depth_from_cpythons_tree_where_it_parses_and_the_tokenizer_where_it_does_not():
+    real = (Path(__file__).parent.parent / "fixtures" / "pipeline" / "model.py").read_text()
+    assert ast_shape(real).depth < 50
+    assert ast_shape(AND_CHAIN).depth > MAX_DEPTH and ast_shape(AND_CHAIN).deepest_line == 3
+    assert ast_shape(CHAINED) is None  # CPython refuses it: nesting_depth decides (above)
+    # in a process that may die: had the chain been taken for a shallow file, libcst gets it
+    res = run_isolated(engine._analyze_job, ("and.py", "and.py", AND_CHAIN.encode(), tuple(all_rules()),
+                                             False, False))
+    assert [(f.rule, f.line) for f in res.findings] == [("GM000", 3)]  # never handed to libcst
 
 
 def test_a_parser_crash_is_reported_gm000_not_fatal(tmp_path, monkeypatch):

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import ast
 from typing import Any, Mapping, Optional
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from auditor.static.facts import MODULE_SCOPE, FileFacts, Span  # noqa: F401 (MODULE_SCOPE re-exported)
-from auditor.static.positions import ast_spans, cst_kind
+from auditor.static.positions import Shape, ast_shape, cst_kind
 from auditor.static.reading import python_lines
 
 
@@ -39,7 +38,7 @@ class FileContext:
 
     def __init__(
         self, path: str, source: str, module: cst.Module, module_name: str, exact: bool = False,
-        syntax: Optional[ast.Module] = None,
+        shape: Optional[Shape] = None,
     ) -> None:
         self.path = path
         self.source = source
@@ -48,8 +47,12 @@ class FileContext:
         # Positions are the only metadata every analysed file needs (events carry lines). They
         # come from CPython's ast (see positions.py); libcst's PositionProvider (about 2.4x the
         # parse) only when that mapping cannot be used. Scope analysis is never resolved.
-        # ``syntax``: the file's ast, when the caller has it already.
-        self._ast_spans = None if exact else ast_spans(source, syntax)
+        # ``shape``: the file's ast shape, when the caller has it already.
+        if exact:
+            self._ast_spans = None
+        else:
+            shape = shape or ast_shape(source)
+            self._ast_spans = shape.spans if shape else None
         self._order: dict[cst.CSTNode, int] = {}
         self._counts: dict[str, int] = {}
         self._exact: Optional[Mapping[cst.CSTNode, Any]] = None
@@ -105,8 +108,8 @@ class FileContext:
         if index is not None and self._ast_spans is not None:
             span = self._ast_spans[cst_kind(node) or ""][index]
             text = self._slice(span)
-        else:
-            text = self.module.code_for_node(node)
+        else:  # not numbered (yet): names and attribute chains are spelled from the nodes
+            text = dotted(node) or self.module.code_for_node(node)
         text = text.strip()
         return text if len(text) <= limit else text[: limit - 1] + "…"
 

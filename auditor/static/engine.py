@@ -27,7 +27,9 @@ from auditor.static.facts import FileFacts
 from auditor.static.imports import Layout, module_identity, outline
 from auditor.static.isolate import Lost, map_bounded, run_isolated
 from auditor.static.nesting import MAX_DEPTH, RISKY_DEPTH, nesting_depth
+from auditor.static.positions import Shape, ast_shape
 from auditor.static.project import Project
+from auditor.static.project_stage import run_project_stage
 from auditor.static.reading import MAX_FILE_BYTES, read_source
 from auditor.static.walk import walk
 from auditor.suppression import FILE_LEVEL, Ignores, Malformed, parse_ignores, suppressing_line
@@ -134,37 +136,44 @@ def analyze_source(
     result.ignores, result.bad_ignores = parse_ignores(text)
     rules = [all_rules()[c] for c in codes]
     wanted = [r for r in rules if r.matches_text(text)]
+    syntax: Optional[ast.Module] = None
+    syntax_error: Optional[SyntaxError] = None
+    try:
+        syntax = ast.parse(text, filename=path)
+    except SyntaxError as exc:
+        syntax_error = exc
+    except (ValueError, RecursionError, MemoryError):
+        pass
     if not wanted and not force:
         # nothing to check here, but a syntax error is still reported: CPython's own parser
         # answers that at a fraction of libcst's cost
-        syntax = None
-        try:
-            syntax = ast.parse(text, filename=path)
+        if syntax_error is not None:
+            result.findings.append(syntax_error_finding(
+                path, syntax_error.lineno or 1, syntax_error.offset or 1, syntax_error.msg))
+        if syntax is not None:
             result.outline = outline(syntax, FileFacts(path=path, module=module))
-        except SyntaxError as exc:
-            result.findings.append(syntax_error_finding(path, exc.lineno or 1, exc.offset or 1, exc.msg))
-        except (ValueError, RecursionError, MemoryError):
-            pass
-        if summarise:
-            depth, deepest = nesting_depth(text)
-            if depth <= RISKY_DEPTH:  # a risky file stays lazy (a crash here would report a file no rule reads)
-                result.summary = _analyse_tree(FileResult(path=path, module=module), text, [], deepest,
-                                               syntax).facts
+            shape = ast_shape(text, syntax) if summarise else None
+            if shape is not None and shape.depth <= RISKY_DEPTH:
+                # a risky file stays lazy (a crash here would report a file no rule reads)
+                result.summary = _analyse_tree(FileResult(path=path, module=module), text, [],
+                                               shape.deepest_line, shape).facts
         return result
-    depth, deepest = nesting_depth(text)
+    shape = ast_shape(text, syntax) if syntax is not None else None
+    # where CPython could not parse the file, libcst may: the tokenizer's estimate then decides
+    depth, deepest = (shape.depth, shape.deepest_line) if shape is not None else nesting_depth(text)
     if depth > MAX_DEPTH:
         result.findings.append(too_deep_finding(path, deepest, f"about {depth} levels at line {deepest}"))
         return result
     if depth > RISKY_DEPTH and not expendable:
         answer = run_isolated(_analyze_job, (path, str(abspath), data, tuple(codes), force, False))
         return _lost(path, deepest, answer) if isinstance(answer, Lost) else answer
-    return _analyse_tree(result, text, wanted, deepest)
+    return _analyse_tree(result, text, wanted, deepest, shape)
 
 
 def _analyse_tree(result: FileResult, text: str, wanted: list[type[Rule]], deepest: int,
-                  syntax: Optional[ast.Module] = None) -> FileResult:
+                  shape: Optional[Shape] = None) -> FileResult:
     """Parse with libcst and run the collector and the ``wanted`` rules in one traversal
-    (``syntax``: the file's ast, when the prefilter's syntax check made it)."""
+    (``shape``: the file's ast shape, when the caller made it)."""
     path, module = result.path, result.module
     try:
         tree = cst.parse_module(text)
@@ -180,7 +189,7 @@ def _analyse_tree(result: FileResult, text: str, wanted: list[type[Rule]], deepe
         result.error = FileError(path, f"could not be parsed: {type(exc).__name__}: {exc}")
         return result
     try:
-        ctx = FileContext(path, text, tree, module, syntax=syntax)
+        ctx = FileContext(path, text, tree, module, shape=shape)
         visitors: list[Rule] = [r(ctx) for r in wanted]
         walk(tree, [FactCollector(ctx), *visitors])
         if not ctx.positions_consistent():
@@ -345,23 +354,19 @@ def run_check(
     analysed = [r.facts for r in results.values() if r.facts is not None]
     skipped = {r.module: r.path for r in results.values() if r.facts is None and r.error is None}
     outlines = [r.outline for r in results.values() if r.facts is None and r.outline is not None]
-    project = Project(analysed, skipped=skipped, loader=load_skipped, layout=Layout(digests),
-                      outlines=outlines)
     findings: list[Finding] = []
     for res in results.values():
         findings.extend(res.findings)
         if res.error:
             errors.append(res.error)
-    for rule in rules:
-        try:
-            findings.extend(rule.check_project(project))
-        except Exception as exc:
-            if os.environ.get("GM_AUDIT_DEBUG"):
-                traceback.print_exc()
-            errors.append(FileError("<project>", f"internal error in {rule.code}: {type(exc).__name__}: {exc}"))
-
+    project, (project_findings, project_errors, truncated) = run_project_stage(
+        lambda: Project(analysed, skipped=skipped, loader=load_skipped, layout=Layout(digests),
+                        outlines=outlines),
+        rules, jobs)
+    findings += project_findings
+    errors += project_errors
     errors += [FileError(path, "analysis truncated: " + "; ".join(whats))
-               for path, whats in project.truncated.items()]
+               for path, whats in truncated.items()]
     findings = apply_suppressions(findings, results, config, report_unused_ignores)
     findings = sorted(dedupe(findings), key=Finding.sort_key)
     cache.save()

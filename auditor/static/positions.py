@@ -12,6 +12,7 @@ newer than this interpreter's ``ast``, say), the file is re-analysed with Positi
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Optional
 
 import libcst as cst
@@ -41,9 +42,24 @@ def cst_kind(node: cst.CSTNode) -> Optional[str]:
     return kind
 
 
-def ast_spans(source: str, tree: Optional[ast.Module] = None) -> Optional[dict[str, list[Span]]]:
-    """Spans per kind in libcst pre-order, or None when CPython cannot parse the file; ``tree``:
-    its ``ast``, when the caller has parsed it already."""
+@dataclass
+class Shape:
+    """What CPython's ast says of a file: the spans of each node kind, in libcst's pre-order,
+    and how deep the tree goes (``depth``, deepest at ``deepest_line``)."""
+
+    spans: dict[str, list[Span]]
+    depth: int
+    deepest_line: int
+
+
+def ast_shape(source: str, tree: Optional[ast.Module] = None) -> Optional[Shape]:
+    """The file's :class:`Shape`, or None when CPython cannot parse it; ``tree``: its ``ast``,
+    when the caller has parsed it already.
+
+    The depth stands in for :func:`auditor.static.nesting.nesting_depth` (whose tokenizer costs
+    a tenth of a file's analysis) wherever CPython parsed the file: each node is one level below
+    its parent, and a boolean chain counts one level per operand, as libcst nests it (``a and b
+    and c`` is one ast node, two nested libcst nodes)."""
     if tree is None:
         try:
             tree = ast.parse(source)
@@ -58,17 +74,31 @@ def ast_spans(source: str, tree: Optional[ast.Module] = None) -> Optional[dict[s
         return len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="replace"))
 
     found: dict[str, list[tuple[int, int, int, int]]] = {}
-    for node in ast.walk(tree):
+    best, best_line = 0, 0
+    todo: list[tuple[ast.AST, int]] = [(tree, 0)]  # a stack, not recursion: depth is the point
+    push = todo.append
+    while todo:
+        node, depth = todo.pop()
         kind = AST_KIND.get(type(node))
-        if kind is None or getattr(node, "end_lineno", None) is None:
-            continue
-        found.setdefault(kind, []).append(
-            (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)
-        )
+        if kind is not None and getattr(node, "end_lineno", None) is not None:
+            found.setdefault(kind, []).append(
+                (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
+            )
+        if depth > best:
+            best, best_line = depth, getattr(node, "lineno", best_line)
+        below = depth + (len(node.values) if isinstance(node, ast.BoolOp) else 1)
+        for name in node._fields:  # ast.iter_child_nodes, without its two generators
+            value = getattr(node, name, None)
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        push((item, below))
+            elif isinstance(value, ast.AST):
+                push((value, below))
     out: dict[str, list[Span]] = {}
     for kind, spans in found.items():
         spans.sort(key=lambda s: (s[0], s[1], -s[2], -s[3]))
         out[kind] = [
             Span(l, char_col(l, c) + 1, el, char_col(el, ec) + 1) for l, c, el, ec in spans
         ]
-    return out
+    return Shape(out, best, best_line)

@@ -298,3 +298,20 @@ def test_stale_optimizer_is_reported_in_its_program_with_its_sites():
     found = findings(files, [all_rules()["GM105"]])
     assert [(rule, path, line) for rule, path, line, _ in found] == [("GM105", "train_b.py", 8)]
     assert "train_a" not in found[0][3]
+
+
+SEEDS_AT_IMPORT = "import random\nimport torch\nrandom.seed(0)\ntorch.manual_seed(0)\n"
+DRAWS = ("import random\nimport torch\n{imports}\n\n"
+         "def main():\n    model = torch.nn.Linear(4, 4)\n    opt = torch.optim.Adam(model.parameters())\n"
+         "    for step in range(10):\n        x = torch.randn(8, 4) * random.random()\n"
+         "        loss = model(x).pow(2).mean()\n        opt.zero_grad()\n        loss.backward()\n"
+         "        opt.step()\n\nif __name__ == '__main__':\n    main()\n")
+
+
+@pytest.mark.parametrize("imports, seeded", [
+    ("import pkg.seeding", True),  # binds only `pkg`, yet runs pkg/seeding.py
+    ("import pkg.seeding as s", True), ("from pkg import seeding", True), ("import pkg", False)])
+def test_import_of_a_dotted_module_runs_that_module(imports, seeded):
+    files = {"pkg/__init__.py": "", "pkg/seeding.py": SEEDS_AT_IMPORT, "train.py": DRAWS.format(imports=imports)}
+    found = findings(files, [all_rules()["GM603"]])
+    assert (found == []) == seeded, found

@@ -179,6 +179,8 @@ class FactCollector(Visitor):
             else:
                 root = full.split(".")[0]
                 self._bind(root, root)
+                if full != root:
+                    self.facts.submodules.append(full)
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         self.ctx.in_import += 1

@@ -92,6 +92,8 @@ class FileFacts:
     module: str  # the module's identity: its path, dotted (auditor/static/imports.py)
     imports: dict[str, str] = field(default_factory=dict)  # local alias -> qualified name
     star_imports: list[str] = field(default_factory=list)  # modules of `from m import *`
+    # `import a.b.c` binds only `a`, yet runs a/b/c.py too: the full names of such imports
+    submodules: list[str] = field(default_factory=list)
     # names bound by relative imports: already module identities, never looked up again
     local_imports: list[str] = field(default_factory=list)
     # alias -> what `except ImportError:` binds it to when the `try` body's import fails

@@ -202,6 +202,8 @@ def outline(tree: ast.Module, facts: FileFacts) -> FileFacts:
                 for a in stmt.names:
                     bind(a.asname or a.name.split(".")[0], a.name if a.asname else a.name.split(".")[0],
                          fallback)
+                    if not a.asname and "." in a.name:
+                        facts.submodules.append(a.name)
             elif isinstance(stmt, ast.ImportFrom):
                 base = (resolve_relative(facts.module, facts.path, stmt.level, stmt.module)
                         if stmt.level else stmt.module or "")

@@ -52,7 +52,7 @@ def imported_paths(project: "Project", path: str) -> set[str]:
     if facts is None:
         return set()
     out: set[str] = set()
-    for name in [*facts.imports.values(), *facts.star_imports]:
+    for name in [*facts.imports.values(), *facts.star_imports, *facts.submodules]:
         parts = name.split(".")
         for i in range(1, len(parts) + 1):  # `a.b.c` runs a/__init__, a/b/__init__, a/b/c
             found = project.module_paths.get(".".join(parts[:i]))

@@ -45,6 +45,7 @@ def canonicalise(facts: FileFacts, layout: Layout) -> None:
 
     facts.imports = {alias: canon(q) for alias, q in facts.imports.items()}
     facts.star_imports = [canon(m) for m in facts.star_imports]
+    facts.submodules = [canon(m) for m in facts.submodules]
     for cls in facts.classes.values():
         cls.bases = [canon(b) for b in cls.bases]
     for fn in facts.functions.values():

@@ -9,6 +9,6 @@ import sys
 if not sys.flags.safe_path and sys.path and os.path.abspath(sys.path[0] or os.curdir) == os.getcwd():
     del sys.path[0]
 
-from auditor.cli import main  # noqa: E402
+from auditor.cli import run  # noqa: E402
 
-main()
+run()

@@ -1,15 +1,19 @@
 """Path search over function summaries: "on some path from this event, what happens next?".
 
 A rule starts a search at one event (a ``.eval()`` call, a ``load_state_dict``) with one
-*tracked* name (``model``, ``self.model``) and a small immutable *state*. The search walks the
-events that may run afterwards, in order:
+*tracked* name (``model``, ``self.model``) and a small immutable *state*. The object may have
+other names there (``eval_model = self.model.module if ddp else self.model``, see
+:func:`aliases`): all are followed, each mapped across calls on its own, and a visitor sees them
+as ``Step.names``. The search walks the events that may run afterwards, in order (a loop that
+runs no iteration on the path, see :func:`idle_loops`, is skipped):
 
 * the rest of the start function, and, for every loop around the start event, the rest of the
   loop body followed by its beginning (the next iteration);
 * into every project function a call resolves to (the tracked name mapped onto the callee's
   parameters, or onto the attribute its constructor stored it in), before the call event itself;
 * when the start function ends (or returns early), up into each caller, continuing after the
-  call site with the tracked name mapped back (``model`` param -> the argument ``self.model``).
+  call site with the tracked name mapped back (``model`` param -> the argument ``self.model``,
+  and the name the call's result is bound to when the function returns it: :func:`returns`).
 
 At each event the rule's visitor answers a verdict (the path stops there) or None (it goes on,
 with a possibly updated state). The answer is every path's outcome: the visitor's verdicts plus
@@ -356,7 +360,7 @@ def idle_loops(fn: FunctionInfo, entry: int) -> set[int]:
         bound = re.sub(r"\s+", "", call.args[0])
         root = re.split(r"[.\[]", bound)[0]
         j = next((m for m in range(k - 1, -1, -1) if fn.events[m].kind in ("assign", "augassign")
-                  and root in fn.events[m].targets), None)
+                  and any(t == root or t.startswith(root + ".") for t in fn.events[m].targets)), None)
         if j is None or re.sub(r"\s+", "", fn.events[j].text) != bound + "=0":
             continue
         binding = fn.events[j]
@@ -516,6 +520,8 @@ class PathSearch:
             branch = innermost(event)
             conditional = branch is not None and branch != start_branch
             ng = no_grad or under_no_grad(event)
+            # the names the statement binds to another object stop naming the tracked one
+            kept = names if conditional else tuple(n for n in names if not rebinds(event, n))
             next_states: set[Hashable] = set()
             for st in states:
                 self.budget -= 1
@@ -528,9 +534,8 @@ class PathSearch:
                     entry_states, stopped, resolved = self._descend(
                         fn, event, names, st, conditional, ng, depth, stack)
                     results += stopped
-                kept = names if conditional else tuple(n for n in names if not rebinds(event, n))
                 if names and not kept:
-                    results.append((LOST, st, None, names))  # the names now hold another object
+                    results.append((LOST, st, None, names))  # no name holds it any more
                     continue
                 for est in entry_states:
                     step = Step(fn, i, kept[0] if kept else None, conditional, ng, resolved,
@@ -544,9 +549,7 @@ class PathSearch:
                             next_states.add(new)
                     else:
                         next_states.add(new)
-            states = next_states
-            if not conditional:
-                names = tuple(n for n in names if not rebinds(event, n)) or names
+            states, names = next_states, kept
         results += [("wrapped", st, None, names) for st in states]
         return results
 

@@ -49,7 +49,7 @@ def visit(step: Step, state: Hashable) -> tuple[Optional[str], Hashable]:
         # restored runs in train mode; the state goes on for the paths that skipped it (`else`)
         return None, state
     if event.kind == "call" and tracked and event.method == "train" and not _mode_false(event) \
-            and is_same_or_parent(event.receiver, tracked):
+            and any(is_same_or_parent(event.receiver, name) for name in step.names):
         if not step.conditional:
             return RESTORED, state
         return None, (forwarded, (step.fn.qualname, innermost(event)))

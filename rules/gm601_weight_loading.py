@@ -641,7 +641,7 @@ checkpoint off changes what the run starts from; both change results on purpose.
                 return True
 
         def ran(step: Step, state: Hashable) -> tuple[Optional[str], Hashable]:
-            forward = step.tracked is not None and forward_use(step.event, step.tracked)
+            forward = any(forward_use(step.event, name) for name in step.names)
             return ("ran" if forward else None), state
         outcomes = PathSearch(project, ran).run(fn, i, target, False)
         return any(o.verdict == "ran" and in_one_program(project, fn, o) for o in outcomes)

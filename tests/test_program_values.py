@@ -474,6 +474,114 @@ def test_strict_false_load_whose_keys_differ_is_an_error(tmp_path, state):
     assert _gm601(tmp_path, _lenient(state)) == [("error", 7)]
 
 
+# -- the trained model under other names: aliases, returns through calls, idle loops (GM601) ----
+
+def _restored_alias(keys: str) -> dict[str, str]:
+    """The best weights restored into ``eval_model``, the model itself or (under DDP) the module
+    it wraps, then evaluated through ``self.model`` in another method."""
+    return {"train.py": (
+        "import copy\n"
+        "import torch\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "\n"
+        "class Trainer:\n"
+        "    def __init__(self, model, loader):\n"
+        "        self.model = model\n"
+        "        self.loader = loader\n"
+        "        self.opt = torch.optim.Adam(model.parameters())\n"
+        "\n"
+        "    @torch.no_grad()\n"
+        "    def evaluate(self):\n"
+        "        self.model.eval()\n"
+        "        return [self.model(g) for g in self.loader]\n"
+        "\n"
+        "    def train(self, epochs):\n"
+        "        eval_model = self.model.module if isinstance(self.model, DDP) else self.model\n"
+        "        best = None\n"
+        "        for epoch in range(epochs):\n"
+        "            self.model.train()\n"
+        "            for g in self.loader:\n"
+        "                loss = self.model(g)\n"
+        "                self.opt.zero_grad()\n"
+        "                loss.backward()\n"
+        "                self.opt.step()\n"
+        "            best = copy.deepcopy(eval_model.state_dict())\n"
+        f"        eval_model.load_state_dict({keys})\n"
+        "        return self.evaluate()\n"
+    )}
+
+
+def test_best_weights_restored_into_a_ddp_alias_without_some_keys_are_reported(tmp_path):
+    # `eval_model` is `self.model` (or the module it wraps): the evaluation through `self.model`
+    # runs the partially restored weights
+    found = _gm601(tmp_path, _restored_alias(
+        "{k: v for k, v in best.items() if not k.endswith('bias')}, strict=False"))
+    assert found == [("error", 27)]
+
+
+def test_best_weights_restored_whole_into_a_ddp_alias_are_clean(tmp_path):
+    assert _gm601(tmp_path, _restored_alias("best")) == []
+
+
+def _pretrained(zero_epochs: bool, load: str = "net = load_pretrained('pre.pt')") -> dict[str, str]:
+    """``load_pretrained`` returns what a second helper loaded (its biases dropped) and returned;
+    the caller trains ``net`` (after the statements ``load``) for ``epochs`` epochs, none when
+    ``zero_epochs``."""
+    return {
+        "ckpt.py": (
+            "import torch\n"
+            "import torch.nn as nn\n"
+            "\n"
+            "def download_and_load(path, model):\n"
+            "    state = torch.load(path, weights_only=True)\n"
+            "    model.load_state_dict({k: v for k, v in state.items() if 'bias' not in k}, strict=False)\n"
+            "    return model\n"
+            "\n"
+            "def load_pretrained(path):\n"
+            "    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))\n"
+            "    return download_and_load(path, model)\n"
+        ),
+        "train.py": (
+            "import torch\n"
+            "import torch.nn as nn\n"
+            "from ckpt import download_and_load, load_pretrained\n"
+            "\n"
+            "def main(args, loader):\n"
+            + ("    args['epochs'] = 0\n" if zero_epochs else "")
+            + "".join(f"    {line}\n" for line in load.split("; "))
+            + "    opt = torch.optim.Adam(net.parameters())\n"
+            "    for epoch in range(args['epochs']):\n"
+            "        for x, y in loader:\n"
+            "            loss = (net(x) - y).pow(2).mean()\n"
+            "            opt.zero_grad()\n"
+            "            loss.backward()\n"
+            "            opt.step()\n"
+            "    print([net(x) for x, _ in loader])\n"
+        ),
+    }
+
+
+def _gm601_messages(tmp_path: Path, files: dict[str, str]) -> list[tuple[str, int, str]]:
+    for rel, text in files.items():
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+    proc = run_cli("check", ".", "--format", "json", "--no-cache", "--exit-zero", "--select", "GM601",
+                   cwd=tmp_path)
+    return [(f["path"], f["line"], f["message"]) for f in json.loads(proc.stdout)["findings"]]
+
+
+def test_partial_load_returned_through_two_calls_into_the_trained_model(tmp_path):
+    [(path, line, message)] = _gm601_messages(tmp_path, _pretrained(zero_epochs=False))
+    assert (path, line) == ("ckpt.py", 6) and "strict=False)` on the trained model" in message
+
+
+def test_a_loop_over_zero_epochs_trains_nothing(tmp_path):
+    # `args['epochs'] = 0` before it: the loop never runs, the partially loaded model is only
+    # evaluated (a partial load into a module the pipeline runs untrained)
+    [(path, line, message)] = _gm601_messages(tmp_path, _pretrained(
+        zero_epochs=True, load="net = nn.Linear(4, 2); download_and_load('pre.pt', net)"))
+    assert (path, line) == ("ckpt.py", 6) and "without being trained" in message
+
+
 # -- seeding: order and reach (GM603) ------------------------------------------------------------
 
 SEEDED = "import random\nimport numpy as np\nimport torch\n"

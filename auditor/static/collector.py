@@ -67,6 +67,16 @@ def names_in(node: cst.CSTNode) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def value_names(node: cst.BaseExpression) -> list[str]:
+    """The names an assigned value is: ``b`` -> [b], ``x.module if c else x`` -> [x.module, x]
+    (either branch may run); [] when the value is not a name or such a choice."""
+    if isinstance(node, cst.IfExp):
+        body, orelse = value_names(node.body), value_names(node.orelse)
+        return [*body, *orelse] if body and orelse else []
+    text = dotted(node)
+    return [text] if text is not None else []
+
+
 def target_names(node: cst.CSTNode) -> list[str]:
     if isinstance(node, (cst.Tuple, cst.List)):
         return [n for el in node.elements for n in target_names(el.value)]
@@ -327,8 +337,11 @@ class FactCollector(Visitor):
         self.statement = (targets, self.ctx.code(node))  # sliced from the source: cheap
         value = node.value
         if value is not None:
-            kind = "augassign" if isinstance(node, cst.AugAssign) else "assign"
-            self._event(kind, node, targets=targets, uses=names_in(value))
+            if isinstance(node, cst.AugAssign):
+                self._event("augassign", node, targets=targets, uses=names_in(value))
+            else:
+                self._event("assign", node, targets=targets, uses=names_in(value),
+                            value_names=value_names(value))
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self.ctx.number(node, "assign")

@@ -50,6 +50,9 @@ class Event:
     # ``innermost`` is the test of the nearest one)
     conditions: list[str] = field(default_factory=list)
     text: str = ""  # the statement's source, shortened
+    # an assignment whose value is a name or a choice between names: ``a = b`` -> [b],
+    # ``a = x.module if ddp else x`` -> [x.module, x]; empty for any other value
+    value_names: list[str] = field(default_factory=list)
 
     @property
     def loop(self) -> int:

@@ -1,15 +1,19 @@
 """Path search over function summaries: "on some path from this event, what happens next?".
 
 A rule starts a search at one event (a ``.eval()`` call, a ``load_state_dict``) with one
-*tracked* name (``model``, ``self.model``) and a small immutable *state*. The search walks the
-events that may run afterwards, in order:
+*tracked* name (``model``, ``self.model``) and a small immutable *state*. The object may have
+other names there (``eval_model = self.model.module if ddp else self.model``, see
+:func:`aliases`): all are followed, each mapped across calls on its own, and a visitor sees them
+as ``Step.names``. The search walks the events that may run afterwards, in order (a loop that
+runs no iteration on the path, see :func:`idle_loops`, is skipped):
 
 * the rest of the start function, and, for every loop around the start event, the rest of the
   loop body followed by its beginning (the next iteration);
 * into every project function a call resolves to (the tracked name mapped onto the callee's
   parameters, or onto the attribute its constructor stored it in), before the call event itself;
 * when the start function ends (or returns early), up into each caller, continuing after the
-  call site with the tracked name mapped back (``model`` param -> the argument ``self.model``).
+  call site with the tracked name mapped back (``model`` param -> the argument ``self.model``,
+  and the name the call's result is bound to when the function returns it: :func:`returns`).
 
 At each event the rule's visitor answers a verdict (the path stops there) or None (it goes on,
 with a possibly updated state). The answer is every path's outcome: the visitor's verdicts plus
@@ -19,8 +23,9 @@ value could not be followed). The walk is bounded (depth, caller levels, events 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
-from typing import Callable, Hashable, Optional
+from typing import Callable, Hashable, Iterable, Optional
 
 from auditor.static.conditions import innermost
 from auditor.static.dataflow import callers_of, contains
@@ -54,6 +59,12 @@ class Step:
     no_grad: bool  # runs under no_grad / inference_mode (own `with`, or a caller's, or decorator)
     resolved: bool = False  # a call the walk descended into (the callee's events came first)
     project: Optional[Project] = field(default=None, compare=False, repr=False)
+    aliases: tuple[str, ...] = ()  # other names of the tracked object in ``fn`` (see aliases)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every name of the tracked object here, ``tracked`` first."""
+        return (self.tracked, *self.aliases) if self.tracked else ()
 
     @property
     def event(self) -> Event:
@@ -72,6 +83,13 @@ class Outcome:
 
 
 Visitor = Callable[[Step, Hashable], tuple[Optional[str], Hashable]]
+Names = tuple[str, ...]  # the names of the tracked object in one function, the primary first
+# one path's end in a function: (verdict or "return" / "wrapped", state, step, names there)
+Walked = tuple[str, Hashable, Optional[Step], Names]
+
+
+def _distinct(names: Iterable[Optional[str]]) -> Names:
+    return tuple(dict.fromkeys(n for n in names if n is not None))
 
 
 def under_no_grad(event: Event) -> bool:
@@ -130,8 +148,10 @@ def backward_trains(step: "Step") -> bool:
     """The backward at ``step`` may train the tracked module: some optimizer stepped after it
     may hold its parameters (see Training.trains_module)."""
     from auditor.static.training import Training  # built on this module: imported when asked
-    return step.project is None or Training.of(step.project).trains_module(
-        step.fn, step.index, step.tracked)
+    if step.project is None:
+        return True
+    training = Training.of(step.project)
+    return any(training.trains_module(step.fn, step.index, name) for name in step.names or (None,))
 
 
 def training_visitor(step: "Step", forwarded: Hashable) -> tuple[Optional[str], Hashable]:
@@ -141,7 +161,8 @@ def training_visitor(step: "Step", forwarded: Hashable) -> tuple[Optional[str], 
     if is_backward(event):
         trains = forwarded and not step.no_grad and backward_trains(step)
         return (TRAINED, forwarded) if trains else (None, forwarded)
-    if tracked and not step.no_grad and not step.resolved and forward_use(event, tracked):
+    if tracked and not step.no_grad and not step.resolved \
+            and any(forward_use(event, name) for name in step.names):
         return None, True
     return None, forwarded
 
@@ -258,14 +279,98 @@ def _unresolved_method_calls(project: Project) -> dict[str, list[tuple[FunctionI
     return index
 
 
-def returned_as(fn: FunctionInfo, call: Event, tracked: Optional[str]) -> Optional[str]:
-    """``m = load_pretrained(...)`` where ``load_pretrained`` ends in ``return model``: the
-    tracked ``model`` is ``m`` in the caller."""
+MAX_RETURN_CALLS = 3  # `return load(model)` chains followed to the function that returns a name
+
+
+def returned_call(fn: FunctionInfo, index: int) -> Optional[Event]:
+    """The call that is the whole value of the ``return`` at ``index`` (``return f(x)``), if any:
+    the first call event inside the statement, starting where the value does and ending with it."""
+    ret = fn.events[index]
+    value = ret.text.removeprefix("return")
+    column = ret.span.column + len("return") + len(value) - len(value.lstrip())
+    call = next((e for e in fn.events[index + 1:] if e.kind == "call"), None)
+    if call is None or not contains(ret.span, call.span):
+        return None
+    same_start = (call.span.line, call.span.column) == (ret.span.line, column)
+    same_end = (call.span.end_line, call.span.end_column) == (ret.span.end_line, ret.span.end_column)
+    return call if same_start and same_end else None
+
+
+def returns(project: Optional[Project], fn: FunctionInfo, tracked: str, depth: int = 0) -> bool:
+    """``fn`` returns the object named ``tracked`` in it: ``return model``, or the value of a call
+    that returns the parameter ``tracked`` is bound to (``return load(name, model)`` where
+    ``load`` ends in ``return model``), through at most MAX_RETURN_CALLS calls."""
+    for j, e in enumerate(fn.events):
+        if e.kind != "return":
+            continue
+        if e.text.removeprefix("return").strip() == tracked:
+            return True
+        call = returned_call(fn, j) if project is not None and depth < MAX_RETURN_CALLS else None
+        for qual in project.resolve_call(call, fn) if call is not None else ():
+            callee = project.function(qual)
+            inner = rebase_across(call, callee, tracked, into=True) if callee is not None else None
+            if inner is not None and returns(project, callee, inner, depth + 1):
+                return True
+    return False
+
+
+def returned_as(fn: FunctionInfo, call: Event, tracked: Optional[str],
+                project: Optional[Project] = None) -> Optional[str]:
+    """``m = load_pretrained(...)`` where ``load_pretrained`` returns the tracked ``model``
+    (see :func:`returns`): it is ``m`` in the caller."""
     if tracked is None or len(call.targets) != 1:
         return None
-    returns = any(e.kind == "return" and e.text.removeprefix("return").strip() == tracked
-                  for e in fn.events)
-    return call.targets[0] if returns else None
+    return call.targets[0] if returns(project, fn, tracked) else None
+
+
+def aliases(fn: FunctionInfo, index: int, name: str) -> tuple[str, ...]:
+    """Other names of the object ``name`` holds at event ``index`` of ``fn``: the value of the
+    name's last binding before it, when that is another name (``final = self.model``) or a
+    choice between names of one model (``m = self.model.module if ddp else self.model``: a
+    DataParallel / DDP wrapper's ``.module`` is the model it wraps, whose parameters are the
+    wrapper's). The binding must hold on every path to the event (not in an `if` the event is
+    not in) and its names must not be rebound in between."""
+    at = fn.events[index]
+    j = next((k for k in range(index - 1, -1, -1) if fn.events[k].kind in ("assign", "augassign")
+              and name in fn.events[k].targets), None)
+    if j is None or not fn.events[j].value_names:
+        return ()
+    binding = fn.events[j]
+    names = binding.value_names
+    if len({n.removesuffix(".module") for n in names}) != 1 \
+            or at.conditions[:len(binding.conditions)] != binding.conditions:
+        return ()
+    if any(rebinds(e, n) for e in fn.events[j + 1:index] for n in names):
+        return ()
+    return tuple(n for n in dict.fromkeys(names) if n != name)
+
+
+def idle_loops(fn: FunctionInfo, entry: int) -> set[int]:
+    """The loops of ``fn`` that run no iteration on a path entering it at event ``entry`` (-1:
+    its start): ``for ... in range(E)`` where ``E = 0`` is bound on every path to the loop
+    (``if pretrained: args['epochs'] = 0; model = load(...)`` entered at the load) and nothing
+    is assigned to E's root between that binding and the loop."""
+    out: set[int] = set()
+    at = fn.events[entry] if entry >= 0 else None
+    for k, call in enumerate(fn.events[entry + 1:], entry + 1):
+        first = call.loop_ids[-1] if call.loop_ids else None
+        if first is None or call.kind != "call" or call.func != "range" or len(call.args) != 1 \
+                or any(first in e.loop_ids for e in fn.events[:k]):
+            continue  # not the `range(E)` a loop's body starts with
+        bound = re.sub(r"\s+", "", call.args[0])
+        root = re.split(r"[.\[]", bound)[0]
+        j = next((m for m in range(k - 1, -1, -1) if fn.events[m].kind in ("assign", "augassign")
+                  and any(t == root or t.startswith(root + ".") for t in fn.events[m].targets)), None)
+        if j is None or re.sub(r"\s+", "", fn.events[j].text) != bound + "=0":
+            continue
+        binding = fn.events[j]
+        # the binding runs on every path through `entry` (or through the loop, when it is
+        # bound after the entry): its `if` blocks and loops are theirs too
+        holds = at if at is not None and j < entry else call
+        if holds.conditions[:len(binding.conditions)] == binding.conditions \
+                and set(binding.loop_ids) <= set(holds.loop_ids):
+            out.add(first)
+    return out
 
 
 def _returns_last(fn: FunctionInfo, order: list[int]) -> list[int]:
@@ -303,9 +408,12 @@ class PathSearch:
 
     # -- mapping the tracked name across calls ------------------------------------------------
     def map_into(self, caller: FunctionInfo, event: Event, callee: FunctionInfo,
-                 tracked: Optional[str]) -> Optional[str]:
-        if tracked is None:
-            return None
+                 names: Names) -> Names:
+        """The names of the tracked object inside ``callee`` (those that cross the call)."""
+        return _distinct(self._map_into(caller, event, callee, n) for n in names)
+
+    def _map_into(self, caller: FunctionInfo, event: Event, callee: FunctionInfo,
+                  tracked: str) -> Optional[str]:
         mapped = rebase_across(event, callee, tracked, into=True)
         if mapped is not None:
             return mapped
@@ -334,10 +442,12 @@ class PathSearch:
                     return e.targets[0]
         return None
 
-    def map_up(self, callee: FunctionInfo, event: Event, tracked: Optional[str]) -> Optional[str]:
-        if tracked is None:
-            return None
-        return rebase_across(event, callee, tracked, into=False)
+    def map_up(self, callee: FunctionInfo, event: Event, names: Names) -> Names:
+        """The names of the tracked object in the caller after the call ``event``: the
+        arguments its parameters were bound to, and what the call's value is assigned to when
+        it returns the object (``net = load(path, base)``: both ``base`` and ``net``)."""
+        return _distinct(name for n in names for name in (
+            rebase_across(event, callee, n, into=False), returned_as(callee, event, n, self.project)))
 
     def callers(self, fn: FunctionInfo) -> list[tuple[FunctionInfo, int]]:
         return call_sites_of(self.project, fn)
@@ -345,9 +455,10 @@ class PathSearch:
     # -- walking ------------------------------------------------------------------------------
     def run(self, fn: FunctionInfo, index: int, tracked: Optional[str],
             state: Hashable) -> list[Outcome]:
-        return self._continue(fn, index, tracked, state, up=0, trail=())
+        names = (tracked, *aliases(fn, index, tracked)) if tracked else ()
+        return self._continue(fn, index, names, state, up=0, trail=())
 
-    def _continue(self, fn: FunctionInfo, index: int, tracked: Optional[str], state: Hashable,
+    def _continue(self, fn: FunctionInfo, index: int, names: Names, state: Hashable,
                   up: int, trail: tuple[str, ...]) -> list[Outcome]:
         """Everything after event ``index`` of ``fn``: the loop wrap-arounds and the straight
         path to the end, which then continues in the callers."""
@@ -358,19 +469,21 @@ class PathSearch:
         for loop_id in reversed(start.loop_ids):
             body = [i for i, e in enumerate(fn.events) if loop_id in e.loop_ids]
             sequences.append(([i for i in body if i > index] + [i for i in body if i < index], True))
-        sequences.append((list(range(index + 1, len(fn.events))), False))
+        idle = idle_loops(fn, index) - set(start.loop_ids)
+        sequences.append(([i for i in range(index + 1, len(fn.events))
+                           if not idle & set(fn.events[i].loop_ids)], False))
         for order, is_loop in sequences:
-            for kind, st, step in self._walk(fn, order, tracked, state, innermost(start), no_grad,
-                                             depth=0, stack=(fn.qualname,)):
+            for kind, st, step, left in self._walk(fn, order, names, state, innermost(start),
+                                                   no_grad, depth=0, stack=(fn.qualname,)):
                 if kind == "wrapped" and is_loop:
                     outcomes.append(Outcome(LOOP, step, trail))
                 elif kind in ("return", "wrapped"):
-                    outcomes += self._up(fn, tracked, st, up, trail)
+                    outcomes += self._up(fn, left, st, up, trail)
                 else:
                     outcomes.append(Outcome(kind, step, trail))
         return outcomes
 
-    def _up(self, fn: FunctionInfo, tracked: Optional[str], state: Hashable, up: int,
+    def _up(self, fn: FunctionInfo, names: Names, state: Hashable, up: int,
             trail: tuple[str, ...]) -> list[Outcome]:
         if up >= self.max_up:
             return [Outcome(END, None, trail)]
@@ -380,8 +493,8 @@ class PathSearch:
         outcomes: list[Outcome] = []
         for caller, i in sites:
             event = caller.events[i]
-            mapped = self.map_up(fn, event, tracked) or returned_as(fn, event, tracked)
-            if tracked is not None and mapped is None:
+            mapped = self.map_up(fn, event, names)
+            if names and not mapped:
                 outcomes.append(Outcome(LOST, None, trail))
                 continue
             key = (caller.qualname, i, mapped, state)
@@ -392,12 +505,13 @@ class PathSearch:
             outcomes += self._continue(caller, i, mapped, state, up + 1, (where, *trail))
         return outcomes
 
-    def _walk(self, fn: FunctionInfo, order: list[int], tracked: Optional[str], state: Hashable,
+    def _walk(self, fn: FunctionInfo, order: list[int], names: Names, state: Hashable,
               start_branch: Optional[str], no_grad: bool, depth: int,
-              stack: tuple[str, ...]) -> list[tuple[str, Hashable, Optional[Step]]]:
-        """Walk ``order`` (indices of ``fn``'s events). Returns (kind, state, step) per path:
-        a verdict, ``return`` (left the function), ``wrapped`` (walked ``order`` to its end)."""
-        results: list[tuple[str, Hashable, Optional[Step]]] = []
+              stack: tuple[str, ...]) -> list[Walked]:
+        """Walk ``order`` (indices of ``fn``'s events). Returns (kind, state, step, names) per
+        path: a verdict, ``return`` (left the function), ``wrapped`` (walked ``order`` to its
+        end), with the names that still reach the tracked object there."""
+        results: list[Walked] = []
         states = {state}
         for i in _returns_last(fn, order):
             if not states:
@@ -406,62 +520,67 @@ class PathSearch:
             branch = innermost(event)
             conditional = branch is not None and branch != start_branch
             ng = no_grad or under_no_grad(event)
+            # the names the statement binds to another object stop naming the tracked one
+            kept = names if conditional else tuple(n for n in names if not rebinds(event, n))
             next_states: set[Hashable] = set()
             for st in states:
                 self.budget -= 1
                 if self.budget < 0:
-                    results.append((BUDGET, st, None))
+                    results.append((BUDGET, st, None, names))
                     continue
                 entry_states = {st}
                 resolved = False
                 if event.kind == "call" and depth < self.max_depth:
                     entry_states, stopped, resolved = self._descend(
-                        fn, event, tracked, st, conditional, ng, depth, stack)
+                        fn, event, names, st, conditional, ng, depth, stack)
                     results += stopped
-                if not conditional and rebinds(event, tracked):
-                    results.append((LOST, st, None))  # the name now holds another object
+                if names and not kept:
+                    results.append((LOST, st, None, names))  # no name holds it any more
                     continue
                 for est in entry_states:
-                    step = Step(fn, i, tracked, conditional, ng, resolved, self.project)
+                    step = Step(fn, i, kept[0] if kept else None, conditional, ng, resolved,
+                                self.project, kept[1:])
                     verdict, new = self.visitor(step, est)
                     if verdict is not None:
-                        results.append((verdict, new, step))
+                        results.append((verdict, new, step, kept))
                     elif event.kind == "return":
-                        results.append(("return", new, step))
+                        results.append(("return", new, step, kept))
                         if conditional:
                             next_states.add(new)
                     else:
                         next_states.add(new)
-            states = next_states
-        results += [("wrapped", st, None) for st in states]
+            states, names = next_states, kept
+        results += [("wrapped", st, None, names) for st in states]
         return results
 
-    def _descend(self, fn: FunctionInfo, event: Event, tracked: Optional[str], state: Hashable,
+    def _descend(self, fn: FunctionInfo, event: Event, names: Names, state: Hashable,
                  conditional: bool, no_grad: bool, depth: int, stack: tuple[str, ...]
-                 ) -> tuple[set[Hashable], list[tuple[str, Hashable, Optional[Step]]], bool]:
+                 ) -> tuple[set[Hashable], list[Walked], bool]:
         """Run the project functions a call resolves to; states after they return, and the
         paths that stopped inside them."""
         callees = [q for q in self.project.resolve_call(event, fn) if q not in stack]
         if not callees:
             return {state}, [], False
         after: set[Hashable] = set()
-        stopped: list[tuple[str, Hashable, Optional[Step]]] = []
+        stopped: list[Walked] = []
         for qual in callees:
             callee = self.project.function(qual)
             if callee is None or not callee.events:
                 after.add(state)
                 continue
-            mapped = self.map_into(fn, event, callee, tracked)
-            sub = self._walk(callee, list(range(len(callee.events))), mapped, state,
+            mapped = self.map_into(fn, event, callee, names)
+            idle = idle_loops(callee, -1)
+            order = [i for i, e in enumerate(callee.events) if not idle & set(e.loop_ids)]
+            sub = self._walk(callee, order, mapped, state,
                              None, no_grad or is_no_grad_function(callee), depth + 1,
                              (*stack, qual))
-            for kind, st, step in sub:
+            for kind, st, step, left in sub:
                 if kind in ("return", "wrapped"):
                     after.add(st)
                 else:
-                    stopped.append((kind, st, step))
+                    stopped.append((kind, st, step, left))
         if conditional:
             # an `if` the start is not in: the callee's verdicts stand, but skipping it is a path
             after.add(state)
         return after, [(k, s, replace(st, conditional=st.conditional or conditional)
-                        if st is not None else None) for k, s, st in stopped], True
+                        if st is not None else None, left) for k, s, st, left in stopped], True

@@ -751,7 +751,7 @@ checkpoint off changes what the run starts from; both change results on purpose.
                 return Verdict(Status.UNEXERCISED, ["the load_state_dict line never ran"])
             return None
         if all(f.strict is False and not f.missing and not f.unexpected
-               and not (f.trained and f.changed and f.step == 0) for f in loads):
+               and not (f.trained and f.changed and f.before_training) for f in loads):
             # strict=False skipped nothing, and the load is no warm start of the trained model
             # (the other risk this rule names): a restore of the same weights, or an evaluation
             return Verdict(Status.REFUTED, [

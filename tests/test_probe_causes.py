@@ -251,6 +251,32 @@ train(model, torch.optim.SGD(model.parameters(), lr=0.01))
     assert gm601[0]["status"] == ("refuted" if keys == "match" else "confirmed"), gm601
 
 
+@pytest.mark.parametrize("when", ["warm-start", "restore"])
+def test_a_warm_start_is_judged_by_the_loaded_models_own_training(cli, tmp_path, when):
+    # a helper trains another model to make the checkpoint first (steps before the load): the
+    # load still precedes the fresh model's training, and replaces its weights; loaded after
+    # that model's own steps, the same weights are a restore
+    train = NET + LOOP + """
+torch.manual_seed(0)
+helper = Net()
+train(helper, torch.optim.SGD(helper.parameters(), lr=0.01), steps=3)
+torch.save(helper.state_dict(), "ckpt.pt")
+del helper
+model = Net()
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+""" + ("train(model, opt, steps=3)\n" if when == "restore" else "") + """\
+model.load_state_dict(torch.load("ckpt.pt", weights_only=True), strict=False)
+""" + ("torch.save(model.state_dict(), 'final.pt')\n" if when == "restore" else "train(model, opt, steps=3)\n")
+    write(tmp_path, {"train.py": train})
+    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "8"))
+    found = at(data, "GM601", "train.py", line_of(train, "strict=False"))
+    if when == "warm-start":
+        assert found and found[0]["status"] == "confirmed", data["findings"]
+        assert any("replaced" in e for e in found[0]["evidence"]), found
+    else:
+        assert all(f["status"] != "confirmed" for f in found), found
+
+
 @pytest.mark.parametrize("drop", ["bias", "dec."])
 def test_strict_false_load_that_skips_part_of_a_module_is_gm601_at_the_load(cli, tmp_path, drop):
     # biases cut from the checkpoint leave every layer half loaded, an error; a whole module

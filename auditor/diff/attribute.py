@@ -83,7 +83,7 @@ def explain(stage: str, item: Item, ref: Evidence, cand: Evidence, ref_snap: dic
     step = item.step
     detail = item.detail
     if stage == "init":
-        loads = [x for x in cand.loads if x.kind == "load_state_dict" and x.step == 0]
+        loads = [x for x in cand.loads if x.kind == "load_state_dict" and (x.step == 0 or x.before_training)]
         ref_loads = {(x.path, x.line) for x in ref.loads if x.kind == "load_state_dict"}
         loads = [x for x in loads if (x.path, x.line) not in ref_loads] or loads
         if loads:

@@ -369,7 +369,8 @@ class LoadFacts:
     ``strict``, ``missing``/``unexpected`` keys, ``partial`` (the missing keys of modules whose
     other keys were loaded), ``module`` (class), ``trained`` (the module is,
     or is inside, the model that was later trained), ``changed`` (parameters whose values the
-    load replaced)."""
+    load replaced), ``before_training`` (no backward had trained that model yet: a warm start,
+    not a restore)."""
 
     kind: str
     path: str
@@ -383,6 +384,7 @@ class LoadFacts:
     trained: Optional[bool] = None
     changed: int = 0
     step: int = 0
+    before_training: bool = False  # the load came before the first backward of that model
     pid: int = 0
     rank: Optional[int] = None
 

@@ -123,6 +123,8 @@ class Recorder:
         self.snapshots: dict[int, list] = {}
         self.last_model = None  # weakref of the model of the latest backward
         self.trained_models: set[int] = set()
+        # the models a backward trained, as objects: a freed model's id comes back with the next
+        self.trained_seen: "weakref.WeakSet" = weakref.WeakSet()
         # cause sites (Recorder.cause) of the state that a backward or a step later shows
         self.cause_seq = 0
         self.mode_cause: dict[int, dict] = {}  # id(module) -> the eval()/train(False) call
@@ -476,6 +478,15 @@ class Recorder:
             item["trained"] = self.model_of.get(mid) in self.trained_models
         return item
 
+    def mark_warm_starts(self, model_id: int) -> None:
+        """The first backward of the model ``model_id``: each load into it recorded so far came
+        before its training (a warm start), whatever other models trained before (a helper that
+        makes the checkpoint); a load after this one is a restore."""
+        for item in self.lists["loads"]:
+            if (item.get("kind") == "load_state_dict" and "before_training" not in item
+                    and self.model_of.get(item.get("_module_id", -1)) == model_id):
+                item["before_training"] = True
+
     def flush(self, force: bool = False) -> None:
         now = time.monotonic()
         if not force and (not self.dirty or now - self.last_flush < self.flush_gap):
@@ -755,6 +766,9 @@ class Recorder:
         if model is not None:
             self.last_model = weakref.ref(model)
             self.trained_models.add(id(model))
+            if model not in self.trained_seen:
+                self.trained_seen.add(model)
+                self.mark_warm_starts(id(model))
             params = [(n, p) for n, p in model.named_parameters()]
             with_grad = [(n, p.grad) for n, p in params if p.grad is not None]
             grads = {n: {"state": "none"} for n, p in params if p.grad is None}

@@ -47,6 +47,7 @@ def canonicalise(facts: FileFacts, layout: Layout) -> None:
     facts.star_imports = [canon(m) for m in facts.star_imports]
     for cls in facts.classes.values():
         cls.bases = [canon(b) for b in cls.bases]
+        cls.decorators = [canon(d) for d in cls.decorators]
     for fn in facts.functions.values():
         fn.decorators = [canon(d) for d in fn.decorators]
         for event in fn.events:

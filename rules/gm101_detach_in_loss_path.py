@@ -444,6 +444,35 @@ review that the value was not meant to be a frozen target.
                 "    evaluate(embeds, labels)\n"
             ),
         }),
+        # a GAN's discriminator step: the generator's sample detached; the generator's own
+        # optimizer steps later in the iteration, but its zero_grad clears what this backward
+        # left before the generator's backward, so this loss trains the discriminator only
+        Valid(
+            "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
+            "class Gen(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.lin = nn.Linear(4, 4)\n"
+            "    def forward(self, z):\n"
+            "        return self.lin(z)\n"
+            "    def sample(self, z):\n"
+            "        return self.lin(z).tanh()\n"
+            "def train(loader):\n"
+            "    gen = Gen()\n"
+            "    disc = nn.Linear(4, 1)\n"
+            "    opt_g = torch.optim.Adam(gen.parameters())\n"
+            "    opt_d = torch.optim.Adam(disc.parameters())\n"
+            "    for x, z in loader:\n"
+            "        fake = gen.sample(z).detach()\n"
+            "        d_loss = F.softplus(-disc(x)).mean() + F.softplus(disc(fake)).mean()\n"
+            "        opt_d.zero_grad()\n"
+            "        d_loss.backward()\n"
+            "        opt_d.step()\n"
+            "        g_loss = F.softplus(-disc(gen(z))).mean()\n"
+            "        opt_g.zero_grad()\n"
+            "        g_loss.backward()\n"
+            "        opt_g.step()\n"
+        ),
     ]
     INVALID = [
         # the GraphMAE bug: the encoder's embedding detached before the decoder

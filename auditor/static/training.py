@@ -49,7 +49,7 @@ from __future__ import annotations
 import re
 import weakref
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 from auditor.static.dataflow import SHARING_METHODS, SHARING_WRAPPERS
 from auditor.static.facts import Event, FunctionInfo, Span
@@ -685,18 +685,44 @@ class Training:
         out = [o for m, i in build.modules_at() for o in self.origins_in(build.fn, m, i, site)]
         return out + [o for k in build.made for o in self._call_origin(build.fn, k, 0)]
 
-    def stepped_after(self, fn: FunctionInfo, i: int) -> Optional[list[OptimizerBuild]]:
-        """The optimizers stepped after the backward at event ``i`` of ``fn`` (in its innermost
-        loop, else in the rest of ``fn``); None when a stepped optimizer cannot be traced to
-        its construction."""
-        by_site = {(b.fn.qualname, b.index): b for b in self.optimizers()}
-        loop = fn.events[i].loop_ids[-1:] if fn.events[i].loop_ids else []
-        out: list[OptimizerBuild] = []
-        for j in range(i + 1, len(fn.events)):
+    def steps_reached(self, fn: FunctionInfo, i: int, is_step: Callable[[int], bool]) -> list[int]:
+        """The events ``k`` of ``fn`` (those ``is_step`` picks) after the backward at event ``i``
+        (in its innermost loop, else in the rest of ``fn``) that the gradient it leaves can
+        reach: not a step of an optimizer whose ``zero_grad()`` runs between them on every
+        pass to the step (a GAN's generator step after the discriminator's backward, its
+        gradients cleared first: ``opt_g.zero_grad()``, ``g_loss.backward()``, ``opt_g.step()``)."""
+        back = fn.events[i]
+        loop = back.loop_ids[-1] if back.loop_ids else None
+        out = []
+        for k in range(i + 1, len(fn.events)):
+            e = fn.events[k]
+            if (loop is None or loop in e.loop_ids) and is_step(k) and not self._cleared(fn, i, k):
+                out.append(k)
+        return out
+
+    @staticmethod
+    def _cleared(fn: FunctionInfo, i: int, k: int) -> bool:
+        """A reset of the optimizer stepped at ``k`` runs between events ``i`` and ``k`` each
+        time ``k`` runs: outside any loop or ``if`` that does not also hold ``k``."""
+        step = fn.events[k]
+        for j in range(i + 1, k):
             e = fn.events[j]
-            if e.kind != "call" or e.method != "step" or not e.receiver \
-                    or (loop and loop[0] not in e.loop_ids):
-                continue
+            if e.kind == "call" and e.method == "zero_grad" and e.receiver == step.receiver \
+                    and step.loop_ids[:len(e.loop_ids)] == e.loop_ids \
+                    and set(e.conditions) <= set(step.conditions):
+                return True
+        return False
+
+    def stepped_after(self, fn: FunctionInfo, i: int) -> Optional[list[OptimizerBuild]]:
+        """The optimizers stepped after the backward at event ``i`` of ``fn`` with its gradient
+        (:meth:`steps_reached`); None when a stepped optimizer cannot be traced to its
+        construction."""
+        by_site = {(b.fn.qualname, b.index): b for b in self.optimizers()}
+        out: list[OptimizerBuild] = []
+        steps = self.steps_reached(fn, i, lambda k: fn.events[k].kind == "call"
+                                   and fn.events[k].method == "step" and bool(fn.events[k].receiver))
+        for j in steps:
+            e = fn.events[j]
             for o in self.origins(fn, e.receiver, j):
                 if o.kind == "new" and not is_optimizer_class(o.cls):
                     continue  # `scheduler.step()`
@@ -743,10 +769,7 @@ class Training:
         """Where the modules were made whose parameters the optimizers stepped after the
         backward at event ``i`` of ``fn`` hold (in its loop, else after it in ``fn``): what that
         backward trains. None when a step or its optimizer cannot be followed."""
-        back = fn.events[i]
-        loop = back.loop_ids[-1] if back.loop_ids else None
-        steps = [k for k in range(i + 1, len(fn.events)) if self._classify(fn, k) == "step"
-                 and (loop is None or loop in fn.events[k].loop_ids)]
+        steps = self.steps_reached(fn, i, lambda k: self._classify(fn, k) == "step")
         if not steps:
             return None
         builds = {(b.fn.qualname, b.index): b for b in self.optimizers()}

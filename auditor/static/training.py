@@ -23,6 +23,9 @@ API (``fn`` is a :class:`FunctionInfo`, ``i`` the index of an event in ``fn.even
 * ``optimizers()``            [OptimizerBuild] every optimizer construction and the module
                               expressions whose ``.parameters()`` it was given;
                               ``param_origins(build)`` where those modules were created.
+* ``steps_module_of(fn, call, back, i)``  the optimizers stepped with the gradient of the
+                              backward at ``(back, i)`` may hold the parameters of the module
+                              the call event ``call`` of ``fn`` runs.
 * ``trains_module(fn, i, m)`` the backward at ``i`` may train module ``m``: False only when
                               every optimizer stepped after it (``stepped_after``) is known to
                               hold other parameters (``holds``: a fresh linear probe's).
@@ -51,7 +54,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from auditor.static.dataflow import SHARING_METHODS, SHARING_WRAPPERS
+from auditor.static.dataflow import SHARING_METHODS, SHARING_WRAPPERS, callee_text
 from auditor.static.facts import Event, FunctionInfo, Span
 from auditor.static.paths import NO_GRAD_CONTEXTS, bindings, rebase
 from auditor.static.project import Project
@@ -784,6 +787,30 @@ class Training:
                     return None
                 out += given
         return out
+
+    def steps_module_of(self, fn: FunctionInfo, call: Event, back: FunctionInfo, i: int) -> bool:
+        """The optimizers stepped with the gradient of the backward at event ``i`` of ``back``
+        may hold the parameters of the module ``call`` (an event of ``fn``) runs. False only
+        when all of them are followed to modules of other classes: a linear probe's optimizer
+        over ``probe.parameters()``, a GAN discriminator's over the discriminator only."""
+        held = self.stepped_modules(back, i)
+        callee = callee_text(call)
+        if held is None:
+            # the optimizers' modules are not followed to classes: what each was given, as
+            # written, against the module's own expression where both name the same objects
+            # (`Adam(self.model.discriminator.parameters())`, `self.model.generator.sample(z)`)
+            same = fn is back or (callee.startswith("self.") and fn.class_name == back.class_name)
+            return self.trains_module(back, i, callee if same else None)
+        index = fn.events.index(call)
+        made = {o.cls for o in self.origins(fn, callee, index) if o.known}
+        if callee.startswith("self.") and fn.class_name:
+            made.add(fn.class_name)  # a submodule of the instance whose method runs
+        elif "." in callee:
+            made |= {o.cls for o in self.origins(fn, callee.rsplit(".", 1)[0], index) if o.known}
+        if not made:
+            return True
+        return any(self.contains_class(h.cls, m) or self.contains_class(m, h.cls)
+                   for h in held for m in made)
 
     # -- backward and its loss -----------------------------------------------------------------
     def backward_sites(self) -> list[Site]:

@@ -1086,7 +1086,7 @@ def _decorated_with(project: Project, fn: FunctionInfo) -> set[str]:
         project.load_mentioning(outer.name)  # decorated classes in files no rule read yet
     project.load_mentioning(fn.name)
     return {q for q, info in list(project.classes.items())
-            if any(d.removesuffix("()") in makers for d in getattr(info, "decorators", ()))}
+            if any(d.removesuffix("()") in makers for d in info.decorators)}
 
 
 def _made_by(stmt: Statement, call: Event) -> Event:

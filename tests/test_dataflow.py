@@ -249,3 +249,33 @@ def test_a_factory_yields_every_class_it_may_build(tmp_path, monkeypatch, progra
     assert df.instance_classes(result.project, fn, "model", backward.index) == classes
     # the detach in one of the possible classes' forward is on the loss path
     assert [(f.path, f.line) for f in result.findings if f.rule == "GM101"] == [("models.py", 8)]
+
+
+NESTED_CHOICE = {
+    "models.py": _CORE + (
+        "def build(kind, fast):\n"
+        "    model_class = Plain\n"
+        "    if kind == 'core':\n"
+        "        if fast:\n"
+        "            model_class = Core\n"
+        "        model = model_class()\n"
+        "    else:\n"
+        "        model = model_class()\n"
+        "    return model\n"
+    ),
+}
+
+
+def test_definitions_reach_across_branches_but_not_from_the_other_side(tmp_path, monkeypatch):
+    write_sources(NESTED_CHOICE, tmp_path)
+    monkeypatch.chdir(tmp_path)
+    project = run_check(["."], Config(root=tmp_path), [all_rules()["GM101"]], jobs=1,
+                        use_cache=False).project
+    fn = project.function("models.build")
+    made = [s for s in df.statements(fn) if s.text.startswith("model = ")]
+    # the inner `if`'s rebinding leaves the first class on its other path; the `else` side
+    # never sees the `if` side's rebinding
+    assert df.class_objects(project, fn, "model_class", made[0].index) == {"models.Core", "models.Plain"}
+    assert df.class_objects(project, fn, "model_class", made[1].index) == {"models.Plain"}
+    ret = next(s for s in df.statements(fn) if s.kind == "return")
+    assert df.instance_classes(project, fn, "model", ret.index) == {"models.Core", "models.Plain"}

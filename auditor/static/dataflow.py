@@ -778,11 +778,15 @@ def definitions(fn: FunctionInfo, name: str, index: int) -> list[Statement]:
     one, and before it those a rebinding in a branch leaves on the other paths (a factory's
     ``if a: m = GCN() elif b: m = GAT()``, then ``return m``: both reach). A rebinding kills
     the earlier ones only where it runs on every pass through ``index`` (its enclosing tests
-    hold there), as the forward flow has it."""
+    hold there), as the forward flow has it; one on the other side of an ``if`` the use is in
+    never reaches it."""
     stmts = statements(fn)
-    here = set(stmts[index].head.conditions) if index < len(stmts) else set()
+    use = stmts[index].head if index < len(stmts) else None
+    here = set(use.conditions) if use is not None else set()
     found: list[Statement] = []
     for stmt in reversed(stmts[:index]):
+        if use is not None and excludes(stmt.head, use):
+            continue
         if any(t == name or name.startswith(t + ".") for t in stmt.targets):
             found.append(stmt)
             if stmt.kind == "assign" and set(stmt.head.conditions) <= here:

@@ -444,6 +444,35 @@ review that the value was not meant to be a frozen target.
                 "    evaluate(embeds, labels)\n"
             ),
         }),
+        # a GAN's discriminator step: the generator's sample detached; the generator's own
+        # optimizer steps later in the iteration, but its zero_grad clears what this backward
+        # left before the generator's backward, so this loss trains the discriminator only
+        Valid(
+            "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
+            "class Gen(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.lin = nn.Linear(4, 4)\n"
+            "    def forward(self, z):\n"
+            "        return self.lin(z)\n"
+            "    def sample(self, z):\n"
+            "        return self.lin(z).tanh()\n"
+            "def train(loader):\n"
+            "    gen = Gen()\n"
+            "    disc = nn.Linear(4, 1)\n"
+            "    opt_g = torch.optim.Adam(gen.parameters())\n"
+            "    opt_d = torch.optim.Adam(disc.parameters())\n"
+            "    for x, z in loader:\n"
+            "        fake = gen.sample(z).detach()\n"
+            "        d_loss = F.softplus(-disc(x)).mean() + F.softplus(disc(fake)).mean()\n"
+            "        opt_d.zero_grad()\n"
+            "        d_loss.backward()\n"
+            "        opt_d.step()\n"
+            "        g_loss = F.softplus(-disc(gen(z))).mean()\n"
+            "        opt_g.zero_grad()\n"
+            "        g_loss.backward()\n"
+            "        opt_g.step()\n"
+        ),
     ]
     INVALID = [
         # the GraphMAE bug: the encoder's embedding detached before the decoder
@@ -756,21 +785,10 @@ _LAST_METHOD = re.compile(r"\.(\w+)\((?:[^()]|\([^()]*\))*\)$")
 
 def _may_train(t: Training, origin: df.Origin, sink: df.Sink) -> bool:
     """The optimizers stepped after the backward ``sink`` may hold the parameters of the module
-    the cut value came from. False only when all of them are followed to modules of other
-    classes: a linear probe's optimizer over ``probe.parameters()`` on frozen embeddings."""
-    held = t.stepped_modules(sink.fn, sink.fn.events.index(sink.event))
-    if held is None or origin.event.kind != "call":
-        return True
-    fn, callee = origin.fn, df.callee_text(origin.event)
-    index = fn.events.index(origin.event)
-    made = {o.cls for o in t.origins(fn, callee, index) if o.known}
-    if callee.startswith("self.") and fn.class_name:
-        made.add(fn.class_name)  # a submodule of the instance whose method runs
-    elif "." in callee:
-        made |= {o.cls for o in t.origins(fn, callee.rsplit(".", 1)[0], index) if o.known}
-    if not made:
-        return True
-    return any(t.contains_class(h.cls, m) or t.contains_class(m, h.cls) for h in held for m in made)
+    the cut value came from (a linear probe's optimizer over ``probe.parameters()`` on frozen
+    embeddings does not: see Training.steps_module_of)."""
+    return origin.event.kind != "call" or t.steps_module_of(
+        origin.fn, origin.event, sink.fn, sink.fn.events.index(sink.event))
 
 
 def _other_route(project: Project, fn: FunctionInfo, stmt: df.Statement, cut: str,

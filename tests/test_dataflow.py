@@ -145,3 +145,137 @@ def test_flow_keeps_a_value_rebound_in_another_branch_and_skips_the_other_side(t
     scaled = next(s for s in stmts if s.line == 9)
     sinks = df.flows_to(project, fn, ["loss"], scaled.index + 1).sinks
     assert [s.event.span.line for s in sinks] == [10]
+
+
+# -- factories: a model built by a function that may return one of several classes ----------------
+
+_CORE = (
+    "import torch.nn as nn\n"
+    "class Core(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.enc, self.head = nn.Linear(4, 4), nn.Linear(4, 4)\n"
+    "    def forward(self, x):\n"
+    "        h = self.enc(x)\n"
+    "        h = h.detach()\n"  # line 8: the stop-gradient on the loss path
+    "        return self.head(h)\n"
+    "class Plain(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.lin = nn.Linear(4, 4)\n"
+    "    def forward(self, x):\n"
+    "        return self.lin(x)\n"
+)
+
+FACTORY = {
+    "models.py": _CORE + (
+        "def build(name):\n"
+        "    if name == 'core':\n"
+        "        model = Core()\n"
+        "    elif name == 'plain':\n"
+        "        model = Plain()\n"
+        "    return model\n"
+    ),
+    "train.py": (
+        "from models import build\n"
+        "def main(name, x, dev, opt):\n"
+        "    model = build(name).to(dev)\n"
+        "    loss = model(x).pow(2).mean()\n"
+        "    loss.backward()\n"
+        "    opt.step()\n"
+    ),
+}
+
+REGISTRY = {
+    "registry.py": (
+        "MODELS = {}\n"
+        "def register(name):\n"
+        "    def wrap(cls):\n"
+        "        MODELS[name] = cls\n"
+        "        return cls\n"
+        "    return wrap\n"
+        "def build_model(name):\n"
+        "    return MODELS[name]\n"
+    ),
+    "models.py": _CORE + (
+        "from registry import register\n"
+        "@register('core')\n"
+        "class Wrapper(nn.Module):\n"
+        "    @classmethod\n"
+        "    def from_args(cls, args):\n"
+        "        return cls(args)\n"
+        "    def __init__(self, args):\n"
+        "        super().__init__()\n"
+        "        self.model = Core()\n"
+        "    def forward(self, x):\n"
+        "        return self.model(x)\n"
+    ),
+    "train.py": (
+        "import models\n"
+        "from registry import build_model\n"
+        "def main(args, x, opt):\n"
+        "    model = build_model(args.name).from_args(args).model\n"
+        "    loss = model.forward(x).pow(2).mean()\n"
+        "    loss.backward()\n"
+        "    opt.step()\n"
+    ),
+}
+
+LOOKED_UP = {
+    "models.py": _CORE + "MODELS = {'core': Core, 'plain': Plain}\n",
+    "train.py": (
+        "from models import MODELS\n"
+        "def main(name, x, opt):\n"
+        "    cls = MODELS[name]\n"
+        "    model = cls()\n"
+        "    loss = model(x).pow(2).mean()\n"
+        "    loss.backward()\n"
+        "    opt.step()\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("program, classes", [
+    (FACTORY, {"models.Core", "models.Plain"}),
+    (REGISTRY, {"models.Core"}),
+    (LOOKED_UP, {"models.Core", "models.Plain"}),
+], ids=["branches", "decorator-registry", "dict-of-classes"])
+def test_a_factory_yields_every_class_it_may_build(tmp_path, monkeypatch, program, classes):
+    write_sources(program, tmp_path)
+    monkeypatch.chdir(tmp_path)
+    result = run_check(["."], Config(root=tmp_path), [all_rules()["GM101"]], jobs=1, use_cache=False)
+    fn = result.project.function("train.main")
+    backward = next(s for s in df.statements(fn) if "backward" in s.text)
+    assert df.instance_classes(result.project, fn, "model", backward.index) == classes
+    # the detach in one of the possible classes' forward is on the loss path
+    assert [(f.path, f.line) for f in result.findings if f.rule == "GM101"] == [("models.py", 8)]
+
+
+NESTED_CHOICE = {
+    "models.py": _CORE + (
+        "def build(kind, fast):\n"
+        "    model_class = Plain\n"
+        "    if kind == 'core':\n"
+        "        if fast:\n"
+        "            model_class = Core\n"
+        "        model = model_class()\n"
+        "    else:\n"
+        "        model = model_class()\n"
+        "    return model\n"
+    ),
+}
+
+
+def test_definitions_reach_across_branches_but_not_from_the_other_side(tmp_path, monkeypatch):
+    write_sources(NESTED_CHOICE, tmp_path)
+    monkeypatch.chdir(tmp_path)
+    project = run_check(["."], Config(root=tmp_path), [all_rules()["GM101"]], jobs=1,
+                        use_cache=False).project
+    fn = project.function("models.build")
+    made = [s for s in df.statements(fn) if s.text.startswith("model = ")]
+    # the inner `if`'s rebinding leaves the first class on its other path; the `else` side
+    # never sees the `if` side's rebinding
+    assert df.class_objects(project, fn, "model_class", made[0].index) == {"models.Core", "models.Plain"}
+    assert df.class_objects(project, fn, "model_class", made[1].index) == {"models.Plain"}
+    ret = next(s for s in df.statements(fn) if s.kind == "return")
+    assert df.instance_classes(project, fn, "model", ret.index) == {"models.Core", "models.Plain"}

@@ -407,3 +407,44 @@ def test_detach_prediction_only_on_a_loss_that_is_backpropagated(tmp_path: Path)
     found = [(m.truth[0].line, m.description) for m in _mutants(tmp_path, program, ["GM101"])
              if m.operator == "gm101.detach-prediction"]
     assert found == [(5, "`.detach()` on the prediction of `F.cross_entropy`")]
+
+
+# a GAN trainer: the discriminator's step reads the generator's sample, but its optimizer holds
+# the discriminator only (the generator's gradients are cleared before its own step)
+GAN = """\
+import torch
+import torch.nn.functional as F
+
+
+class GANTrainer:
+    def __init__(self, model):
+        self.model = model
+        self.opt_d = torch.optim.Adam(self.model.discriminator.parameters())
+        self.opt_g = torch.optim.Adam(self.model.generator.parameters())
+
+    def step(self, x, z):
+        for _ in range(2):
+            fake = self.model.generator.sample(z)
+            real_score = self.model.discriminator(x)
+            fake_score = self.model.discriminator(fake)
+            d_loss = F.softplus(-real_score).mean() + F.softplus(fake_score).mean()
+            self.opt_d.zero_grad()
+            d_loss.backward()
+            self.opt_d.step()
+        for _ in range(2):
+            fake = self.model.generator(z)
+            g_loss = F.softplus(-self.model.discriminator(fake)).mean()
+            self.opt_g.zero_grad()
+            g_loss.backward()
+            self.opt_g.step()
+"""
+
+
+def test_no_detach_where_the_stepped_optimizers_hold_other_modules(tmp_path: Path) -> None:
+    # detaching the generator's sample in the discriminator's step changes nothing the
+    # optimizers step: no bug (GM101 stays quiet, as the program model has it); in the
+    # generator's step it is GM101's bug
+    found = [m.description for m in _mutants(tmp_path, GAN, ["GM101"])
+             if m.operator == "gm101.detach-module-output"]
+    assert "`.detach()` on `self.model.generator.sample(...)` on the loss path" not in found
+    assert "`.detach()` on `self.model.generator(...)` on the loss path" in found

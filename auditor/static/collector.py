@@ -239,7 +239,8 @@ class FactCollector(Visitor):
         self.ctx.number(node, "class")
         qual = ".".join([self.ctx.module_name, *self.classes, node.name.value])
         bases = [self.ctx.qualify(arg.value) for arg in node.bases]
-        self.facts.classes[qual] = ClassInfo(qual, bases, [], self.ctx.span(node))
+        self.facts.classes[qual] = ClassInfo(qual, bases, [], self.ctx.span(node),
+                                             [self.ctx.qualify(d.decorator) for d in node.decorators])
         self.classes.append(node.name.value)
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:

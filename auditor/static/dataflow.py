@@ -33,7 +33,13 @@ API (``project`` is a :class:`~auditor.static.project.Project`, ``fn`` a ``Funct
     Whether a call returns a value carrying parameters' gradient.
 ``instance_classes(project, fn, name, index) -> set[str]``
     The classes (project qualnames or ``torch.nn.X``) the object held by ``name`` was built from,
-    following assignments, constructor arguments into ``self.<attr>`` and parameters to callers.
+    following assignments (every one that may reach, across branches), constructor arguments
+    into ``self.<attr>``, parameters to callers, and factories: a function's returns, a class
+    looked up and called (``MODELS[key](args)``, a classmethod returning ``cls(...)``), an
+    attribute read off the result. A set of more than ``MAX_INSTANCE_CLASSES`` is left unknown.
+``class_objects(project, fn, name, index) -> set[str]``
+    The project classes ``name`` holds as classes: named, imported, looked up in a registry
+    dict (its literal, its stores, a registering decorator's classes), returned by a function.
 ``call_targets(project, fn, event) -> list[str]``
     ``Project.resolve_call`` plus instance calls resolved through :func:`instance_classes`
     (``self.model(g)`` where ``self.model`` was a constructor argument runs ``GraphMAE.forward``).
@@ -51,6 +57,7 @@ carry the flow. Results are cached on the project object, so rules can call free
 
 from __future__ import annotations
 
+import builtins
 import functools
 import re
 import sys
@@ -395,16 +402,21 @@ def call_targets(project: Project, fn: FunctionInfo, call: Event) -> list[str]:
                 roots = root_models(project)
                 classes = roots if len(roots) <= 2 else set()
             for cls in classes:  # method_candidates loads the class's module on demand
-                found += [m for m in project.method_candidates(cls, "forward") if project.function(m)]
+                found += _methods(project, cls, "forward")
         if call.receiver and call.method and call.method not in NOT_TENSOR_METHODS:
             for cls in instance_classes(project, fn, call.receiver, idx):
-                found += [m for m in project.method_candidates(cls, call.method) if project.function(m)]
+                found += _methods(project, cls, call.method)
         held = _INDEXED.fullmatch(callee_text(call))
         if held:  # `self.layers[i](g, h)`: a module the container holds
             for cls in element_classes(project, fn, held.group(1)):
-                found += [m for m in project.method_candidates(cls, "forward") if project.function(m)]
+                found += _methods(project, cls, "forward")
     cache[key] = list(dict.fromkeys(found))
     return cache[key]
+
+
+def _methods(project: Project, cls: str, name: str) -> list[str]:
+    """The functions ``cls.name`` may run (its own or a base's), by their own qualnames."""
+    return [fn.qualname for m in project.method_candidates(cls, name) for fn in [project.function(m)] if fn]
 
 
 _INDEXED = re.compile(r"(self\.[\w.]+)\[[^\[\]()]*\]")
@@ -762,13 +774,22 @@ class Origin:
 
 
 def definitions(fn: FunctionInfo, name: str, index: int) -> list[Statement]:
-    """The latest statement before ``index`` assigning ``name`` (plus, in a loop, later ones)."""
+    """The statements before ``index`` whose assignment of ``name`` may reach it: the latest
+    one, and before it those a rebinding in a branch leaves on the other paths (a factory's
+    ``if a: m = GCN() elif b: m = GAT()``, then ``return m``: both reach). A rebinding kills
+    the earlier ones only where it runs on every pass through ``index`` (its enclosing tests
+    hold there), as the forward flow has it; one on the other side of an ``if`` the use is in
+    never reaches it."""
     stmts = statements(fn)
+    use = stmts[index].head if index < len(stmts) else None
+    here = set(use.conditions) if use is not None else set()
     found: list[Statement] = []
     for stmt in reversed(stmts[:index]):
+        if use is not None and excludes(stmt.head, use):
+            continue
         if any(t == name or name.startswith(t + ".") for t in stmt.targets):
             found.append(stmt)
-            if stmt.kind == "assign":
+            if stmt.kind == "assign" and set(stmt.head.conditions) <= here:
                 break
     return found
 
@@ -816,8 +837,11 @@ def is_module_class(project: Project, qualname: str, _seen: Optional[set[str]] =
         return True
     if qualname not in project.classes:
         last = qualname.rsplit(".", 1)[-1]
-        if qualname.split(".")[0] in NOT_MODULE_PACKAGES or last.endswith("Tensor"):
-            return False  # `argparse.ArgumentParser`, `torch.LongTensor(ids)`: no parameters
+        if qualname.split(".")[0] in NOT_MODULE_PACKAGES or last.endswith("Tensor") \
+                or hasattr(builtins, qualname):
+            # `argparse.ArgumentParser`, `torch.LongTensor(ids)`, a factory's `return
+            # ValueError(...)`: no parameters
+            return False
         return last[:1].isupper() and not _is_loss_class(last) and not qualname.startswith(
             ("torch.optim", "torch.utils", "torch.Generator", "torch.device", "numpy", "dgl.data",
              "torch.cuda.amp", "torch.amp", "torch.autocast")
@@ -868,7 +892,7 @@ def instance_classes(project: Project, fn: FunctionInfo, name: str, index: int,
                     if "." not in use or use.startswith("self."):
                         classes |= instance_classes(project, where, use, stmt.index, depth + 1)
             if not classes and stmt.kind == "assign" and stmt.calls:
-                classes = _factory_classes(project, where, stmt.calls[0], depth + 1)
+                classes = _made_instances(project, where, stmt, depth + 1)
             out |= classes
         if not defs and name in fn.params:
             for caller, call in _static_callers(project, fn):
@@ -895,10 +919,189 @@ def _factory_classes(project: Project, fn: FunctionInfo, call: Event, depth: int
                 continue
             value = _value_text(stmt)
             if stmt.calls:
-                out |= constructed_class(project, stmt.calls[0])
+                made = constructed_class(project, stmt.calls[0])
+                local = callee_text(stmt.calls[0])
+                if not made and re.fullmatch(r"\w+", local):  # `return cls(args)`
+                    made = class_objects(project, callee, local, stmt.index, depth)
+                out |= made
             elif re.fullmatch(r"\w+", value):
                 out |= instance_classes(project, callee, value, stmt.index, depth)
-    return out
+    return _bounded(out, MAX_INSTANCE_CLASSES)
+
+
+# Bounds on a dispatch: a registry may hold every model of a library (the classes a name may
+# hold as classes), but an instance that may be any of more than MAX_INSTANCE_CLASSES is left
+# unknown: each possible class's forward would bind every argument of every call site (a
+# trainer's `self.model(g)` to the parameters of every registered model), which says nothing
+MAX_CLASSES = 256
+MAX_INSTANCE_CLASSES = 16
+
+
+def _bounded(classes: set[str], most: int = MAX_CLASSES) -> set[str]:
+    return classes if len(classes) <= most else set()
+
+
+def _made_instances(project: Project, fn: FunctionInfo, stmt: Statement, depth: int) -> set[str]:
+    """The classes of the instance an assignment's call builds when the call names no class:
+    a factory function's returns (``build_model(args)``), a class held by a name called
+    (``cls = MODELS[key]`` then ``cls(args)``), a classmethod that returns ``cls(...)`` called
+    on looked-up classes (``MODELS[key].from_args(args)``, ``get_class(key).from_args(args)``).
+    Attributes read off the result (``build(args).model``) are that instance's ``self.model``."""
+    call = _made_by(stmt, stmt.calls[0])
+    local = callee_text(call)
+    if re.fullmatch(r"\w+", local) and not project.resolve_call(call, fn):
+        classes = class_objects(project, fn, local, stmt.index, depth)
+    elif call.method and "(" in call.receiver:
+        inner = _receiver_call(stmt, call)
+        owners = _returned_class_objects(project, fn, inner, depth) if inner else set()
+        classes = {c for c in owners if _builds_own_class(project, c, call.method)}
+    elif call.method and re.fullmatch(r"\w+", call.receiver) and not project.resolve_call(call, fn):
+        owners = class_objects(project, fn, call.receiver, stmt.index, depth)
+        classes = {c for c in owners if _builds_own_class(project, c, call.method)}
+    else:
+        classes = _factory_classes(project, fn, call, depth)
+    read = re.search(r"\)((?:\.\w+)+)$", _value_text(stmt))
+    for attr in read.group(1)[1:].split(".") if read and classes else ():
+        classes = set().union(*(_attribute_classes(project, c, attr, depth) for c in classes))
+    return _bounded(classes, MAX_INSTANCE_CLASSES)
+
+
+def _builds_own_class(project: Project, cls: str, method: str) -> bool:
+    """``cls.method(...)`` is a classmethod that returns an instance of the class it is called
+    on (``return cls(args)``)."""
+    for target in _methods(project, cls, method):
+        callee = project.function(target)
+        if callee is None or "classmethod" not in callee.decorators or not callee.params:
+            continue
+        if any(s.kind == "return" and s.calls and callee_text(s.calls[0]) == callee.params[0]
+               for s in statements(callee)):
+            return True
+    return False
+
+
+def _attribute_classes(project: Project, cls: str, attr: str, depth: int) -> set[str]:
+    """The classes of ``self.<attr>`` of an instance of ``cls`` (its methods' assignments)."""
+    methods = _methods_of(project, {cls})
+    return instance_classes(project, methods[0], f"self.{attr}", 0, depth + 1) if methods else set()
+
+
+def _receiver_call(stmt: Statement, call: Event) -> Optional[Event]:
+    """The call ``call`` is a method of the result of (``build(x)`` in ``build(x).to(dev)``)."""
+    inner = [c for c in stmt.calls if c is not call and contains(call.span, c.span)
+             and (c.span.line, c.span.column) == (call.span.line, call.span.column)]
+    return max(inner, key=lambda c: (c.span.end_line, c.span.end_column)) if inner else None
+
+
+def class_objects(project: Project, fn: FunctionInfo, name: str, index: int, depth: int = 0) -> set[str]:
+    """The project classes ``name`` may hold as a class, not an instance, at statement
+    ``index``: one it names (an import, a class of the module), one looked up in a registry
+    (``MODELS[key]``), returned by a function that does either, passed by every caller, or the
+    ``cls`` of a classmethod (its own class)."""
+    cache = _cache(project).setdefault("class_objects", {})
+    key = (fn.qualname, name, index)
+    if key in cache:
+        return cache[key]
+    cache[key] = set()
+    out: set[str] = set()
+    defs = definitions(fn, name, index) if depth < MAX_DEPTH else []
+    for stmt in defs:
+        if stmt.kind == "assign":
+            out |= _value_objects(project, fn, stmt, depth + 1)
+    if not defs and depth < MAX_DEPTH:
+        named = _class_named(project, fn, name)
+        if named:
+            out = {named}
+        elif fn.params[:1] == [name] and "classmethod" in fn.decorators and fn.class_name:
+            out = {fn.class_name}
+        elif name in fn.params:
+            for caller, call in _static_callers(project, fn):
+                pos = fn.params.index(name) - _bound(fn, call)
+                text = call.kwargs.get(name) or (call.args[pos] if 0 <= pos < len(call.args) else "")
+                if re.fullmatch(r"\w+", text):
+                    out |= class_objects(project, caller, text, _index_of(caller, call), depth + 1)
+    cache[key] = _bounded(out)
+    return cache[key]
+
+
+def _value_objects(project: Project, fn: FunctionInfo, stmt: Statement, depth: int) -> set[str]:
+    """The classes the value an assignment or ``return`` computes may be (as classes)."""
+    value = _value_text(stmt)
+    looked_up = re.fullmatch(r"(\w+)\s*\[.*\]", value, re.S)
+    if looked_up:  # `MODELS[key]`
+        return _registry_classes(project, fn, looked_up.group(1), depth)
+    if re.fullmatch(r"\w+", value):
+        return class_objects(project, fn, value, stmt.index, depth)
+    call = stmt.calls[0] if stmt.calls else None
+    if call is not None and call.method == "get" and re.fullmatch(r"\w+", call.receiver):
+        return _registry_classes(project, fn, call.receiver, depth)  # `MODELS.get(key)`
+    return _returned_class_objects(project, fn, call, depth) if call is not None else set()
+
+
+def _returned_class_objects(project: Project, fn: FunctionInfo, call: Event, depth: int) -> set[str]:
+    """The classes (as classes) a project function returns: ``return MODELS[name]``."""
+    out: set[str] = set()
+    for target in project.resolve_call(call, fn) if depth < MAX_DEPTH else ():
+        callee = project.function(target)
+        if callee is not None and callee.name != "__init__":
+            for stmt in statements(callee):
+                if stmt.kind == "return":
+                    out |= _value_objects(project, callee, stmt, depth + 1)
+    return _bounded(out)
+
+
+def _class_named(project: Project, fn: FunctionInfo, name: str) -> Optional[str]:
+    """The project class a bare name of ``fn``'s module refers to (imported or defined there)."""
+    facts = project.files.get(fn.path)
+    qual = (facts.imports.get(name) if facts else None) or f"{fn.module}.{name}"
+    if qual not in project.classes:
+        qual = project.reexported(qual) or ""
+    return qual if qual in project.classes else None
+
+
+def _registry_classes(project: Project, fn: FunctionInfo, name: str, depth: int) -> set[str]:
+    """The classes a module-level dict ``name`` holds: the values of its literal
+    (``MODELS = {"gcn": GCN}``) and of every store into it in its module (``MODELS[key] = cls``),
+    where a decorator's parameter stands for every class decorated with it."""
+    facts = project.files.get(fn.path)
+    qual = (facts.imports.get(name) if facts else None) or f"{fn.module}.{name}"
+    module, _, var = qual.rpartition(".")
+    out: set[str] = set()
+    for _, other in list(_functions_by(project, "module").get(module, ())):
+        for stmt in statements(other):
+            if stmt.kind != "assign" or var not in stmt.targets:
+                continue
+            value = _value_text(stmt)
+            if re.match(rf"{re.escape(var)}\s*\[", stmt.text) and re.fullmatch(r"\w+", value):
+                out |= (_decorated_with(project, other) if value in other.params
+                        else class_objects(project, other, value, stmt.index, depth + 1))
+            elif value.startswith("{"):
+                out |= {c for u in stmt.uses for c in [_class_named(project, other, u)] if c}
+    return _bounded(out)
+
+
+def _decorated_with(project: Project, fn: FunctionInfo) -> set[str]:
+    """The classes decorated with ``fn`` (``@fn``), or with a call of the function that returns
+    it (``@register("gcn")`` where ``register`` returns ``fn``): what ``fn``'s parameter holds."""
+    makers = {fn.qualname}
+    outer = project.function(fn.qualname.rsplit(".", 1)[0])
+    if outer is not None and any(s.kind == "return" and _value_text(s) == fn.name
+                                 for s in statements(outer)):
+        makers.add(outer.qualname)
+        project.load_mentioning(outer.name)  # decorated classes in files no rule read yet
+    project.load_mentioning(fn.name)
+    return {q for q, info in list(project.classes.items())
+            if any(d.removesuffix("()") in makers for d in info.decorators)}
+
+
+def _made_by(stmt: Statement, call: Event) -> Event:
+    """The call whose result ``call`` hands back: through methods that return the module they
+    are called on (``load_model(cfg).to(device)`` is what ``load_model(cfg)`` returned)."""
+    while call.method in SHARING_METHODS:
+        inner = _receiver_call(stmt, call)
+        if inner is None:
+            break
+        call = inner
+    return call
 
 
 def _built_in_argument(project: Project, caller: FunctionInfo, call: Event, text: str) -> set[str]:
@@ -945,8 +1148,12 @@ def constructed_class(project: Project, call: Event) -> set[str]:
     func = call.func.removesuffix("()")
     if "(" in func:
         return set()
-    if func in project.classes or func.rsplit(".", 1)[-1][:1].isupper():
+    if func in project.classes:
         return {func}
+    if func.rsplit(".", 1)[-1][:1].isupper():
+        # `from pkg import Model` where `pkg/__init__.py` re-exports it: the class's own name
+        # (its bases and methods are known under that one)
+        return {project.reexported(func) or func}
     head = func.rsplit(".", 1)[0] if "." in func else ""
     if head in project.classes and call.receiver[:1].isupper():
         return {head}

@@ -87,6 +87,9 @@ class ClassInfo:
     bases: list[str]
     methods: list[str]
     span: Optional[Span] = None
+    # qualified like a function's (``@register_model('gat')`` -> ``pkg.register_model()``): a
+    # decorator that files the class in a registry
+    decorators: list[str] = field(default_factory=list)
 
 
 @dataclass

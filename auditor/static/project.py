@@ -48,6 +48,7 @@ def canonicalise(facts: FileFacts, layout: Layout) -> None:
     facts.submodules = [canon(m) for m in facts.submodules]
     for cls in facts.classes.values():
         cls.bases = [canon(b) for b in cls.bases]
+        cls.decorators = [canon(d) for d in cls.decorators]
     for fn in facts.functions.values():
         fn.decorators = [canon(d) for d in fn.decorators]
         for event in fn.events:

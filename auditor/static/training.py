@@ -23,6 +23,9 @@ API (``fn`` is a :class:`FunctionInfo`, ``i`` the index of an event in ``fn.even
 * ``optimizers()``            [OptimizerBuild] every optimizer construction and the module
                               expressions whose ``.parameters()`` it was given;
                               ``param_origins(build)`` where those modules were created.
+* ``steps_module_of(fn, call, back, i)``  the optimizers stepped with the gradient of the
+                              backward at ``(back, i)`` may hold the parameters of the module
+                              the call event ``call`` of ``fn`` runs.
 * ``trains_module(fn, i, m)`` the backward at ``i`` may train module ``m``: False only when
                               every optimizer stepped after it (``stepped_after``) is known to
                               hold other parameters (``holds``: a fresh linear probe's).
@@ -49,9 +52,9 @@ from __future__ import annotations
 import re
 import weakref
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
-from auditor.static.dataflow import SHARING_METHODS, SHARING_WRAPPERS
+from auditor.static.dataflow import SHARING_METHODS, SHARING_WRAPPERS, callee_text
 from auditor.static.facts import Event, FunctionInfo, Span
 from auditor.static.paths import NO_GRAD_CONTEXTS, bindings, rebase
 from auditor.static.project import Project
@@ -685,18 +688,44 @@ class Training:
         out = [o for m, i in build.modules_at() for o in self.origins_in(build.fn, m, i, site)]
         return out + [o for k in build.made for o in self._call_origin(build.fn, k, 0)]
 
-    def stepped_after(self, fn: FunctionInfo, i: int) -> Optional[list[OptimizerBuild]]:
-        """The optimizers stepped after the backward at event ``i`` of ``fn`` (in its innermost
-        loop, else in the rest of ``fn``); None when a stepped optimizer cannot be traced to
-        its construction."""
-        by_site = {(b.fn.qualname, b.index): b for b in self.optimizers()}
-        loop = fn.events[i].loop_ids[-1:] if fn.events[i].loop_ids else []
-        out: list[OptimizerBuild] = []
-        for j in range(i + 1, len(fn.events)):
+    def steps_reached(self, fn: FunctionInfo, i: int, is_step: Callable[[int], bool]) -> list[int]:
+        """The events ``k`` of ``fn`` (those ``is_step`` picks) after the backward at event ``i``
+        (in its innermost loop, else in the rest of ``fn``) that the gradient it leaves can
+        reach: not a step of an optimizer whose ``zero_grad()`` runs between them on every
+        pass to the step (a GAN's generator step after the discriminator's backward, its
+        gradients cleared first: ``opt_g.zero_grad()``, ``g_loss.backward()``, ``opt_g.step()``)."""
+        back = fn.events[i]
+        loop = back.loop_ids[-1] if back.loop_ids else None
+        out = []
+        for k in range(i + 1, len(fn.events)):
+            e = fn.events[k]
+            if (loop is None or loop in e.loop_ids) and is_step(k) and not self._cleared(fn, i, k):
+                out.append(k)
+        return out
+
+    @staticmethod
+    def _cleared(fn: FunctionInfo, i: int, k: int) -> bool:
+        """A reset of the optimizer stepped at ``k`` runs between events ``i`` and ``k`` each
+        time ``k`` runs: outside any loop or ``if`` that does not also hold ``k``."""
+        step = fn.events[k]
+        for j in range(i + 1, k):
             e = fn.events[j]
-            if e.kind != "call" or e.method != "step" or not e.receiver \
-                    or (loop and loop[0] not in e.loop_ids):
-                continue
+            if e.kind == "call" and e.method == "zero_grad" and e.receiver == step.receiver \
+                    and step.loop_ids[:len(e.loop_ids)] == e.loop_ids \
+                    and set(e.conditions) <= set(step.conditions):
+                return True
+        return False
+
+    def stepped_after(self, fn: FunctionInfo, i: int) -> Optional[list[OptimizerBuild]]:
+        """The optimizers stepped after the backward at event ``i`` of ``fn`` with its gradient
+        (:meth:`steps_reached`); None when a stepped optimizer cannot be traced to its
+        construction."""
+        by_site = {(b.fn.qualname, b.index): b for b in self.optimizers()}
+        out: list[OptimizerBuild] = []
+        steps = self.steps_reached(fn, i, lambda k: fn.events[k].kind == "call"
+                                   and fn.events[k].method == "step" and bool(fn.events[k].receiver))
+        for j in steps:
+            e = fn.events[j]
             for o in self.origins(fn, e.receiver, j):
                 if o.kind == "new" and not is_optimizer_class(o.cls):
                     continue  # `scheduler.step()`
@@ -743,10 +772,7 @@ class Training:
         """Where the modules were made whose parameters the optimizers stepped after the
         backward at event ``i`` of ``fn`` hold (in its loop, else after it in ``fn``): what that
         backward trains. None when a step or its optimizer cannot be followed."""
-        back = fn.events[i]
-        loop = back.loop_ids[-1] if back.loop_ids else None
-        steps = [k for k in range(i + 1, len(fn.events)) if self._classify(fn, k) == "step"
-                 and (loop is None or loop in fn.events[k].loop_ids)]
+        steps = self.steps_reached(fn, i, lambda k: self._classify(fn, k) == "step")
         if not steps:
             return None
         builds = {(b.fn.qualname, b.index): b for b in self.optimizers()}
@@ -761,6 +787,30 @@ class Training:
                     return None
                 out += given
         return out
+
+    def steps_module_of(self, fn: FunctionInfo, call: Event, back: FunctionInfo, i: int) -> bool:
+        """The optimizers stepped with the gradient of the backward at event ``i`` of ``back``
+        may hold the parameters of the module ``call`` (an event of ``fn``) runs. False only
+        when all of them are followed to modules of other classes: a linear probe's optimizer
+        over ``probe.parameters()``, a GAN discriminator's over the discriminator only."""
+        held = self.stepped_modules(back, i)
+        callee = callee_text(call)
+        if held is None:
+            # the optimizers' modules are not followed to classes: what each was given, as
+            # written, against the module's own expression where both name the same objects
+            # (`Adam(self.model.discriminator.parameters())`, `self.model.generator.sample(z)`)
+            same = fn is back or (callee.startswith("self.") and fn.class_name == back.class_name)
+            return self.trains_module(back, i, callee if same else None)
+        index = fn.events.index(call)
+        made = {o.cls for o in self.origins(fn, callee, index) if o.known}
+        if callee.startswith("self.") and fn.class_name:
+            made.add(fn.class_name)  # a submodule of the instance whose method runs
+        elif "." in callee:
+            made |= {o.cls for o in self.origins(fn, callee.rsplit(".", 1)[0], index) if o.known}
+        if not made:
+            return True
+        return any(self.contains_class(h.cls, m) or self.contains_class(m, h.cls)
+                   for h in held for m in made)
 
     # -- backward and its loss -----------------------------------------------------------------
     def backward_sites(self) -> list[Site]:

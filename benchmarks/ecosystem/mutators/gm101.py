@@ -8,7 +8,7 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from benchmarks.ecosystem.mutators.base import Edit, Operator, Source, insert_after
-from benchmarks.ecosystem.mutators.program import run_by_a_program
+from benchmarks.ecosystem.mutators.program import run_by_a_program, trained_by_its_loss
 from benchmarks.ecosystem.mutators.structure import (MODULE_METHODS, TENSOR_METHODS, assign_value,
                                                      assigned_names, calls, dependency_slice,
                                                      forward_sites, gradients_after_detach, in_body,
@@ -26,7 +26,9 @@ def detach_module_output(src: Source) -> Iterator[Edit]:
     raise instead of training silently, and detaching one view of a two-view model whose other
     view still reaches the loss (``z1, z2 = model(g1, x1, g2, x2)``, then ``z1.detach()``; or a
     second call of the same module) is the stop-gradient BYOL and SimSiam train with: every
-    parameter still gets its gradient, GM101 documents it as valid."""
+    parameter still gets its gradient, GM101 documents it as valid. Nor where the optimizers
+    stepped after the loss's backward hold other modules only (a GAN's discriminator step,
+    the generator's sample detached or not): the program model is asked, as the rule does."""
     for tl, call, stmt in forward_sites(src):
         module = src.code(call.func)
         what = f"`.detach()` on `{module}(...)` on the loss path"
@@ -35,6 +37,9 @@ def detach_module_output(src: Source) -> Iterator[Edit]:
         detached = {first} if first else assigned_names(stmt) if whole else set()
         reaching = gradients_after_detach(src, tl, call, detached)
         if not reaching or any(_overlap(module, other) for other in reaching):
+            continue
+        if src.program is not None and not src.program.ask(
+                lambda project: trained_by_its_loss(project, src.path, src.line(call), module)):
             continue
         if first is None:
             yield Edit({call: _detached(call)}, what)
@@ -207,7 +212,8 @@ def detach_target(src: Source) -> Iterator[Edit]:
 
 
 OPERATORS = [
-    Operator("gm101.detach-module-output", "GM101", detach_module_output, (".backward(",)),
+    Operator("gm101.detach-module-output", "GM101", detach_module_output, (".backward(",),
+             reads=("GM101",)),
     Operator("gm101.detach-submodule-output", "GM101", detach_submodule_output, ("def forward",),
              reads=("GM101",)),
     Operator("gm101.detach-prediction", "GM101", detach_prediction, ("loss",)),

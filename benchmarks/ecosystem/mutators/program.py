@@ -53,6 +53,24 @@ def call_event(project: "Project", path: str, line: int, func: str) -> Optional[
     return None if index is None else (fn, index)
 
 
+def trained_by_its_loss(project: "Project", path: str, line: int, func: str) -> bool:
+    """Some backward the output of the module call of ``func`` at ``path``:``line`` reaches
+    steps an optimizer that may hold that module's parameters (GM101's premise: a GAN's
+    discriminator step, whose optimizer holds the discriminator only, trains no generator
+    whatever is detached there). True when the model cannot tell."""
+    from auditor.static import dataflow as df
+    from auditor.static.training import Training
+
+    found = call_event(project, path, line, func)
+    if found is None:
+        return True
+    fn, index = found
+    call, training = fn.events[index], Training.of(project)
+    sinks = df.flows_from(project, fn, call).sinks
+    return not sinks or any(training.steps_module_of(fn, call, s.fn, s.fn.events.index(s.event))
+                            for s in sinks)
+
+
 def run_by_a_program(project: "Project", path: str) -> bool:
     """Some entry point of the tree imports the file at ``path`` (a script, a ``-m`` module, a
     console script, a test): its code can run. A module nothing imports is dead code."""

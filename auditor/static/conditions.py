@@ -19,6 +19,7 @@ API:
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Optional
 
@@ -30,6 +31,7 @@ _MAIN_GUARD = re.compile(r"__name__\s*==\s*['\"]__main__['\"]")
 _NEGATED = re.compile(r"^not\s*\((.*)\)$|^not\s+(.*)$")
 
 
+@functools.lru_cache(maxsize=8192)  # the same few tests, asked about hundreds of thousands of times
 def normalise(test: str) -> str:
     return re.sub(r"\s+", "", test)
 

@@ -785,12 +785,13 @@ def definitions(fn: FunctionInfo, name: str, index: int) -> list[Statement]:
     here = set(use.conditions) if use is not None else set()
     found: list[Statement] = []
     for stmt in reversed(stmts[:index]):
+        if not any(t == name or name.startswith(t + ".") for t in stmt.targets):
+            continue
         if use is not None and excludes(stmt.head, use):
             continue
-        if any(t == name or name.startswith(t + ".") for t in stmt.targets):
-            found.append(stmt)
-            if stmt.kind == "assign" and set(stmt.head.conditions) <= here:
-                break
+        found.append(stmt)
+        if stmt.kind == "assign" and set(stmt.head.conditions) <= here:
+            break
     return found
 
 

@@ -131,17 +131,23 @@ class Beside:
     def __init__(self, fn: Callable[[J], R], job: J) -> None:
         self._worker = _Worker(multiprocessing.get_context("fork"), fn)
         self._worker.give(job)
+        self._open = True
 
     def result(self) -> Union[R, Lost]:
         try:
             answer = self._worker.conn.recv()
         except (EOFError, OSError):
             answer = Lost("crashed", time.monotonic() - self._worker.since)
-        self._worker.close(kill=isinstance(answer, Lost))
+        self._close(kill=isinstance(answer, Lost))
         return answer
 
     def cancel(self) -> None:
-        self._worker.close(kill=True)
+        self._close(kill=True)
+
+    def _close(self, kill: bool) -> None:
+        if self._open:
+            self._open = False
+            self._worker.close(kill)
 
 
 def can_fork() -> bool:

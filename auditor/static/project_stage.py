@@ -53,11 +53,12 @@ def run_project_stage(build: Callable[[], Project], rules: Sequence[type[Rule]],
     else:  # building the project is a tenth of the stage: each side builds its own at once
         child = Beside(lambda _: run_rules(build(), beside), ())
     try:
-        theirs = child.result() if jobs == 1 else None
-        if jobs != 1:
+        if jobs == 1:
+            theirs = child.result()
+        else:
             project = build()
         findings, errors, _ = run_rules(project, here)
-        if theirs is None:
+        if jobs != 1:
             theirs = child.result()
     finally:
         child.cancel()  # a Ctrl-C or an error here: the child does not outlive the stage

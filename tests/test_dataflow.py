@@ -40,13 +40,17 @@ PROJECT = {
 }
 
 
+def checked(files, tmp_path, monkeypatch, rule="GM101"):
+    """The static pass's result on ``files`` written to ``tmp_path`` (the working directory:
+    files the prefilter skips are loaded on demand relative to it)."""
+    write_sources(files, tmp_path)
+    monkeypatch.chdir(tmp_path)
+    return run_check(["."], Config(root=tmp_path), [all_rules()[rule]], jobs=1, use_cache=False)
+
+
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    # files the prefilter skips are loaded on demand, relative to the working directory
-    write_sources(PROJECT, tmp_path)
-    monkeypatch.chdir(tmp_path)
-    result = run_check(["."], Config(root=tmp_path), [all_rules()["GM101"]], jobs=1, use_cache=False)
-    return result.project
+    return checked(PROJECT, tmp_path, monkeypatch).project
 
 
 def test_instance_call_resolves_through_constructor_argument(project):
@@ -131,10 +135,7 @@ BRANCHES = {"train.py": (
 
 
 def test_flow_keeps_a_value_rebound_in_another_branch_and_skips_the_other_side(tmp_path, monkeypatch):
-    write_sources(BRANCHES, tmp_path)
-    monkeypatch.chdir(tmp_path)
-    project = run_check(["."], Config(root=tmp_path), [all_rules()["GM401"]], jobs=1,
-                        use_cache=False).project
+    project = checked(BRANCHES, tmp_path, monkeypatch, "GM401").project
     fn = project.function("train.run")
     stmts = df.statements(fn)
     built = next(s for s in stmts if "MSELoss" in s.text)
@@ -241,9 +242,7 @@ LOOKED_UP = {
     (LOOKED_UP, {"models.Core", "models.Plain"}),
 ], ids=["branches", "decorator-registry", "dict-of-classes"])
 def test_a_factory_yields_every_class_it_may_build(tmp_path, monkeypatch, program, classes):
-    write_sources(program, tmp_path)
-    monkeypatch.chdir(tmp_path)
-    result = run_check(["."], Config(root=tmp_path), [all_rules()["GM101"]], jobs=1, use_cache=False)
+    result = checked(program, tmp_path, monkeypatch)
     fn = result.project.function("train.main")
     backward = next(s for s in df.statements(fn) if "backward" in s.text)
     assert df.instance_classes(result.project, fn, "model", backward.index) == classes
@@ -267,10 +266,7 @@ NESTED_CHOICE = {
 
 
 def test_definitions_reach_across_branches_but_not_from_the_other_side(tmp_path, monkeypatch):
-    write_sources(NESTED_CHOICE, tmp_path)
-    monkeypatch.chdir(tmp_path)
-    project = run_check(["."], Config(root=tmp_path), [all_rules()["GM101"]], jobs=1,
-                        use_cache=False).project
+    project = checked(NESTED_CHOICE, tmp_path, monkeypatch).project
     fn = project.function("models.build")
     made = [s for s in df.statements(fn) if s.text.startswith("model = ")]
     # the inner `if`'s rebinding leaves the first class on its other path; the `else` side

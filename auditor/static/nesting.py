@@ -6,6 +6,9 @@ operators. The estimate counts, per open bracket, the trailers and operators cha
 last comma, plus the brackets and indentation around them: about 2 per nested call or chained
 ``.method()``, 1 per operator. Real code stays far below :data:`MAX_DEPTH`; files above
 :data:`RISKY_DEPTH` are parsed in a process that may die (auditor/static/isolate.py).
+The thresholds apply to the depth of CPython's own tree wherever CPython parses the file
+(:func:`auditor.static.positions.ast_shape`, a fraction of the tokenizer's cost); this estimate
+decides only for files CPython refuses and libcst may still parse.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ GM     := $(abspath $(VENV))/bin/gm-audit
 STAMP  := $(VENV)/.installed
 DEMO   := build/demo
 
-.PHONY: venv demo test browser bench ecosystem clean
+.PHONY: venv demo test browser bench ecosystem validate validate-floor clean
 
 venv: $(STAMP)
 
@@ -36,6 +36,16 @@ browser:
 
 test: venv browser
 	GM_AUDIT_REQUIRE_BROWSER=1 $(PY) -m pytest
+
+# The validation set (../shared/validation): realistic pipelines written independently of
+# gm-audit, one measured change each. `validate` prints the static, probe and diff figures (about
+# 50 minutes on 2 cores); `validate-floor` is CI's static part, failing below the last figures
+# measured (benchmarks/validation_floor.json).
+validate: venv
+	$(PY) -m benchmarks.validation
+
+validate-floor: venv
+	$(PY) -m benchmarks.validation --mode static --floor
 
 bench: venv
 	$(PY) benchmarks/static_bench.py

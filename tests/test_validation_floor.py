@@ -1,0 +1,29 @@
+"""The validation floor CI holds (benchmarks/validation.py): a figure that falls below the last
+one measured, or a count of extra findings that rises, is a regression; anything else is not."""
+
+from __future__ import annotations
+
+import json
+
+from benchmarks import validation
+
+
+def test_the_committed_floor_names_only_figures_the_scorer_reports() -> None:
+    floors = json.loads(validation.FLOOR.read_text(encoding="utf-8"))
+    assert "static" in floors
+    for mode, floor in floors.items():
+        known = set(validation.HIGHER_IS_BETTER[mode]) | set(validation.LOWER_IS_BETTER[mode])
+        assert set(floor) <= known, (mode, set(floor) - known)
+
+
+def test_a_fall_in_found_bugs_or_a_rise_in_extra_findings_is_a_regression() -> None:
+    floor = {"bugs_ok": 8, "benign_ok": 25, "extra_findings": 0, "errors": 0}
+    same = {"bugs_ok": 8, "bugs": 21, "benign_ok": 25, "benign": 25, "extra_findings": 0, "errors": 0}
+    assert validation.regressions("static", same, floor) == []
+    better = {**same, "bugs_ok": 12}
+    assert validation.regressions("static", better, floor) == []
+    assert validation.regressions("static", {**same, "bugs_ok": 7}, floor) == ["bugs_ok 7 < floor 8"]
+    assert validation.regressions("static", {**same, "extra_findings": 2}, floor) == [
+        "extra_findings 2 > floor 0"]
+    assert validation.regressions("diff", {"correct": 29, "cases": 35, "errors": 0},
+                                  {"correct": 30}) == ["correct 29 < floor 30"]

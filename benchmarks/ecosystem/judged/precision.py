@@ -6,7 +6,11 @@ each other's verdicts (``PROTOCOL.md``). A finding's verdict is the readers' whe
 agree on right or wrong; the strict figure counts every other finding (debatable, split) as not
 right: right / all.
 
-    python -m benchmarks.ecosystem.judged.precision [--json OUT]
+    python -m benchmarks.ecosystem.judged.precision [--json OUT] [--now]
+
+``--now`` runs gm-audit on the corpus again and keeps only the sampled findings it still reports:
+the precision of today's code on the findings judged then (it cannot see new findings, which
+need a new sample and new readers).
 """
 
 from __future__ import annotations
@@ -74,11 +78,30 @@ def render(t: dict) -> str:
     return "\n".join(rows)
 
 
+def still_reported(findings: Sequence[dict]) -> list[dict]:
+    """The sampled findings that gm-audit still reports on the corpus (rule, file, line, text)."""
+    from benchmarks.ecosystem import corpus
+
+    now: set[tuple] = set()
+    for repo in sorted({f["repo"] for f in findings}):
+        root = corpus.repo_path(repo)
+        now |= {(repo, r.rule, r.path, r.line, r.line_text) for r in corpus.findings(root)}
+    return [f for f in findings
+            if (f["repo"], f["rule"], f["path"], f["line"], f["line_text"]) in now]
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--now", action="store_true", help="only the findings still reported today")
     a = ap.parse_args(argv)
     findings = load()
+    if a.now:
+        kept = still_reported(findings)
+        gone = Counter(f["verdict"] for f in findings if f not in kept)
+        print(f"{len(kept)} of {len(findings)} sampled findings still reported; gone: "
+              + ", ".join(f"{n} {v}" for v, n in sorted(gone.items())))
+        findings = kept
     t = table(findings)
     print(render(t))
     if a.json:

@@ -278,12 +278,17 @@ class OptimizerBuild:
 
 
 _CACHE: "weakref.WeakKeyDictionary[Project, Training]" = weakref.WeakKeyDictionary()
+_ASKING: list = []  # an origins question being answered (identity-compared)
 
 
 class Training:
     def __init__(self, project: Project) -> None:
         self.project = project
         self._origins: dict[tuple, list[Origin]] = {}
+        # set when an answer was cut short (the depth bound, or a question still being answered
+        # further up): such an answer is partial and is not kept, or a shallower question asked
+        # later would get it from the cache instead of its full answer
+        self._cut = False
         self._slices: dict[tuple, list[Site]] = {}  # loss_slice answers (they are asked often)
         self._resolved: dict[tuple, list[str]] = {}
         self._contains: dict[tuple[str, str], bool] = {}
@@ -504,15 +509,27 @@ class Training:
     # -- where values come from --------------------------------------------------------------
     def origins(self, fn: FunctionInfo, expr: str, i: int, depth: int = 0) -> list[Origin]:
         key = (fn.qualname, expr, i)
-        if key in self._origins:
-            return self._origins[key]
-        self._origins[key] = [Origin("unknown")]  # recursion guard
-        out = self._origins_uncached(fn, expr, i, depth)
-        self._origins[key] = list(dict.fromkeys(out)) or [Origin("unknown")]
-        return self._origins[key]
+        known = self._origins.get(key)
+        if known is not None:
+            if known is _ASKING:
+                self._cut = True
+                return [Origin("unknown")]
+            return known
+        self._origins[key] = _ASKING  # recursion guard
+        outer_cut, self._cut = self._cut, False
+        answer = list(dict.fromkeys(self._origins_uncached(fn, expr, i, depth))) or [Origin("unknown")]
+        if self._cut:
+            del self._origins[key]
+        else:
+            self._origins[key] = answer
+        self._cut = self._cut or outer_cut
+        return answer
 
     def _origins_uncached(self, fn: FunctionInfo, expr: str, i: int, depth: int) -> list[Origin]:
-        if depth > MAX_DEPTH or not re.fullmatch(r"[\w.]+", expr or ""):
+        if depth > MAX_DEPTH:
+            self._cut = True
+            return [Origin("unknown")]
+        if not re.fullmatch(r"[\w.]+", expr or ""):
             return [Origin("unknown")]
         if expr == "self" and fn.class_name:
             return [Origin("self", fn.class_name, fn.qualname)]
@@ -597,6 +614,7 @@ class Training:
 
     def returned(self, fn: FunctionInfo, depth: int) -> list[Origin]:
         if depth > MAX_DEPTH:  # `return f(...)` chains through callees (and back: recursion)
+            self._cut = True
             return [Origin("unknown")]
         out: list[Origin] = []
         for j, e in enumerate(fn.events):

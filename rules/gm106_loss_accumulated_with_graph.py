@@ -294,6 +294,8 @@ automatically because a tensor total may be used later on purpose.
                 continue
             if t.grad_off(fn, i) is not None:
                 continue  # `with torch.no_grad(): total += loss` records no graph
+            if e.kind != "call" and not holds_graph(t, fn, acc, i + 1):
+                continue  # what it adds is a number: `acc += accuracy(scores, labels)`
             for value in values:
                 if value in graph and not detached_text(e.text, value) \
                         and holds_graph(t, fn, value, i):

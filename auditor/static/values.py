@@ -95,6 +95,12 @@ def kind_at(t: Training, fn: FunctionInfo, name: str, i: int, depth: int = 0) ->
         return DATA
     value = _AUGMENTED.split(stmt.text, 1)[-1] if stmt.kind == "augassign" else \
         stmt.text.split("=", 1)[-1] if "=" in stmt.text else ""
+    if stmt.kind == "assign" and len(stmt.targets) > 1:
+        # `loss, acc, opt = train_epoch(...)`: the element of what the callee returns
+        k = _outer_call_index(fn, j)
+        if k is None or not _one_term(value.strip()):
+            return UNKNOWN
+        return _returned_kind(t, fn, fn.events[k], depth, stmt.targets.index(name))
     kind = _expression_kind(t, fn, j, value.strip(), depth)
     if stmt.kind == "augassign":  # `total += x`: what `total` held, combined with `x`
         kind = _join(kind, kind_at(t, fn, name, j, depth + 1))
@@ -111,6 +117,8 @@ def _join(a: str, b: str) -> str:
         return a
     if GRAD in (a, b):
         return GRAD
+    if {a, b} == {NUMBER, DATA}:
+        return DATA  # neither carries autograd history (`epoch_loss /= (iter + 1)`)
     return UNKNOWN
 
 
@@ -134,12 +142,32 @@ def _expression_kind(t: Training, fn: FunctionInfo, j: int, value: str, depth: i
         return DATA
     if re.fullmatch(r"[\w.]+", value or "-") and "." not in value:
         return kind_at(t, fn, value, j, depth + 1)
+    terms = _plain_terms(value)
+    if terms:  # arithmetic on names and literals: what its operands are, joined
+        out = NUMBER
+        for term in terms:
+            out = _join(out, NUMBER if _NUMBER_LITERAL.fullmatch(term)
+                        else kind_at(t, fn, term, j, depth + 1))
+        return out
     return UNKNOWN
 
 
-def _returned_kind(t: Training, fn: FunctionInfo, call: Event, depth: int) -> str:
+def _plain_terms(value: str) -> list[str]:
+    """The operands of an arithmetic expression made only of names and number literals
+    (``(iter + 1)``, ``total / n``); empty for anything else."""
+    terms = [x for x in re.split(r"[-+*/%()\s]+", value) if x]
+    if len(terms) < 2 or re.search(r"[^\w\s.+\-*/%()]", value):
+        return []
+    if all(re.fullmatch(r"[A-Za-z_]\w*", x) or _NUMBER_LITERAL.fullmatch(x) for x in terms):
+        return terms
+    return []
+
+
+def _returned_kind(t: Training, fn: FunctionInfo, call: Event, depth: int,
+                   element: Optional[int] = None) -> str:
     """What the project functions a call runs return, joined over their ``return`` statements
-    (``epoch_loss = self.train_epoch()`` that returns a sum of ``.item()`` values: a number)."""
+    (``epoch_loss = self.train_epoch()`` that returns a sum of ``.item()`` values: a number);
+    ``element``: the kind of that element of the tuple they return (``return loss, acc``)."""
     kinds: list[str] = []
     for qual in t.resolve(fn, call):
         callee = t.project.function(qual)
@@ -150,7 +178,12 @@ def _returned_kind(t: Training, fn: FunctionInfo, call: Event, depth: int) -> st
             continue  # returns None (an abstract base method the class overrides): no value
         for r in returns:
             value = callee.events[r].text.removeprefix("return").strip()
-            if t.grad_off(callee, r) is not None:
+            if element is not None:
+                parts = _top_level_items(value)
+                one = parts[element].strip() if len(parts) > element else ""
+                kinds.append(kind_at(t, callee, one, r, depth + 1)
+                             if re.fullmatch(r"[A-Za-z_]\w*", one) else UNKNOWN)
+            elif t.grad_off(callee, r) is not None:
                 kinds.append(DATA)
             else:
                 kinds.append(_expression_kind(t, callee, r, value, depth + 1) if value else UNKNOWN)
@@ -160,6 +193,20 @@ def _returned_kind(t: Training, fn: FunctionInfo, call: Event, depth: int) -> st
     for kind in kinds[1:]:
         out = _join(out, kind)
     return out
+
+
+def _top_level_items(value: str) -> list[str]:
+    """``a, (b, c), f(d, e)`` -> its comma-separated items outside brackets."""
+    items, depth, start = [], 0, 0
+    for k, ch in enumerate(value):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            items.append(value[start:k])
+            start = k + 1
+    return [*items, value[start:]]
 
 
 def holds_graph(t: Training, fn: FunctionInfo, name: str, i: int) -> bool:

@@ -55,8 +55,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from auditor.static.dataflow import SHARING_METHODS, SHARING_WRAPPERS, callee_text
-from auditor.static.facts import Event, FunctionInfo, Span
-from auditor.static.paths import NO_GRAD_CONTEXTS, bindings, rebase
+from auditor.static.facts import MODULE_SCOPE, Event, FunctionInfo, Span
+from auditor.static.paths import NO_GRAD_CONTEXTS, NOT_FORWARD, bindings, rebase
 from auditor.static.project import Project
 
 Site = tuple[FunctionInfo, int]
@@ -86,6 +86,11 @@ MODE_FREE_LAYERS = {
 NON_DIFFERENTIABLE = {"argmax", "argmin", "argsort", "long", "int", "bool", "item", "detach",
                       "sign", "round", "floor", "ceil", "nonzero", "tolist", "numpy", "numel",
                       "size", "eq", "ne", "gt", "lt", "ge", "le", "randperm", "multinomial"}
+
+
+# function names too common to find a step function's callers by (a module's own body, entry
+# points, a module's forward): searching for them would load most of a large tree
+_COMMON_NAMES = frozenset({MODULE_SCOPE, "main", "run", "forward", "__call__", "__init__", "step"})
 
 
 def is_backward(event: Event) -> bool:
@@ -1000,8 +1005,14 @@ class Training:
     def training_loops(self) -> list[TrainingLoop]:
         if self._loops is not None:
             return self._loops
-        # a rule whose prefilter skipped the training script still asks where training happens
+        # a rule whose prefilter skipped the training script still asks where training happens:
+        # the files that backpropagate, and those that call a step function of theirs (the loop
+        # of `trainer.training_step(g)` may be all a script holds)
         self.project.load_mentioning("backward(")
+        steps = {fn.name for fn in list(self.project.functions.values())
+                 if any(is_backward(e) for e in fn.events)}
+        for name in sorted(steps - NOT_FORWARD - _COMMON_NAMES):
+            self.project.load_mentioning(f"{name}(")
         self._loops = []
         for fn in list(self.project.functions.values()):
             loop_ids = sorted({lid for e in fn.events for lid in e.loop_ids})

@@ -39,9 +39,10 @@ API (``fn`` is a :class:`FunctionInfo`, ``i`` the index of an event in ``fn.even
                               ``set_grad_enabled(False)`` call event that disables gradients at
                               event ``i`` (innermost wins, ``enable_grad`` re-enables), or None.
 * ``grad_off_decorator(fn)``  the index in ``fn.decorators`` of a grad-disabling decorator.
-* ``gradient_free_forwards()`` [(TrainingLoop, i)] module calls in a training loop's own body run
-                              with gradients off and the module in train mode, whose value no
-                              backward of the loop reads (a second forward per step).
+* ``extra_forwards()``         [(TrainingLoop, fn, i)] module calls run each training iteration
+                              in train mode whose value no backward reads: with gradients off,
+                              or after the step's backward (in the loop's body or the step
+                              functions it calls).
 
 Plain predicates: ``is_backward(event)``, ``is_grad_reset(event)``, ``is_optimizer_class(name)``,
 ``looks_optimizer(text)``, ``detached_text(text, name)``.
@@ -980,26 +981,35 @@ class Training:
                                          stack | {qual})
         return out
 
-    def gradient_free_forwards(self) -> list[tuple[TrainingLoop, int]]:
-        out: list[tuple[TrainingLoop, int]] = []
+    def extra_forwards(self) -> list[tuple[TrainingLoop, FunctionInfo, int]]:
+        """Module calls run once per training iteration, in train mode, whose output no backward
+        reads: under no_grad, or after the backward of the step (a monitoring forward). They are
+        looked for in the loop's own body and in the step functions it calls that backpropagate
+        (``trainer.training_step(g)``)."""
+        out: list[tuple[TrainingLoop, FunctionInfo, int]] = []
         seen: set[tuple[str, int]] = set()
         for loop in self.training_loops():
-            fn = loop.fn
-            on_loss = {(sfn.qualname, j) for a in loop.of("backward") if a.fn is fn
-                       for sfn, j in self.loss_slice(fn, a.index)}
-            body = [i for i, e in enumerate(fn.events) if loop.loop_id in e.loop_ids]
-            evaluating = False  # `.eval()` earlier in this iteration, no `.train()` since
-            for i in body:
-                e = fn.events[i]
-                if e.kind == "call" and e.method in ("eval", "train") and e.receiver:
-                    evaluating = e.method == "eval" or (e.args[:1] == ["False"])
-                    continue
-                if evaluating or (fn.qualname, i) in on_loss or e.kind != "call" \
-                        or self.grad_off(fn, i) is None or not self.module_call(fn, i) \
-                        or (fn.qualname, i) in seen:
-                    continue
-                seen.add((fn.qualname, i))
-                out.append((loop, i))
+            steps = {a.fn.qualname: a.fn for a in loop.of("backward") if a.fn is not loop.fn}
+            scopes = [(loop.fn, [i for i, e in enumerate(loop.fn.events) if loop.loop_id in e.loop_ids])]
+            scopes += [(fn, list(range(len(fn.events)))) for fn in steps.values()]
+            for fn, body in scopes:
+                backwards = [a.index for a in loop.of("backward") if a.fn is fn]
+                on_loss = {(sfn.qualname, j) for b in backwards for sfn, j in self.loss_slice(fn, b)}
+                evaluating = False  # `.eval()` earlier in this iteration, no `.train()` since
+                for i in body:
+                    e = fn.events[i]
+                    if e.kind == "call" and e.method in ("eval", "train") and e.receiver:
+                        evaluating = e.method == "eval" or (e.args[:1] == ["False"])
+                        continue
+                    if evaluating or (fn.qualname, i) in on_loss or e.kind != "call" \
+                            or (fn.qualname, i) in seen or not self.module_call(fn, i):
+                        continue
+                    after_backward = any(b < i and set(fn.events[b].loop_ids) <= set(e.loop_ids)
+                                         for b in backwards)
+                    if self.grad_off(fn, i) is None and not after_backward:
+                        continue
+                    seen.add((fn.qualname, i))
+                    out.append((loop, fn, i))
         return out
 
     def training_loops(self) -> list[TrainingLoop]:

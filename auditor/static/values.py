@@ -349,6 +349,35 @@ class Constants:
         return UNKNOWN_VALUE
 
 
+def config_default(project: Project, text: str) -> Any:
+    """What ``cfg.get("k", d)`` / ``getattr(cfg, "k", d)`` (the expression ``text``) gives when
+    nothing in the tree sets the key ``k`` (no ``"k": v`` entry, ``cfg["k"] = v``, ``k=v`` keyword
+    or assignment, ``--k`` option): the default ``d``, which every run then uses.
+    :data:`UNKNOWN_VALUE` for any other expression, or when the key is set somewhere."""
+    try:
+        node = cst.parse_expression(text)
+    except cst.ParserSyntaxError:
+        return UNKNOWN_VALUE
+    if not isinstance(node, cst.Call) or len(node.args) != 2 + _is_getattr(node):
+        return UNKNOWN_VALUE
+    if not (_is_getattr(node) or (isinstance(node.func, cst.Attribute) and node.func.attr.value == "get")):
+        return UNKNOWN_VALUE
+    key_node, default_node = node.args[-2].value, node.args[-1].value
+    constants = Constants()
+    key, default = constants.evaluate(key_node), constants.evaluate(default_node)
+    if not isinstance(key, str) or not re.fullmatch(r"\w+", key) or default is UNKNOWN_VALUE:
+        return UNKNOWN_VALUE
+    option = re.escape(key).replace("_", "[-_]")
+    setting = re.compile(
+        rf"""["']{re.escape(key)}["']\s*:|\[\s*["']{re.escape(key)}["']\s*\]\s*=(?!=)|"""
+        rf"""\b{re.escape(key)}\s*=(?!=)|--{option}\b|setattr\([^,]+,\s*["']{re.escape(key)}["']""")
+    return UNKNOWN_VALUE if project.any_source_matches(setting) else default
+
+
+def _is_getattr(node: cst.Call) -> bool:
+    return isinstance(node.func, cst.Name) and node.func.value == "getattr"
+
+
 # -- how many rows a value holds -------------------------------------------------------------------
 
 def subscripts(text: str) -> list[str]:

@@ -94,6 +94,20 @@ NON_DIFFERENTIABLE = {"argmax", "argmin", "argsort", "long", "int", "bool", "ite
 _COMMON_NAMES = frozenset({MODULE_SCOPE, "main", "run", "forward", "__call__", "__init__", "step"})
 
 
+def top_level_items(value: str) -> list[str]:
+    """``a, (b, c), f(d, e)`` -> its comma-separated items outside brackets."""
+    items, depth, start = [], 0, 0
+    for k, ch in enumerate(value):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            items.append(value[start:k])
+            start = k + 1
+    return [*items, value[start:]]
+
+
 def is_backward(event: Event) -> bool:
     if event.kind != "call":
         return False
@@ -570,8 +584,11 @@ class Training:
 
     def _statement_origin(self, fn: FunctionInfo, j: int, expr: str, depth: int) -> list[Origin]:
         stmt = fn.events[j]
+        if stmt.kind == "assign" and len(stmt.targets) > 1 and expr in stmt.targets \
+                and not stmt.text.startswith(("for ", "async for ")):
+            return self._unpacked_origin(fn, j, stmt.targets.index(expr), depth)
         if stmt.kind == "augassign" or len(stmt.targets) != 1:
-            return [Origin("unknown")]  # tuple unpacking, loop targets: not followed
+            return [Origin("unknown")]  # loop targets, augmented assignments: not followed
         calls = [k for k in range(j + 1, len(fn.events))
                  if fn.events[k].kind == "call" and _span_within(fn.events[k].span, stmt.span)]
         if calls:
@@ -580,6 +597,36 @@ class Training:
         if len(values) == 1 and re.fullmatch(r"[\w.]+", stmt.text.split("=", 1)[-1].strip()):
             return self.origins(fn, values[0], j, depth + 1)
         return [Origin("unknown")]
+
+    def _unpacked_origin(self, fn: FunctionInfo, j: int, position: int, depth: int) -> list[Origin]:
+        """``optimizer, scheduler = build_optimizer(model)``: the object at ``position`` of what
+        the callee returns (``return optimizer, scheduler``), or of a tuple of names assigned."""
+        stmt = fn.events[j]
+        value = stmt.text.split("=", 1)[-1].strip()
+        items = top_level_items(value)
+        if len(items) > position and len(items) > 1:
+            name = items[position].strip()
+            return self.origins(fn, name, j, depth + 1) if re.fullmatch(r"[\w.]+", name) \
+                else [Origin("unknown")]
+        calls = [k for k in range(j + 1, len(fn.events))
+                 if fn.events[k].kind == "call" and _span_within(fn.events[k].span, stmt.span)]
+        if not calls or depth > MAX_DEPTH:
+            return [Origin("unknown")]
+        call = fn.events[calls[0]]
+        out: list[Origin] = []
+        for qual in self.resolve(fn, call):
+            callee = self.project.function(qual)
+            if callee is None:
+                continue
+            for r, e in enumerate(callee.events):
+                if e.kind != "return":
+                    continue
+                parts = top_level_items(e.text.removeprefix("return").strip())
+                name = parts[position].strip() if len(parts) > position else ""
+                found = self.origins(callee, name, r, depth + 1) \
+                    if re.fullmatch(r"[\w.]+", name) else [Origin("unknown")]
+                out += [o.through(fn.qualname, calls[0], call.span) for o in found]
+        return out or [Origin("unknown")]
 
     def _call_origin(self, fn: FunctionInfo, k: int, depth: int) -> list[Origin]:
         call = fn.events[k]

@@ -32,7 +32,8 @@ import libcst as cst
 from auditor.static.dataflow import _bound, callers_of, definitions, statement_of
 from auditor.static.facts import Event, FunctionInfo
 from auditor.static.project import Project
-from auditor.static.training import NON_DIFFERENTIABLE, Training, outer_call, statement_start
+from auditor.static.training import (NON_DIFFERENTIABLE, Training, outer_call, statement_start,
+                                     top_level_items)
 
 NUMBER, DATA, GRAD, UNKNOWN = "number", "data", "grad", "unknown"
 UNKNOWN_VALUE = object()  # what :class:`Constants` answers for a value it cannot know
@@ -179,7 +180,7 @@ def _returned_kind(t: Training, fn: FunctionInfo, call: Event, depth: int,
         for r in returns:
             value = callee.events[r].text.removeprefix("return").strip()
             if element is not None:
-                parts = _top_level_items(value)
+                parts = top_level_items(value)
                 one = parts[element].strip() if len(parts) > element else ""
                 kinds.append(kind_at(t, callee, one, r, depth + 1)
                              if re.fullmatch(r"[A-Za-z_]\w*", one) else UNKNOWN)
@@ -193,20 +194,6 @@ def _returned_kind(t: Training, fn: FunctionInfo, call: Event, depth: int,
     for kind in kinds[1:]:
         out = _join(out, kind)
     return out
-
-
-def _top_level_items(value: str) -> list[str]:
-    """``a, (b, c), f(d, e)`` -> its comma-separated items outside brackets."""
-    items, depth, start = [], 0, 0
-    for k, ch in enumerate(value):
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            items.append(value[start:k])
-            start = k + 1
-    return [*items, value[start:]]
 
 
 def holds_graph(t: Training, fn: FunctionInfo, name: str, i: int) -> bool:

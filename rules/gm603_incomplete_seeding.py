@@ -263,8 +263,7 @@ drawn, never what the code computes with them.
         draws.sort(key=lambda d: (d[0].path, d[1].span.line, d[1].span.column))
         out: list[Finding] = []
         reported: set[tuple[str, str]] = set()
-        # a test suite is no run that must reproduce: its fixed seeds make its fixtures, and a
-        # library no entry program runs leaves seeding to whoever runs it
+        # a test suite is no run that must reproduce: its fixed seeds make its fixtures
         tests = {p.entry for p in project.programs() if p.kind == TEST}
         for fn, event, draw in draws:
             if is_test_code(fn):
@@ -273,7 +272,7 @@ drawn, never what the code computes with them.
             # experiment's script seeds says nothing about this one
             entries = sorted((e for e in seeding.running(fn.qualname) if e not in tests),
                              key=lambda e: (e not in training, e))
-            programs = [p for p in project.programs_with(fn.path) if p.kind not in (TEST, LIBRARY)]
+            programs = [p for p in project.programs_with(fn.path) if p.kind != TEST]
             files: frozenset[str] = frozenset().union(*(p.files for p in programs))
             if draw.unseedable:
                 # no global seed reaches a fresh generator: any seeding of a program running it
@@ -317,7 +316,13 @@ drawn, never what the code computes with them.
                 if lacking:
                     entries, here = [lacking[0][0]], lacking[0][1]
                 else:
-                    here = set().union(*(seeding.seeded_within(p.files) for p in programs))
+                    here = set().union(*(seeding.seeded_within(p.files) for p in programs
+                                         if p.kind != LIBRARY))
+                    if not here and any(p.kind == LIBRARY for p in programs):
+                        # library code no entry program runs: only seeding done where it is
+                        # called (its own function, what that calls) says its runs must
+                        # reproduce; a dataset's fixed split seed elsewhere in it does not
+                        here = seeding.seeded_on_call(project, fn.qualname)
                     if not here:
                         continue
             if draw.family in here:

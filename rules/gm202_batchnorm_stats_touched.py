@@ -125,6 +125,30 @@ by a person, and the reference script must then do the same.
 """
 
     VALID = [
+        # after the backward: a gradient clip over the parameters and an EMA weight update run
+        # no forward
+        Valid(
+            "import torch\nfrom torch import nn\n"
+            "class Online(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.enc = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4))\n"
+            "        self.target = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4))\n"
+            "    def update_target(self, m):\n"
+            "        for p, q in zip(self.enc.parameters(), self.target.parameters()):\n"
+            "            q.data.mul_(m).add_(p.data, alpha=1 - m)\n"
+            "    def forward(self, x):\n"
+            "        return (self.enc(x) - self.target(x).detach()).pow(2).mean()\n"
+            "model = Online()\n"
+            "opt = torch.optim.Adam(model.parameters())\n"
+            "for x in loader:\n"
+            "    loss = model(x)\n"
+            "    opt.zero_grad()\n"
+            "    loss.backward()\n"
+            "    torch.nn.utils.clip_grad_norm_(model.parameters(), 3)\n"
+            "    opt.step()\n"
+            "    model.update_target(0.99)\n"
+        ),
         # a normalisation layer's own methods maintain its own buffers
         Valid(
             "import torch\nfrom torch import nn\n"

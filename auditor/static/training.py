@@ -526,6 +526,21 @@ class Training:
         return not self.resolve(fn, event) and bool(MODEL_NAME.search(chain.rsplit(".", 1)[-1])) \
             and not chain.startswith(("torch.", "F.", "np.", "dgl."))
 
+    def runs_forward(self, fn: FunctionInfo, i: int) -> bool:
+        """The module call at ``i`` computes something with the module's layers: the module
+        called itself, or a method of it whose body calls a module (``model.embed(g, x)``), not
+        a parameter walk (``model.parameters()``) or a weight update (an EMA target's)."""
+        e = fn.events[i]
+        if e.method in NOT_FORWARD:
+            return False
+        if not e.method or e.method in ("forward", "__call__"):
+            return True
+        methods = {f"{o.cls}.{e.method}" for o in self.origins(fn, e.receiver, i) if o.known}
+        methods |= {q for q in self.resolve(fn, e) if q.rsplit(".", 1)[-1] == e.method}
+        return any(any(self.module_call(callee, k) for k, x in enumerate(callee.events)
+                       if x.kind == "call" and x.method not in NOT_FORWARD)
+                   for q in sorted(methods) if (callee := self.project.function(q)) is not None)
+
     # -- where values come from --------------------------------------------------------------
     def origins(self, fn: FunctionInfo, expr: str, i: int, depth: int = 0) -> list[Origin]:
         key = (fn.qualname, expr, i)
@@ -1053,7 +1068,7 @@ class Training:
                         continue
                     after_backward = any(b < i and set(fn.events[b].loop_ids) <= set(e.loop_ids)
                                          for b in backwards)
-                    if self.grad_off(fn, i) is None and not after_backward:
+                    if self.grad_off(fn, i) is None and not (after_backward and self.runs_forward(fn, i)):
                         continue
                     seen.add((fn.qualname, i))
                     out.append((loop, fn, i))

@@ -11,28 +11,45 @@ from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.facts import FunctionInfo
 from auditor.static.project import Project
 from auditor.static.training import UNTRAINED_NAME, OptimizerBuild, Training
+from auditor.static.values import config_default
 
 PARAMETER_CLASSES = ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
 
 
-def _flag(text: str, value: str) -> bool:
-    return text.replace(" ", "").rstrip(")").endswith(value) or f"requires_grad={value}" in text
+def _value(project: Project, text: str) -> Optional[bool]:
+    """A requires_grad flag as written: a literal, or a configuration read whose key nothing in
+    the tree sets (``cfg.get("train_encoder", False)``: every run gets the default)."""
+    if text in ("True", "False"):
+        return text == "True"
+    value = config_default(project, text)
+    return value if isinstance(value, bool) else None
 
 
-def _freezes(fn: FunctionInfo) -> Iterator[tuple[int, str, bool]]:
-    """(event index, module/parameter chain, frozen?) for each requires_grad switch in ``fn``."""
+def _freezes(project: Project, fn: FunctionInfo) -> Iterator[tuple[int, str, bool, str]]:
+    """(event index, module/parameter chain, frozen?, the flag when it is a configuration read)
+    for each requires_grad switch in ``fn``."""
     for i, e in enumerate(fn.events):
         if e.kind == "call" and e.method == "requires_grad_":
-            flag = (e.args[:1] or [e.kwargs.get("requires_grad", "True")])[0]
-            if flag in ("True", "False"):
-                yield i, _through_loop(fn, i, e.receiver), flag == "False"
+            text = (e.args[:1] or [e.kwargs.get("requires_grad", "True")])[0]
+            if text.endswith("(...)"):  # a call as the argument: its own event spells it out
+                inner = next((x for x in fn.events[i + 1:] if x.kind == "call"
+                              and x.span.line == e.span.line and text.startswith(x.func)), None)
+                text = f"{inner.func}({', '.join(inner.args)})" if inner is not None else text
+            flag = _value(project, text)
+            if flag is not None:
+                yield i, _through_loop(fn, i, e.receiver), not flag, _read(text)
         elif e.kind == "assign" and len(e.targets) == 1 and e.targets[0].endswith(".requires_grad"):
-            value = e.text.split("=", 1)[-1].strip()
-            if value in ("True", "False"):
-                yield i, _through_loop(fn, i, e.targets[0].rsplit(".", 1)[0]), value == "False"
+            text = e.text.split("=", 1)[-1].strip()
+            flag = _value(project, text)
+            if flag is not None:
+                yield i, _through_loop(fn, i, e.targets[0].rsplit(".", 1)[0]), not flag, _read(text)
         elif e.kind == "call" and e.func in PARAMETER_CLASSES and \
                 e.kwargs.get("requires_grad") == "False" and len(e.targets) == 1:
-            yield i, e.targets[0], True
+            yield i, e.targets[0], True, ""
+
+
+def _read(text: str) -> str:
+    return "" if text in ("True", "False") else text
 
 
 def _through_loop(fn: FunctionInfo, i: int, chain: str) -> str:
@@ -100,6 +117,23 @@ No automatic fix: whether the freeze is intended is the author's decision.
 """
 
     VALID = [
+        # a configuration read whose key the tree's configuration sets
+        Valid({
+            "trainer.py": (
+                "class Trainer:\n"
+                "    def __init__(self, model, optimizer, cfg):\n"
+                "        self.model, self.optimizer = model, optimizer\n"
+                "        for p in model.encoder.parameters():\n"
+                "            p.requires_grad_(cfg.get(\"train_encoder\", False))\n"
+            ),
+            "train.py": (
+                "import torch\nfrom torch import nn\nfrom trainer import Trainer\n"
+                "model = nn.Module()\nmodel.encoder = nn.Linear(4, 4)\n"
+                "optimizer = torch.optim.Adam(model.parameters())\n"
+                "cfg = {\"lr\": 0.001, \"train_encoder\": True}\n"
+                "trainer = Trainer(model, optimizer, cfg)\n"
+            ),
+        }),
         # teacher built as its own instance and frozen; the optimizer holds the student only
         Valid(
             "import copy\nimport torch\nfrom torch import nn\n"
@@ -151,6 +185,23 @@ No automatic fix: whether the freeze is intended is the author's decision.
         }),
     ]
     INVALID = [
+        # a configuration read whose key nothing sets: every run takes the default, False
+        Invalid({
+            "trainer.py": (
+                "class Trainer:\n"
+                "    def __init__(self, model, optimizer, cfg):\n"
+                "        self.model, self.optimizer = model, optimizer\n"
+                "        for p in model.encoder.parameters():\n"
+                "            p.requires_grad_(cfg.get(\"train_encoder\", False))\n"
+            ),
+            "train.py": (
+                "import torch\nfrom torch import nn\nfrom trainer import Trainer\n"
+                "model = nn.Module()\nmodel.encoder = nn.Linear(4, 4)\n"
+                "optimizer = torch.optim.Adam(model.parameters())\n"
+                "cfg = {\"lr\": 0.001}\n"
+                "trainer = Trainer(model, optimizer, cfg)\n"
+            ),
+        }, path="trainer.py", line=5, message_contains="nothing in the tree sets"),
         Invalid(
             "import torch\n"
             "def main(model):\n"
@@ -205,19 +256,21 @@ No automatic fix: whether the freeze is intended is the author's decision.
         if not builds:
             return
         for fn in list(project.functions.values()):
-            switches = list(_freezes(fn))
-            for i, chain, frozen in switches:
+            switches = list(_freezes(project, fn))
+            for i, chain, frozen, read in switches:
                 if not frozen or UNTRAINED_NAME.search(chain):
                     continue
                 if any(not f and j > i and (c == chain or chain.startswith(c + "."))
-                       for j, c, f in switches):
+                       for j, c, f, _ in switches):
                     continue  # unfrozen again
                 build = next((b for b in builds if cls._covers(t, b, fn, i, chain)), None)
                 if build is None:
                     continue
                 yield cls.make_finding(
                     fn.path, fn.events[i].span,
-                    f"`{chain}` is frozen (requires_grad=False) but the optimizer built at "
+                    f"`{chain}` is frozen (requires_grad=False"
+                    + (f": `{read}` and nothing in the tree sets that key" if read else "")
+                    + ") but the optimizer built at "
                     f"{build.fn.path}:{build.event.span.line} is given all of the model's "
                     f"parameters: the frozen ones never train",
                     fix="remove the freeze, or give the optimizer only the parameters meant to "

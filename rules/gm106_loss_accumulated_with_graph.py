@@ -258,25 +258,76 @@ automatically because a tensor total may be used later on purpose.
             "            self.train_losses.append(epoch_loss)\n",
             line=9,
         ),
+        # a running total kept on the trainer by the step method the loop calls
+        Invalid({
+            "trainer.py": (
+                "class Trainer:\n"
+                "    def __init__(self, model, opt):\n"
+                "        self.model, self.opt = model, opt\n"
+                "        self.running_loss = 0.0\n"
+                "    def training_step(self, g):\n"
+                "        loss = self.model(g)\n"
+                "        self.opt.zero_grad()\n"
+                "        loss.backward()\n"
+                "        self.opt.step()\n"
+                "        self.running_loss += loss\n"
+                "        return loss.item()\n"
+            ),
+            "train.py": (
+                "import torch\nfrom trainer import Trainer\n"
+                "def main(model, loader):\n"
+                "    trainer = Trainer(model, torch.optim.Adam(model.parameters()))\n"
+                "    for g in loader:\n"
+                "        trainer.training_step(g)\n"
+            ),
+        }, path="trainer.py", line=10),
     ]
 
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
         t = Training.of(project)
+        seen: set[tuple[str, int]] = set()
         for loop in t.training_loops():
-            for i, acc, value in cls._accumulations(t, loop):
+            found = [(loop.fn, i, acc, value) for i, acc, value in cls._accumulations(t, loop)]
+            found += cls._instance_accumulations(t, loop)
+            for fn, i, acc, value in found:
+                if (fn.qualname, i) in seen:
+                    continue
+                seen.add((fn.qualname, i))
                 yield cls.make_finding(
-                    loop.fn.path, loop.fn.events[i].span,
+                    fn.path, fn.events[i].span,
                     f"`{acc}` accumulates `{value}` across training steps with its autograd "
                     f"graph: every step's activations stay in memory until `{acc}` is dropped",
                     fix=f"accumulate `{value}.item()` (or `{value}.detach()`)",
                 )
 
     @classmethod
+    def _instance_accumulations(cls, t: Training, loop: TrainingLoop
+                                ) -> list[tuple[FunctionInfo, int, str, str]]:
+        """A step method the loop calls each iteration (the one that backpropagates) adding to an
+        attribute of its instance (``self.running_loss += loss``): the attribute outlives the
+        call, so it accumulates across steps like a total in the loop itself."""
+        out = []
+        for fn in {a.fn.qualname: a.fn for a in loop.of("backward") if a.fn is not loop.fn}.values():
+            graph = _graph_names(t, fn)
+            for i, acc, value in cls._adds(t, fn, range(len(fn.events)), graph):
+                if acc.startswith("self."):
+                    out.append((fn, i, acc, value))
+        return out
+
+    @classmethod
     def _accumulations(cls, t: Training, loop: TrainingLoop) -> Iterable[tuple[int, str, str]]:
         fn = loop.fn
         graph = _graph_names(t, fn)
         body = [i for i, e in enumerate(fn.events) if loop.loop_id in e.loop_ids]
+        return cls._adds(t, fn, body, graph)
+
+    @classmethod
+    def _adds(cls, t: Training, fn: FunctionInfo, body: Iterable[int],
+              graph: set[str]) -> Iterable[tuple[int, str, str]]:
+        """The statements of ``body`` adding a graph-carrying value of ``graph`` to a total or a
+        list that ``body`` does not reset."""
+        body = list(body)
         reset_inside = {x for i in body for x in fn.events[i].targets
                         if fn.events[i].kind == "assign"
                         and not set(fn.events[i].targets) & set(fn.events[i].uses)}
@@ -294,6 +345,8 @@ automatically because a tensor total may be used later on purpose.
                 continue
             if t.grad_off(fn, i) is not None:
                 continue  # `with torch.no_grad(): total += loss` records no graph
+            if e.kind != "call" and not holds_graph(t, fn, acc, i + 1):
+                continue  # what it adds is a number: `acc += accuracy(scores, labels)`
             for value in values:
                 if value in graph and not detached_text(e.text, value) \
                         and holds_graph(t, fn, value, i):

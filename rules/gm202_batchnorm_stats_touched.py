@@ -82,10 +82,11 @@ Finds code that changes a BatchNorm layer's running statistics other than by its
   `track_running_stats=False` (batch statistics at evaluation too) and a loader that feeds the
   model one graph at a time (`batch_size=1`, or a `GraphDataLoader` without `batch_size`) in a
   project whose model has a `BatchNorm`: the statistics are then those of one part's few nodes;
-* in a project whose model has a `BatchNorm`, a forward run inside the training loop with
-  gradients off (`torch.no_grad()`, `inference_mode()`) while the model is still in train mode,
-  whose output no backward reads (metrics on the training batch, a second pass): every such
-  forward moves the running statistics once more, with a batch training never saw.
+* in a project whose model has a `BatchNorm`, a forward run once per training step while the
+  model is still in train mode, whose output no backward reads: with gradients off
+  (`torch.no_grad()`, `inference_mode()`), or after the step's backward (metrics on the
+  training batch, an embedding logged by the trainer's step method): every such forward moves
+  the running statistics once more, with a batch training never saw.
 
 A module's own implementation (`self.running_mean = ...` in a custom normalisation layer) is not
 reported.
@@ -124,6 +125,30 @@ by a person, and the reference script must then do the same.
 """
 
     VALID = [
+        # after the backward: a gradient clip over the parameters and an EMA weight update run
+        # no forward
+        Valid(
+            "import torch\nfrom torch import nn\n"
+            "class Online(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.enc = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4))\n"
+            "        self.target = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4))\n"
+            "    def update_target(self, m):\n"
+            "        for p, q in zip(self.enc.parameters(), self.target.parameters()):\n"
+            "            q.data.mul_(m).add_(p.data, alpha=1 - m)\n"
+            "    def forward(self, x):\n"
+            "        return (self.enc(x) - self.target(x).detach()).pow(2).mean()\n"
+            "model = Online()\n"
+            "opt = torch.optim.Adam(model.parameters())\n"
+            "for x in loader:\n"
+            "    loss = model(x)\n"
+            "    opt.zero_grad()\n"
+            "    loss.backward()\n"
+            "    torch.nn.utils.clip_grad_norm_(model.parameters(), 3)\n"
+            "    opt.step()\n"
+            "    model.update_target(0.99)\n"
+        ),
         # a normalisation layer's own methods maintain its own buffers
         Valid(
             "import torch\nfrom torch import nn\n"
@@ -272,6 +297,41 @@ by a person, and the reference script must then do the same.
             },
             line=13, path="train.py", message_contains="extra forward",
         ),
+        # the trainer's step method logs an embedding of the batch after the update
+        Invalid({
+            "model.py": (
+                "from torch import nn\n"
+                "class MAE(nn.Module):\n"
+                "    def __init__(self):\n"
+                "        super().__init__()\n"
+                "        self.enc = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4))\n"
+                "    def embed(self, x):\n"
+                "        return self.enc(x)\n"
+                "    def forward(self, x):\n"
+                "        return (self.enc(x) - x).pow(2).mean()\n"
+            ),
+            "trainer.py": (
+                "class Trainer:\n"
+                "    def __init__(self, model, opt):\n"
+                "        self.model = model\n"
+                "        self.opt = opt\n"
+                "    def training_step(self, x):\n"
+                "        model = self.model\n"
+                "        loss = model(x)\n"
+                "        self.opt.zero_grad()\n"
+                "        loss.backward()\n"
+                "        self.opt.step()\n"
+                "        self.emb_std = model.embed(x).std().item()\n"
+                "        return loss.item()\n"
+            ),
+            "train.py": (
+                "import torch\nfrom model import MAE\nfrom trainer import Trainer\n"
+                "model = MAE()\n"
+                "trainer = Trainer(model, torch.optim.Adam(model.parameters()))\n"
+                "for x in loader:\n"
+                "    trainer.training_step(x)\n"
+            ),
+        }, path="trainer.py", line=11, message_contains="after the step's backward"),
     ]
 
     def __init__(self, ctx) -> None:
@@ -396,15 +456,17 @@ by a person, and the reference script must then do the same.
             return []
         out = []
         training = Training.of(project)
-        for loop, i in training.gradient_free_forwards():
-            call = loop.fn.events[i]
-            if not holds_batchnorm(project, loop.fn, i):
+        for _, fn, i in training.extra_forwards():
+            call = fn.events[i]
+            if not holds_batchnorm(project, fn, i):
                 continue  # a module without BatchNorm (a linear probe's head), or one not known
+            how = "with gradients off" if training.grad_off(fn, i) is not None \
+                else "after the step's backward"
             out.append(cls.make_finding(
-                loop.fn.path, call.span,
-                f"`{call.func}(...)` runs in train mode with gradients off, inside the training "
-                "loop, and no backward reads its output: this extra forward updates the BatchNorm "
-                "running statistics with a batch the training step never used",
+                fn.path, call.span,
+                f"`{call.func}(...)` runs in train mode {how}, once per training step, and no "
+                "backward reads its output: this extra forward updates the BatchNorm running "
+                "statistics with a batch the training step never used",
                 fix="call `.eval()` before an extra forward (and `.train()` after it), or reuse "
                     "the training forward's output"))
         trained_in = {loop.fn.qualname for loop in training.training_loops()}

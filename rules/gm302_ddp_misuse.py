@@ -13,6 +13,7 @@ from auditor.static.context import MODULE_SCOPE
 from auditor.static.conditions import conditions_of, constant_truth, implies, innermost
 from auditor.static.facts import Event, FunctionInfo
 from auditor.static.paths import call_sites_of, under_no_grad
+from auditor.static.programs import is_test_code
 from auditor.static.project import Project
 
 DDP = {
@@ -286,16 +287,9 @@ No automatic fix: whether the run is meant to be distributed is the author's dec
     def _in_test_code(project: Project, fn: FunctionInfo) -> bool:
         """``fn`` is test code, or only test code calls it (a `test_*` function, a method of a
         `Test*` class, a file under tests/ or named test_*.py / *_test.py)."""
-        def is_test(f: FunctionInfo) -> bool:
-            parts = f.path.split("/")
-            cls = f.class_name.rsplit(".", 1)[-1]
-            return (f.name.startswith("test") or cls.startswith("Test") or cls.endswith("Test")
-                    or any(p in ("tests", "test", "testing") for p in parts[:-1])
-                    or parts[-1].startswith("test_") or parts[-1].endswith("_test.py"))
-
         callers = [project.functions[q] for q in project.ancestors(fn.qualname)
                    if q in project.functions]
-        return is_test(fn) or (bool(callers) and all(is_test(c) for c in callers))
+        return is_test_code(fn) or (bool(callers) and all(is_test_code(c) for c in callers))
 
     @staticmethod
     def _project_inits(project: Project) -> bool:
@@ -309,6 +303,8 @@ No automatic fix: whether the run is meant to be distributed is the author's dec
         """The weakest guard on the way to ``event`` (none/always/other beat dist), and its text."""
         guard = innermost(event)
         kind = classify_guard(guard)
+        if kind == "other" and cls._tests_launch(project, fn, guard or ""):
+            kind = "dist"
         if kind != "none" or up >= MAX_UP:
             return kind, guard or ""
         sites = call_sites_of(project, fn)
@@ -320,6 +316,22 @@ No automatic fix: whether the run is meant to be distributed is the author's dec
             if hit is not None:
                 return hit
         return found[0]
+
+    @staticmethod
+    def _tests_launch(project: Project, fn: FunctionInfo, guard: str) -> bool:
+        """The guard calls a project predicate whose returned value tests for a multi-process
+        launch (``if is_distributed():`` with ``return dist.is_initialized()``)."""
+        called = set(re.findall(r"([\w.]+)\s*\(", guard))
+        for e in fn.events:
+            if e.kind != "call" or not ({e.func, e.func.rsplit(".", 1)[-1]} & called):
+                continue
+            for qual in project.resolve_call(e, fn):
+                callee = project.function(qual)
+                if callee is not None and any(
+                        r.kind == "return" and classify_guard(r.text) == "dist"
+                        for r in callee.events):
+                    return True
+        return False
 
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:

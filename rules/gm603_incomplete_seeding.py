@@ -11,6 +11,7 @@ from auditor.findings import Finding, Severity, Status
 from auditor.fix import Fix, Fixer
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.facts import Event, FunctionInfo
+from auditor.static.programs import LIBRARY, TEST, is_test_code
 from auditor.static.project import Project
 from auditor.static.training import is_backward
 from auditor.static.rng import FAMILIES, Draw, draw_of, project_seeding
@@ -262,11 +263,16 @@ drawn, never what the code computes with them.
         draws.sort(key=lambda d: (d[0].path, d[1].span.line, d[1].span.column))
         out: list[Finding] = []
         reported: set[tuple[str, str]] = set()
+        # a test suite is no run that must reproduce: its fixed seeds make its fixtures
+        tests = {p.entry for p in project.programs() if p.kind == TEST}
         for fn, event, draw in draws:
+            if is_test_code(fn):
+                continue
             # a draw is judged by one program that runs it (a training one first): what another
             # experiment's script seeds says nothing about this one
-            entries = sorted(seeding.running(fn.qualname), key=lambda e: (e not in training, e))
-            programs = project.programs_with(fn.path)
+            entries = sorted((e for e in seeding.running(fn.qualname) if e not in tests),
+                             key=lambda e: (e not in training, e))
+            programs = [p for p in project.programs_with(fn.path) if p.kind != TEST]
             files: frozenset[str] = frozenset().union(*(p.files for p in programs))
             if draw.unseedable:
                 # no global seed reaches a fresh generator: any seeding of a program running it
@@ -310,7 +316,13 @@ drawn, never what the code computes with them.
                 if lacking:
                     entries, here = [lacking[0][0]], lacking[0][1]
                 else:
-                    here = set().union(*(seeding.seeded_within(p.files) for p in programs))
+                    here = set().union(*(seeding.seeded_within(p.files) for p in programs
+                                         if p.kind != LIBRARY))
+                    if not here and any(p.kind == LIBRARY for p in programs):
+                        # library code no entry program runs: only seeding done where it is
+                        # called (its own function, what that calls) says its runs must
+                        # reproduce; a dataset's fixed split seed elsewhere in it does not
+                        here = seeding.seeded_on_call(project, fn.qualname)
                     if not here:
                         continue
             if draw.family in here:

@@ -144,6 +144,17 @@ def rebinds(event: Event, tracked: Optional[str]) -> bool:
     return False
 
 
+def bound_alias(event: Event, names: tuple[str, ...]) -> tuple[str, ...]:
+    """The name an assignment makes another name of the tracked object, met on the path:
+    ``model = self.model`` (or a choice between its names, a wrapper's ``.module``) in a method
+    the walk entered holding ``self.model``."""
+    if event.kind != "assign" or len(event.targets) != 1 or not event.value_names:
+        return ()
+    if all(n.removesuffix(".module") in names or n in names for n in event.value_names):
+        return (event.targets[0],)
+    return ()
+
+
 def backward_trains(step: "Step") -> bool:
     """The backward at ``step`` may train the tracked module: some optimizer stepped after it
     may hold its parameters (see Training.trains_module)."""
@@ -522,6 +533,7 @@ class PathSearch:
             ng = no_grad or under_no_grad(event)
             # the names the statement binds to another object stop naming the tracked one
             kept = names if conditional else tuple(n for n in names if not rebinds(event, n))
+            kept = _distinct((*kept, *bound_alias(event, kept)))
             next_states: set[Hashable] = set()
             for st in states:
                 self.budget -= 1

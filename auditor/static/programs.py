@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Iterator
 
 from auditor.static.context import MODULE_SCOPE
-from auditor.static.facts import FileFacts
+from auditor.static.facts import FileFacts, FunctionInfo
 from auditor.static.imports import Layout
 
 if TYPE_CHECKING:
@@ -75,6 +75,16 @@ def closure(imports: dict[str, set[str]], start: str) -> frozenset[str]:
 def _is_test(path: str) -> bool:
     name = posixpath.basename(path)
     return name.startswith("test_") or name.endswith("_test.py")
+
+
+def is_test_code(fn: FunctionInfo) -> bool:
+    """``fn`` belongs to a test suite: a ``test*`` function, a method of a ``Test*`` class, code
+    in a file under a tests/ folder or named like a test module. Its fixed seeds and its draws
+    serve the test's own fixtures, not a run that must reproduce."""
+    parts = fn.path.split("/")
+    owner = fn.class_name.rsplit(".", 1)[-1]
+    return (fn.name.startswith("test") or owner.startswith("Test") or owner.endswith("Test")
+            or any(p in ("tests", "test", "testing") for p in parts[:-1]) or _is_test(fn.path))
 
 
 def _test_functions(facts: FileFacts) -> tuple[str, ...]:

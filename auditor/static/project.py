@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional
 
@@ -197,6 +199,12 @@ class Project:
             text = self._skipped_text(path)
             if text is not None and word in text:
                 self._load_module_of(module + ".x")
+
+    def any_source_matches(self, pattern: "re.Pattern[str]") -> bool:
+        """Does the text of any Python file of the tree, analysed or skipped, match ``pattern``?
+        (What no per-file fact records: where a configuration key is set, say.)"""
+        return any((text := self._skipped_text(path)) is not None and pattern.search(text)
+                   for path in [*self.files, *self._skipped.values()])
 
     def _skipped_text(self, path: str) -> Optional[str]:
         """A skipped file's text, read once (rules ask about many words)."""

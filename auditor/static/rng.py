@@ -176,6 +176,11 @@ class Seeding:
         reached = self.reach.get(entry, set())
         return {f for c in self.calls if c.function.qualname in reached for f in c.families}
 
+    def seeded_on_call(self, project: Project, qualname: str) -> set[str]:
+        """RNGs seeded by the function ``qualname`` itself or a function its calls reach."""
+        reached = {qualname, *project.reachable_from(qualname)}
+        return {f for c in self.calls if c.function.qualname in reached for f in c.families}
+
     def running(self, qualname: str) -> list[str]:
         """The programs that run the function ``qualname``."""
         return [entry for entry, reached in self.reach.items() if qualname in reached]

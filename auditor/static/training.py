@@ -39,9 +39,10 @@ API (``fn`` is a :class:`FunctionInfo`, ``i`` the index of an event in ``fn.even
                               ``set_grad_enabled(False)`` call event that disables gradients at
                               event ``i`` (innermost wins, ``enable_grad`` re-enables), or None.
 * ``grad_off_decorator(fn)``  the index in ``fn.decorators`` of a grad-disabling decorator.
-* ``gradient_free_forwards()`` [(TrainingLoop, i)] module calls in a training loop's own body run
-                              with gradients off and the module in train mode, whose value no
-                              backward of the loop reads (a second forward per step).
+* ``extra_forwards()``         [(TrainingLoop, fn, i)] module calls run each training iteration
+                              in train mode whose value no backward reads: with gradients off,
+                              or after the step's backward (in the loop's body or the step
+                              functions it calls).
 
 Plain predicates: ``is_backward(event)``, ``is_grad_reset(event)``, ``is_optimizer_class(name)``,
 ``looks_optimizer(text)``, ``detached_text(text, name)``.
@@ -55,8 +56,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from auditor.static.dataflow import SHARING_METHODS, SHARING_WRAPPERS, callee_text
-from auditor.static.facts import Event, FunctionInfo, Span
-from auditor.static.paths import NO_GRAD_CONTEXTS, bindings, rebase
+from auditor.static.facts import MODULE_SCOPE, Event, FunctionInfo, Span
+from auditor.static.paths import NO_GRAD_CONTEXTS, NOT_FORWARD, bindings, rebase
 from auditor.static.project import Project
 
 Site = tuple[FunctionInfo, int]
@@ -86,6 +87,25 @@ MODE_FREE_LAYERS = {
 NON_DIFFERENTIABLE = {"argmax", "argmin", "argsort", "long", "int", "bool", "item", "detach",
                       "sign", "round", "floor", "ceil", "nonzero", "tolist", "numpy", "numel",
                       "size", "eq", "ne", "gt", "lt", "ge", "le", "randperm", "multinomial"}
+
+
+# function names too common to find a step function's callers by (a module's own body, entry
+# points, a module's forward): searching for them would load most of a large tree
+_COMMON_NAMES = frozenset({MODULE_SCOPE, "main", "run", "forward", "__call__", "__init__", "step"})
+
+
+def top_level_items(value: str) -> list[str]:
+    """``a, (b, c), f(d, e)`` -> its comma-separated items outside brackets."""
+    items, depth, start = [], 0, 0
+    for k, ch in enumerate(value):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            items.append(value[start:k])
+            start = k + 1
+    return [*items, value[start:]]
 
 
 def is_backward(event: Event) -> bool:
@@ -278,12 +298,17 @@ class OptimizerBuild:
 
 
 _CACHE: "weakref.WeakKeyDictionary[Project, Training]" = weakref.WeakKeyDictionary()
+_ASKING: list = []  # an origins question being answered (identity-compared)
 
 
 class Training:
     def __init__(self, project: Project) -> None:
         self.project = project
         self._origins: dict[tuple, list[Origin]] = {}
+        # set when an answer was cut short (the depth bound, or a question still being answered
+        # further up): such an answer is partial and is not kept, or a shallower question asked
+        # later would get it from the cache instead of its full answer
+        self._cut = False
         self._slices: dict[tuple, list[Site]] = {}  # loss_slice answers (they are asked often)
         self._resolved: dict[tuple, list[str]] = {}
         self._contains: dict[tuple[str, str], bool] = {}
@@ -501,18 +526,45 @@ class Training:
         return not self.resolve(fn, event) and bool(MODEL_NAME.search(chain.rsplit(".", 1)[-1])) \
             and not chain.startswith(("torch.", "F.", "np.", "dgl."))
 
+    def runs_forward(self, fn: FunctionInfo, i: int) -> bool:
+        """The module call at ``i`` computes something with the module's layers: the module
+        called itself, or a method of it whose body calls a module (``model.embed(g, x)``), not
+        a parameter walk (``model.parameters()``) or a weight update (an EMA target's)."""
+        e = fn.events[i]
+        if e.method in NOT_FORWARD:
+            return False
+        if not e.method or e.method in ("forward", "__call__"):
+            return True
+        methods = {f"{o.cls}.{e.method}" for o in self.origins(fn, e.receiver, i) if o.known}
+        methods |= {q for q in self.resolve(fn, e) if q.rsplit(".", 1)[-1] == e.method}
+        return any(any(self.module_call(callee, k) for k, x in enumerate(callee.events)
+                       if x.kind == "call" and x.method not in NOT_FORWARD)
+                   for q in sorted(methods) if (callee := self.project.function(q)) is not None)
+
     # -- where values come from --------------------------------------------------------------
     def origins(self, fn: FunctionInfo, expr: str, i: int, depth: int = 0) -> list[Origin]:
         key = (fn.qualname, expr, i)
-        if key in self._origins:
-            return self._origins[key]
-        self._origins[key] = [Origin("unknown")]  # recursion guard
-        out = self._origins_uncached(fn, expr, i, depth)
-        self._origins[key] = list(dict.fromkeys(out)) or [Origin("unknown")]
-        return self._origins[key]
+        known = self._origins.get(key)
+        if known is not None:
+            if known is _ASKING:
+                self._cut = True
+                return [Origin("unknown")]
+            return known
+        self._origins[key] = _ASKING  # recursion guard
+        outer_cut, self._cut = self._cut, False
+        answer = list(dict.fromkeys(self._origins_uncached(fn, expr, i, depth))) or [Origin("unknown")]
+        if self._cut:
+            del self._origins[key]
+        else:
+            self._origins[key] = answer
+        self._cut = self._cut or outer_cut
+        return answer
 
     def _origins_uncached(self, fn: FunctionInfo, expr: str, i: int, depth: int) -> list[Origin]:
-        if depth > MAX_DEPTH or not re.fullmatch(r"[\w.]+", expr or ""):
+        if depth > MAX_DEPTH:
+            self._cut = True
+            return [Origin("unknown")]
+        if not re.fullmatch(r"[\w.]+", expr or ""):
             return [Origin("unknown")]
         if expr == "self" and fn.class_name:
             return [Origin("self", fn.class_name, fn.qualname)]
@@ -547,8 +599,11 @@ class Training:
 
     def _statement_origin(self, fn: FunctionInfo, j: int, expr: str, depth: int) -> list[Origin]:
         stmt = fn.events[j]
+        if stmt.kind == "assign" and len(stmt.targets) > 1 and expr in stmt.targets \
+                and not stmt.text.startswith(("for ", "async for ")):
+            return self._unpacked_origin(fn, j, stmt.targets.index(expr), depth)
         if stmt.kind == "augassign" or len(stmt.targets) != 1:
-            return [Origin("unknown")]  # tuple unpacking, loop targets: not followed
+            return [Origin("unknown")]  # loop targets, augmented assignments: not followed
         calls = [k for k in range(j + 1, len(fn.events))
                  if fn.events[k].kind == "call" and _span_within(fn.events[k].span, stmt.span)]
         if calls:
@@ -557,6 +612,36 @@ class Training:
         if len(values) == 1 and re.fullmatch(r"[\w.]+", stmt.text.split("=", 1)[-1].strip()):
             return self.origins(fn, values[0], j, depth + 1)
         return [Origin("unknown")]
+
+    def _unpacked_origin(self, fn: FunctionInfo, j: int, position: int, depth: int) -> list[Origin]:
+        """``optimizer, scheduler = build_optimizer(model)``: the object at ``position`` of what
+        the callee returns (``return optimizer, scheduler``), or of a tuple of names assigned."""
+        stmt = fn.events[j]
+        value = stmt.text.split("=", 1)[-1].strip()
+        items = top_level_items(value)
+        if len(items) > position and len(items) > 1:
+            name = items[position].strip()
+            return self.origins(fn, name, j, depth + 1) if re.fullmatch(r"[\w.]+", name) \
+                else [Origin("unknown")]
+        calls = [k for k in range(j + 1, len(fn.events))
+                 if fn.events[k].kind == "call" and _span_within(fn.events[k].span, stmt.span)]
+        if not calls or depth > MAX_DEPTH:
+            return [Origin("unknown")]
+        call = fn.events[calls[0]]
+        out: list[Origin] = []
+        for qual in self.resolve(fn, call):
+            callee = self.project.function(qual)
+            if callee is None:
+                continue
+            for r, e in enumerate(callee.events):
+                if e.kind != "return":
+                    continue
+                parts = top_level_items(e.text.removeprefix("return").strip())
+                name = parts[position].strip() if len(parts) > position else ""
+                found = self.origins(callee, name, r, depth + 1) \
+                    if re.fullmatch(r"[\w.]+", name) else [Origin("unknown")]
+                out += [o.through(fn.qualname, calls[0], call.span) for o in found]
+        return out or [Origin("unknown")]
 
     def _call_origin(self, fn: FunctionInfo, k: int, depth: int) -> list[Origin]:
         call = fn.events[k]
@@ -597,6 +682,7 @@ class Training:
 
     def returned(self, fn: FunctionInfo, depth: int) -> list[Origin]:
         if depth > MAX_DEPTH:  # `return f(...)` chains through callees (and back: recursion)
+            self._cut = True
             return [Origin("unknown")]
         out: list[Origin] = []
         for j, e in enumerate(fn.events):
@@ -957,33 +1043,48 @@ class Training:
                                          stack | {qual})
         return out
 
-    def gradient_free_forwards(self) -> list[tuple[TrainingLoop, int]]:
-        out: list[tuple[TrainingLoop, int]] = []
+    def extra_forwards(self) -> list[tuple[TrainingLoop, FunctionInfo, int]]:
+        """Module calls run once per training iteration, in train mode, whose output no backward
+        reads: under no_grad, or after the backward of the step (a monitoring forward). They are
+        looked for in the loop's own body and in the step functions it calls that backpropagate
+        (``trainer.training_step(g)``)."""
+        out: list[tuple[TrainingLoop, FunctionInfo, int]] = []
         seen: set[tuple[str, int]] = set()
         for loop in self.training_loops():
-            fn = loop.fn
-            on_loss = {(sfn.qualname, j) for a in loop.of("backward") if a.fn is fn
-                       for sfn, j in self.loss_slice(fn, a.index)}
-            body = [i for i, e in enumerate(fn.events) if loop.loop_id in e.loop_ids]
-            evaluating = False  # `.eval()` earlier in this iteration, no `.train()` since
-            for i in body:
-                e = fn.events[i]
-                if e.kind == "call" and e.method in ("eval", "train") and e.receiver:
-                    evaluating = e.method == "eval" or (e.args[:1] == ["False"])
-                    continue
-                if evaluating or (fn.qualname, i) in on_loss or e.kind != "call" \
-                        or self.grad_off(fn, i) is None or not self.module_call(fn, i) \
-                        or (fn.qualname, i) in seen:
-                    continue
-                seen.add((fn.qualname, i))
-                out.append((loop, i))
+            steps = {a.fn.qualname: a.fn for a in loop.of("backward") if a.fn is not loop.fn}
+            scopes = [(loop.fn, [i for i, e in enumerate(loop.fn.events) if loop.loop_id in e.loop_ids])]
+            scopes += [(fn, list(range(len(fn.events)))) for fn in steps.values()]
+            for fn, body in scopes:
+                backwards = [a.index for a in loop.of("backward") if a.fn is fn]
+                on_loss = {(sfn.qualname, j) for b in backwards for sfn, j in self.loss_slice(fn, b)}
+                evaluating = False  # `.eval()` earlier in this iteration, no `.train()` since
+                for i in body:
+                    e = fn.events[i]
+                    if e.kind == "call" and e.method in ("eval", "train") and e.receiver:
+                        evaluating = e.method == "eval" or (e.args[:1] == ["False"])
+                        continue
+                    if evaluating or (fn.qualname, i) in on_loss or e.kind != "call" \
+                            or (fn.qualname, i) in seen or not self.module_call(fn, i):
+                        continue
+                    after_backward = any(b < i and set(fn.events[b].loop_ids) <= set(e.loop_ids)
+                                         for b in backwards)
+                    if self.grad_off(fn, i) is None and not (after_backward and self.runs_forward(fn, i)):
+                        continue
+                    seen.add((fn.qualname, i))
+                    out.append((loop, fn, i))
         return out
 
     def training_loops(self) -> list[TrainingLoop]:
         if self._loops is not None:
             return self._loops
-        # a rule whose prefilter skipped the training script still asks where training happens
+        # a rule whose prefilter skipped the training script still asks where training happens:
+        # the files that backpropagate, and those that call a step function of theirs (the loop
+        # of `trainer.training_step(g)` may be all a script holds)
         self.project.load_mentioning("backward(")
+        steps = {fn.name for fn in list(self.project.functions.values())
+                 if any(is_backward(e) for e in fn.events)}
+        for name in sorted(steps - NOT_FORWARD - _COMMON_NAMES):
+            self.project.load_mentioning(f"{name}(")
         self._loops = []
         for fn in list(self.project.functions.values()):
             loop_ids = sorted({lid for e in fn.events for lid in e.loop_ids})

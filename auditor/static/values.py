@@ -32,7 +32,8 @@ import libcst as cst
 from auditor.static.dataflow import _bound, callers_of, definitions, statement_of
 from auditor.static.facts import Event, FunctionInfo
 from auditor.static.project import Project
-from auditor.static.training import NON_DIFFERENTIABLE, Training, outer_call, statement_start
+from auditor.static.training import (NON_DIFFERENTIABLE, Training, outer_call, statement_start,
+                                     top_level_items)
 
 NUMBER, DATA, GRAD, UNKNOWN = "number", "data", "grad", "unknown"
 UNKNOWN_VALUE = object()  # what :class:`Constants` answers for a value it cannot know
@@ -95,6 +96,12 @@ def kind_at(t: Training, fn: FunctionInfo, name: str, i: int, depth: int = 0) ->
         return DATA
     value = _AUGMENTED.split(stmt.text, 1)[-1] if stmt.kind == "augassign" else \
         stmt.text.split("=", 1)[-1] if "=" in stmt.text else ""
+    if stmt.kind == "assign" and len(stmt.targets) > 1:
+        # `loss, acc, opt = train_epoch(...)`: the element of what the callee returns
+        k = _outer_call_index(fn, j)
+        if k is None or not _one_term(value.strip()):
+            return UNKNOWN
+        return _returned_kind(t, fn, fn.events[k], depth, stmt.targets.index(name))
     kind = _expression_kind(t, fn, j, value.strip(), depth)
     if stmt.kind == "augassign":  # `total += x`: what `total` held, combined with `x`
         kind = _join(kind, kind_at(t, fn, name, j, depth + 1))
@@ -111,6 +118,8 @@ def _join(a: str, b: str) -> str:
         return a
     if GRAD in (a, b):
         return GRAD
+    if {a, b} == {NUMBER, DATA}:
+        return DATA  # neither carries autograd history (`epoch_loss /= (iter + 1)`)
     return UNKNOWN
 
 
@@ -134,12 +143,32 @@ def _expression_kind(t: Training, fn: FunctionInfo, j: int, value: str, depth: i
         return DATA
     if re.fullmatch(r"[\w.]+", value or "-") and "." not in value:
         return kind_at(t, fn, value, j, depth + 1)
+    terms = _plain_terms(value)
+    if terms:  # arithmetic on names and literals: what its operands are, joined
+        out = NUMBER
+        for term in terms:
+            out = _join(out, NUMBER if _NUMBER_LITERAL.fullmatch(term)
+                        else kind_at(t, fn, term, j, depth + 1))
+        return out
     return UNKNOWN
 
 
-def _returned_kind(t: Training, fn: FunctionInfo, call: Event, depth: int) -> str:
+def _plain_terms(value: str) -> list[str]:
+    """The operands of an arithmetic expression made only of names and number literals
+    (``(iter + 1)``, ``total / n``); empty for anything else."""
+    terms = [x for x in re.split(r"[-+*/%()\s]+", value) if x]
+    if len(terms) < 2 or re.search(r"[^\w\s.+\-*/%()]", value):
+        return []
+    if all(re.fullmatch(r"[A-Za-z_]\w*", x) or _NUMBER_LITERAL.fullmatch(x) for x in terms):
+        return terms
+    return []
+
+
+def _returned_kind(t: Training, fn: FunctionInfo, call: Event, depth: int,
+                   element: Optional[int] = None) -> str:
     """What the project functions a call runs return, joined over their ``return`` statements
-    (``epoch_loss = self.train_epoch()`` that returns a sum of ``.item()`` values: a number)."""
+    (``epoch_loss = self.train_epoch()`` that returns a sum of ``.item()`` values: a number);
+    ``element``: the kind of that element of the tuple they return (``return loss, acc``)."""
     kinds: list[str] = []
     for qual in t.resolve(fn, call):
         callee = t.project.function(qual)
@@ -150,7 +179,12 @@ def _returned_kind(t: Training, fn: FunctionInfo, call: Event, depth: int) -> st
             continue  # returns None (an abstract base method the class overrides): no value
         for r in returns:
             value = callee.events[r].text.removeprefix("return").strip()
-            if t.grad_off(callee, r) is not None:
+            if element is not None:
+                parts = top_level_items(value)
+                one = parts[element].strip() if len(parts) > element else ""
+                kinds.append(kind_at(t, callee, one, r, depth + 1)
+                             if re.fullmatch(r"[A-Za-z_]\w*", one) else UNKNOWN)
+            elif t.grad_off(callee, r) is not None:
                 kinds.append(DATA)
             else:
                 kinds.append(_expression_kind(t, callee, r, value, depth + 1) if value else UNKNOWN)
@@ -300,6 +334,35 @@ class Constants:
             if self.fallback and base is UNKNOWN_VALUE and len(node.args) > 1:
                 return default
         return UNKNOWN_VALUE
+
+
+def config_default(project: Project, text: str) -> Any:
+    """What ``cfg.get("k", d)`` / ``getattr(cfg, "k", d)`` (the expression ``text``) gives when
+    nothing in the tree sets the key ``k`` (no ``"k": v`` entry, ``cfg["k"] = v``, ``k=v`` keyword
+    or assignment, ``--k`` option): the default ``d``, which every run then uses.
+    :data:`UNKNOWN_VALUE` for any other expression, or when the key is set somewhere."""
+    try:
+        node = cst.parse_expression(text)
+    except cst.ParserSyntaxError:
+        return UNKNOWN_VALUE
+    if not isinstance(node, cst.Call) or len(node.args) != 2 + _is_getattr(node):
+        return UNKNOWN_VALUE
+    if not (_is_getattr(node) or (isinstance(node.func, cst.Attribute) and node.func.attr.value == "get")):
+        return UNKNOWN_VALUE
+    key_node, default_node = node.args[-2].value, node.args[-1].value
+    constants = Constants()
+    key, default = constants.evaluate(key_node), constants.evaluate(default_node)
+    if not isinstance(key, str) or not re.fullmatch(r"\w+", key) or default is UNKNOWN_VALUE:
+        return UNKNOWN_VALUE
+    option = re.escape(key).replace("_", "[-_]")
+    setting = re.compile(
+        rf"""["']{re.escape(key)}["']\s*:|\[\s*["']{re.escape(key)}["']\s*\]\s*=(?!=)|"""
+        rf"""\b{re.escape(key)}\s*=(?!=)|--{option}\b|setattr\([^,]+,\s*["']{re.escape(key)}["']""")
+    return UNKNOWN_VALUE if project.any_source_matches(setting) else default
+
+
+def _is_getattr(node: cst.Call) -> bool:
+    return isinstance(node.func, cst.Name) and node.func.value == "getattr"
 
 
 # -- how many rows a value holds -------------------------------------------------------------------

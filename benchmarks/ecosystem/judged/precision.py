@@ -6,7 +6,7 @@ each other's verdicts (``PROTOCOL.md``). A finding's verdict is the readers' whe
 agree on right or wrong; the strict figure counts every other finding (debatable, split) as not
 right: right / all.
 
-    python -m benchmarks.ecosystem.judged.precision [--json OUT] [--now]
+    python -m benchmarks.ecosystem.judged.precision round1 [--json OUT] [--now]
 
 ``--now`` runs gm-audit on the corpus again and keeps only the sampled findings it still reports:
 the precision of today's code on the findings judged then (it cannot see new findings, which
@@ -25,8 +25,10 @@ HERE = Path(__file__).resolve().parent
 VERDICTS = ("right", "wrong", "debatable")
 
 
-def load(sample: Path = HERE / "sample.json", verdicts: Path = HERE / "verdicts") -> list[dict]:
-    """The sample's findings, each with ``readers`` (reader -> verdict) and ``verdict``."""
+def load(round_dir: Path) -> list[dict]:
+    """A round's sampled findings (``sample.json``), each with ``readers`` (reader -> verdict,
+    from ``verdicts/*.json``) and ``verdict``."""
+    sample, verdicts = round_dir / "sample.json", round_dir / "verdicts"
     findings = {f["id"]: {**f, "readers": {}, "reasons": {}}
                 for f in json.loads(sample.read_text(encoding="utf-8"))["findings"]}
     for path in sorted(verdicts.glob("*.json")):
@@ -92,10 +94,11 @@ def still_reported(findings: Sequence[dict]) -> list[dict]:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("round", help="a folder beside this file: round1, round2, ...")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--now", action="store_true", help="only the findings still reported today")
     a = ap.parse_args(argv)
-    findings = load()
+    findings = load(HERE / a.round)
     if a.now:
         kept = still_reported(findings)
         gone = Counter(f["verdict"] for f in findings if f not in kept)

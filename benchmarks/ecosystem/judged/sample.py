@@ -6,7 +6,7 @@ uniformly from every finding on every corpus repository (a fixed seed, so it can
 each finding then judged from the code alone by readers who did not write the rule or its last
 change, and the verdicts recorded before any rule is touched (``verdicts/``).
 
-    python -m benchmarks.ecosystem.judged.sample --size 120 --seed 21 --out sample.json
+    python -m benchmarks.ecosystem.judged.sample --size 120 --seed 21 --out round1/sample.json
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from typing import Optional, Sequence
 
 from benchmarks.ecosystem import corpus
 
-HERE = Path(__file__).resolve().parent
 
 
 def all_findings() -> list[dict]:
@@ -53,8 +52,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", type=int, default=120)
     ap.add_argument("--seed", type=int, default=21)
-    ap.add_argument("--out", type=Path, default=HERE / "sample.json")
+    ap.add_argument("--out", type=Path, required=True, help="e.g. round2/sample.json")
     a = ap.parse_args(argv)
+    a.out.parent.mkdir(parents=True, exist_ok=True)
     population = all_findings()
     sample = draw(population, a.size, a.seed)
     per_repo: dict[str, int] = {}

@@ -66,6 +66,16 @@ def _through_loop(fn: FunctionInfo, i: int, chain: str) -> str:
     return chain
 
 
+# a trainer that freezes the encoder unless its configuration says to train it (the examples)
+_TRAINER_FROM_CONFIG = (
+    "class Trainer:\n"
+    "    def __init__(self, model, optimizer, cfg):\n"
+    "        self.model, self.optimizer = model, optimizer\n"
+    "        for p in model.encoder.parameters():\n"
+    "            p.requires_grad_(cfg.get(\"train_encoder\", False))\n"
+)
+
+
 class FrozenTrainedParams(Rule):
     code = "GM103"
     name = "frozen-trained-params"
@@ -119,13 +129,7 @@ No automatic fix: whether the freeze is intended is the author's decision.
     VALID = [
         # a configuration read whose key the tree's configuration sets
         Valid({
-            "trainer.py": (
-                "class Trainer:\n"
-                "    def __init__(self, model, optimizer, cfg):\n"
-                "        self.model, self.optimizer = model, optimizer\n"
-                "        for p in model.encoder.parameters():\n"
-                "            p.requires_grad_(cfg.get(\"train_encoder\", False))\n"
-            ),
+            "trainer.py": _TRAINER_FROM_CONFIG,
             "train.py": (
                 "import torch\nfrom torch import nn\nfrom trainer import Trainer\n"
                 "model = nn.Module()\nmodel.encoder = nn.Linear(4, 4)\n"
@@ -187,13 +191,7 @@ No automatic fix: whether the freeze is intended is the author's decision.
     INVALID = [
         # a configuration read whose key nothing sets: every run takes the default, False
         Invalid({
-            "trainer.py": (
-                "class Trainer:\n"
-                "    def __init__(self, model, optimizer, cfg):\n"
-                "        self.model, self.optimizer = model, optimizer\n"
-                "        for p in model.encoder.parameters():\n"
-                "            p.requires_grad_(cfg.get(\"train_encoder\", False))\n"
-            ),
+            "trainer.py": _TRAINER_FROM_CONFIG,
             "train.py": (
                 "import torch\nfrom torch import nn\nfrom trainer import Trainer\n"
                 "model = nn.Module()\nmodel.encoder = nn.Linear(4, 4)\n"

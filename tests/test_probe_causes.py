@@ -95,6 +95,36 @@ model.enc.requires_grad_(False)
     assert not errors(data, "GM102") and not errors(data, "GM101")
 
 
+def test_an_evaluation_under_no_grad_between_steps_is_no_cause_of_missing_gradients(cli, tmp_path):
+    # the training step runs the model through its methods (never its own __call__), and an
+    # evaluation of the whole model under no_grad runs before each step: the frozen encoder is
+    # GM103 at the freeze, not gradients disabled at the evaluation
+    net = NET + """
+    def encode(self, x):
+        return torch.relu(self.enc(x))
+
+    def decode(self, h):
+        return self.dec(h)
+"""
+    loop = """
+@torch.no_grad()
+def evaluate(model):
+    return F.mse_loss(model(torch.randn(8, 6)), torch.zeros(8, 6)).item()
+
+def train(model, opt, steps=12):
+    for step in range(steps):
+        evaluate(model)
+        x = torch.randn(32, 6)
+        loss = F.mse_loss(model.decode(model.encode(x)), x)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+    train, data = run_net(cli, tmp_path, net + loop, "model.enc.requires_grad_(False)\n")
+    assert at(data, "GM103", "train.py", line_of(train, "requires_grad_(False)")), data["findings"]
+    assert not errors(data, "GM102"), data["findings"]
+
+
 def test_frozen_by_attribute_is_gm103_at_the_assignment(cli, tmp_path):
     train, data = run_net(cli, tmp_path, NET + LOOP, """\
 for p in model.enc.parameters():

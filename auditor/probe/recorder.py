@@ -718,6 +718,10 @@ class Recorder:
                       and self.param_requires_grad(params, i)), None)
         if inner is not None:
             step["grad_off_cause"] = inner
+        elif any(id(p) in reached for _, p in params):
+            # the backward reached parameters, so its forward ran with gradients: a forward of the
+            # whole model under no_grad in this step (an evaluation between steps) is not a cause
+            step.pop("grad_off_cause", None)
         frozen = {}
         for n, p in params:
             cause = self.frozen_cause.get(id(p)) if id(p) in unreached else None

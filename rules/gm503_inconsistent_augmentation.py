@@ -253,6 +253,31 @@ No automatic fix: whether the reference used augmentation at all, and of which k
         ),
     ]
     INVALID = [
+        # a callable object passed as the loader's collate_fn rotates the coordinates only
+        Invalid({
+            "data.py": (
+                "import dgl\nimport torch\n\nCOORD = slice(0, 24)\nTANGENT = slice(24, 48)\n\n"
+                "class RandomRotation:\n"
+                "    def __call__(self, graphs):\n"
+                "        g = dgl.batch(graphs)\n"
+                "        feat = g.ndata['feat'].clone()\n"
+                "        rot = random_rotation()\n"
+                "        feat[:, COORD] = (feat[:, COORD].reshape(len(feat), -1, 3) @ rot.T).reshape(len(feat), -1)\n"
+                "        g.ndata['feat'] = feat\n"
+                "        return g\n\n"
+                "def make_loader(graphs, collate_fn=dgl.batch):\n"
+                "    return torch.utils.data.DataLoader(graphs, batch_size=8, collate_fn=collate_fn)\n"
+            ),
+            "train.py": (
+                "from data import RandomRotation, make_loader\n"
+                "def train(model, opt, graphs):\n"
+                "    for g in make_loader(graphs, collate_fn=RandomRotation()):\n"
+                "        loss = model(g, g.ndata['feat'])\n"
+                "        opt.zero_grad()\n"
+                "        loss.backward()\n"
+                "        opt.step()\n"
+            ),
+        }, path="data.py", line=12, message_contains="tangents"),
         # the coordinates rotated in the training step, the rest of each feature vector not
         Invalid(
             "import torch\n\ndef train(model, opt, loader):\n    for g, x in loader:\n"

@@ -10,7 +10,8 @@ API:
   or per batch while training:
 
   - ``getitem``: a ``__getitem__`` method, and what it calls;
-  - ``collate``: a function named ``collate*`` or passed as ``collate_fn=``, and what it calls;
+  - ``collate``: a function named ``collate*`` or passed as ``collate_fn=``, ``__call__`` of a
+    class whose instance is passed so, and what they call;
   - ``transform``: ``__call__`` of a class passed as ``transform=`` (or named ``*Transform``,
     ``*Augment*``), and what it calls;
   - ``forward``: a module's ``forward`` method, and what it calls;
@@ -22,6 +23,8 @@ constructor (one-off preprocessing, dataset statistics) are not per batch.
 """
 
 from __future__ import annotations
+
+import re
 
 from auditor.static.dataflow import call_targets, callers_of
 from auditor.static.facts import FunctionInfo
@@ -38,7 +41,9 @@ def _roots(project: Project) -> list[tuple[str, str]]:
     passed_transform: set[str] = set()
     for _, event in project.events("call"):
         for key, value in event.kwargs.items():
-            name = value.removesuffix("()").rsplit(".", 1)[-1]
+            # `collate_fn=collate`, `collate_fn=RandomRotation(seed)`: the function, or the class
+            # whose instances are called
+            name = re.sub(r"\((\.\.\.)?\)$", "", value).rsplit(".", 1)[-1]
             if key == "collate_fn":
                 passed_collate.add(name)
             elif key in ("transform", "transforms"):
@@ -49,6 +54,8 @@ def _roots(project: Project) -> list[tuple[str, str]]:
         if fn.name == "__getitem__":
             roots.append((qual, GETITEM))
         elif "collate" in fn.name.lower() or (not cls and fn.name in passed_collate):
+            roots.append((qual, COLLATE))
+        elif fn.name == "__call__" and cls in passed_collate:
             roots.append((qual, COLLATE))
         elif fn.name == "__call__" and (
             cls in passed_transform or any(w in cls.lower() for w in _TRANSFORM_WORDS)
@@ -96,6 +103,10 @@ def per_batch_functions(project: Project) -> dict[str, str]:
     cached = memo.get("per_batch")
     if cached is not None and cached[0] == len(project.functions):
         return cached[1]
+    # what is passed as a loader's collate_fn or a dataset's transform is named where the loader
+    # is made, in a file a rule's prefilter may have skipped
+    for word in ("collate_fn=", "transform="):
+        project.load_mentioning(word)
     stages: dict[str, str] = {}
     for qual, stage in _roots(project):
         for reached in sorted(_reachable(project, qual)):

@@ -56,6 +56,11 @@ Taint = frozenset  # of Origin: where the self loops a graph carries were added
 CLEAN: frozenset = frozenset()
 
 
+def _within(inner: Span, outer: Span) -> bool:
+    return (outer.line, outer.column) <= (inner.line, inner.column) and \
+        (inner.end_line, inner.end_column) <= (outer.end_line, outer.end_column)
+
+
 def _root(text: str) -> str:
     return text.split("[")[0].split("(")[0].strip()
 
@@ -229,8 +234,7 @@ class Flow:
 
     def call(self, fn: FunctionInfo, env: dict[str, Taint], e: Event) -> Taint:
         """Flow a call's tainted arguments into project callees; the callee's return taint."""
-        arg_taint = [self.tainted_use(fn, env, [a]) if a.replace(".", "").replace("_", "")
-                     .isalnum() else CLEAN for a in e.args]
+        arg_taint = [self.arg_taint(fn, env, e, a) for a in e.args]
         kw_taint = {k: self.tainted_use(fn, env, [v]) for k, v in e.kwargs.items()
                     if v.replace(".", "").replace("_", "").isalnum()}
         any_taint = CLEAN.union(*arg_taint, *kw_taint.values())
@@ -270,6 +274,20 @@ class Flow:
                         out |= self.returns.get(cand, CLEAN)
                         reads.add(cand)
         return out
+
+    def arg_taint(self, fn: FunctionInfo, env: dict[str, Taint], e: Event, arg: str) -> Taint:
+        """Taint of one argument of the call ``e``: a name's, or for a call passed as the argument
+        (``step(next(batches))``) what that call reads, when it is no self-loop operation."""
+        if arg.replace(".", "").replace("_", "").isalnum():
+            return self.tainted_use(fn, env, [arg])
+        callee = arg.removesuffix("(...)").removesuffix("()")
+        if callee == arg or not callee.replace(".", "").replace("_", "").isalnum():
+            return CLEAN
+        inner = next((x for x in fn.events if x.kind == "call" and x is not e
+                      and _within(x.span, e.span) and x.func.endswith(callee)), None)
+        if inner is None or self.op(fn, inner) is not None:
+            return CLEAN
+        return self.tainted_use(fn, env, [u for u in inner.uses if u != inner.func])
 
     def _qualify(self, fn: FunctionInfo, name: str) -> str:
         facts = self.project.files.get(fn.path)
@@ -487,6 +505,33 @@ No automatic fix: which of the two adds is the intended one depends on the other
         }),
     ]
     INVALID = [
+        # the batch reaches the step as a call's result (`next(batches)` of a generator over the
+        # loader of graphs that already carry their self loops)
+        Invalid({
+            "data.py": (
+                "import dgl\n\n"
+                "def to_graph(src, dst, n):\n"
+                "    return dgl.add_self_loop(dgl.graph((src, dst), num_nodes=n))\n\n"
+                "def batches(graphs):\n"
+                "    while True:\n"
+                "        for g in graphs:\n"
+                "            yield g\n"
+            ),
+            "train.py": (
+                "import dgl\nfrom data import batches, to_graph\n\n"
+                "def step(model, opt, g):\n"
+                "    g = dgl.add_self_loop(g)\n"
+                "    loss = model(g, g.ndata['x'])\n"
+                "    opt.zero_grad()\n"
+                "    loss.backward()\n"
+                "    opt.step()\n\n"
+                "def main(model, opt, edges):\n"
+                "    graphs = [to_graph(s, d, n) for s, d, n in edges]\n"
+                "    it = batches(graphs)\n"
+                "    for _ in range(100):\n"
+                "        step(model, opt, next(it))\n"
+            ),
+        }, path="train.py", line=5),
         Invalid(
             "import dgl\ng = dgl.add_self_loop(g)\nh = g.to('cpu')\nh = h.add_self_loop()\n",
             line=4, message_contains="example.py:2",

@@ -1,7 +1,7 @@
 """A mutant: one injected bug (or benign twin) in a copy of a corpus repository.
 
-Operators (``benchmarks/ecosystem/mutators/``) produce these from a repository's code structure;
-the static score and the runtime score both consume them.
+Operators (``benchmarks/ecosystem/mutators/``) produce these from a repository's syntax; the
+static, runtime and live scores consume them.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """Mutation operators (issue 11, point 3): one module per rule, each a list of ``OPERATORS``
-that inject that rule's bug class (or a benign twin) at every site where it applies.
+that inject that rule's bug class (or a benign twin) at every site where a person could write it,
+found from the syntax alone; whether a mutant is a live bug is the oracle's call.
 
 ``generate(repo, root)`` runs every operator over a repository's Python files and keeps at most
 ``cap`` sites per operator, chosen by a stable hash so the same sites come back on every run.
@@ -11,14 +12,13 @@ import hashlib
 import importlib
 import pkgutil
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 import libcst as cst
 
 from benchmarks.ecosystem.mutant import Mutant, Truth
 from benchmarks.ecosystem.mutators.base import Edit, Operator, Source, apply
 from benchmarks.ecosystem.mutators.gm603 import seeded_families
-from benchmarks.ecosystem.mutators.program import ProgramModel
 
 _SKIP = {".venv", "venv", "build", "__pycache__", ".git", ".gm_audit_cache"}
 
@@ -34,9 +34,14 @@ def operators(rules: Optional[Iterable[str]] = None) -> list[Operator]:
     return found
 
 
-def python_files(root: Path) -> list[str]:
-    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py")
-                  if not _SKIP & set(p.relative_to(root).parts[:-1]))
+def python_files(root: Path, only: Optional[Iterable[str]] = None) -> list[str]:
+    """The repository's Python files (relative POSIX paths); those of ``only`` when given."""
+    found = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py")
+                   if not _SKIP & set(p.relative_to(root).parts[:-1]))
+    if only is None:
+        return found
+    wanted = set(only)
+    return [f for f in found if f in wanted]
 
 
 def _rank(key: str) -> str:
@@ -46,23 +51,23 @@ def _rank(key: str) -> str:
 Site = tuple[str, Source, Edit]  # (stable id, the parsed file, the edit there)
 
 
-def sites(repo: str, root: Path, rules: Optional[Iterable[str]] = None) -> dict[str, list[Site]]:
-    """Every site of every operator in ``root`` (a checkout of ``repo``), unapplied, in the
-    stable order ``generate`` keeps them in."""
+def sites(repo: str, root: Path, rules: Optional[Iterable[str]] = None,
+          files: Optional[Iterable[str]] = None) -> dict[str, list[Site]]:
+    """Every site of every operator in ``root`` (a checkout of ``repo``; only in ``files`` when
+    given), unapplied, in the stable order ``generate`` keeps them in."""
     ops = operators(rules)
-    files = {rel: (root / rel).read_text(encoding="utf-8", errors="replace") for rel in python_files(root)}
-    seeded = seeded_families(iter(files.values()))
-    reads = tuple(sorted({r for op in ops for r in op.reads}))
-    program = ProgramModel(root, reads) if reads else None
+    texts = {rel: (root / rel).read_text(encoding="utf-8", errors="replace") for rel in python_files(root)}
+    seeded = seeded_families(iter(texts.values()))  # seeding anywhere in the repository counts
+    chosen = set(python_files(root, files))
     # sites are ranked before they are applied: applying (a rewrite, a re-parse, a diff) is
     # the expensive part, and only ``cap`` per operator are kept
     found: dict[str, list[Site]] = {op.name: [] for op in ops}
-    for rel, text in files.items():
-        wanted = [op for op in ops if any(n in text for n in op.needs)]
+    for rel, text in texts.items():
+        wanted = [op for op in ops if rel in chosen and any(n in text for n in op.needs)]
         if not wanted:
             continue
         try:
-            src = Source(rel, text, seeded, program)
+            src = Source(rel, text, seeded)
         except cst.ParserSyntaxError:
             continue  # a file the corpus ships broken is GM000's business, not a site
         for op in wanted:
@@ -71,15 +76,27 @@ def sites(repo: str, root: Path, rules: Optional[Iterable[str]] = None) -> dict[
     return {name: sorted(ss, key=lambda site: _rank(site[0])) for name, ss in found.items()}
 
 
-def generate(repo: str, root: Path, rules: Optional[Iterable[str]] = None, cap: int = 3) -> list[Mutant]:
-    """The mutants of ``root`` (a checkout of ``repo``), at most ``cap`` per operator."""
-    found = sites(repo, root, rules)
+def generate(repo: str, root: Path, rules: Optional[Iterable[str]] = None, cap: int = 3,
+             files: Optional[Iterable[str]] = None,
+             keep: Optional[Callable[[Mutant], bool]] = None) -> list[Mutant]:
+    """The mutants of ``root`` (a checkout of ``repo``; only in ``files`` when given), at most
+    ``cap`` per operator, the first in the stable order that ``keep`` accepts when given."""
+    found = sites(repo, root, rules, files)
     chosen = []
     for op in operators(rules):
-        for key, src, edit in found[op.name][:cap]:
-            applied = apply(src, edit)
-            chosen.append(Mutant(
+        kept = 0
+        for key, src, edit in found[op.name]:
+            if kept == cap:
+                break
+            try:
+                applied = apply(src, edit)
+            except cst.ParserSyntaxError:
+                continue  # the operator's text does not fit this site (a keyword for a name)
+            mutant = Mutant(
                 id=key, repo=repo, operator=op.name, rule=op.rule, benign=op.benign,
                 files={src.path: applied.text}, truth=[Truth(src.path, n) for n in applied.truth],
-                description=edit.description))
+                description=edit.description)
+            if keep is None or keep(mutant):
+                chosen.append(mutant)
+                kept += 1
     return chosen

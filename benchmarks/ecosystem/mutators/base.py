@@ -2,8 +2,10 @@
 (node replacements plus the original nodes whose lines are truth too), and how an edit becomes
 a mutated text with its truth lines.
 
-An operator is a function ``Source -> Iterable[Edit]``: it finds every site where its bug class
-applies from the code's structure and says how to rewrite each. Truth lines are computed, not
+An operator is a function ``Source -> Iterable[Edit]``: it finds every site where a person could
+write its bug class, from the syntax alone (never from gm-audit's model of the program: whether a
+mutant is a bug is decided by running it, ``benchmarks/ecosystem/oracle/``), and says how to
+rewrite each. Truth lines are computed, not
 declared: the lines of the new text that the edit changed, plus the new lines of its anchors
 (original nodes a rule reports at although the edit left them alone, e.g. the ``.eval()`` call
 whose ``.train()`` was removed).
@@ -13,13 +15,10 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterable, Optional, Union
+from typing import Callable, Iterable, Optional, Union
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
-
-if TYPE_CHECKING:
-    from benchmarks.ecosystem.mutators.program import ProgramModel
 
 Replacement = Union[cst.CSTNode, cst.FlattenSentinel, cst.RemovalSentinel]
 # a replacement is built from the node as updated by edits inside it (an insertion in a loop
@@ -43,19 +42,15 @@ class Operator:
     find: Callable[["Source"], Iterable[Edit]]
     needs: tuple[str, ...]  # text one of which a file must contain to be worth parsing
     benign: bool = False
-    # rules whose facts the operator's questions to gm-audit's program model read (Source.program)
-    reads: tuple[str, ...] = ()
 
 
 class Source:
     """One parsed file: positions, parents and the names its imports bind."""
 
-    def __init__(self, path: str, text: str, seeded: frozenset[str] = frozenset(),
-                 program: Optional["ProgramModel"] = None) -> None:
+    def __init__(self, path: str, text: str, seeded: frozenset[str] = frozenset()) -> None:
         self.path = path
         self.text = text
         self.seeded = seeded  # RNG families some file of the repository seeds (GM603)
-        self.program = program  # gm-audit's model of the whole repository, built when asked
         self.module = cst.parse_module(text)
         wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
         self._pos = wrapper.resolve(PositionProvider)

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import re
 from typing import Iterator, Optional
 
 import libcst as cst
 
-from auditor.static.dataflow import mentions
 from benchmarks.ecosystem.mutators.base import Edit, Operator, Source, insert_after
 from benchmarks.ecosystem.mutators.structure import (assign_value, assignable, in_body,
                                                      optimizer_builds, scope_of, statements)
+
+
+def mentions(text: str, name: str) -> bool:
+    """``name`` occurs in ``text`` as a whole name (``x`` in ``f(x)``, not in ``xs`` or ``a.x``)."""
+    return re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", text) is not None
 
 
 def _construction(src: Source, opt_stmt: cst.CSTNode, model: str) -> Optional[cst.CSTNode]:

@@ -103,16 +103,17 @@ def drop_train(src: Source) -> Iterator[Edit]:
                        anchors=tuple(evals))
 
 
-def _model(src: Source, tl: TrainLoop) -> Optional[str]:
+def model_of(src: Source, tl: TrainLoop) -> Optional[str]:
     """The model the loop trains: a module called itself (not a method of one) on its loss
     path, other than a loss module."""
     return next((src.code(call.func) for loop, call, _ in forward_sites(src)
-                 if loop.loop is tl.loop and src.code(call.func) in modules(src)), None)
+                 if loop is not None and loop.loop is tl.loop
+                 and src.code(call.func) in modules(src)), None)
 
 
 def _before_loop(src: Source, *code: str) -> Iterator[Edit]:
     for tl in train_loops(src):
-        model = _model(src, tl)
+        model = model_of(src, tl)
         if model and in_body(src, tl.loop) and not any(method_calls(tl.loop, "train")):
             yield Edit(insert_before(tl.loop, *(c.format(m=model) for c in code)),
                        f"`{model}` switched to eval mode before the loop")
@@ -126,8 +127,18 @@ def eval_then_train(src: Source) -> Iterator[Edit]:
     return _before_loop(src, "{m}.eval()", "{m}.train()")
 
 
+def eval_before_forward(src: Source) -> Iterator[Edit]:
+    """The module a training forward calls (``model`` of ``model(g, x)``, ``self.encoder`` of
+    ``self.encoder(h)``) switched to eval mode right before the call."""
+    for _, call, stmt in forward_sites(src):
+        if isinstance(call.func, (cst.Name, cst.Attribute)):
+            module = src.code(call.func)
+            yield Edit(insert_before(stmt, f"{module}.eval()"), f"`{module}.eval()` before its forward")
+
+
 OPERATORS = [
     Operator("gm201.drop-train-after-eval", "GM201", drop_train, (".eval()",)),
     Operator("gm201.eval-before-loop", "GM201", eval_before_loop, (".backward(",)),
+    Operator("gm201.eval-before-forward", "GM201", eval_before_forward, (".backward(", "training_step")),
     Operator("gm201.eval-then-train", "GM201", eval_then_train, (".backward(",), benign=True),
 ]

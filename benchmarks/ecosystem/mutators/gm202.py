@@ -1,6 +1,7 @@
-"""GM202: an extra forward in train mode, without gradients, between optimizer steps: it moves
-the BatchNorm running statistics outside the normal forward. Only in a model that holds a
-BatchNorm: the same forward of a linear probe's head changes nothing."""
+"""GM202: BatchNorm running statistics touched outside the normal forward: an extra forward
+without gradients after the optimizer step, the statistics reset after it, or a BatchNorm built
+with ``momentum=None`` (a cumulative average instead of the running one). Placed wherever the
+syntax allows: in a model without BatchNorm the oracle finds nothing moved."""
 
 from __future__ import annotations
 
@@ -9,29 +10,47 @@ from typing import Iterator
 import libcst as cst
 
 from benchmarks.ecosystem.mutators.base import Edit, Operator, Source, insert_after
-from benchmarks.ecosystem.mutators.program import call_event
-from benchmarks.ecosystem.mutators.structure import forward_sites, in_body, torch_bound
-from auditor.rules.gm202_batchnorm_stats_touched import holds_batchnorm
+from benchmarks.ecosystem.mutators.gm201 import model_of
+from benchmarks.ecosystem.mutators.structure import calls, forward_sites, in_body, kwarg, torch_bound, train_loops
 
-
-def _holds_batchnorm(src: Source, call: cst.Call) -> bool:
-    """gm-audit's program model says the module ``call`` runs was built with a BatchNorm."""
-    def ask(project) -> bool:
-        found = call_event(project, src.path, src.line(call), src.code(call.func))
-        return found is not None and holds_batchnorm(project, *found)
-    return src.program is not None and src.program.ask(ask)
+_NONE = cst.Arg(cst.Name("None"), keyword=cst.Name("momentum"))
 
 
 def extra_forward(src: Source) -> Iterator[Edit]:
     if not torch_bound(src):
         return
     for tl, call, _ in forward_sites(src):
-        for step in tl.steps[:1]:
+        for step in tl.steps[:1] if tl is not None else ():
             stmt = src.statement(step)
-            if in_body(src, stmt) and _holds_batchnorm(src, call):
+            if in_body(src, stmt):
                 yield Edit(insert_after(stmt, f"with torch.no_grad():\n    {src.code(call)}"),
                            f"extra no-grad forward `{src.code(call.func)}(...)` after the step")
 
 
-OPERATORS = [Operator("gm202.extra-no-grad-forward", "GM202", extra_forward, (".backward(",),
-                      reads=("GM202",))]
+def reset_after_step(src: Source) -> Iterator[Edit]:
+    for tl in train_loops(src):
+        model = model_of(src, tl)
+        for step in tl.steps[:1] if model else ():
+            stmt = src.statement(step)
+            if in_body(src, stmt):
+                yield Edit(insert_after(stmt, f"for layer in {model}.modules():\n"
+                                              f"    if hasattr(layer, 'reset_running_stats'):\n"
+                                              f"        layer.reset_running_stats()"),
+                           f"running statistics of `{model}` reset after the step")
+
+
+def momentum_none(src: Source) -> Iterator[Edit]:
+    for call in calls(src.module):
+        if not src.code(call.func).rsplit(".", 1)[-1].startswith("BatchNorm"):
+            continue
+        given = kwarg(call, "momentum")
+        args = [a for a in call.args if a is not given]
+        yield Edit({call: call.with_changes(args=[*args, _NONE])},
+                   f"`{src.code(call.func)}` built with momentum=None")
+
+
+OPERATORS = [
+    Operator("gm202.extra-no-grad-forward", "GM202", extra_forward, (".backward(",)),
+    Operator("gm202.reset-after-step", "GM202", reset_after_step, (".backward(",)),
+    Operator("gm202.momentum-none", "GM202", momentum_none, ("BatchNorm",)),
+]

@@ -6,20 +6,10 @@ from __future__ import annotations
 from typing import Iterator
 
 from benchmarks.ecosystem.mutators.base import Edit, Operator, Source, insert_before, wrap_with
-from benchmarks.ecosystem.mutators.structure import (forward_sites, in_body, loss_path,
-                                                     optimizer_builds, torch_bound, train_loops)
-from rules.gm301_low_precision_loss import UPCAST
-
-
-def _upcast_before_loss(src: Source) -> bool:
-    """A loss of the file is computed from values cast back to float32 (``pred.float()``): a
-    bfloat16 model there is the case GM301 documents as fine."""
-    return any(UPCAST.search(src.code(stmt)) for tl in train_loops(src) for stmt in loss_path(src, tl))
+from benchmarks.ecosystem.mutators.structure import forward_sites, in_body, optimizer_builds, torch_bound
 
 
 def _cast(src: Source, method: str) -> Iterator[Edit]:
-    if method == "bfloat16" and _upcast_before_loss(src):
-        return
     for stmt, _, model in optimizer_builds(src):
         if in_body(src, stmt):
             name = src.code(model)
@@ -45,5 +35,5 @@ def fp16_autocast(src: Source) -> Iterator[Edit]:
 OPERATORS = [
     Operator("gm301.half-model", "GM301", half_model, ("optim",)),
     Operator("gm301.bfloat16-model", "GM301", bfloat16_model, ("optim",)),
-    Operator("gm301.fp16-autocast", "GM301", fp16_autocast, (".backward(",)),
+    Operator("gm301.fp16-autocast", "GM301", fp16_autocast, (".backward(", "training_step")),
 ]

@@ -1,6 +1,5 @@
-"""GM401: a reconstruction loss switched from mean to sum reduction, where the number of rows
-it sums depends on the data (rows selected by a mask or an index: ``loss(x[mask], y[mask])``).
-A sum over a batch of fixed size only rescales the learning rate, which is not the rule's bug."""
+"""GM401: a loss switched from mean to sum reduction: ``reduction='sum'`` on a torch loss, or a
+``.mean()`` of a function computing a loss turned into ``.sum()``."""
 
 from __future__ import annotations
 
@@ -9,36 +8,14 @@ from typing import Iterator
 import libcst as cst
 
 from benchmarks.ecosystem.mutators.base import Edit, Operator, Source
-from benchmarks.ecosystem.mutators.structure import calls, kwarg, loss_calls, scope_of
+from benchmarks.ecosystem.mutators.structure import (assigned_names, kwarg, loss_calls, method_calls,
+                                                     scope_of)
 
 _SUM = cst.SimpleString('"sum"')
 
 
-def _selected(call: cst.Call) -> bool:
-    return any(isinstance(a.value, cst.Subscript) for a in call.args if a.keyword is None)
-
-
-def _sums_selected_rows(src: Source, call: cst.Call) -> bool:
-    """The loss is applied to selected rows: a functional loss called on them, or a loss
-    module whose name is called on them in this file."""
-    if _selected(call):
-        return True
-    stmt = src.statement(call)
-    body = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
-    if not isinstance(body, cst.Assign) or len(body.targets) != 1 or body.value is not call:
-        return False
-    name = src.code(body.targets[0].target)
-    # the module's calls in its own function; where that function only passes it on
-    # (`train(..., criterion)`), the calls of the name elsewhere in the file
-    local = [c for c in calls(scope_of(src, stmt)) if src.code(c.func) == name]
-    uses = local or [c for c in calls(src.module) if src.code(c.func) == name]
-    return any(_selected(c) for c in uses)
-
-
 def mean_to_sum(src: Source) -> Iterator[Edit]:
     for call in loss_calls(src):
-        if not _sums_selected_rows(src, call):
-            continue
         given = kwarg(call, "reduction")
         if given is None:
             new = call.with_changes(args=[*call.args, cst.Arg(_SUM, keyword=cst.Name("reduction"))])
@@ -49,4 +26,21 @@ def mean_to_sum(src: Source) -> Iterator[Edit]:
         yield Edit({call: new}, f"`{src.code(call.func)}` reduction mean -> sum")
 
 
-OPERATORS = [Operator("gm401.mean-to-sum", "GM401", mean_to_sum, ("loss", "Loss"))]
+def mean_method_to_sum(src: Source) -> Iterator[Edit]:
+    """``.mean()`` (no arguments: the whole reduction) in a function whose name says it computes
+    a loss, or in a statement binding a name that says so, becomes ``.sum()``."""
+    for call in method_calls(src.module, "mean"):
+        if call.args:
+            continue
+        scope = scope_of(src, call)
+        stmt = src.statement(call)
+        named = isinstance(scope, cst.FunctionDef) and "loss" in scope.name.value.lower() \
+            or any("loss" in n.lower() for n in assigned_names(stmt))
+        if named:
+            yield Edit({call.func.attr: cst.Name("sum")}, f"`{src.code(call)}` -> `.sum()`")
+
+
+OPERATORS = [
+    Operator("gm401.mean-to-sum", "GM401", mean_to_sum, ("loss", "Loss")),
+    Operator("gm401.mean-method-to-sum", "GM401", mean_method_to_sum, ("loss",)),
+]

@@ -1,5 +1,5 @@
-"""GM402: loss weights gone wrong: a term of a summed loss weighted by zero, or an extra
-unweighted loss term."""
+"""GM402: loss weights gone wrong: a term of a summed loss weighted by zero or dropped, or an
+extra loss term with a weight that swamps the others."""
 
 from __future__ import annotations
 
@@ -31,6 +31,12 @@ def zero_weight(src: Source) -> Iterator[Edit]:
         yield Edit({term: zeroed}, f"a zero weight on `{src.code(term)}`")
 
 
+def drop_term(src: Source) -> Iterator[Edit]:
+    """``a + b`` of a loss sum becomes ``a``."""
+    for total in _loss_sums(src):
+        yield Edit({total: total.left}, f"the term `{src.code(total.right)}` dropped from the loss")
+
+
 def extra_term(src: Source) -> Iterator[Edit]:
     """A functional loss term added under another loss with a weight that swamps it (GM402's
     class; an extra term of weight 1 is an ordinary regulariser, which the rule never reports)."""
@@ -48,5 +54,6 @@ def extra_term(src: Source) -> Iterator[Edit]:
 
 OPERATORS = [
     Operator("gm402.zero-weight", "GM402", zero_weight, (" + ",)),
+    Operator("gm402.drop-term", "GM402", drop_term, (" + ",)),
     Operator("gm402.extra-term", "GM402", extra_term, ("_loss(",)),
 ]

@@ -32,6 +32,6 @@ def rotate_all(src: Source) -> Iterator[Edit]:
 
 
 OPERATORS = [
-    Operator("gm503.rotate-coordinates", "GM503", rotate_coordinates, (".backward(",)),
-    Operator("gm503.rotate-all", "GM503", rotate_all, (".backward(",), benign=True),
+    Operator("gm503.rotate-coordinates", "GM503", rotate_coordinates, (".backward(", "training_step")),
+    Operator("gm503.rotate-all", "GM503", rotate_all, (".backward(", "training_step"), benign=True),
 ]

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Iterator
 
-import libcst as cst
-
 from benchmarks.ecosystem.mutators.base import Edit, Operator, Source, insert_after
 from benchmarks.ecosystem.mutators.structure import calls, in_body, kwarg
 

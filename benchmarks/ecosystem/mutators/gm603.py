@@ -1,15 +1,15 @@
-"""GM603: an RNG drawn from in the training loop whose family the repository never seeds,
-while it seeds others, or a fresh unseeded numpy ``Generator`` drawn from there while the
-repository seeds anything; benign twin, a draw from a seeded family."""
+"""GM603: incomplete seeding: one seeding call removed, an RNG drawn from in the training loop
+whose family the repository never seeds while it seeds others, or a fresh unseeded numpy
+``Generator`` drawn from there while the repository seeds anything; benign twin, a draw from a
+seeded family."""
 
 from __future__ import annotations
 
 import re
 from typing import Iterator
 
-from benchmarks.ecosystem.mutators.base import Edit, Operator, Source, insert_before
-from benchmarks.ecosystem.mutators.structure import first_loop_statement, in_body, train_loops
-from benchmarks.ecosystem.mutators.program import fresh_generator_defeats_a_seed
+from benchmarks.ecosystem.mutators.base import Edit, Operator, Source, insert_before, neutralise
+from benchmarks.ecosystem.mutators.structure import calls, first_loop_statement, in_body, train_loops
 
 # family -> (the module it needs bound in the file, a draw from it)
 DRAWS = {"torch": ("torch", "torch.randperm(8)"), "numpy": ("numpy", "{m}.random.permutation(8)"),
@@ -26,7 +26,7 @@ def seeded_families(texts: Iterator[str]) -> frozenset[str]:
 
 
 def _draw(src: Source, seeded: bool) -> Iterator[Edit]:
-    if not src.seeded or src.program is None:
+    if not src.seeded:
         return
     bound = {full: name for name, full in src.imports.items()}
     # a family the file imports first; else one imported on the spot (the draw is the bug)
@@ -43,18 +43,30 @@ def _draw(src: Source, seeded: bool) -> Iterator[Edit]:
 def fresh_generator(src: Source) -> Iterator[Edit]:
     """``np.random.default_rng()`` without a seed takes OS entropy: no global seed reaches it,
     whichever families the repository seeds (so this applies wherever it seeds one)."""
-    if not src.seeded or src.program is None:
+    if not src.seeded:
         return
     bound = {full: name for name, full in src.imports.items()}
     imports = () if "numpy" in bound else ("import numpy",)
     for tl in train_loops(src):
         stmt = first_loop_statement(src, tl)
-        line = src.line(stmt)
-        if in_body(src, stmt) and src.program.ask(
-                lambda project: fresh_generator_defeats_a_seed(project, src.path, line)):
+        if in_body(src, stmt):
             yield Edit(insert_before(stmt, *imports,
                                      f"drawn = {bound.get('numpy', 'numpy')}.random.default_rng().permutation(8)"),
                        "a draw from a fresh, unseeded numpy Generator in the training loop")
+
+
+# the seeding calls of each family, by qualified name
+SEEDING = ("torch.manual_seed", "torch.cuda.manual_seed", "torch.cuda.manual_seed_all",
+           "numpy.random.seed", "random.seed", "dgl.seed", "dgl.random.seed")
+
+
+def drop_seed(src: Source) -> Iterator[Edit]:
+    """Each seeding call that is a statement of its own, removed."""
+    for call in calls(src.module):
+        stmt = src.statement(call)
+        if src.qualify(call.func) in SEEDING and in_body(src, stmt) and \
+                len(stmt.body) == 1 and stmt.body[0].value is call:
+            yield Edit(neutralise(stmt), f"`{src.code(call)}` removed")
 
 
 def unseeded_draw(src: Source) -> Iterator[Edit]:
@@ -67,6 +79,7 @@ def seeded_draw(src: Source) -> Iterator[Edit]:
 
 OPERATORS = [
     Operator("gm603.unseeded-draw", "GM603", unseeded_draw, (".backward(",)),
-    Operator("gm603.fresh-generator", "GM603", fresh_generator, (".backward(",), reads=("GM603",)),
+    Operator("gm603.drop-seed", "GM603", drop_seed, ("seed(",)),
+    Operator("gm603.fresh-generator", "GM603", fresh_generator, (".backward(",)),
     Operator("gm603.seeded-draw", "GM603", seeded_draw, (".backward(",), benign=True),
 ]

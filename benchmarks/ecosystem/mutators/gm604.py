@@ -1,5 +1,6 @@
-"""GM604: nondeterminism switched on where the run is seeded: ``cudnn.benchmark = True``, or a
-misspelled ``cudnn.deterministic`` that silently sets a new attribute."""
+"""GM604: nondeterminism switched on where the run is seeded: ``cudnn.benchmark = True``,
+``cudnn.deterministic`` turned off, or a misspelled ``cudnn.deterministic`` that silently sets a
+new attribute."""
 
 from __future__ import annotations
 
@@ -35,7 +36,20 @@ def misspelled_flag(src: Source) -> Iterator[Edit]:
                                   "a misspelled `cudnn.determinstic` set after seeding")
 
 
+def deterministic_off(src: Source) -> Iterator[Edit]:
+    """``...deterministic = True`` (cudnn's flag) or ``use_deterministic_algorithms(True)``
+    turned off."""
+    for node in walk(src.module, into_scopes=True):
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and node.value.value == "True" \
+                and any(src.code(t.target).endswith("cudnn.deterministic") for t in node.targets):
+            yield Edit({node.value: cst.Name("False")}, "`cudnn.deterministic` set to False")
+        elif isinstance(node, cst.Call) and src.qualify(node.func) == "torch.use_deterministic_algorithms" \
+                and node.args and src.code(node.args[0].value) == "True":
+            yield Edit({node.args[0].value: cst.Name("False")}, "deterministic algorithms turned off")
+
+
 OPERATORS = [
+    Operator("gm604.deterministic-off", "GM604", deterministic_off, ("deterministic",)),
     Operator("gm604.cudnn-benchmark", "GM604", cudnn_benchmark, ("manual_seed",)),
     Operator("gm604.misspelled-flag", "GM604", misspelled_flag, ("manual_seed", "deterministic")),
 ]

@@ -6,14 +6,13 @@ and the torch/dgl API it calls, never from a variable's name.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable, Iterator, Optional
+from typing import Iterator, Optional
 
 import libcst as cst
 
-# the engine's field walk: libcst's ``children`` runs a whole visit per call
-from auditor.static.collector import _child_nodes
 from benchmarks.ecosystem.mutators.base import Source
 
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
@@ -24,6 +23,29 @@ TENSOR_METHODS = frozenset(
     "exp log abs max min argmax softmax sigmoid tanh relu type append extend get items keys "
     "values format join split cat stack ndata edata edges nodes number_of_nodes num_nodes "
     "in_degrees out_degrees local_var update_all apply_edges backward step zero_grad".split())
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+_PUNCTUATION = {"lpar", "rpar", "comma", "semicolon", "leading_lines", "lines_after_decorators",
+                "header", "footer", "newline", "equal", "dot", "colon", "star"}
+
+
+def _child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The node's syntax children by its dataclass fields: libcst's ``children`` runs a whole
+    visit per call (and yields every whitespace and punctuation node), which dominated the time."""
+    names = _FIELDS.get(type(node))
+    if names is None:
+        names = _FIELDS[type(node)] = tuple(
+            f.name for f in dataclasses.fields(node)
+            if f.name not in _PUNCTUATION and not f.name.startswith("whitespace"))
+    out: list[cst.CSTNode] = []
+    for name in names:
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            out.append(value)
+        elif isinstance(value, (tuple, list)):
+            out.extend(v for v in value if isinstance(v, cst.CSTNode))
+    return out
 
 
 def walk(node: cst.CSTNode, into_scopes: bool = False) -> Iterator[cst.CSTNode]:
@@ -51,12 +73,6 @@ def method_calls(node: cst.CSTNode, method: str) -> Iterator[cst.Call]:
 
 def receiver(call: cst.Call) -> Optional[cst.BaseExpression]:
     return call.func.value if isinstance(call.func, cst.Attribute) else None
-
-
-def scopes(src: Source) -> Iterator[cst.CSTNode]:
-    """The module and every function in it (the places statements run in)."""
-    yield src.module
-    yield from (n for n in walk(src.module, into_scopes=True) if isinstance(n, cst.FunctionDef))
 
 
 def scope_of(src: Source, node: cst.CSTNode) -> cst.CSTNode:
@@ -215,77 +231,31 @@ def in_body(src: Source, stmt: cst.CSTNode) -> bool:
     return isinstance(parent, (cst.IndentedBlock, cst.Module))
 
 
-def unique(items: Iterable[cst.CSTNode]) -> list:
-    seen, out = set(), []
-    for item in items:
-        if id(item) not in seen:
-            seen.add(id(item))
-            out.append(item)
-    return out
-
-
 def torch_bound(src: Source) -> bool:
     """Whether ``torch`` is imported under its own name (so injected code may use it)."""
     return src.imports.get("torch") == "torch"
 
 
-def forward_sites(src: Source) -> Iterator[tuple[TrainLoop, cst.Call, cst.CSTNode]]:
-    """``(loop, module call, its statement)`` for the model calls on a loop's loss path (not
-    the calls of loss modules) whose statement sits in an indented body."""
+# the hook a Lightning module's training step runs in: its module calls are the training forward
+STEP_HOOKS = frozenset({"training_step"})
+
+
+def forward_sites(src: Source) -> Iterator[tuple[Optional[TrainLoop], cst.Call, cst.CSTNode]]:
+    """``(loop, module call, its statement)`` for the model calls of a training step whose
+    statement sits in an indented body (not the calls of loss modules): those on a training
+    loop's loss path, and every module call of a ``training_step`` hook (loop None)."""
     criteria = loss_modules(src)
     for tl in train_loops(src):
         for call in module_calls_on_loss_path(src, tl):
             stmt = src.statement(call)
             if in_body(src, stmt) and src.code(call.func) not in criteria:
                 yield tl, call, stmt
-
-
-def gradients_after_detach(src: Source, tl: TrainLoop, call: cst.Call, detached: set[str]) -> set[str]:
-    """The modules (spelled as the file calls them) whose gradient still reaches the loss when
-    the output of ``call`` is detached (``detached``: the names of its statement that then hold
-    the detached output; the others, e.g. the rest of an unpacked tuple, still carry ``call``'s
-    own graph, so ``call``'s module is among them). Empty: ``backward`` would raise, a crash,
-    not the silent stop-gradient of GM101. Only statements that run with ``call`` count (not
-    the other branch of an ``if`` around it)."""
-    inside = {id(n) for n in walk(call)}
-    here = _branches(src, call)
-    own = src.code(call.func)
-    carrying: dict[str, frozenset[str]] = {}  # name -> modules whose gradient it holds
-    for stmt in reversed(loss_path(src, tl)):
-        if any(here.get(k, part) != part for k, part in _branches(src, stmt).items()):
-            continue
-        value, names = assign_value(stmt), assigned_names(stmt)
-        if value is call:
-            arguments = frozenset().union(*(carrying.get(n, frozenset()) for n in used_names(call)))
-            for name in names:
-                carrying.pop(name, None)
-                if name not in detached:
-                    carrying[name] = arguments | {own}
-            continue
-        outside = [n for n in walk(value) if id(n) not in inside]
-        used = {n.value for n in outside if isinstance(n, cst.Name)}
-        if isinstance(stmt.body[0], cst.AugAssign):
-            used |= names  # ``a += b`` reads ``a``
-        held = frozenset(src.code(n.func) for n in outside
-                         if isinstance(n, cst.Call) and n is not call and is_module_call(src, n))
-        held = held.union(*(carrying.get(n, frozenset()) for n in used))
-        for name in names:
-            carrying.pop(name, None)
-            if held:
-                carrying[name] = held
-    if tl.loss is None:
-        return set()
-    return set().union(*(carrying.get(n, frozenset()) for n in used_names(tl.loss)))
-
-
-def _branches(src: Source, node: cst.CSTNode) -> dict[int, bool]:
-    """For each ``if`` around ``node``: whether ``node`` is in its body (True) or its else."""
-    out, below = {}, node
-    for up in src.ancestors(node):
-        if isinstance(up, cst.If):
-            out[id(up)] = below is up.body
-        below = up
-    return out
+    for fn in walk(src.module, into_scopes=True):
+        if isinstance(fn, cst.FunctionDef) and fn.name.value in STEP_HOOKS:
+            for call in calls(fn.body):
+                stmt = src.statement(call)
+                if is_module_call(src, call) and in_body(src, stmt) and src.code(call.func) not in criteria:
+                    yield None, call, stmt
 
 
 def feature_arg(call: cst.Call) -> Optional[cst.BaseExpression]:
@@ -313,3 +283,34 @@ def assignable(expr: cst.BaseExpression) -> bool:
 
 def kwarg(call: cst.Call, name: str) -> Optional[cst.Arg]:
     return next((a for a in call.args if a.keyword is not None and a.keyword.value == name), None)
+
+
+def submodule_call(call: cst.Call, methods: dict[str, cst.FunctionDef]) -> bool:
+    """``self.x(...)`` that runs a submodule: not a method of the class, a tensor method or
+    the module API."""
+    func = call.func
+    return isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
+        and func.value.value == "self" and func.attr.value not in methods \
+        and func.attr.value not in TENSOR_METHODS | MODULE_METHODS
+
+
+def run_by_forward(methods: dict[str, cst.FunctionDef]) -> Iterator[cst.FunctionDef]:
+    """``forward`` and the methods it calls on ``self``, transitively: what a call of the
+    module runs."""
+    todo, seen = ["forward"], set()
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in methods:
+            continue
+        seen.add(name)
+        yield methods[name]
+        todo += [c.func.attr.value for c in calls(methods[name]) if isinstance(c.func, cst.Attribute)
+                 and isinstance(c.func.value, cst.Name) and c.func.value.value == "self"]
+
+
+def forward_methods(src: Source) -> Iterator[tuple[cst.FunctionDef, dict[str, cst.FunctionDef]]]:
+    """Each method a module's forward runs, with the methods of its class."""
+    for cls in (n for n in walk(src.module, into_scopes=True) if isinstance(n, cst.ClassDef)):
+        methods = {f.name.value: f for f in cls.body.body if isinstance(f, cst.FunctionDef)}
+        for method in run_by_forward(methods):
+            yield method, methods

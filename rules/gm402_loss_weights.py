@@ -24,8 +24,12 @@ if TYPE_CHECKING:  # the probe's evidence types cost a check run's start; used i
 WEIGHTS_DICT = re.compile(r"loss_?(weight|coef|scale|lambda)s?|lambdas|weights?_?loss|loss_?w$", re.I)
 WEIGHT_NAME = re.compile(
     r"^(w|lambda|lam|coef|coeff|weight|alpha|beta)_\w+$|^\w+_(weight|w|lambda|lam|coef|coeff)$", re.I)
-NOT_A_LOSS_WEIGHT = re.compile(r"decay|init|lr|drop|sample|class|pos_weight|momentum|ema|std|eps",
-                               re.I)
+# weights of something else than a loss component: rates, sampling, and regularisers of the
+# parameters (`alpha_l2norm = 0.` is "no weight penalty", not a dropped reconstruction term)
+NOT_A_LOSS_WEIGHT = re.compile(
+    r"decay|init|lr|drop|sample|class|pos_weight|momentum|ema|std|eps|l2|norm(?!al)|regulari",
+    re.I)
+PARAMETER_WALK = re.compile(r"\.(named_)?parameters\(\)")
 LOSSY = re.compile(r"loss|err|sce|mse|l1|l2|penalty|reg|kl|cos", re.I)
 LOG_WORDS = (".item()", "log", "print", "writer", "wandb", "append", "history", "record", "detach")
 LARGE_WEIGHT = 10.0
@@ -127,6 +131,21 @@ confirm.
 """
 
     VALID = [
+        # a penalty over the parameters weighted by zero (no weight penalty; a term kept so that
+        # every parameter takes part in the graph): no reconstruction component is left out
+        Valid(
+            "import torch\nimport torch.nn.functional as F\n\n"
+            "class Model(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.alpha_l2norm = 0.\n"
+            "    def training_loss(self, pred, target):\n"
+            "        pred_loss = F.mse_loss(pred, target)\n"
+            "        reg_loss = torch.tensor(0.)\n"
+            "        for p in self.parameters():\n"
+            "            reg_loss += p.square().sum()\n"
+            "        return pred_loss + self.alpha_l2norm * reg_loss + 0. * reg_loss\n"
+        ),
         Valid("LOSS_WEIGHTS = {'coord': 1.0, 'tangent': 0.5, 'normal': 0.5}\n"),
         Valid(
             "from dataclasses import dataclass\n\n@dataclass\nclass Config:\n"
@@ -242,11 +261,16 @@ confirm.
         self.target = ""  # text of the assignment being visited: `loss = ...` makes terms lossy
         self.constants = Constants()  # `cfg = dict(DEFAULTS, w=0.0)`, then `cfg["w"] * l`
         self.losses: list[set[str]] = [set()]  # names bound to a loss call, per function
+        # names summed over the model's parameters (an L2 penalty), per function: a zero weight
+        # on such a term penalises no weight; it is no reconstruction component left out
+        self.penalties: list[set[str]] = [set()]
+        self.walking = 0  # depth of `for p in model.parameters():` loops being visited
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.functions.append(node.name.value)
         self.constants.enter_function(node)
         self.losses.append(set())
+        self.penalties.append(set())
         for param in (*node.params.params, *node.params.kwonly_params):
             if param.default is not None:
                 self._scalar(param.name.value, param.default, param.default, parameter=True)
@@ -255,6 +279,15 @@ confirm.
         self.functions.pop()
         self.constants.leave_function()
         self.losses.pop()
+        self.penalties.pop()
+
+    def visit_For(self, node: cst.For) -> None:
+        if PARAMETER_WALK.search(self.ctx.code(node.iter, 120)):
+            self.walking += 1
+
+    def leave_For(self, original_node: cst.For) -> None:
+        if PARAMETER_WALK.search(self.ctx.code(original_node.iter, 120)):
+            self.walking -= 1
 
     # -- weight definitions ----------------------------------------------------------------------
     def _weights_dict(self, node: Optional[cst.BaseExpression]) -> None:
@@ -350,6 +383,8 @@ confirm.
                 # a negative factor maximises a loss; on a formula (`-0.5 * sum(...)` in a KL
                 # divergence, `-1.0 * log_likelihood`) it is the formula's sign, and a factor of
                 # -1 is a negation (`-1.0 * ll` is `-ll`: a log-likelihood turned into a loss)
+                if isinstance(term, cst.Name) and term.value in self.penalties[-1]:
+                    continue
                 if number is not None and (number == 0 and self._lossy(term)
                                            or number < 0 and number != -1 and self._loss_value(term)):
                     self.report(node, f"`{self.ctx.code(node, 60)}`: a loss term weighted by "
@@ -375,6 +410,8 @@ confirm.
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self.constants.assigned(node)
+        if self.walking and isinstance(node.target, cst.Name):
+            self.penalties[-1].add(node.target.value)
         if isinstance(node.operator, cst.AddAssign) and LOSSY.search(_last(node.target) or ""):
             self._large_term(node.value)
 

@@ -11,7 +11,7 @@ not a silent bug).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from benchmarks.ecosystem.oracle.launch import Run
 
@@ -58,14 +58,23 @@ def gradients(a: dict, b: dict, m: dict, _: Optional[dict]) -> tuple[Optional[st
     return None, "which parameters got a gradient at each step"
 
 
+def _first_change(a: dict, m: dict, key: str) -> Optional[tuple[int, Any, Any]]:
+    """The first step whose ``key`` differs between the clean run ``a`` and the mutant ``m``:
+    (step, clean value, mutant value)."""
+    for k, (sa, sm) in enumerate(zip(_steps(a), _steps(m)), 1):
+        if sm.get(key) != sa.get(key):
+            return k, sa.get(key), sm.get(key)
+    return None
+
+
 def grad_mode(a: dict, b: dict, m: dict, again: Optional[dict]) -> tuple[Optional[str], str]:
     found, _ = gradients(a, b, m, again)
     if found:
         return found, ""
-    for k, (sa, sm) in enumerate(zip(_steps(a), _steps(m)), 1):
-        if sm["no_grad_forwards"] != sa["no_grad_forwards"]:
-            return (f"{sm['no_grad_forwards']} module forward(s) ran with gradients off at step {k} "
-                    f"(clean: {sa['no_grad_forwards']})"), ""
+    change = _first_change(a, m, "no_grad_forwards")
+    if change:
+        k, clean, got = change
+        return f"{got} module forward(s) ran with gradients off at step {k} (clean: {clean})", ""
     return None, "gradients per parameter and grad mode of each module forward, per step"
 
 
@@ -73,10 +82,10 @@ def frozen(a: dict, b: dict, m: dict, again: Optional[dict]) -> tuple[Optional[s
     found, _ = gradients(a, b, m, again)
     if found:
         return found, ""
-    for k, (sa, sm) in enumerate(zip(_steps(a), _steps(m)), 1):
-        if sm.get("requires_grad_off") != sa.get("requires_grad_off"):
-            return (f"{sm['requires_grad_off']} parameters had requires_grad False at step {k} "
-                    f"(clean: {sa.get('requires_grad_off')})"), ""
+    change = _first_change(a, m, "requires_grad_off")
+    if change:
+        k, clean, got = change
+        return f"{got} parameters had requires_grad False at step {k} (clean: {clean})", ""
     return None, "gradients and requires_grad per parameter, per step"
 
 
@@ -90,11 +99,12 @@ def stale_gradients(a: dict, b: dict, m: dict, again: Optional[dict]) -> tuple[O
 
 
 def optimizer_model(a: dict, b: dict, m: dict, _: Optional[dict]) -> tuple[Optional[str], str]:
-    for k, (sa, sm) in enumerate(zip(_steps(a), _steps(m)), 1):
-        if sm.get("optimizer_holds") != sa.get("optimizer_holds"):
-            held, used = sm["optimizer_holds"]
-            return (f"the stepped optimizer held {held} of the {used} parameters that got a gradient "
-                    f"at step {k} (clean: {sa['optimizer_holds'][0]} of {sa['optimizer_holds'][1]})"), ""
+    change = _first_change(a, m, "optimizer_holds")
+    if change and change[2]:
+        k, clean, (held, used) = change
+        clean_text = f"{clean[0]} of {clean[1]}" if clean else "none"
+        return (f"the stepped optimizer held {held} of the {used} parameters that got a gradient "
+                f"at step {k} (clean: {clean_text})"), ""
     return None, "the optimizer's parameters against those the forward trained, per step"
 
 
@@ -108,11 +118,12 @@ def kept_graphs(a: dict, b: dict, m: dict, _: Optional[dict]) -> tuple[Optional[
 
 
 def train_mode(a: dict, b: dict, m: dict, _: Optional[dict]) -> tuple[Optional[str], str]:
-    for k, (sa, sm) in enumerate(zip(_steps(a), _steps(m)), 1):
-        if sm.get("training") != sa.get("training"):
-            on, total = sm["training"] or (0, 0)
-            return (f"{total - on} of {total} modules were in eval mode at the backward of step {k} "
-                    f"(clean: {(sa['training'] or (0, 0))[1] - (sa['training'] or (0, 0))[0]})"), ""
+    change = _first_change(a, m, "training")
+    if change:
+        k, clean, got = change
+        (on, total), (clean_on, clean_total) = got or (0, 0), clean or (0, 0)
+        return (f"{total - on} of {total} modules were in eval mode at the backward of step {k} "
+                f"(clean: {clean_total - clean_on})"), ""
     return None, "training flags of every module at each backward"
 
 

@@ -67,26 +67,25 @@ def _first_change(a: dict, m: dict, key: str) -> Optional[tuple[int, Any, Any]]:
     return None
 
 
-def grad_mode(a: dict, b: dict, m: dict, again: Optional[dict]) -> tuple[Optional[str], str]:
-    found, _ = gradients(a, b, m, again)
-    if found:
-        return found, ""
-    change = _first_change(a, m, "no_grad_forwards")
-    if change:
-        k, clean, got = change
-        return f"{got} module forward(s) ran with gradients off at step {k} (clean: {clean})", ""
-    return None, "gradients per parameter and grad mode of each module forward, per step"
+def _gradients_then(key: str, says: str, what: str) -> Comparator:
+    """Parameters that lost their gradient, else the first step whose ``key`` differs
+    (``says``: how a difference reads, with the mutant's value first)."""
+    def compare(a: dict, b: dict, m: dict, again: Optional[dict]) -> tuple[Optional[str], str]:
+        found, _ = gradients(a, b, m, again)
+        if found:
+            return found, ""
+        change = _first_change(a, m, key)
+        if change:
+            k, clean, got = change
+            return f"{got} {says} at step {k} (clean: {clean})", ""
+        return None, what
+    return compare
 
 
-def frozen(a: dict, b: dict, m: dict, again: Optional[dict]) -> tuple[Optional[str], str]:
-    found, _ = gradients(a, b, m, again)
-    if found:
-        return found, ""
-    change = _first_change(a, m, "requires_grad_off")
-    if change:
-        k, clean, got = change
-        return f"{got} parameters had requires_grad False at step {k} (clean: {clean})", ""
-    return None, "gradients and requires_grad per parameter, per step"
+grad_mode = _gradients_then("no_grad_forwards", "module forward(s) ran with gradients off",
+                            "gradients per parameter and grad mode of each module forward, per step")
+frozen = _gradients_then("requires_grad_off", "parameters had requires_grad False",
+                         "gradients and requires_grad per parameter, per step")
 
 
 def stale_gradients(a: dict, b: dict, m: dict, again: Optional[dict]) -> tuple[Optional[str], str]:

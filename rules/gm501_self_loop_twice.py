@@ -56,11 +56,6 @@ Taint = frozenset  # of Origin: where the self loops a graph carries were added
 CLEAN: frozenset = frozenset()
 
 
-def _within(inner: Span, outer: Span) -> bool:
-    return (outer.line, outer.column) <= (inner.line, inner.column) and \
-        (inner.end_line, inner.end_column) <= (outer.end_line, outer.end_column)
-
-
 def _root(text: str) -> str:
     return text.split("[")[0].split("(")[0].strip()
 
@@ -284,7 +279,7 @@ class Flow:
         if callee == arg or not callee.replace(".", "").replace("_", "").isalnum():
             return CLEAN
         inner = next((x for x in fn.events if x.kind == "call" and x is not e
-                      and _within(x.span, e.span) and x.func.endswith(callee)), None)
+                      and x.span.within(e.span) and x.func.endswith(callee)), None)
         if inner is None or self.op(fn, inner) is not None:
             return CLEAN
         return self.tainted_use(fn, env, [u for u in inner.uses if u != inner.func])

@@ -20,6 +20,11 @@ class Span:
     end_line: int
     end_column: int
 
+    def within(self, outer: "Span") -> bool:
+        """This span lies inside ``outer`` (a call nested in a statement, say)."""
+        return (outer.line, outer.column) <= (self.line, self.column) and \
+            (self.end_line, self.end_column) <= (outer.end_line, outer.end_column)
+
 
 @dataclass
 class Event:

@@ -178,7 +178,7 @@ def _chain_cuts(rest: str) -> bool:
 def outer_call(fn: FunctionInfo, j: int) -> Optional[Event]:
     """The outermost call of statement event ``j`` (``pred = logits.argmax(-1)``: argmax)."""
     span = fn.events[j].span
-    return next((e for e in fn.events[j:] if e.kind == "call" and _span_within(e.span, span)),
+    return next((e for e in fn.events[j:] if e.kind == "call" and e.span.within(span)),
                 None)
 
 
@@ -188,7 +188,7 @@ def statement_start(fn: FunctionInfo, k: int) -> int:
     span = fn.events[k].span
     start = k
     for j in range(k - 1, -1, -1):
-        if not _span_within(span, fn.events[j].span):
+        if not span.within(fn.events[j].span):
             break
         start = j
     return start
@@ -197,11 +197,6 @@ def statement_start(fn: FunctionInfo, k: int) -> int:
 def _statement_head(fn: FunctionInfo, k: int) -> Event:
     """The event that opens the statement holding event ``k``."""
     return fn.events[statement_start(fn, k)]
-
-
-def _span_within(inner: Span, outer: Span) -> bool:
-    return (outer.line, outer.column) <= (inner.line, inner.column) and \
-        (inner.end_line, inner.end_column) <= (outer.end_line, outer.end_column)
 
 
 def _unique(sites: list[Site]) -> list[Site]:
@@ -605,7 +600,7 @@ class Training:
         if stmt.kind == "augassign" or len(stmt.targets) != 1:
             return [Origin("unknown")]  # loop targets, augmented assignments: not followed
         calls = [k for k in range(j + 1, len(fn.events))
-                 if fn.events[k].kind == "call" and _span_within(fn.events[k].span, stmt.span)]
+                 if fn.events[k].kind == "call" and fn.events[k].span.within(stmt.span)]
         if calls:
             return self._call_origin(fn, calls[0], depth)
         values = _maximal([u for u in stmt.uses if u not in ("None", "True", "False")])
@@ -624,7 +619,7 @@ class Training:
             return self.origins(fn, name, j, depth + 1) if re.fullmatch(r"[\w.]+", name) \
                 else [Origin("unknown")]
         calls = [k for k in range(j + 1, len(fn.events))
-                 if fn.events[k].kind == "call" and _span_within(fn.events[k].span, stmt.span)]
+                 if fn.events[k].kind == "call" and fn.events[k].span.within(stmt.span)]
         if not calls or depth > MAX_DEPTH:
             return [Origin("unknown")]
         call = fn.events[calls[0]]
@@ -647,7 +642,7 @@ class Training:
         call = fn.events[k]
         func = call.func
         nxt = k + 1 if k + 1 < len(fn.events) and fn.events[k + 1].kind == "call" \
-            and _span_within(fn.events[k + 1].span, call.span) else None
+            and fn.events[k + 1].span.within(call.span) else None
         before = statement_start(fn, k)
         if call.method in SHARING_METHODS and call.receiver:
             if re.fullmatch(r"[\w.]+", call.receiver):
@@ -689,7 +684,7 @@ class Training:
             if e.kind != "return":
                 continue
             calls = [k for k in range(j + 1, len(fn.events))
-                     if fn.events[k].kind == "call" and _span_within(fn.events[k].span, e.span)]
+                     if fn.events[k].kind == "call" and fn.events[k].span.within(e.span)]
             if calls:
                 out += self._call_origin(fn, calls[0], depth)
             elif len(_maximal(e.uses)) == 1:
@@ -907,7 +902,7 @@ class Training:
         """The call events nested in the expression of event ``i`` (a return, a backward)."""
         outer = fn.events[i].span
         return [k for k in range(i + 1, len(fn.events))
-                if fn.events[k].kind == "call" and _span_within(fn.events[k].span, outer)]
+                if fn.events[k].kind == "call" and fn.events[k].span.within(outer)]
 
     def loss_slice(self, fn: FunctionInfo, i: int, live: bool = False) -> list[Site]:
         """``live``: only what carries autograd history into the loss (tensors computed with
@@ -935,7 +930,7 @@ class Training:
             if live and self.grad_off(fn, j) is not None:
                 continue  # computed without gradients: a tensor with no history
             calls = [k for k in range(j, len(fn.events))
-                     if fn.events[k].kind == "call" and _span_within(fn.events[k].span, e.span)]
+                     if fn.events[k].kind == "call" and fn.events[k].span.within(e.span)]
             outer = outer_call(fn, j)
             if outer is not None and self.returns_detached(fn, outer):
                 continue  # `emb = model.get_embedding(g)` that returns `h.detach()`: off the slice

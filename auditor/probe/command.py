@@ -24,6 +24,7 @@ from auditor.probe.launch import (
 )
 from auditor.probe.verdicts import decide, gradient_flow, runtime_findings
 from auditor.registry import select_runtime_checks
+from auditor.static.severity import as_run
 from auditor.reports import Report, probe_failed
 
 # auto mode stops as soon as every finding is decided; the cap matters only for findings whose
@@ -214,6 +215,7 @@ def run_probe_command(args: argparse.Namespace, config: Config, rules: list, fai
     findings = decide(static.findings, evidence, by_code, notes)
     checks = select_runtime_checks(*selection(args, config))
     findings += runtime_findings(evidence, findings, by_code, checks)
+    findings = as_run(findings, {r.code: r.severity for r in rules})
     findings.sort(key=Finding.sort_key)
     flow = gradient_flow(evidence)
     summary = run["summary"] = describe(stopped, run, opts)

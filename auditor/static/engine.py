@@ -31,6 +31,7 @@ from auditor.static.positions import Shape, ast_shape
 from auditor.static.project import Project
 from auditor.static.project_stage import run_project_stage
 from auditor.static.reading import MAX_FILE_BYTES, read_source
+from auditor.static.severity import on_entry_paths
 from auditor.static.walk import walk
 from auditor.suppression import FILE_LEVEL, Ignores, Malformed, parse_ignores, suppressing_line
 
@@ -363,7 +364,7 @@ def run_check(
         lambda: Project(analysed, skipped=skipped, loader=load_skipped, layout=Layout(digests),
                         outlines=outlines),
         rules, jobs)
-    findings += project_findings
+    findings = on_entry_paths([*findings, *project_findings], project, codes)
     errors += project_errors
     errors += [FileError(path, "analysis truncated: " + "; ".join(whats))
                for path, whats in truncated.items()]

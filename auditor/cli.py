@@ -16,7 +16,7 @@ from auditor import __version__
 from auditor.code_docs import DOCS, ENGINE_CODES
 from auditor.config import Config, ConfigError, load_config, selection
 from auditor.findings import Severity
-from auditor.registry import RUNTIME_CHECKS, UnknownRule, all_rules, select
+from auditor.registry import RUNTIME_CHECKS, UnknownRule, all_rules, preview_only, select
 from auditor.emit import EXIT_CLEAN, EXIT_ERROR, UsageError, emit
 from auditor.reports import FORMATS, Report
 from auditor.scope import (about_named, as_stdin_file, excluded, force_exclude, named_keys,
@@ -66,6 +66,8 @@ def common_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", metavar="FILE", help="config file (default: [tool.gm-audit] in the nearest pyproject.toml)")
     p.add_argument("--fail-on", choices=[s.value for s in Severity], help="lowest severity that makes the exit code 1")
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
+    p.add_argument("--preview", action=argparse.BooleanOptionalAction, default=None,
+                   help="enable the preview rules (default: the config's `preview`, else off)")
     p.add_argument("--no-cache", action="store_true", help="ignore and do not write the on-disk cache")
     p.add_argument("--cache-dir", metavar="DIR",
                    help="cache folder (default: $GM_AUDIT_CACHE_DIR, else .gm_audit_cache in the project)")
@@ -158,9 +160,15 @@ def settings(args: argparse.Namespace) -> tuple[Config, list, Severity]:
     start = Path(getattr(args, "paths", None) and args.paths[0] or ".")
     config = load_config(args.config, start if os.path.exists(start) else Path("."))
     try:
-        chosen = select(*selection(args, config))
+        preview = config.preview if args.preview is None else args.preview
+        chosen = select(*selection(args, config), preview=preview)
+        left_out = preview_only(selection(args, config)[0], preview)
     except UnknownRule as exc:
         raise UsageError(str(exc)) from None
+    if left_out:
+        print(f"gm-audit: warning: {', '.join(left_out)} {'is a preview rule' if len(left_out) == 1 else 'are preview rules'}"
+              " and not enabled: add --preview (or `preview = true` in [tool.gm-audit])",
+              file=sys.stderr)
     fail_on = Severity(args.fail_on) if args.fail_on else config.fail_on
     return config, chosen, fail_on
 
@@ -252,9 +260,10 @@ def check_stdin(args: argparse.Namespace, config: Config, chosen: list, fail_on:
 def rule_rows() -> list[dict[str, str]]:
     """Every code: the rules, then the probe-only runtime checks."""
     rows = [{"code": r.code, "name": r.name, "severity": r.severity.value, "summary": r.summary,
-             "fix": r.fix_safety} for r in all_rules().values()]
+             "fix": r.fix_safety, "status": "preview" if r.preview else "stable"}
+            for r in all_rules().values()]
     rows += [{"code": code, "name": name, "severity": sev.value, "summary": f"{summary} (probe only)",
-              "fix": "none"} for code, (name, sev, summary) in RUNTIME_CHECKS.items()]
+              "fix": "none", "status": "stable"} for code, (name, sev, summary) in RUNTIME_CHECKS.items()]
     return rows
 
 
@@ -267,9 +276,11 @@ def cmd_rules(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table("code", "name", "severity", "fix", "summary", box=None, header_style="bold")
+    table = Table("code", "name", "severity", "fix", "status", "summary", box=None,
+                  header_style="bold")
     for row in rule_rows():
-        table.add_row(row["code"], row["name"], row["severity"], row["fix"], row["summary"])
+        table.add_row(row["code"], row["name"], row["severity"], row["fix"], row["status"],
+                      row["summary"])
     # a pipe or file gets full lines, not a table wrapped at 80 columns
     Console(width=None if sys.stdout.isatty() else 200).print(table)
     return EXIT_CLEAN
@@ -279,7 +290,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
     code = args.code.strip().upper()
     rule = all_rules().get(code)
     if rule is not None:
-        text = f"# {rule.code} {rule.name} ({rule.severity.value})\n\n{rule.summary}\n\n{rule.doc.strip()}\n"
+        status = ", preview: enable with --preview" if rule.preview else ""
+        text = (f"# {rule.code} {rule.name} ({rule.severity.value}{status})\n\n{rule.summary}\n\n"
+                f"{rule.doc.strip()}\n")
     elif code in RUNTIME_CHECKS or code in ENGINE_CODES:
         name, severity, summary = (RUNTIME_CHECKS[code][0], RUNTIME_CHECKS[code][1].value,
                                    RUNTIME_CHECKS[code][2]) if code in RUNTIME_CHECKS \

@@ -15,7 +15,7 @@ else:  # pragma: no cover - exercised on older interpreters only
 from auditor.findings import Severity
 from auditor.registry import expand
 
-KNOWN_KEYS = {"select", "ignore", "per-file-ignores", "exclude", "fail-on", "probe"}
+KNOWN_KEYS = {"select", "ignore", "per-file-ignores", "exclude", "fail-on", "preview", "probe"}
 PROBE_KEYS = {"command", "steps", "max-steps", "timeout", "device", "paths"}
 
 
@@ -32,6 +32,7 @@ class Config:
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     exclude: list[str] = field(default_factory=list)
     fail_on: Severity = Severity.WARNING
+    preview: bool = False  # enable the preview rules (auditor/rule.py: Rule.preview)
     probe: dict[str, Any] = field(default_factory=dict)
 
 
@@ -111,6 +112,10 @@ def parse_table(table: dict[str, Any], path: Path) -> Config:
             raise ConfigError(
                 f"{path}: `fail-on` must be one of info, warning, error"
             ) from None
+    if "preview" in table:
+        if not isinstance(table["preview"], bool):
+            raise ConfigError(f"{path}: `preview` must be true or false")
+        cfg.preview = table["preview"]
     probe = table.get("probe", {})
     if not isinstance(probe, dict) or set(probe) - PROBE_KEYS:
         raise ConfigError(

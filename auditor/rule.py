@@ -71,6 +71,10 @@ class Rule(Visitor):
     summary: ClassVar[str]  # one line, for `gm-audit rules`
     doc: ClassVar[str]  # markdown: What it does / Why is this bad? / Example / Use instead / ...
     fix_safety: ClassVar[str] = "none"  # none | safe | unsafe (Ruff's fix safety)
+    # Behind `--preview` (config `preview = true`), as Ruff's preview rules: set on a rule whose
+    # findings readers who did not write it judged right less than 90% of the time
+    # (benchmarks/ecosystem/judged), until a new round shows it earned its place.
+    preview: ClassVar[bool] = False
     # The engine parses a file for this rule only if its text contains one of these strings
     # (cheap, before any parsing). Empty: every file.
     prefilter: ClassVar[tuple[str, ...]] = ()

@@ -26,7 +26,7 @@ def _head() -> str:
 
 def _fill(text: str) -> str:
     """The README's placeholders, as a user of this checkout would fill them in."""
-    return text.replace("PATH/TO/gm-audit", str(REPO)).replace("COMMIT", _head())
+    return text.replace("/PATH/TO/gm-audit", str(REPO)).replace("COMMIT", _head())
 
 
 def _install_lines() -> list[str]:

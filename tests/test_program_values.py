@@ -516,7 +516,7 @@ def test_best_weights_restored_into_a_ddp_alias_without_some_keys_are_reported(t
     # runs the partially restored weights
     found = _gm601(tmp_path, _restored_alias(
         "{k: v for k, v in best.items() if not k.endswith('bias')}, strict=False"))
-    assert found == [("error", 27)]
+    assert found == [("warning", 27)]  # a library class: no entry script of the tree runs it
 
 
 def test_best_weights_restored_whole_into_a_ddp_alias_are_clean(tmp_path):

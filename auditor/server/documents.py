@@ -3,10 +3,11 @@ project, with the editor's buffers (unsaved text included) read instead of the f
 edits of its safe fixes and of ``# noqa`` comments.
 
 A document's project is the folder of its config (the nearest ``pyproject.toml`` with a
-``[tool.gm-audit]`` table, upwards), else the innermost workspace folder holding it, else its own
-folder. The whole project is checked (cross-file rules see the callers and helpers of the
-document), from its root as the current folder, so paths, ``exclude`` and ``per-file-ignores``
-read as they do for ``gm-audit check`` run there; the caches serve it as they serve the CLI.
+``[tool.gm-audit]`` table, upwards), else the innermost workspace folder holding it. The whole
+project is checked (cross-file rules see the callers and helpers of the document), from its root
+as the current folder, so paths, ``exclude`` and ``per-file-ignores`` read as they do for
+``gm-audit check`` run there; the caches serve it as they serve the CLI. A file in neither is
+checked alone (its folder may be a home directory).
 """
 
 from __future__ import annotations
@@ -42,9 +43,20 @@ class Buffer:
     version: int
 
 
+@dataclass(frozen=True)
+class Project:
+    config: Config
+    paths: tuple[str, ...]  # what is checked, relative to the config's root
+
+    @property
+    def key(self) -> tuple[Path, tuple[str, ...]]:
+        return self.config.root, self.paths
+
+
 @dataclass
 class ProjectCheck:
     config: Config
+    paths: tuple[str, ...]
     rules: list[type[Rule]]
     result: CheckResult
     contents: dict[str, bytes]  # the buffers as the check read them, by reported path
@@ -62,13 +74,16 @@ class ProjectCheck:
         return [e for e in self.result.errors if e.path == rel]
 
 
-def project_config(path: Path, folders: Sequence[Path]) -> Config:
-    """The config of the file at ``path``, rooted at its project (ConfigError when invalid)."""
+def project_of(path: Path, folders: Sequence[Path]) -> Project:
+    """The project of the file at ``path`` among the workspace ``folders`` (ConfigError when its
+    config is invalid)."""
     found = find_pyproject(path.parent)
     if found is not None:
-        return load_config(str(found), path.parent)
+        return Project(load_config(str(found), path.parent), (".",))
     holding = [f for f in folders if path.is_relative_to(f)]
-    return Config(root=max(holding, key=lambda f: len(f.parts)) if holding else path.parent)
+    if holding:
+        return Project(Config(root=max(holding, key=lambda f: len(f.parts))), (".",))
+    return Project(Config(root=path.parent), (path.name,))
 
 
 @contextlib.contextmanager
@@ -93,14 +108,15 @@ def encoded(text: str) -> bytes:
         return data  # the check reports the bad cookie or bytes, as for a file
 
 
-def check_project(config: Config, buffers: Sequence[Buffer]) -> ProjectCheck:
-    """Check ``config``'s project, reading the buffers inside it instead of their files."""
+def check_project(project: Project, buffers: Sequence[Buffer]) -> ProjectCheck:
+    """Check ``project``, reading the buffers inside it instead of their files."""
+    config = project.config
     rules = select(*selection(NO_FLAGS, config))
     with _inside(config.root):
         contents = {relpath(b.path): encoded(b.text) for b in buffers
                     if b.path.is_relative_to(config.root)}
-        result = run_check(["."], config, rules, sources=contents, need_project=True)
-    return ProjectCheck(config, rules, result, contents)
+        result = run_check(project.paths, config, rules, sources=contents, need_project=True)
+    return ProjectCheck(config, project.paths, rules, result, contents)
 
 
 def fixed_texts(check: ProjectCheck, chosen: Sequence[Finding]
@@ -111,7 +127,7 @@ def fixed_texts(check: ProjectCheck, chosen: Sequence[Finding]
     from auditor.fix import decode_with_encoding, fix_findings
 
     with _inside(check.config.root):
-        outcome = fix_findings(check.result, ["."], check.config, check.rules,
+        outcome = fix_findings(check.result, check.paths, check.config, check.rules,
                                contents=check.contents, chosen=chosen)
     texts = {check.config.root / path: (decode_with_encoding(old)[0], decode_with_encoding(new)[0])
              for path, (old, new) in outcome.changed.items()}

@@ -28,7 +28,7 @@ from auditor.findings import Finding, Severity
 from auditor.fix import SAFE
 from auditor.registry import all_rules
 from auditor.server.documents import (Buffer, ProjectCheck, check_project, fixed_texts,
-                                      line_edits, lines_with_ends, project_config, with_noqa)
+                                      line_edits, lines_with_ends, project_of, with_noqa)
 
 DEBOUNCE_SECONDS = 0.4
 FIX_ALL = f"{lsp.CodeActionKind.SourceFixAll.value}.gm-audit"
@@ -45,8 +45,9 @@ class AuditServer(LanguageServer):
         # one worker: a check changes the current folder to its project's root
         self.checker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gm-audit-check")
         self.pending: dict[str, asyncio.Task] = {}  # uri -> its debounced check
-        # project root -> (the open buffers it read, its check): code actions reuse it
-        self.latest: dict[Path, tuple[frozenset[tuple[Path, int]], ProjectCheck]] = {}
+        # project -> (the open buffers it read, its check): code actions reuse it
+        self.latest: dict[tuple, tuple[frozenset[tuple[Path, int]], ProjectCheck]] = {}
+        self.said: set[str] = set()  # config errors shown
 
     async def in_worker(self, fn: Callable[..., Result], *args: Any) -> Result:
         return await asyncio.get_running_loop().run_in_executor(self.checker, fn, *args)
@@ -63,6 +64,10 @@ class AuditServer(LanguageServer):
     def buffers(self) -> list[Buffer]:
         return [b for b in map(self.buffer, list(self.workspace.text_documents)) if b is not None]
 
+    def folders(self) -> list[Path]:
+        return [_absolute(Path(p)) for f in self.workspace.folders.values()
+                if (p := to_fs_path(f.uri)) is not None]
+
     async def check(self, uri: str, fresh: bool = False) -> Optional[ProjectCheck]:
         """The check of the project of ``uri`` with the buffers as they are now: unless
         ``fresh``, the latest one when no buffer changed since. None when there is nothing to
@@ -70,32 +75,38 @@ class AuditServer(LanguageServer):
         buffer = self.buffer(uri)
         if buffer is None:
             return None
-        folders = [_absolute(Path(p)) for f in self.workspace.folders.values()
-                   if (p := to_fs_path(f.uri)) is not None]
         try:
-            config = project_config(buffer.path, folders)
+            project = project_of(buffer.path, self.folders())
         except ConfigError as exc:
-            self.window_show_message(lsp.ShowMessageParams(lsp.MessageType.Error, f"gm-audit: {exc}"))
+            if str(exc) not in self.said:  # once, not at every keystroke
+                self.said.add(str(exc))
+                self.window_show_message(lsp.ShowMessageParams(lsp.MessageType.Error,
+                                                               f"gm-audit: {exc}"))
             return None
         buffers = self.buffers()
         state = frozenset((b.path, b.version) for b in buffers)
-        cached = self.latest.get(config.root)
+        cached = self.latest.get(project.key)
         if cached is not None and cached[0] == state and not fresh:
             return cached[1]
         try:
-            check = await self.in_worker(check_project, config, buffers)
+            check = await self.in_worker(check_project, project, buffers)
         except Exception:  # a bug of the pass: logged, the editor session goes on
             self.window_log_message(lsp.LogMessageParams(lsp.MessageType.Error, traceback.format_exc()))
             return None
-        self.latest[config.root] = (state, check)
+        self.latest[project.key] = (state, check)
         return check
 
     async def publish(self, uri: str) -> None:
+        """Publish the findings of ``uri``, and of every other open document of its project."""
         check = await self.check(uri, fresh=True)  # files may have changed on disk too
         if check is None:
             return
         for buffer in self.buffers():
-            if buffer.path.is_relative_to(check.config.root):
+            try:
+                same = project_of(buffer.path, self.folders()).key == (check.config.root, check.paths)
+            except ConfigError:
+                same = False
+            if same:
                 self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
                     from_fs_path(str(buffer.path)) or "", self.diagnostics(check, buffer),
                     buffer.version))

@@ -165,13 +165,17 @@ def _probe_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--paths", nargs="*", default=None, metavar="PATH", help="what the static pass covers (default: the current folder)")
 
 
+def preview_on(args: argparse.Namespace, config: Config) -> bool:
+    return config.preview if args.preview is None else args.preview
+
+
 def settings(args: argparse.Namespace) -> tuple[Config, list, Severity]:
     if getattr(args, "write_baseline", False) and not args.baseline:
         raise UsageError("--write-baseline needs --baseline FILE")
     start = Path(getattr(args, "paths", None) and args.paths[0] or ".")
     config = load_config(args.config, start if os.path.exists(start) else Path("."))
     try:
-        preview = config.preview if args.preview is None else args.preview
+        preview = preview_on(args, config)
         chosen = select(*selection(args, config), preview=preview)
         left_out = preview_only(selection(args, config)[0], preview)
     except UnknownRule as exc:
@@ -219,8 +223,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.show_settings:
         from auditor.show_settings import settings_text
 
-        sys.stdout.write(settings_text(config, *selection(args, config), chosen, fail_on,
-                                       not args.no_cache))
+        sys.stdout.write(settings_text(config, *selection(args, config), chosen,
+                                       preview_on(args, config), fail_on, not args.no_cache))
         return EXIT_CLEAN
     if args.add_noqa and (args.fix or args.diff or args.paths == ["-"]):
         raise UsageError("--add-noqa writes the files it checks: not with --fix, --diff or `-`")

@@ -19,7 +19,8 @@ def _value(value: object) -> str:
 
 
 def settings_text(config: Config, select: Optional[Sequence[str]], ignore: Sequence[str],
-                  rules: Sequence[type[Rule]], fail_on: Severity, cache: bool) -> str:
+                  rules: Sequence[type[Rule]], preview: bool, fail_on: Severity,
+                  cache: bool) -> str:
     """``select`` and ``ignore``: as the config and the command line merge them
     (:func:`auditor.config.selection`); ``rules``: what they resolve to."""
     lines = [
@@ -27,6 +28,7 @@ def settings_text(config: Config, select: Optional[Sequence[str]], ignore: Seque
         f"project-root = {_value(str(config.root))}",
         f"select = {_value(None if select is None else list(select))}  # null: every rule",
         f"ignore = {_value(list(ignore))}",
+        f"preview = {_value(preview)}",
         f"selected-rules = {_value([r.code for r in rules])}",
         f"exclude = {_value(config.exclude)}",
         f"per-file-ignores = {_value(config.per_file_ignores)}",

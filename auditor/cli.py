@@ -1,4 +1,5 @@
-"""Command line: ``gm-audit [check] PATH...``, ``probe``, ``diff``, ``rules``, ``explain``.
+"""Command line: ``gm-audit [check] PATH...``, ``probe``, ``diff``, ``rules``, ``explain``,
+``server`` (a language server for editors).
 
 Exit codes: 0 nothing at or above the failing severity, 1 findings, 2 usage or internal error.
 The static path never imports torch or dgl.
@@ -23,7 +24,7 @@ from auditor.scope import (about_named, as_stdin_file, excluded, force_exclude, 
                            project_paths, stdin_file)
 from auditor.suggest import did_you_mean
 
-COMMANDS = ("check", "probe", "diff", "rules", "explain")
+COMMANDS = ("check", "probe", "diff", "rules", "explain", "server")
 
 
 def _codes(value: str) -> list[str]:
@@ -113,6 +114,13 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--in-project", action="store_true",
                        help="analyse the whole project of the named files (the folder of the "
                        "config, else the current one) and report on the named files only")
+    check.add_argument("--add-noqa", action="store_true",
+                       help="add `# noqa: GMxxx` to every line with a finding (merged into an "
+                       "existing noqa)")
+    check.add_argument("--show-settings", action="store_true",
+                       help="print the resolved configuration (config file, rules, excludes...)")
+    check.add_argument("--watch", action="store_true",
+                       help="check again whenever a file changes, until Ctrl-C")
     common_options(check)
 
     probe = sub.add_parser("probe", help="run a training command under the probe: gm-audit probe -- CMD...")
@@ -139,7 +147,10 @@ def build_parser() -> argparse.ArgumentParser:
     rules.add_argument("--output-format", "--format", dest="format", choices=["text", "json"],
                        default="text", help="a table, or JSON rows")
     explain = sub.add_parser("explain", help="show one rule's documentation")
-    explain.add_argument("code", metavar="CODE", help="a rule code (GM101) or a probe check (GM701)")
+    explain.add_argument("code", nargs="?", metavar="CODE",
+                         help="a rule code (GM101) or a probe check (GM701)")
+    explain.add_argument("--all", action="store_true", help="every code's documentation")
+    sub.add_parser("server", help="language server for editors, over stdio (see docs/editors.md)")
     return parser
 
 
@@ -154,13 +165,17 @@ def _probe_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--paths", nargs="*", default=None, metavar="PATH", help="what the static pass covers (default: the current folder)")
 
 
+def preview_on(args: argparse.Namespace, config: Config) -> bool:
+    return config.preview if args.preview is None else args.preview
+
+
 def settings(args: argparse.Namespace) -> tuple[Config, list, Severity]:
     if getattr(args, "write_baseline", False) and not args.baseline:
         raise UsageError("--write-baseline needs --baseline FILE")
     start = Path(getattr(args, "paths", None) and args.paths[0] or ".")
     config = load_config(args.config, start if os.path.exists(start) else Path("."))
     try:
-        preview = config.preview if args.preview is None else args.preview
+        preview = preview_on(args, config)
         chosen = select(*selection(args, config), preview=preview)
         left_out = preview_only(selection(args, config)[0], preview)
     except UnknownRule as exc:
@@ -199,7 +214,20 @@ def cmd_check(args: argparse.Namespace) -> int:
     from auditor.static.engine import run_check
     from auditor.discovery import PathMissing
 
+    if args.watch:
+        from auditor.watch import watch
+
+        args.watch = False  # each run of the watch is a plain check
+        return watch(args, cmd_check)
     config, chosen, fail_on = settings(args)
+    if args.show_settings:
+        from auditor.show_settings import settings_text
+
+        sys.stdout.write(settings_text(config, *selection(args, config), chosen,
+                                       preview_on(args, config), fail_on, not args.no_cache))
+        return EXIT_CLEAN
+    if args.add_noqa and (args.fix or args.diff or args.paths == ["-"]):
+        raise UsageError("--add-noqa writes the files it checks: not with --fix, --diff or `-`")
     if args.unsafe_fixes and not (args.fix or args.diff):
         raise UsageError("--unsafe-fixes needs --fix or --diff")
     if args.paths == ["-"]:
@@ -230,6 +258,10 @@ def cmd_check(args: argparse.Namespace) -> int:
         from auditor.fix import fix_command
 
         return fix_command(args, result, config, chosen, fail_on)
+    if args.add_noqa:
+        from auditor.noqa import add_noqa_command
+
+        return add_noqa_command(result.findings, args.quiet)
     if named is not None:
         report = Report("check", about_named(result.findings, named),
                         about_named(result.errors, named), len(named), result.seconds)
@@ -287,7 +319,23 @@ def cmd_rules(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    code = args.code.strip().upper()
+    if args.all == bool(args.code):
+        raise UsageError("explain takes one CODE, or --all")
+    codes = [*all_rules(), *RUNTIME_CHECKS, *ENGINE_CODES] if args.all else [args.code]
+    text = "\n".join(explanation(code) for code in codes)
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    if sys.stdout.isatty():
+        Console().print(Markdown(text))
+    else:
+        sys.stdout.write(text)
+    return EXIT_CLEAN
+
+
+def explanation(written: str) -> str:
+    """One code's documentation, in Markdown."""
+    code = written.strip().upper()
     rule = all_rules().get(code)
     if rule is not None:
         status = ", preview: enable with --preview" if rule.preview else ""
@@ -301,15 +349,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     else:
         known = [*all_rules(), *RUNTIME_CHECKS, *ENGINE_CODES]
         hint = did_you_mean(code, known) or " (see `gm-audit rules`)"
-        raise UsageError(f"unknown rule {args.code!r}{hint}")
-    from rich.console import Console
-    from rich.markdown import Markdown
-
-    if sys.stdout.isatty():
-        Console().print(Markdown(text))
-    else:
-        sys.stdout.write(text)
-    return EXIT_CLEAN
+        raise UsageError(f"unknown rule {written!r}{hint}")
+    return text
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
@@ -324,8 +365,14 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return run_diff_command(args, *settings(args))
 
 
+def cmd_server(args: argparse.Namespace) -> int:
+    from auditor.server import serve
+
+    return serve()
+
+
 HANDLERS = {"check": cmd_check, "probe": cmd_probe, "diff": cmd_diff, "rules": cmd_rules,
-            "explain": cmd_explain}
+            "explain": cmd_explain, "server": cmd_server}
 
 
 def normalise_argv(argv: Sequence[str]) -> list[str]:

@@ -31,7 +31,7 @@ from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
@@ -101,7 +101,8 @@ class FixOutcome:
         """Unified diff of every changed file (``--diff``)."""
         out: list[str] = []
         for path, (old, new) in sorted(self.changed.items()):
-            a, b = _patch_lines(_decode(old)[0]), _patch_lines(_decode(new)[0])
+            a = _patch_lines(decode_with_encoding(old)[0])
+            b = _patch_lines(decode_with_encoding(new)[0])
             for line in difflib.unified_diff(a, b, f"a/{path}", f"b/{path}"):
                 out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
         return "".join(out)
@@ -114,7 +115,7 @@ def _patch_lines(text: str) -> list[str]:
     return [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
 
 
-def _decode(data: bytes) -> tuple[str, str]:
+def decode_with_encoding(data: bytes) -> tuple[str, str]:
     """(text, encoding) of a Python file: its PEP 263 cookie or BOM, UTF-8 by default. Newlines
     are kept as they are (no universal-newline translation), so CRLF files stay CRLF."""
     from auditor.static.engine import decode
@@ -130,7 +131,7 @@ class Source:
     def __init__(self, path: str, data: bytes, project: "Project") -> None:
         self.path = path
         self.data = data
-        self.text, self.encoding = _decode(data)
+        self.text, self.encoding = decode_with_encoding(data)
         module = cst.parse_module(self.text)
         if self.text.endswith("\r") and not module.has_trailing_newline:
             # libcst only takes "\n" for a file's last newline: a CR-only file would lose its own
@@ -306,10 +307,12 @@ def apply_edits(source: Source, edits: Sequence[Edit]) -> str:
 
 
 class Fixer:
-    """What a rule's ``fix`` receives: the project of the check and the files' sources."""
+    """What a rule's ``fix`` receives: the project of the check and the files' sources
+    (``contents``: what to read instead of the files at these paths, an editor's buffers)."""
 
-    def __init__(self, project: "Project") -> None:
+    def __init__(self, project: "Project", contents: Optional[Mapping[str, bytes]] = None) -> None:
         self.project = project
+        self.contents = contents or {}
         self._sources: dict[str, Optional[Source]] = {}
 
     def source(self, path: str) -> Optional[Source]:
@@ -317,7 +320,8 @@ class Fixer:
         it cannot be read or parsed: such a file is never touched."""
         if path not in self._sources:
             try:
-                self._sources[path] = Source(path, Path(path).read_bytes(), self.project)
+                data = self.contents[path] if path in self.contents else Path(path).read_bytes()
+                self._sources[path] = Source(path, data, self.project)
             except (OSError, ValueError, SyntaxError, cst.ParserSyntaxError, RecursionError):
                 self._sources[path] = None
         return self._sources[path]
@@ -379,10 +383,10 @@ def _render(fixer: Fixer, planned: Sequence[Applied]) -> tuple[dict[str, tuple[b
 
 
 @contextmanager
-def _shadow(files: Iterable[Path], changed: dict[str, tuple[bytes, bytes]]) -> Iterator[Path]:
+def _shadow(files: Iterable[Path], contents: Mapping[str, bytes]) -> Iterator[Path]:
     """A temporary mirror of the checked files (absolute paths kept under a temporary root, so
-    relative paths and package structure are the same) holding the fixed contents; the current
-    folder is its mirror while the block runs."""
+    relative paths and package structure are the same) holding ``contents`` (path -> bytes: the
+    fixed files); the current folder is its mirror while the block runs."""
     cwd = Path.cwd()
     with tempfile.TemporaryDirectory(prefix="gm-audit-fix-") as tmp:
         root = Path(tmp)
@@ -400,7 +404,7 @@ def _shadow(files: Iterable[Path], changed: dict[str, tuple[bytes, bytes]]) -> I
                 mirror(parent).mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(parent / "__init__.py", mirror(parent) / "__init__.py")
                 parent = parent.parent
-        for path, (_, new) in changed.items():
+        for path, new in contents.items():
             target = mirror(Path(path))
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(new)
@@ -414,12 +418,13 @@ def _shadow(files: Iterable[Path], changed: dict[str, tuple[bytes, bytes]]) -> I
 
 
 def _recheck(paths: Sequence[str], config: Config, rules: Sequence[type["Rule"]], jobs: int,
-             changed: dict[str, tuple[bytes, bytes]]) -> "CheckResult":
+             changed: dict[str, tuple[bytes, bytes]], fixer: Fixer) -> "CheckResult":
     from auditor.discovery import discover
     from auditor.static.engine import run_check
 
     files = discover(paths, config.root, config.exclude).files
-    with _shadow(files, changed) as root:
+    contents = {**fixer.contents, **{path: new for path, (_, new) in changed.items()}}
+    with _shadow(files, contents) as root:
         shadow_root = root.joinpath(*config.root.absolute().parts[1:])
         shadow_paths = [str(root.joinpath(*Path(p).absolute().parts[1:])) if Path(p).is_absolute()
                         else p for p in paths]
@@ -452,12 +457,17 @@ def _refuted(before: Sequence[Finding], after: Sequence[Finding],
 
 
 def fix_findings(result: "CheckResult", paths: Sequence[str], config: Config,
-                 rules: Sequence[type["Rule"]], unsafe: bool = False, jobs: int = 0) -> FixOutcome:
-    """Plan, apply and verify the fixes of a check's findings (nothing is written here)."""
+                 rules: Sequence[type["Rule"]], unsafe: bool = False, jobs: int = 0,
+                 contents: Optional[Mapping[str, bytes]] = None,
+                 chosen: Optional[Sequence[Finding]] = None) -> FixOutcome:
+    """Plan, apply and verify the fixes of a check's findings, or of the ``chosen`` ones among
+    them (nothing is written here). ``contents``: as for :class:`Fixer`, the sources the check
+    read instead of the files."""
     assert result.project is not None
-    fixer = Fixer(result.project)
+    fixer = Fixer(result.project, contents)
     by_code = {r.code: r for r in rules}
-    planned, rejected, hidden = _plan(result.findings, by_code, fixer, unsafe)
+    planned, rejected, hidden = _plan(result.findings if chosen is None else chosen, by_code,
+                                      fixer, unsafe)
     outcome = FixOutcome(rejected=rejected, unsafe_available=hidden)
     for _ in range(MAX_ROUNDS):
         changed, broken = _render(fixer, planned)
@@ -467,7 +477,7 @@ def fix_findings(result: "CheckResult", paths: Sequence[str], config: Config,
             continue
         if not changed:
             return outcome
-        after = _recheck(paths, config, rules, jobs, changed)
+        after = _recheck(paths, config, rules, jobs, changed, fixer)
         refuted = _refuted(result.findings, after.findings, planned)
         if not refuted:
             outcome.fixed, outcome.changed, outcome.result = planned, changed, after

@@ -178,3 +178,116 @@ def test_report_and_baseline_files_get_the_users_umask(tmp_path, cli):
         os.umask(old)
     assert (tmp_path / "out" / "report.sarif").stat().st_mode & 0o777 == 0o640
     assert (tmp_path / "base.json").stat().st_mode & 0o777 == 0o640
+
+
+def in_process(capsys, *argv: str) -> tuple[int, str, str]:
+    """``gm-audit ARGV`` through :func:`auditor.cli.main` in this process (no interpreter start
+    per call): exit code, stdout, stderr."""
+    from auditor.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(list(argv))
+    out, err = capsys.readouterr()
+    return exit_info.value.code, out, err
+
+
+def test_add_noqa_marks_only_the_lines_with_findings(tmp_path, capsys, monkeypatch):
+    source = ('import torch\r\n'
+              'a = torch.load("a")\r\n'
+              'b = torch.load("b")  # noqa: E501\r\n'
+              'c = torch.load("c")  # gm-audit: ignore[GM101]\r\n'
+              'd = torch.load("""d\r\n'
+              '""")\r\n'
+              'x = 1  # unrelated\r\n')
+    (tmp_path / "a.py").write_bytes(source.encode())
+    monkeypatch.chdir(tmp_path)
+    code, _, err = in_process(capsys, "check", "--add-noqa", "--no-cache", ".")
+    assert code == 1, err  # the `d` load's line ends inside a string
+    assert "added 3 noqa directive(s) to 1 file(s)" in err
+    assert "1 line(s) with findings got none" in err
+    assert (tmp_path / "a.py").read_bytes().decode() == (
+        'import torch\r\n'
+        'a = torch.load("a")  # noqa: GM602\r\n'
+        'b = torch.load("b")  # noqa: E501, GM602\r\n'
+        'c = torch.load("c")  # gm-audit: ignore[GM101, GM602]\r\n'
+        'd = torch.load("""d\r\n'
+        '""")\r\n'
+        'x = 1  # unrelated\r\n')
+    out = in_process(capsys, "--format", "json", "--no-cache", ".")[1]
+    assert [(f["rule"], f["line"]) for f in json.loads(out)["findings"]] == [("GM602", 5)]
+
+
+def test_show_settings_prints_the_resolved_configuration(tmp_path, capsys, monkeypatch):
+    write(tmp_path, "pyproject.toml", """\
+        [tool.gm-audit]
+        select = ["GM6"]
+        exclude = ["gen"]
+        per-file-ignores = {"tests/*" = ["GM602"]}
+    """)
+    write(tmp_path, "a.py", LOADS)
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = in_process(capsys, "check", "--show-settings", "--ignore", "GM604", ".")
+    assert code == 0
+    settings = dict(line.split(" = ", 1) for line in out.splitlines())
+    assert json.loads(settings["config-file"]) == str(tmp_path / "pyproject.toml")
+    assert json.loads(settings["selected-rules"]) == ["GM601", "GM602", "GM603"]
+    assert json.loads(settings["exclude"]) == ["gen"]
+    assert json.loads(settings["per-file-ignores"]) == {"tests/*": ["GM602"]}
+    assert json.loads(settings["ignore"]) == ["GM604"]
+
+
+def test_explain_all_documents_every_code(capsys):
+    code, out, _ = in_process(capsys, "explain", "--all")
+    assert code == 0
+    listed = json.loads(in_process(capsys, "rules", "--format", "json")[1])
+    headings = [line.split()[1] for line in out.splitlines() if line.startswith("# GM")]
+    assert sorted(headings) == sorted([row["code"] for row in listed] + ["GM000", "GM001"])
+    code, _, err = in_process(capsys, "explain")
+    assert code == 2 and "explain takes one CODE, or --all" in err
+
+
+def test_concise_and_gitlab_formats(tmp_path, capsys, monkeypatch):
+    (tmp_path / ".git").mkdir()
+    write(tmp_path, "src/a.py", "import torch\na = torch.load('a')\na = torch.load('a')\n")
+    monkeypatch.chdir(tmp_path / "src")
+    code, out, _ = in_process(capsys, "check", "--output-format", "concise", "--no-cache", ".")
+    message = "`torch.load` without `weights_only=True` unpickles arbitrary objects"
+    assert code == 1
+    assert out == f"a.py:2:5: GM602 {message}\na.py:3:5: GM602 {message}\n"
+    issues = json.loads(in_process(capsys, "check", "--format", "gitlab", "--no-cache", ".")[1])
+    assert [(i["check_name"], i["description"], i["severity"], i["location"]["path"],
+             i["location"]["lines"]["begin"]) for i in issues] == [
+        ("GM602", message, "major", "src/a.py", 2), ("GM602", message, "major", "src/a.py", 3)]
+    # identical lines: still one fingerprint each, as GitLab requires
+    assert len({i["fingerprint"] for i in issues}) == 2
+
+
+def test_watch_checks_again_after_a_change_and_stops_on_ctrl_c(tmp_path):
+    import queue
+    import signal
+    import threading
+
+    write(tmp_path, "a.py", LOADS)
+    env = {**os.environ}
+    env.pop("GM_AUDIT_DEBUG", None)
+    proc = subprocess.Popen([sys.executable, "-m", "auditor", "check", "--watch", "--format",
+                             "concise", "."], cwd=tmp_path, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    lines: "queue.Queue[str]" = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()
+
+    def until(prefix: str) -> None:
+        while not lines.get(timeout=60).startswith(prefix):
+            pass
+
+    try:
+        until("a.py:3:5: GM602")
+        (tmp_path / "a.py").write_text(LOADS + "c = torch.load('c')\n")
+        until("a.py:4:5: GM602")  # the second report, with the new finding
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    stderr = proc.stderr.read()
+    assert "Traceback" not in stderr and "files changed, checking again" in stderr

@@ -12,7 +12,7 @@ from typing import Any, Optional
 from auditor.findings import FileError, Finding, Severity, Status
 from auditor.static.reading import python_lines
 
-FORMATS = ("text", "json", "sarif", "markdown", "github", "html")
+FORMATS = ("text", "json", "sarif", "markdown", "github", "html", "concise", "gitlab")
 
 
 @dataclass

@@ -11,7 +11,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Optional, Sequence
+from typing import Callable, Iterable, Mapping, Optional, Sequence
 
 import libcst as cst
 
@@ -264,9 +264,13 @@ def run_check(
     report_unused_ignores: bool = False,
     progress: Optional[Callable[[int, int], None]] = None,
     need_project: bool = False,
+    sources: Optional[Mapping[str, bytes]] = None,
 ) -> CheckResult:
     """The static pass. ``need_project``: the caller uses ``CheckResult.project`` (fixes), so a
-    run whose every input is unchanged is not answered from the whole-run cache."""
+    run whose every input is unchanged is not answered from the whole-run cache. ``sources``:
+    contents read instead of the files at these paths (as reported: an editor's unsaved
+    buffers); the caches are keyed by content, so they serve these too."""
+    sources = sources or {}
     start = time.perf_counter()
     codes = tuple(r.code for r in rules)
     found = discover(paths, config.root, config.exclude)
@@ -279,7 +283,7 @@ def run_check(
     for p in found.files:
         rel = relpath(p)
         try:
-            data = read_source(p)
+            data = sources[rel] if rel in sources else read_source(p)
         except OSError as exc:
             errors.append(FileError(rel, f"cannot read file: {exc.strerror or exc}"))
             continue
@@ -344,7 +348,7 @@ def run_check(
         if hit is not None:
             return hit
         try:
-            data = read_source(Path(rel))
+            data = sources[rel] if rel in sources else read_source(Path(rel))
         except OSError:
             return None
         res = analyze_source(rel, Path(abspaths.get(rel, rel)).resolve(), data, (), force=True)

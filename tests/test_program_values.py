@@ -665,3 +665,32 @@ def test_benchmark_flag_from_cfg_get(tmp_path, default, reported):
     )}
     expected = [("GM604", "train.py", 5)] if reported else []
     assert check(tmp_path, files, "GM604") == expected
+
+
+# -- numbers made by arithmetic on calls that give numbers (GM106) -----------------------------
+
+def test_an_accuracy_helper_returning_item_over_len_is_a_number(tmp_path):
+    # `acc = (...).item(); acc = acc / len(targets)`: a float, so a list of them keeps no graph
+    files = {
+        "metrics.py": "def accuracy(scores, targets):\n"
+                      "    acc = (scores.argmax(1) == targets).float().sum().item()\n"
+                      "    acc = acc / len(targets)\n"
+                      "    return acc\n",
+        "train.py": "import torch\nfrom metrics import accuracy\n\n"
+                    "def step(model, opt, x, y):\n"
+                    "    out = model(x)\n"
+                    "    loss = torch.nn.functional.cross_entropy(out, y)\n"
+                    "    opt.zero_grad()\n    loss.backward()\n    opt.step()\n"
+                    "    return loss, accuracy(out, y)\n\n"
+                    "if __name__ == '__main__':\n"
+                    "    model = torch.nn.Linear(3, 2)\n"
+                    "    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+                    "    losses, accs = [], []\n"
+                    "    for _ in range(3):\n"
+                    "        loss, acc = step(model, opt, torch.randn(4, 3), torch.tensor([0, 1, 0, 1]))\n"
+                    "        accs.append(acc)\n"
+                    "        losses.append(loss)\n",
+    }
+    found = check(tmp_path, files, "GM106")
+    # the list of losses keeps every step's graph; the list of accuracies keeps floats
+    assert [(rule, line) for rule, _, line in found] == [("GM106", 19)], found

@@ -30,12 +30,13 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional
 
 from auditor.config import Config
 from auditor.emit import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, UsageError, emit
+from auditor.diff.align import align
 from auditor.diff.attribute import Cause, explain, refine
 from auditor.diff.compare import Tolerance, compare_runs, self_noise
 from auditor.diff.snapshot import ENV_DIR, ENV_SEED, ENV_STEPS, ENV_STOP
@@ -199,14 +200,15 @@ def _finding(cause: Cause, stage: str, item, rules: dict) -> Optional[Finding]:
                    evidence=[cause.why] if cause.why else [])
 
 
-def _notes(ref: Run, cand: Run) -> list[str]:
+def _notes(ref: Run, cand: Run, ref_tree: dict, cand_tree: dict) -> list[str]:
+    """``ref_tree``, ``cand_tree``: the snapshots as compared (aligned, auditor/diff/align.py)."""
     notes = []
-    a, b = ref.facts()["model"], cand.facts()["model"]
+    ca = (ref_tree.get("steps") or [{}])[0].get("classes") or {}
+    cb = (cand_tree.get("steps") or [{}])[0].get("classes") or {}
+    a, b = ca.get(""), cb.get("")
     if a and b and a != b:
         notes.append(f"the scripts train different model classes: {a} (reference) vs {b} "
                      "(candidate); parameters are compared by name where they match")
-    ca = (ref.snapshot.get("steps") or [{}])[0].get("classes") or {}
-    cb = (cand.snapshot.get("steps") or [{}])[0].get("classes") or {}
     other = [n for n in ca.keys() & cb.keys() if ca[n] != cb[n] and n]
     if other:
         notes.append("modules of another class under the same name: " + ", ".join(
@@ -372,14 +374,16 @@ def run_diff_command(args: argparse.Namespace, config: Config, rules: list, fail
         if interrupted is None:  # a calibration cut short measures nothing
             noise = max(self_noise(r.snapshot, a.snapshot) for r, a in zip((ref, cand), again))
             tol = Tolerance(max(tol.atol, 10 * noise), tol.rtol)
-    results, first = compare_runs(ref.snapshot, cand.snapshot, tol)
+    ref_tree, cand_tree, alignment = align(ref.snapshot, cand.snapshot)
+    results, first = compare_runs(ref_tree, cand_tree, tol)
     by_code = {r.code: r for r in rules}
     findings: list[Finding] = []
     first_json = None
     why = ""
     if first is not None:
         stage_result, item = first
-        cause = _cause_for(stage_result.stage, item, ref, cand, static.findings)
+        own = replace(item, name=alignment.candidate_name(item.name)) if alignment else item
+        cause = _cause_for(stage_result.stage, own, ref, cand, static.findings)
         step = f" (step {item.step})" if item.step > 1 else ""
         first_json = {"stage": stage_result.stage, "name": item.name,
                       "detail": item.detail + step, "rule": cause.rule,
@@ -390,7 +394,9 @@ def run_diff_command(args: argparse.Namespace, config: Config, rules: list, fail
             findings.append(found)
     stages = [r.to_json() for r in results]
     runs = {"reference": ref.facts(), "candidate": cand.facts()}
-    notes = _notes(ref, cand)
+    notes = _notes(ref, cand, ref_tree, cand_tree)
+    if alignment is not None:
+        notes.insert(0, alignment.describe())
     flagged = None if first is not None else _flagged_but_agreeing(static.findings, ref, cand, opts)
     if flagged:
         notes.append(flagged)

@@ -153,9 +153,17 @@ def _expression_kind(t: Training, fn: FunctionInfo, j: int, value: str, depth: i
     return UNKNOWN
 
 
+# calls whose result is a Python number whatever their argument: `len(targets)`, `x.size(0)`
+_NUMBER_CALL = re.compile(
+    rf"\b(?:{'|'.join(NUMBER_FUNCS)})\([^()]*\)|\b[\w.]+\.(?:{'|'.join(NUMBER_METHODS)})\([^()]*\)"
+    r"|\b[\w.]+\.shape\[[^\[\]]*\]")
+
+
 def _plain_terms(value: str) -> list[str]:
-    """The operands of an arithmetic expression made only of names and number literals
-    (``(iter + 1)``, ``total / n``); empty for anything else."""
+    """The operands of an arithmetic expression made only of names, number literals and calls
+    that give numbers (``(iter + 1)``, ``total / n``, ``acc / len(targets)``); empty for
+    anything else."""
+    value = _NUMBER_CALL.sub("1", value)
     terms = [x for x in re.split(r"[-+*/%()\s]+", value) if x]
     if len(terms) < 2 or re.search(r"[^\w\s.+\-*/%()]", value):
         return []
@@ -182,8 +190,14 @@ def _returned_kind(t: Training, fn: FunctionInfo, call: Event, depth: int,
             if element is not None:
                 parts = top_level_items(value)
                 one = parts[element].strip() if len(parts) > element else ""
-                kinds.append(kind_at(t, callee, one, r, depth + 1)
-                             if re.fullmatch(r"[A-Za-z_]\w*", one) else UNKNOWN)
+                others = [p.strip() for i, p in enumerate(parts) if i != element]
+                if re.fullmatch(r"[A-Za-z_]\w*", one):
+                    kinds.append(kind_at(t, callee, one, r, depth + 1))
+                elif all(re.fullmatch(r"[\w.]+", p) for p in others):
+                    # `return loss, accuracy(out, y)`: the statement's one call is this element's
+                    kinds.append(_expression_kind(t, callee, r, one, depth + 1))
+                else:
+                    kinds.append(UNKNOWN)
             elif t.grad_off(callee, r) is not None:
                 kinds.append(DATA)
             else:

@@ -1,0 +1,54 @@
+"""The diff across a wrapper: a bare model in minimal.py against the same model held as
+`self.model` by a LightningModule (tests/pipelines/wrapped). The runs are aligned by structure,
+so identical training is no divergence, and a bug shows at its own stage."""
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+
+PIPELINE = Path(__file__).resolve().parent / "pipelines" / "wrapped"
+
+
+def diff(tmp_path: Path, change: tuple[str, str] = ("", "")) -> dict:
+    tree = tmp_path / "p"
+    shutil.copytree(PIPELINE, tree)
+    lit = tree / "lit.py"
+    old, new = change
+    if old:
+        assert old in lit.read_text()
+        lit.write_text(lit.read_text().replace(old, new))
+    run = run_cli("diff", f"{sys.executable} minimal.py", f"{sys.executable} lit.py",
+                  "--steps", "2", "--format", "json", cwd=tree, timeout=600)
+    assert run.returncode in (0, 1), run.stdout + run.stderr
+    return json.loads(run.stdout)
+
+
+def test_the_same_model_inside_a_lightning_module_trains_identically(tmp_path):
+    report = diff(tmp_path)
+    assert report["first_divergence"] is None, report["stages"]
+    assert any("aligned by structure" in n and "`model`" in n for n in report["notes"])
+    init = next(s for s in report["stages"] if s["stage"] == "init")
+    assert init["status"] == "same" and init["compared"] >= 6
+
+
+@pytest.mark.parametrize("change, stage, name", [
+    # the encoder frozen inside the wrapper: its parameters get no gradient
+    (("        self.model = Net()\n",
+      "        self.model = Net()\n        self.model.enc.requires_grad_(False)\n"),
+     "grad", "enc.weight"),
+    # BatchNorm put in eval mode when training starts
+    (("    def configure_optimizers(self):",
+      "    def on_train_start(self):\n        self.model.norm.eval()\n\n"
+      "    def configure_optimizers(self):"),
+     "mode", "norm"),
+])
+def test_a_bug_inside_the_wrapper_shows_at_its_stage_under_the_aligned_name(tmp_path, change,
+                                                                             stage, name):
+    first = diff(tmp_path, change)["first_divergence"]
+    assert first is not None and first["stage"] == stage, first
+    assert first["name"].startswith(name), first

@@ -127,7 +127,7 @@ SECOND = {
 SECOND_MUTANTS = {
     "dict_detach": ("lit/modules.py", '{"loss": loss,', '{"loss": loss.detach(),', "GM101",
                     '"loss": loss.detach()'),
-    "manual_no_reset": ("lit/modules.py", "                opt.zero_grad()\n", "", "GM104",
+    "manual_no_reset": ("lit/modules.py", "        opt.zero_grad()\n", "", "GM104",
                         "self.manual_backward(loss)"),
     "callback_eval": ("lit/hooks.py", "print(trainer.current_epoch)",
                       "print(trainer.current_epoch)\n    def on_train_epoch_start(self, trainer, pl_module):\n"
@@ -164,8 +164,7 @@ def audited(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict]]
     _write_second(root / "second")
     for name, (rel, old, new, _, _) in SECOND_MUTANTS.items():
         _write_second(root / f"second_{name}")
-        _mutate(root / f"second_{name}", rel, textwrap.dedent(old) if old.strip() else old,
-                textwrap.dedent(new))
+        _mutate(root / f"second_{name}", rel, old, new)
     done = run_cli("check", ".", "--output-format", "json", "--no-cache", cwd=root, timeout=300)
     assert done.returncode in (0, 1), done.stderr
     report = json.loads(done.stdout)

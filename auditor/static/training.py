@@ -57,7 +57,7 @@ from typing import Callable, Optional
 
 from auditor.static.dataflow import SHARING_METHODS, SHARING_WRAPPERS, callee_text
 from auditor.static.facts import MODULE_SCOPE, Event, FunctionInfo, Span
-from auditor.static.paths import NO_GRAD_CONTEXTS, NOT_FORWARD, bindings, rebase
+from auditor.static.paths import BACKWARD_METHODS, NO_GRAD_CONTEXTS, NOT_FORWARD, bindings, rebase
 from auditor.static.project import Project
 
 Site = tuple[FunctionInfo, int]
@@ -113,7 +113,14 @@ def is_backward(event: Event) -> bool:
         return False
     if event.func in ("torch.autograd.backward",):
         return True
-    return event.method == "backward" and bool(event.receiver) and event.receiver != "super()"
+    return event.method in BACKWARD_METHODS and bool(event.receiver) and event.receiver != "super()"
+
+
+def backward_operands(event: Event) -> list[str]:
+    """The names a backward call reads for its loss: ``loss`` of ``loss.backward()``, of
+    ``torch.autograd.backward(loss)`` and of ``self.manual_backward(loss)`` (not ``self``)."""
+    skip = {event.func, event.receiver} if event.method == "manual_backward" else {event.func}
+    return [u for u in event.uses if u not in skip and not u.endswith(".backward")]
 
 
 def is_grad_reset(event: Event) -> bool:
@@ -910,7 +917,7 @@ class Training:
         key = (fn.qualname, i, live, self.project._generation)
         if key not in self._slices:
             event = fn.events[i]
-            names = [u for u in event.uses if not u.endswith(".backward")]
+            names = backward_operands(event)
             inner = self._expression_events(fn, i)
             out: list[Site] = [(fn, k) for k in inner]
             for k in inner:

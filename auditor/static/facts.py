@@ -84,6 +84,8 @@ class FunctionInfo:
     # `trainer.fit(model)` runs the model's fit loop): the parameter of that call whose argument
     # (by keyword, else the first positional one) is this method's ``self``
     instance_argument: str = ""
+    # who wrote it when no file of the tree does: a framework's loop ("lightning")
+    framework: str = ""
 
     @property
     def display(self) -> str:

@@ -241,6 +241,7 @@ def _synthesize(project: "Project", cls: str, name: str, source: str,
     fn.qualname, fn.name, fn.class_name, fn.params = f"{cls}.{name}", name, cls, ["self"]
     fn.span = info.span
     fn.instance_argument = FIT_INSTANCE if name == FIT else ""
+    fn.framework = "lightning"
     return fn
 
 

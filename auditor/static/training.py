@@ -537,6 +537,8 @@ class Training:
             return False
         if not e.method or e.method in ("forward", "__call__"):
             return True
+        if any(q.rsplit(".", 1)[-1] in ("forward", "__call__") for q in self.resolve(fn, e)):
+            return True  # `self.model(g)`: the attribute is the module called
         methods = {f"{o.cls}.{e.method}" for o in self.origins(fn, e.receiver, i) if o.known}
         methods |= {q for q in self.resolve(fn, e) if q.rsplit(".", 1)[-1] == e.method}
         return any(any(self.module_call(callee, k) for k, x in enumerate(callee.events)
@@ -1072,8 +1074,27 @@ class Training:
                                          for b in backwards)
                     if self.grad_off(fn, i) is None and not (after_backward and self.runs_forward(fn, i)):
                         continue
-                    seen.add((fn.qualname, i))
-                    out.append((loop, fn, i))
+                    # a framework's call of a user hook (auditor/static/frameworks.py): the
+                    # forward is written in the hook, not at the framework's call
+                    found = self._hook_forwards(fn, i) if fn.framework else [(fn, i)]
+                    for where, k in found:
+                        if (where.qualname, k) not in seen:
+                            seen.add((where.qualname, k))
+                            out.append((loop, where, k))
+        return out
+
+    def _hook_forwards(self, fn: FunctionInfo, i: int) -> list[Site]:
+        """The forwards of modules that the functions the call at ``i`` runs make in train mode
+        (not after their own ``.eval()``)."""
+        out: list[Site] = []
+        for qual in self.resolve(fn, fn.events[i]):
+            hook = self.project.function(qual)
+            evaluating = False
+            for k, e in enumerate(hook.events if hook is not None else ()):
+                if e.kind == "call" and e.method in ("eval", "train") and e.receiver:
+                    evaluating = e.method == "eval" or (e.args[:1] == ["False"])
+                elif not evaluating and self.module_call(hook, k) and self.runs_forward(hook, k):
+                    out.append((hook, k))
         return out
 
     def training_loops(self) -> list[TrainingLoop]:

@@ -270,4 +270,5 @@ def add_framework_loops(project: "Project") -> None:
         added = True
     if added:
         project.dispatch.update(DISPATCH)
+        project.load_mentioning(".fit(")  # the scripts that start the loops, however skipped
         project.relink()

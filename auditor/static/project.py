@@ -316,11 +316,11 @@ class Project:
         if cls is not None:  # calling an instance: nn.Module.__call__ runs forward
             candidates += self.method_candidates(cls, "forward") + self.method_candidates(cls, "__call__")
         if event.receiver and event.method:
-            cls = self.instance_class(caller, event.receiver, event.span.line)
+            dispatched = self._dispatched(event, caller) if self.dispatch else []
+            cls = None if dispatched else self.instance_class(caller, event.receiver, event.span.line)
             if cls is not None:
                 candidates += self.method_candidates(cls, event.method)
-            elif self.dispatch:
-                candidates += self._dispatched(event, caller)
+            candidates += dispatched
         candidates += [func, f"{func}.__init__"]
         if "." not in func:
             # a name defined in the caller's module (nested scopes included)

@@ -1130,6 +1130,9 @@ def _returns_cut(fn: FunctionInfo) -> bool:
         return False
     for i in returns:
         call = outer_call(fn, i)
+        value = fn.events[i].text.removeprefix("return").lstrip()
+        if value.startswith(("{", "[", "(")):
+            return False  # `return {"loss": loss, "err": err.detach()}`: a part is detached
         if call is None or call.method not in NON_DIFFERENTIABLE:
             return False
     return True

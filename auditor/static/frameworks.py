@@ -227,7 +227,7 @@ def _synthesize(project: "Project", cls: str, name: str, source: str,
     """The function ``Loop.fit`` of ``source`` as the method ``name`` of ``cls``: its events
     placed on the class's header line, calls of ``callback_<k>.<hook>`` bound to their methods."""
     info, facts = project.classes[cls], _module_of(project, cls)
-    assert facts is not None
+    assert facts is not None  # add_framework_loops skips classes of no known file
     module = facts.module
     ctx = FileContext(facts.path, source, cst.parse_module(source), module)
     walk(ctx.module, [FactCollector(ctx)])
@@ -260,7 +260,8 @@ def add_framework_loops(project: "Project") -> None:
     callbacks = _subclasses(project, "Callback")
     added = False
     for cls in modules:
-        if _method(project, cls, "training_step") is None or f"{cls}.{FIT}" in project.functions:
+        if _method(project, cls, "training_step") is None or f"{cls}.{FIT}" in project.functions \
+                or _module_of(project, cls) is None:
             continue
         source, calls = loop_source(project, cls, _callbacks_of(project, cls, callbacks))
         project.add_function(_synthesize(project, cls, FIT, source, calls))

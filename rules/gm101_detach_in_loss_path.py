@@ -801,7 +801,8 @@ def _other_route(project: Project, fn: FunctionInfo, stmt: df.Statement, cut: st
         # the same value, undetached, beside the cut in the statement: a straight-through
         # estimator (`hard - soft.detach() + soft` passes the soft value's gradient)
         undetached = rf"(?<![\w.]){re.escape(cut)}(?!\w|\s*\.\s*(?:detach_?\s*\(|data\b))"
-        if re.search(undetached, stmt.head.text):
+        code = re.sub(r"\"[^\"]*\"|'[^']*'", "''", stmt.head.text)  # `{"loss": loss.detach()}`: a key
+        if re.search(undetached, code):
             return True
         if df.flows_to(project, fn, [cut], stmt.index + 1).sinks:
             return True

@@ -287,6 +287,10 @@ No automatic fix: whether the freeze is intended is the author's decision.
             m_root, _, m_path = module.partition(".")
             if m_path and not (path == m_path or path.startswith(m_path + ".")):
                 continue
+            if root == "self" and m_root == "self" and cls._same_instance(t.project, fn, build.fn):
+                # built in one method of the class over `self.model.parameters()`, frozen in
+                # another (`__init__` / `configure_optimizers` of a LightningModule)
+                return not re.search(r"copy", cls._made_by(t, fn, chain))
             given = [o for o in t.origins(build.fn, m_root, build.index) if o.known]
             if root == "self" and fn.class_name:
                 if any(t.contains_class(o.cls, fn.class_name) for o in given):
@@ -296,6 +300,14 @@ No automatic fix: whether the freeze is intended is the author's decision.
             if m_path == "" and set(frozen) & set(given):
                 return True
         return False
+
+    @staticmethod
+    def _same_instance(project: Project, a: FunctionInfo, b: FunctionInfo) -> bool:
+        """Methods whose ``self`` may be one object: of one class, or of a class and its base."""
+        def lineage(fn: FunctionInfo) -> set[str]:
+            return {q.rsplit(".", 1)[0] for q in project.method_candidates(fn.class_name, "_")}
+        return bool(a.class_name and b.class_name) and (
+            a.class_name in lineage(b) or b.class_name in lineage(a))
 
     @staticmethod
     def _made_by(t: Training, fn: FunctionInfo, chain: str) -> str:

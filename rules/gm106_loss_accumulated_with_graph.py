@@ -308,7 +308,19 @@ automatically because a tensor total may be used later on purpose.
         attribute of its instance (``self.running_loss += loss``): the attribute outlives the
         call, so it accumulates across steps like a total in the loop itself."""
         out = []
-        for fn in {a.fn.qualname: a.fn for a in loop.of("backward") if a.fn is not loop.fn}.values():
+        steps = {a.fn.qualname: a.fn for a in loop.of("backward") if a.fn is not loop.fn}
+        for back in loop.of("backward"):
+            if back.fn is not loop.fn:
+                continue
+            # `loss = module.training_step(batch)` then `loss.backward()`: the step function
+            # computes the loss the loop backpropagates (not a module's forward: the model)
+            for f, j in t.loss_slice(back.fn, back.index):
+                if f is back.fn and j >= 0 and f.events[j].kind == "call":
+                    for qual in t.resolve(f, f.events[j]):
+                        callee = t.project.function(qual)
+                        if callee is not None and callee.name not in ("forward", "__call__"):
+                            steps.setdefault(qual, callee)
+        for fn in steps.values():
             graph = _graph_names(t, fn)
             for i, acc, value in cls._adds(t, fn, range(len(fn.events)), graph):
                 if acc.startswith("self."):

@@ -59,6 +59,11 @@ class Event:
     # ``a = x.module if ddp else x`` -> [x.module, x]; empty for any other value
     value_names: list[str] = field(default_factory=list)
 
+    def argument(self, keyword: str, position: int = 0) -> str:
+        """The argument of a call bound to the parameter ``keyword`` (at ``position``), or ""."""
+        positional = [a for a in self.args if not a.startswith("*")]
+        return self.kwargs.get(keyword) or (positional[position] if position < len(positional) else "")
+
     @property
     def loop(self) -> int:
         return len(self.loop_ids)
@@ -75,6 +80,12 @@ class FunctionInfo:
     decorators: list[str] = field(default_factory=list)
     span: Optional[Span] = None
     events: list[Event] = field(default_factory=list)
+    # a framework's loop run by a call on another object (auditor/static/frameworks.py:
+    # `trainer.fit(model)` runs the model's fit loop): the parameter of that call whose argument
+    # (by keyword, else the first positional one) is this method's ``self``
+    instance_argument: str = ""
+    # who wrote it when no file of the tree does: a framework's loop ("lightning")
+    framework: str = ""
 
     @property
     def display(self) -> str:

@@ -114,8 +114,12 @@ def is_same_or_parent(receiver: str, tracked: str) -> bool:
     return tracked == receiver or tracked.startswith(receiver + ".")
 
 
+# `loss.backward()`; a LightningModule's `self.manual_backward(loss)` (manual optimization)
+BACKWARD_METHODS = ("backward", "manual_backward")
+
+
 def is_backward(event: Event) -> bool:
-    return event.kind == "call" and (event.method == "backward"
+    return event.kind == "call" and (event.method in BACKWARD_METHODS
                                      or event.func == "torch.autograd.backward")
 
 
@@ -208,6 +212,9 @@ def bindings(event: Event, callee: FunctionInfo) -> list[tuple[str, str]]:
     """(parameter, argument text) pairs of a call event bound to ``callee``'s parameters."""
     params = list(callee.params)
     pairs: list[tuple[str, str]] = []
+    if callee.instance_argument and params:  # `trainer.fit(model)`: self is the model
+        instance = event.argument(callee.instance_argument)
+        return [(params[0], instance)] if instance else []
     if callee.class_name and params and params[0] in ("self", "cls"):
         first = params.pop(0)
         if callee.name != "__init__" and first == "self":

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional
 
 from auditor.static.context import MODULE_SCOPE
 from auditor.static.facts import Event, FileFacts, FunctionInfo
+from auditor.static.frameworks import add_framework_loops
 from auditor.static.imports import Layout
 from auditor.static.programs import Program, entry_programs, import_graph, programs_with
 
@@ -94,6 +95,10 @@ class Project:
         self._constructed: dict[str, dict[str, list[tuple[int, str]]]] = {}
         self._not_skipped: set[str] = set()
         self._memos: dict[str, dict[str, Any]] = {}
+        # a framework's method that runs a synthetic method of the instance handed to it
+        # (auditor/static/frameworks.py): `pytorch_lightning.Trainer.fit` -> (`<fit>`, the
+        # parameter whose argument is the instance: `model`)
+        self.dispatch: dict[str, tuple[str, str]] = {}
         # imported here: networkx costs a third of a warm run's start, which needs no project
         import networkx
 
@@ -121,6 +126,7 @@ class Project:
         self._loading = False
         self._link_all()
         self._loading = True
+        add_framework_loops(self)
 
     def memo(self, owner: str) -> dict[str, Any]:
         """The table where the analysis ``owner`` (a module of auditor/static) keeps answers it
@@ -145,6 +151,18 @@ class Project:
             self.graph.add_node(qual)
             for caller, event in self._pending.pop(qual, ()):
                 self._add_edge(caller, qual, event)
+
+    def add_function(self, fn: FunctionInfo) -> None:
+        """A function no file defines (a framework's loop, auditor/static/frameworks.py)."""
+        self._generation += 1
+        self.functions[fn.qualname] = fn
+        self.graph.add_node(fn.qualname)
+        self._link(fn)
+
+    def relink(self) -> None:
+        """Link every call again: ``dispatch`` or added functions changed what calls run."""
+        self._generation += 1
+        self._link_all()
 
     def _link_all(self) -> None:
         for fn in list(self.functions.values()):
@@ -298,9 +316,11 @@ class Project:
         if cls is not None:  # calling an instance: nn.Module.__call__ runs forward
             candidates += self.method_candidates(cls, "forward") + self.method_candidates(cls, "__call__")
         if event.receiver and event.method:
-            cls = self.instance_class(caller, event.receiver, event.span.line)
+            dispatched = self._dispatched(event, caller) if self.dispatch else []
+            cls = None if dispatched else self.instance_class(caller, event.receiver, event.span.line)
             if cls is not None:
                 candidates += self.method_candidates(cls, event.method)
+            candidates += dispatched
         candidates += [func, f"{func}.__init__"]
         if "." not in func:
             # a name defined in the caller's module (nested scopes included)
@@ -323,10 +343,26 @@ class Project:
             todo += list(cls.bases) if cls else []
         return out
 
-    def instance_class(self, fn: FunctionInfo, name: str, before_line: int) -> Optional[str]:
-        """The project class a local name (or ``self.attr``) was last built from, if known."""
+    def _dispatched(self, event: Event, caller: FunctionInfo) -> list[str]:
+        """``trainer.fit(model)``: the synthetic method ``dispatch`` names for the framework
+        class ``trainer`` was built from, on ``model``'s class (on every class that has it in a
+        program of the caller's when ``model``'s class is not known)."""
+        found = next((self.dispatch[key] for built in self._built_from(caller, event.receiver, event.span.line)
+                      if (key := f"{built}.{event.method}") in self.dispatch), None)
+        if found is None:
+            return []
+        name, param = found
+        cls = self.instance_class(caller, event.argument(param), event.span.line)
+        if cls is not None:
+            return self.method_candidates(cls, name)
+        return [q for q, fn in list(self.functions.items()) if fn.name == name and fn.instance_argument
+                and self.share_program(caller.path, fn.path)]
+
+    def _built_from(self, fn: FunctionInfo, name: str, before_line: int) -> Iterator[str]:
+        """What a local name (or ``self.attr``) was built from, latest first: project classes
+        (re-exports followed) and other callees as the call names them."""
         if not name:
-            return None
+            return
         scopes = [fn]
         cls_info = self.classes.get(fn.class_name) if name.startswith("self.") else None
         if cls_info is not None:
@@ -339,9 +375,11 @@ class Project:
                     self._load_module_of(callee)
                 if callee not in self.classes:  # `from pkg import Model`: pkg re-exports it
                     callee = self.reexported(callee) or callee
-                if callee in self.classes:
-                    return callee
-        return None
+                yield callee
+
+    def instance_class(self, fn: FunctionInfo, name: str, before_line: int) -> Optional[str]:
+        """The project class a local name (or ``self.attr``) was last built from, if known."""
+        return next((c for c in self._built_from(fn, name, before_line) if c in self.classes), None)
 
     def _constructions(self, fn: FunctionInfo) -> dict[str, list[tuple[int, str]]]:
         """name -> [(line, callee)] of the calls whose result ``fn`` assigns to that name."""

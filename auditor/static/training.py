@@ -57,7 +57,7 @@ from typing import Callable, Optional
 
 from auditor.static.dataflow import SHARING_METHODS, SHARING_WRAPPERS, callee_text
 from auditor.static.facts import MODULE_SCOPE, Event, FunctionInfo, Span
-from auditor.static.paths import NO_GRAD_CONTEXTS, NOT_FORWARD, bindings, rebase
+from auditor.static.paths import BACKWARD_METHODS, NO_GRAD_CONTEXTS, NOT_FORWARD, bindings, rebase
 from auditor.static.project import Project
 
 Site = tuple[FunctionInfo, int]
@@ -113,7 +113,14 @@ def is_backward(event: Event) -> bool:
         return False
     if event.func in ("torch.autograd.backward",):
         return True
-    return event.method == "backward" and bool(event.receiver) and event.receiver != "super()"
+    return event.method in BACKWARD_METHODS and bool(event.receiver) and event.receiver != "super()"
+
+
+def backward_operands(event: Event) -> list[str]:
+    """The names a backward call reads for its loss: ``loss`` of ``loss.backward()``, of
+    ``torch.autograd.backward(loss)`` and of ``self.manual_backward(loss)`` (not ``self``)."""
+    skip = {event.func, event.receiver} if event.method == "manual_backward" else {event.func}
+    return [u for u in event.uses if u not in skip and not u.endswith(".backward")]
 
 
 def is_grad_reset(event: Event) -> bool:
@@ -530,6 +537,8 @@ class Training:
             return False
         if not e.method or e.method in ("forward", "__call__"):
             return True
+        if any(q.rsplit(".", 1)[-1] in ("forward", "__call__") for q in self.resolve(fn, e)):
+            return True  # `self.model(g)`: the attribute is the module called
         methods = {f"{o.cls}.{e.method}" for o in self.origins(fn, e.receiver, i) if o.known}
         methods |= {q for q in self.resolve(fn, e) if q.rsplit(".", 1)[-1] == e.method}
         return any(any(self.module_call(callee, k) for k, x in enumerate(callee.events)
@@ -910,7 +919,7 @@ class Training:
         key = (fn.qualname, i, live, self.project._generation)
         if key not in self._slices:
             event = fn.events[i]
-            names = [u for u in event.uses if not u.endswith(".backward")]
+            names = backward_operands(event)
             inner = self._expression_events(fn, i)
             out: list[Site] = [(fn, k) for k in inner]
             for k in inner:
@@ -1065,8 +1074,27 @@ class Training:
                                          for b in backwards)
                     if self.grad_off(fn, i) is None and not (after_backward and self.runs_forward(fn, i)):
                         continue
-                    seen.add((fn.qualname, i))
-                    out.append((loop, fn, i))
+                    # a framework's call of a user hook (auditor/static/frameworks.py): the
+                    # forward is written in the hook, not at the framework's call
+                    found = self._hook_forwards(fn, i) if fn.framework else [(fn, i)]
+                    for where, k in found:
+                        if (where.qualname, k) not in seen:
+                            seen.add((where.qualname, k))
+                            out.append((loop, where, k))
+        return out
+
+    def _hook_forwards(self, fn: FunctionInfo, i: int) -> list[Site]:
+        """The forwards of modules that the functions the call at ``i`` runs make in train mode
+        (not after their own ``.eval()``)."""
+        out: list[Site] = []
+        for qual in self.resolve(fn, fn.events[i]):
+            hook = self.project.function(qual)
+            evaluating = False
+            for k, e in enumerate(hook.events if hook is not None else ()):
+                if e.kind == "call" and e.method in ("eval", "train") and e.receiver:
+                    evaluating = e.method == "eval" or (e.args[:1] == ["False"])
+                elif not evaluating and self.module_call(hook, k) and self.runs_forward(hook, k):
+                    out.append((hook, k))
         return out
 
     def training_loops(self) -> list[TrainingLoop]:
@@ -1102,6 +1130,9 @@ def _returns_cut(fn: FunctionInfo) -> bool:
         return False
     for i in returns:
         call = outer_call(fn, i)
+        value = fn.events[i].text.removeprefix("return").lstrip()
+        if value.startswith(("{", "[", "(")):
+            return False  # `return {"loss": loss, "err": err.detach()}`: a part is detached
         if call is None or call.method not in NON_DIFFERENTIABLE:
             return False
     return True

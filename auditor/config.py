@@ -92,19 +92,21 @@ def parse_table(table: dict[str, Any], path: Path) -> Config:
             f"(known: {', '.join(sorted(KNOWN_KEYS))})"
         )
     cfg = Config(root=path.parent.resolve(), path=path)
+    pfi = table.get("per-file-ignores", {})
+    if not isinstance(pfi, dict):
+        raise ConfigError(f"{path}: `per-file-ignores` must be a table of glob = [codes]")
+    _bounded(len(pfi), "per-file-ignores", path)
     try:
         if "select" in table:
             cfg.select = _str_list(table["select"], "select", path)
             expand(cfg.select)
         cfg.ignore = _str_list(table.get("ignore", []), "ignore", path)
         expand(cfg.ignore)
-        pfi = table.get("per-file-ignores", {})
-        if not isinstance(pfi, dict):
-            raise ConfigError(f"{path}: `per-file-ignores` must be a table of glob = [codes]")
-        _bounded(len(pfi), "per-file-ignores", path)
         for glob, codes in pfi.items():
             cfg.per_file_ignores[glob] = _str_list(codes, f"per-file-ignores.{glob}", path)
             expand(cfg.per_file_ignores[glob])
+    except ConfigError:
+        raise  # names the file already
     except ValueError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     cfg.exclude = _str_list(table.get("exclude", []), "exclude", path)

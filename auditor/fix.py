@@ -579,6 +579,9 @@ def fix_command(args: "argparse.Namespace", result: "CheckResult", config: Confi
 
         after = run_check(args.paths, config, rules, jobs=args.jobs, use_cache=not args.no_cache)
     final = after or result
+    errors = final.errors
+    if final is outcome.result:  # the shadow copy held only the files read: the others stay reported
+        errors = sorted([*result.skipped, *final.errors], key=lambda e: e.path)
     # the re-check ran on a shadow copy: its findings' paths are the real ones, its files count too
     lines = [f"Fixed {n} finding(s)" + (f" in {len({e.path for a in outcome.fixed for e in a.fix.edits})} "
                                         "file(s)" if n else "")]
@@ -595,5 +598,5 @@ def fix_command(args: "argparse.Namespace", result: "CheckResult", config: Confi
         extra["text_sections"] = lines
     elif not args.quiet:
         print("\n".join(f"gm-audit: {line.strip()}" for line in lines), file=sys.stderr)
-    report = Report("check", final.findings, final.errors, result.files, result.seconds, extra=extra)
+    report = Report("check", final.findings, errors, result.files, result.seconds, extra=extra)
     return emit(report, args, fail_on)

@@ -19,8 +19,10 @@ from typing import Sequence
 from auditor import __version__
 from auditor.findings import Finding
 from auditor.reports import source_line, write_atomic
+from auditor.static.reading import read_source
 
 FORMAT_VERSION = 1
+MAX_BASELINE_BYTES = 64 * 1024 * 1024  # some 200,000 findings of a few hundred bytes each
 
 
 class BaselineError(ValueError):
@@ -79,13 +81,21 @@ def write_baseline(path: str, findings: Sequence[Finding]) -> None:
 def load_baseline(path: str) -> set[str]:
     """The fingerprints recorded in ``path``."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        # never blocking (a FIFO), never more than the cap (/dev/zero): see read_source
+        raw = read_source(Path(path), MAX_BASELINE_BYTES)
+        if len(raw) > MAX_BASELINE_BYTES:
+            raise BaselineError(f"baseline {path} is larger than {MAX_BASELINE_BYTES // 2**20} MiB")
+        data = json.loads(raw.decode("utf-8"))
     except FileNotFoundError:
         raise BaselineError(
             f"baseline {path} does not exist (create it with --baseline {path} --write-baseline)"
         ) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except OSError as exc:
+        raise BaselineError(f"cannot read baseline {path}: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BaselineError(f"cannot read baseline {path}: {exc}") from None
+    except RecursionError:
+        raise BaselineError(f"cannot read baseline {path}: JSON nested too deeply") from None
     if not isinstance(data, dict) or data.get("gm-audit-baseline") != FORMAT_VERSION:
         raise BaselineError(f"{path} is not a gm-audit baseline (version {FORMAT_VERSION})")
     entries = data.get("findings")

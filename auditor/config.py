@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on older interpreters only
-    import tomli as tomllib
-
 from auditor.findings import Severity
 from auditor.registry import expand
+from auditor.toml_file import TomlError, read_toml, subtable
 
 KNOWN_KEYS = {"select", "ignore", "per-file-ignores", "exclude", "fail-on", "preview", "probe"}
 PROBE_KEYS = {"command", "steps", "max-steps", "timeout", "device", "paths"}
+# every file's path is matched against each pattern: a bound keeps a crafted config from making
+# the walk quadratic (a real project has a few dozen)
+MAX_PATTERNS = 1000
 
 
 class ConfigError(ValueError):
@@ -38,20 +36,20 @@ class Config:
 
 def find_pyproject(start: Path) -> Optional[Path]:
     """The nearest pyproject.toml holding a ``[tool.gm-audit]`` table, walking upwards. One that
-    is not valid TOML stops the walk with a ConfigError: it may hold the table, and running on
-    with the defaults would silently ignore the user's settings."""
+    is not valid TOML (or holds something else than a table at ``tool``) stops the walk with a
+    ConfigError: it may hold the table, and running on with the defaults would silently ignore
+    the user's settings."""
     start = start.resolve()
     for folder in [start, *start.parents] if start.is_dir() else start.parents:
         candidate = folder / "pyproject.toml"
         if candidate.is_file():
             try:
-                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError):
+                if "gm-audit" in subtable(read_toml(candidate), "tool"):
+                    return candidate
+            except OSError:
                 continue
-            except tomllib.TOMLDecodeError as exc:
-                raise ConfigError(f"{candidate}: invalid TOML: {exc}") from None
-            if "gm-audit" in data.get("tool", {}):
-                return candidate
+            except TomlError as exc:
+                raise ConfigError(f"{candidate}: {exc}") from None
     return None
 
 
@@ -63,23 +61,27 @@ def _str_list(value: Any, key: str, where: Path) -> list[str]:
     return value
 
 
+def _bounded(count: int, key: str, where: Path) -> None:
+    if count > MAX_PATTERNS:
+        raise ConfigError(f"{where}: `{key}` holds {count} patterns; at most {MAX_PATTERNS} are accepted")
+
+
 def load_config(explicit: Optional[str], start: Path) -> Config:
     path = Path(explicit) if explicit else find_pyproject(start)
     if path is None:
         return Config(root=Path.cwd())
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = read_toml(path)
+        tool = subtable(data, "tool")
+        # a standalone gm-audit.toml may hold the keys at top level
+        chosen = subtable(data, "tool.gm-audit") if "gm-audit" in tool or path.name == "pyproject.toml" else data
     except FileNotFoundError:
         raise ConfigError(f"config file not found: {path}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read config {path}: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    table = data.get("tool", {}).get("gm-audit")
-    if table is None:
-        # a standalone gm-audit.toml may hold the keys at top level
-        table = {} if path.name == "pyproject.toml" else data
-    return parse_table(table, path)
+    except OSError as exc:
+        raise ConfigError(f"cannot read config {path}: {exc.strerror or exc}") from None
+    except TomlError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    return parse_table(chosen, path)
 
 
 def parse_table(table: dict[str, Any], path: Path) -> Config:
@@ -90,21 +92,25 @@ def parse_table(table: dict[str, Any], path: Path) -> Config:
             f"(known: {', '.join(sorted(KNOWN_KEYS))})"
         )
     cfg = Config(root=path.parent.resolve(), path=path)
+    pfi = table.get("per-file-ignores", {})
+    if not isinstance(pfi, dict):
+        raise ConfigError(f"{path}: `per-file-ignores` must be a table of glob = [codes]")
+    _bounded(len(pfi), "per-file-ignores", path)
     try:
         if "select" in table:
             cfg.select = _str_list(table["select"], "select", path)
             expand(cfg.select)
         cfg.ignore = _str_list(table.get("ignore", []), "ignore", path)
         expand(cfg.ignore)
-        pfi = table.get("per-file-ignores", {})
-        if not isinstance(pfi, dict):
-            raise ConfigError(f"{path}: `per-file-ignores` must be a table of glob = [codes]")
         for glob, codes in pfi.items():
             cfg.per_file_ignores[glob] = _str_list(codes, f"per-file-ignores.{glob}", path)
             expand(cfg.per_file_ignores[glob])
+    except ConfigError:
+        raise  # names the file already
     except ValueError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     cfg.exclude = _str_list(table.get("exclude", []), "exclude", path)
+    _bounded(len(cfg.exclude), "exclude", path)
     if "fail-on" in table:
         try:
             cfg.fail_on = Severity(str(table["fail-on"]).lower())

@@ -1,10 +1,18 @@
-"""Which files a check covers: recursive discovery with the usual folders left out."""
+"""Which files a check covers: recursive discovery with the usual folders left out.
+
+A repository is untrusted input (CI checks strangers' pull requests): a symlink found while
+walking a named folder is followed only when its target resolves inside that folder, so a
+committed link (``v -> ../other``, ``x.py -> /etc/...``, ``root -> /``) never makes the check read
+files outside the tree it was asked to check. Paths named on the command line are taken as typed,
+links included (as ``find -H`` does): the user chose them."""
 
 from __future__ import annotations
 
 import errno
 import fnmatch
+import functools
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +23,9 @@ SKIP_DIRS = frozenset(
     {".git", ".hg", ".svn", "__pycache__", "site-packages", "node_modules", ".tox", ".nox",
      ".mypy_cache", ".pytest_cache", ".ruff_cache", ".gm_audit_cache", ".eggs"}
 )
+
+
+OUTSIDE = "skipped: symlink to outside the checked tree"
 
 
 class PathMissing(FileNotFoundError):
@@ -43,6 +54,17 @@ def file_problem(path: Path) -> Optional[str]:
     return None
 
 
+def _inside(real: str, tree: str) -> bool:
+    """Whether the resolved path ``real`` is ``tree`` (resolved too) or below it."""
+    return real == tree or real.startswith(tree.rstrip(os.sep) + os.sep)
+
+
+def _leaves(entry: os.DirEntry, tree: str) -> bool:
+    """A symlink whose target resolves outside ``tree`` (what is not a link stays inside: only
+    folders inside the tree are walked)."""
+    return entry.is_symlink() and not _inside(os.path.realpath(entry.path), tree)
+
+
 def _is_venv(folder: Path) -> bool:
     try:
         return (folder / "pyvenv.cfg").exists()
@@ -50,19 +72,23 @@ def _is_venv(folder: Path) -> bool:
         return False
 
 
+@functools.lru_cache(maxsize=8)
+def _pattern_matcher(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], tuple[str, ...]]:
+    """Every pattern as one compiled regex (a whole-path or one-part match), and the prefixes
+    that exclude a folder's contents: compiled once per run, not once per file and pattern."""
+    stripped = [pat.rstrip("/") for pat in patterns]
+    whole = re.compile("|".join(fnmatch.translate(pat) for pat in stripped) or "(?!)")
+    return whole, tuple(pat + "/" for pat in stripped)
+
+
 def is_excluded(path: Path, root: Path, patterns: Iterable[str]) -> bool:
     try:
         rel = path.resolve().relative_to(root.resolve()).as_posix()
     except (ValueError, OSError, RuntimeError):  # elsewhere, or a symlink loop
         rel = path.as_posix()
-    parts = rel.split("/")
-    for pat in patterns:
-        pat = pat.rstrip("/")
-        if fnmatch.fnmatch(rel, pat) or any(fnmatch.fnmatch(p, pat) for p in parts):
-            return True
-        if rel.startswith(pat + "/"):
-            return True
-    return False
+    whole, prefixes = _pattern_matcher(tuple(patterns))
+    return bool(whole.match(rel) or any(whole.match(p) for p in rel.split("/"))
+                or rel.startswith(prefixes))
 
 
 def discover(paths: Iterable[str], root: Path, exclude: Iterable[str] = ()) -> Discovery:
@@ -70,15 +96,16 @@ def discover(paths: Iterable[str], root: Path, exclude: Iterable[str] = ()) -> D
     exclude = list(exclude)
     out = Discovery()
     seen_dirs: set[str] = set()
-    seen_files: set[str] = set()
+    kept: dict[str, Path] = {}  # resolved path -> the path it is checked under
 
     def add(p: Path) -> None:
+        # one file reached twice (a link beside its target) is checked once, under its real
+        # name where the walk meets it: --fix never writes through a link
         key = os.path.realpath(p)
-        if key not in seen_files:
-            seen_files.add(key)
-            out.files.append(p)
+        if key not in kept or (kept[key].is_symlink() and not p.is_symlink()):
+            kept[key] = p
 
-    def walk(d: Path) -> None:
+    def walk(d: Path, tree: str) -> None:
         real = os.path.realpath(d)
         if real in seen_dirs:
             out.notes.append((d.as_posix(), "skipped: symlink loop (folder already visited)"))
@@ -96,15 +123,16 @@ def discover(paths: Iterable[str], root: Path, exclude: Iterable[str] = ()) -> D
             except OSError:
                 is_dir = False
             if is_dir:
-                if entry.name in SKIP_DIRS or _is_venv(p):
+                if entry.name in SKIP_DIRS or is_excluded(p, root, exclude):
                     continue
-                if is_excluded(p, root, exclude):
-                    continue
-                walk(p)
+                if _leaves(entry, tree):
+                    out.notes.append((p.as_posix(), OUTSIDE))
+                elif not _is_venv(p):
+                    walk(p, tree)
             elif entry.name.endswith((".py", ".pyi")):
                 if is_excluded(p, root, exclude):
                     continue
-                problem = file_problem(p)
+                problem = file_problem(p) or (OUTSIDE if _leaves(entry, tree) else None)
                 if problem:
                     out.notes.append((p.as_posix(), problem))
                     continue
@@ -119,11 +147,12 @@ def discover(paths: Iterable[str], root: Path, exclude: Iterable[str] = ()) -> D
         except OSError:
             pass  # in an unreadable folder: reported below, for this path
         if os.path.isdir(p):  # False, not an error, where it cannot be looked at
-            walk(p)
+            walk(p, os.path.realpath(p))
             continue
         problem = file_problem(p)
         if problem:
             out.notes.append((raw, problem))
         else:
             add(p)
+    out.files = list(kept.values())
     return out

@@ -5,8 +5,10 @@ use it, so none of them imports another to finish."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+from typing import Iterator
 
 from auditor.findings import Severity
 from auditor.reports import Report, render, write_atomic
@@ -18,6 +20,16 @@ class UsageError(Exception):
     """A clear one-line message for the user; exit code 2."""
 
 
+@contextlib.contextmanager
+def writing(path: str, what: str) -> Iterator[None]:
+    """A file the user named that cannot be written (a folder, a full disk, a missing
+    permission) is a one-line error, not an internal one."""
+    try:
+        yield
+    except OSError as exc:
+        raise UsageError(f"cannot write {what} {path}: {exc.strerror or exc}") from None
+
+
 def apply_baseline(report: Report, args: argparse.Namespace) -> Report:
     """``--baseline FILE``: drop the findings it records (``--write-baseline`` records them first)."""
     if not getattr(args, "baseline", None):
@@ -27,7 +39,8 @@ def apply_baseline(report: Report, args: argparse.Namespace) -> Report:
     from auditor.baseline import BaselineError, load_baseline, new_findings, write_baseline
 
     if args.write_baseline:
-        write_baseline(args.baseline, report.findings)
+        with writing(args.baseline, "baseline"):
+            write_baseline(args.baseline, report.findings)
         if not args.quiet:
             print(f"gm-audit: wrote {len(report.findings)} finding(s) to baseline {args.baseline}",
                   file=sys.stderr)
@@ -52,7 +65,8 @@ def emit(report: Report, args: argparse.Namespace, fail_on: Severity) -> int:
     text = {"statistics": getattr(args, "statistics", False),
             "show_fixes": getattr(args, "show_fixes", False)}
     if args.output:
-        write_atomic(args.output, render(args.format, report, color=False, **text))
+        with writing(args.output, "the report to"):
+            write_atomic(args.output, render(args.format, report, color=False, **text))
     else:
         sys.stdout.write(render(args.format, report, color=color, **text))
     if args.exit_zero:

@@ -493,13 +493,16 @@ def fix_findings(result: "CheckResult", paths: Sequence[str], config: Config,
 def write_fixed(changed: dict[str, tuple[bytes, bytes]]) -> dict[str, str]:
     """Write every fixed file, or none: each new text goes to a temporary file beside its target
     (mode and owner copied) before any target is replaced. A file that changed on disk since it
-    was read, or is read-only, is left alone. A hard-linked file is rewritten in place, so that
+    was read, is read-only or is a symlink is left alone. A hard-linked file is rewritten in place, so that
     its links keep sharing it. Returns the paths not written, with the reason."""
     left: dict[str, str] = {}
     ready: list[tuple[str, Path, os.stat_result, str]] = []
     try:
         for path, (old, new) in sorted(changed.items()):
-            target = Path(os.path.realpath(path))  # through a symlink: the link stays a link
+            target = Path(path)
+            if target.is_symlink():  # its target may lie outside the tree: never written through
+                left[path] = "a symlink; --fix never writes through a link; left as it is"
+                continue
             try:
                 st = target.stat()
                 if target.read_bytes() != old:
@@ -511,7 +514,8 @@ def write_fixed(changed: dict[str, tuple[bytes, bytes]]) -> dict[str, str]:
             if not st.st_mode & stat.S_IWUSR:  # root could write it: the mode says it must not be
                 left[path] = "read-only file; left as it is"
                 continue
-            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".gm-audit")
+            # a short name: the target's own may already be near NAME_MAX (255 bytes)
+            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".gm-audit-", suffix=".tmp")
             ready.append((path, target, st, tmp))
             with os.fdopen(fd, "wb") as fh:
                 fh.write(new)
@@ -575,6 +579,9 @@ def fix_command(args: "argparse.Namespace", result: "CheckResult", config: Confi
 
         after = run_check(args.paths, config, rules, jobs=args.jobs, use_cache=not args.no_cache)
     final = after or result
+    errors = final.errors
+    if final is outcome.result:  # the shadow copy held only the files read: the others stay reported
+        errors = sorted([*result.skipped, *final.errors], key=lambda e: e.path)
     # the re-check ran on a shadow copy: its findings' paths are the real ones, its files count too
     lines = [f"Fixed {n} finding(s)" + (f" in {len({e.path for a in outcome.fixed for e in a.fix.edits})} "
                                         "file(s)" if n else "")]
@@ -591,5 +598,5 @@ def fix_command(args: "argparse.Namespace", result: "CheckResult", config: Confi
         extra["text_sections"] = lines
     elif not args.quiet:
         print("\n".join(f"gm-audit: {line.strip()}" for line in lines), file=sys.stderr)
-    report = Report("check", final.findings, final.errors, result.files, result.seconds, extra=extra)
+    report = Report("check", final.findings, errors, result.files, result.seconds, extra=extra)
     return emit(report, args, fail_on)

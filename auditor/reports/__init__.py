@@ -92,7 +92,8 @@ def write_atomic(path: str, text: str) -> None:
             fh.write(text)
         return
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    # a short name: the target's own may already be near NAME_MAX (255 bytes)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".gm-audit-", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)

@@ -85,7 +85,10 @@ def signing_key() -> Optional[bytes]:
 
 
 def _read_regular(path: Path, limit: int) -> bytes:
-    """At most ``limit`` bytes of a regular file, never through a symlink (OSError otherwise)."""
+    """At most ``limit`` bytes of a regular file, never through a symlink (OSError otherwise);
+    a larger file is refused by its size, before a byte of it is read."""
+    if os.lstat(path).st_size > limit:
+        raise OSError(f"{path} is larger than {limit} bytes")
     data = read_source(path, limit, follow_symlinks=False)
     if len(data) > limit:
         raise OSError(f"{path} is larger than {limit} bytes")
@@ -97,6 +100,21 @@ def _is_real_folder(folder: Path) -> bool:
         return stat.S_ISDIR(os.lstat(folder).st_mode)
     except OSError:
         return False
+
+
+def _stale(folder: Path, pattern: str) -> list[Path]:
+    """The entries matching ``pattern`` beyond the ``KEEP`` most recent. The folder may be
+    committed: a folder, FIFO or device under a cache file's name is left where it is (only
+    files and symlinks, which unlink removes without following, are pruned)."""
+    found = []
+    for p in folder.glob(pattern):
+        try:
+            st = os.lstat(p)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode):
+            found.append((st.st_mtime, p))
+    return [p for _, p in sorted(found, reverse=True)[KEEP:]]
 
 
 class Cache:
@@ -164,15 +182,12 @@ class Cache:
             if not _is_real_folder(folder):
                 return
             for pattern in ("check-*.json", "run-*.json"):
-                others = []
-                for p in folder.glob(pattern):
+                for stale in _stale(folder, pattern):
                     try:
-                        st = os.lstat(p)
+                        stale.unlink()  # removes a link itself, never its target
                     except OSError:
-                        continue
-                    others.append((st.st_mtime, p))
-                for _, stale in sorted(others, reverse=True)[KEEP:]:
-                    stale.unlink(missing_ok=True)  # removes a link itself, never its target
+                        pass  # gone meanwhile, or a read-only folder: pruned next time
+
 
     def _write(self, target: Path, value: Any) -> None:
         folder = target.parent
@@ -188,8 +203,13 @@ class Cache:
             except FileExistsError:
                 pass
             fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(FORMAT + b" " + self._sign(payload) + b"\n" + payload)
-            os.replace(tmp, target)  # replaces a link at the target, never writes through it
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(FORMAT + b" " + self._sign(payload) + b"\n" + payload)
+                # replaces a link at the target, never writes through it; fails on a folder
+                os.replace(tmp, target)
+            except OSError:
+                os.unlink(tmp)
+                raise
         except (OSError, NotPlain, ValueError, RecursionError):
             pass  # a read-only tree still gets its report; only the next run is slower

@@ -63,6 +63,7 @@ class CheckResult:
     analysed: int = 0
     cached: int = 0
     project: Optional[Project] = None
+    skipped: list[FileError] = field(default_factory=list)  # files found but not read (in errors)
 
 
 def relpath(path: Path) -> str:
@@ -302,7 +303,7 @@ def run_check(
         findings, analysis_errors = previous
         return CheckResult(findings=findings, errors=sorted([*errors, *analysis_errors], key=lambda e: e.path),
                            files=total, seconds=time.perf_counter() - start, analysed=0,
-                           cached=total)
+                           cached=total, skipped=errors)
     for rel, p, data in contents:
         hit = cache.get(rel, digests[rel])
         if hit is not None:
@@ -384,6 +385,7 @@ def run_check(
         analysed=len(todo),
         cached=cached,
         project=project,
+        skipped=errors[:known_errors],
     )
 
 

@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Iterable, Iterator
 from auditor.static.context import MODULE_SCOPE
 from auditor.static.facts import FileFacts, FunctionInfo
 from auditor.static.imports import Layout
+from auditor.static.reading import MAX_FILE_BYTES, read_source
+from auditor.toml_file import TomlError, read_toml, subtable
 
 if TYPE_CHECKING:
     from auditor.static.project import Project
@@ -109,42 +111,45 @@ def console_scripts(layout: Layout, root: Path) -> Iterator[tuple[str, str, str]
             yield folder, module, func
 
 
-def _declared(base: Path) -> Iterator[tuple[str, str]]:
-    pyproject = base / "pyproject.toml"
-    if pyproject.is_file():
-        import tomllib
+def _packaging_text(path: Path) -> str:
+    """A packaging file's text, read as untrusted input ("" where it cannot be: missing, not a
+    regular file, too large)."""
+    try:
+        data = read_source(path)
+    except OSError:
+        return ""
+    return "" if len(data) > MAX_FILE_BYTES else data.decode("utf-8", errors="replace")
 
-        try:
-            data = tomllib.loads(pyproject.read_text(encoding="utf-8", errors="replace"))
-        except (tomllib.TOMLDecodeError, OSError):
-            data = {}
-        scripts = data.get("project", {}).get("scripts", {})
-        for spec in scripts.values() if isinstance(scripts, dict) else ():
-            if isinstance(spec, str) and ":" in spec:
-                module, _, func = spec.partition(":")
-                yield module.strip(), func.strip()
-    setup_cfg = base / "setup.cfg"
-    if setup_cfg.is_file():
+
+def _declared(base: Path) -> Iterator[tuple[str, str]]:
+    """The console scripts declared in ``base``. Packaging metadata is not gm-audit's to judge:
+    what is malformed there (``project = 5``, TOML nested past the parser's depth) declares
+    nothing, and the rest of the tree is checked as before."""
+    try:
+        scripts = subtable(read_toml(base / "pyproject.toml"), "project.scripts")
+    except (OSError, TomlError):
+        scripts = {}
+    for spec in scripts.values():
+        if isinstance(spec, str) and ":" in spec:
+            module, _, func = spec.partition(":")
+            yield module.strip(), func.strip()
+    text = _packaging_text(base / "setup.cfg")
+    if text:
         parser = configparser.ConfigParser()
         try:
-            parser.read_string(setup_cfg.read_text(encoding="utf-8", errors="replace"))
+            parser.read_string(text)
             text = parser.get("options.entry_points", "console_scripts", fallback="")
-        except (configparser.Error, OSError):
+        except configparser.Error:
             text = ""
         for line in text.splitlines():
             _, _, spec = line.partition("=")
             if ":" in spec:
                 module, _, func = spec.partition(":")
                 yield module.strip(), func.strip()
-    setup_py = base / "setup.py"
-    if setup_py.is_file():
-        try:
-            text = setup_py.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            text = ""
-        if "console_scripts" in text:
-            for _, module, func in _CONSOLE_SPEC.findall(text):
-                yield module, func
+    text = _packaging_text(base / "setup.py")
+    if "console_scripts" in text:
+        for _, module, func in _CONSOLE_SPEC.findall(text):
+            yield module, func
 
 
 def import_graph(project: "Project") -> dict[str, set[str]]:

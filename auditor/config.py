@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on older interpreters only
-    import tomli as tomllib
+import tomllib
 
 from auditor.findings import Severity
+from auditor.globs import matches
 from auditor.registry import expand
 
 KNOWN_KEYS = {"select", "ignore", "per-file-ignores", "exclude", "fail-on", "preview", "probe"}
@@ -126,14 +123,12 @@ def parse_table(table: dict[str, Any], path: Path) -> Config:
 
 
 def per_file_ignored(cfg: Config, relpath: str) -> set[str]:
-    from fnmatch import fnmatch
-
+    """The codes ``per-file-ignores`` turns off for the file at ``relpath`` (as reported)."""
     codes: set[str] = set()
     for glob, selectors in cfg.per_file_ignores.items():
-        if fnmatch(relpath, glob) or fnmatch(Path(relpath).name, glob):
+        if matches(Path(relpath), cfg.root, [glob]):
             codes |= expand(selectors)
     return codes
-
 
 
 def selection(args: Any, config: Config) -> tuple[Optional[list[str]], list[str]]:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import errno
-import fnmatch
 import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional
+
+from auditor.globs import matches
 
 # Never real project code. dist/ and build/ are kept: projects such as DGL keep sources there.
 SKIP_DIRS = frozenset(
@@ -50,21 +51,6 @@ def _is_venv(folder: Path) -> bool:
         return False
 
 
-def is_excluded(path: Path, root: Path, patterns: Iterable[str]) -> bool:
-    try:
-        rel = path.resolve().relative_to(root.resolve()).as_posix()
-    except (ValueError, OSError, RuntimeError):  # elsewhere, or a symlink loop
-        rel = path.as_posix()
-    parts = rel.split("/")
-    for pat in patterns:
-        pat = pat.rstrip("/")
-        if fnmatch.fnmatch(rel, pat) or any(fnmatch.fnmatch(p, pat) for p in parts):
-            return True
-        if rel.startswith(pat + "/"):
-            return True
-    return False
-
-
 def discover(paths: Iterable[str], root: Path, exclude: Iterable[str] = ()) -> Discovery:
     """Files named on the command line are always kept; folders are walked for ``*.py``."""
     exclude = list(exclude)
@@ -98,11 +84,11 @@ def discover(paths: Iterable[str], root: Path, exclude: Iterable[str] = ()) -> D
             if is_dir:
                 if entry.name in SKIP_DIRS or _is_venv(p):
                     continue
-                if is_excluded(p, root, exclude):
+                if matches(p, root, exclude):
                     continue
                 walk(p)
             elif entry.name.endswith((".py", ".pyi")):
-                if is_excluded(p, root, exclude):
+                if matches(p, root, exclude):
                     continue
                 problem = file_problem(p)
                 if problem:

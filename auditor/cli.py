@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Callable, NoReturn, Optional, Sequence
@@ -30,13 +31,20 @@ def _codes(value: str) -> list[str]:
     return [c.strip() for c in value.split(",") if c.strip()]
 
 
+# argparse's message for a value outside an option's choices (--format jsn)
+INVALID_CHOICE = re.compile(r"invalid choice: '(?P<bad>[^']*)' \(choose from (?P<choices>.*)\)$")
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse with "did you mean" for a mistyped option."""
+    """argparse with "did you mean" for a mistyped option or option value."""
 
     def error(self, message: str) -> "NoReturn":
         if "unrecognized arguments:" in message:
             bad = next((w for w in message.split(":", 1)[1].split() if w.startswith("--")), "")
             message += did_you_mean(bad.split("=")[0], every_option(self))
+        choice = INVALID_CHOICE.search(message)
+        if choice:
+            message += did_you_mean(choice["bad"], re.findall(r"'([^']*)'", choice["choices"]))
         super().error(message)
 
 

@@ -227,7 +227,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if not paths:  # every named file excluded: nothing to check, as Ruff does
         return emit(Report("check", []), args, fail_on)
     # named files are analysed with the rest of their project, and reported on alone
-    named = named_keys(paths) if all(p in (texts or {}) or Path(p).is_file() for p in paths) \
+    named = named_keys(paths) if all(p in (texts or {}) or os.path.isfile(p) for p in paths) \
         else None
     if args.in_project and named is None:
         raise UsageError(f"--in-project takes files, not {paths[0]!r}")

@@ -6,6 +6,7 @@ from stdin (editors) the same way, at its ``--stdin-filename``."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Container, Iterable, TypeVar
@@ -31,7 +32,7 @@ def project_root(path: Path) -> Path:
     .git; else the current folder when the file lies under it; else the file's own folder."""
     folder = path.absolute().parent
     for candidate in [folder, *folder.parents]:
-        if any((candidate / marker).exists() for marker in PROJECT_MARKERS):
+        if any(os.path.exists(candidate / marker) for marker in PROJECT_MARKERS):
             return candidate
     cwd = Path.cwd()
     return cwd if folder == cwd or cwd in folder.parents else folder

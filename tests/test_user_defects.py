@@ -215,5 +215,6 @@ def test_sarif_rules_link_their_documentation(tmp_path, gm):
     write(tmp_path, {"a.py": LOAD})
     _, out, _ = gm(tmp_path, "check", ".", "--no-cache", "--format", "sarif")
     [rule] = json.loads(out)["runs"][0]["tool"]["driver"]["rules"]
-    assert rule["helpUri"] == (REPO / "README.md").as_uri() + "#what-it-finds"
-    assert "| GM602 |" in (REPO / "README.md").read_text()  # the table the anchor leads to
+    assert rule["helpUri"] == (REPO / "README.md").as_uri() + "#rules"
+    readme = (REPO / "README.md").read_text()
+    assert "\n## Rules\n" in readme and "| GM602 |" in readme  # where the anchor leads

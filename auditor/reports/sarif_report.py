@@ -53,7 +53,7 @@ def _clip(text: str) -> str:
     return text if len(text) <= MAX_DESCRIPTION else text[: MAX_DESCRIPTION - 1] + "…"
 
 
-RULES_ANCHOR = "#what-it-finds"  # the README's table of rules
+RULES_ANCHOR = "#rules"  # the README's table of rules
 
 
 @functools.lru_cache(maxsize=1)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Callable, NoReturn, Optional, Sequence
@@ -17,11 +18,11 @@ from auditor import __version__
 from auditor.code_docs import DOCS, ENGINE_CODES
 from auditor.config import Config, ConfigError, load_config, selection
 from auditor.findings import Severity
-from auditor.registry import RUNTIME_CHECKS, UnknownRule, all_rules, preview_only, select
+from auditor.registry import (RUNTIME_CHECKS, UNUSED_IGNORE, UnknownRule, all_rules,
+                              preview_only, select, unused_ignores)
 from auditor.emit import EXIT_CLEAN, EXIT_ERROR, UsageError, emit
 from auditor.reports import FORMATS, Report
-from auditor.scope import (about_named, as_stdin_file, excluded, force_exclude, named_keys,
-                           project_paths, stdin_file)
+from auditor.scope import about_named, force_exclude, named_keys, project_paths
 from auditor.suggest import did_you_mean
 
 COMMANDS = ("check", "probe", "diff", "rules", "explain", "server")
@@ -31,13 +32,20 @@ def _codes(value: str) -> list[str]:
     return [c.strip() for c in value.split(",") if c.strip()]
 
 
+# argparse's message for a value outside an option's choices (--format jsn)
+INVALID_CHOICE = re.compile(r"invalid choice: '(?P<bad>[^']*)' \(choose from (?P<choices>.*)\)$")
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse with "did you mean" for a mistyped option."""
+    """argparse with "did you mean" for a mistyped option or option value."""
 
     def error(self, message: str) -> "NoReturn":
         if "unrecognized arguments:" in message:
             bad = next((w for w in message.split(":", 1)[1].split() if w.startswith("--")), "")
             message += did_you_mean(bad.split("=")[0], every_option(self))
+        choice = INVALID_CHOICE.search(message)
+        if choice:
+            message += did_you_mean(choice["bad"], re.findall(r"'([^']*)'", choice["choices"]))
         super().error(message)
 
 
@@ -100,8 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("paths", nargs="*", default=["."], metavar="PATH",
                        help="files and folders to check (default: .); `-` reads one file from stdin")
     check.add_argument("--stdin-filename", metavar="PATH",
-                       help="with `-`: the path the source read from stdin is reported at (and "
-                       "configured as)")
+                       help="with `-`: the path the source read from stdin stands for: reported, "
+                       "configured and analysed in its project as that file")
     check.add_argument("--report-unused-ignores", action="store_true",
                        help="report `# gm-audit: ignore` comments that suppress nothing (GM001)")
     check.add_argument("--fix", action="store_true", help="apply the safe fixes in place")
@@ -112,8 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--force-exclude", action="store_true",
                        help="honour `exclude` for files named on the command line too (pre-commit)")
     check.add_argument("--in-project", action="store_true",
-                       help="analyse the whole project of the named files (the folder of the "
-                       "config, else the current one) and report on the named files only")
+                       help="require files: named files are always analysed with the rest of "
+                       "their project (nearest folder with pyproject.toml, setup.cfg or .git) "
+                       "and reported on alone")
     check.add_argument("--add-noqa", action="store_true",
                        help="add `# noqa: GMxxx` to every line with a finding (merged into an "
                        "existing noqa)")
@@ -211,7 +220,7 @@ def progress_callback(args: argparse.Namespace) -> Optional[Callable[[int, int],
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from auditor.static.engine import run_check
+    from auditor.static.engine import relpath, run_check
     from auditor.discovery import PathMissing
 
     if args.watch:
@@ -228,36 +237,45 @@ def cmd_check(args: argparse.Namespace) -> int:
         return EXIT_CLEAN
     if args.add_noqa and (args.fix or args.diff or args.paths == ["-"]):
         raise UsageError("--add-noqa writes the files it checks: not with --fix, --diff or `-`")
+    report_unused, gm001 = unused_ignores(*selection(args, config), args.report_unused_ignores)
     if args.unsafe_fixes and not (args.fix or args.diff):
         raise UsageError("--unsafe-fixes needs --fix or --diff")
+    texts = None  # `-`: an editor's buffer, checked at its --stdin-filename
     if args.paths == ["-"]:
-        return check_stdin(args, config, chosen, fail_on)
-    if args.stdin_filename:
+        if args.fix:
+            raise UsageError("source on stdin cannot be fixed in place (--diff shows the fixes)")
+        shown = relpath(Path(args.stdin_filename or "stdin.py"))
+        paths, texts = [shown], {shown: sys.stdin.buffer.read()}
+    elif args.stdin_filename:
         raise UsageError("--stdin-filename goes with `-` (source on stdin)")
-    paths = force_exclude(args.paths, config) if args.force_exclude else args.paths
+    else:
+        paths = args.paths
+    if args.force_exclude:
+        paths = force_exclude(paths, config, texts or {})
     if not paths:  # every named file excluded: nothing to check, as Ruff does
         return emit(Report("check", []), args, fail_on)
-    named = None
-    if args.in_project:
-        if args.fix or args.diff:
-            raise UsageError("--in-project reports on the named files; it fixes nothing")
-        missing = [p for p in paths if not Path(p).is_file()]
-        if missing:
-            raise UsageError(f"--in-project takes files, not {missing[0]!r}")
-        named, paths = named_keys(paths), project_paths(config)
+    # named files are analysed with the rest of their project, and reported on alone
+    named = named_keys(paths) if all(p in (texts or {}) or os.path.isfile(p) for p in paths) \
+        else None
+    if args.in_project and named is None:
+        raise UsageError(f"--in-project takes files, not {paths[0]!r}")
+    if named is not None:
+        paths = project_paths(paths)
     try:
         result = run_check(
-            paths, config, chosen, jobs=args.jobs, use_cache=not args.no_cache,
-            report_unused_ignores=args.report_unused_ignores, progress=progress_callback(args),
-            need_project=bool(args.fix or args.diff),
+            paths, config, chosen, jobs=args.jobs, use_cache=not args.no_cache and not texts,
+            report_unused_ignores=report_unused, progress=progress_callback(args),
+            need_project=bool(args.fix or args.diff or args.show_fixes), sources=texts,
         )
     except PathMissing as exc:
         first = args.paths[0] if args.paths else ""
         raise UsageError(f"{exc}{did_you_mean(first, COMMANDS)}") from None
+    if not gm001:
+        result.findings = [f for f in result.findings if f.rule != UNUSED_IGNORE]
     if args.fix or args.diff:
         from auditor.fix import fix_command
 
-        return fix_command(args, result, config, chosen, fail_on)
+        return fix_command(args, result, config, chosen, fail_on, paths, named, texts)
     if args.add_noqa:
         from auditor.noqa import add_noqa_command
 
@@ -267,25 +285,10 @@ def cmd_check(args: argparse.Namespace) -> int:
                         about_named(result.errors, named), len(named), result.seconds)
     else:
         report = Report("check", result.findings, result.errors, result.files, result.seconds)
-    return emit(report, args, fail_on)
+    if args.show_fixes:
+        from auditor.fix import available_fixes
 
-
-def check_stdin(args: argparse.Namespace, config: Config, chosen: list, fail_on: Severity) -> int:
-    """``gm-audit check - --stdin-filename src/x.py``: one file's source from stdin (an editor's
-    unsaved buffer), reported at that path; the cache is not used for text that has no file."""
-    from auditor.static.engine import relpath, run_check
-
-    if args.fix or args.diff:
-        raise UsageError("source on stdin cannot be fixed in place")
-    shown = relpath(Path(args.stdin_filename or "stdin.py"))
-    if args.force_exclude and excluded(shown, config):
-        return emit(Report("check", []), args, fail_on)
-    with stdin_file(shown) as target:
-        result = run_check([str(target)], config, chosen, jobs=1, use_cache=False,
-                           report_unused_ignores=args.report_unused_ignores)
-        checked = relpath(target)
-    report = Report("check", as_stdin_file(result.findings, checked, shown, config),
-                    as_stdin_file(result.errors, checked, shown, config), 1, result.seconds)
+        report.fix_marks = available_fixes(result, chosen, texts)
     return emit(report, args, fail_on)
 
 

@@ -6,11 +6,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+
 from auditor.findings import Severity
-from auditor.registry import expand
+from auditor.globs import matches
+from auditor.registry import RUNTIME_CHECKS, all_rules, expand
+from auditor.suggest import did_you_mean
 from auditor.toml_file import TomlError, read_toml, subtable
 
-KNOWN_KEYS = {"select", "ignore", "per-file-ignores", "exclude", "fail-on", "preview", "probe"}
+KNOWN_KEYS = {"select", "extend-select", "ignore", "per-file-ignores", "exclude", "fail-on",
+              "preview", "probe"}
 PROBE_KEYS = {"command", "steps", "max-steps", "timeout", "device", "paths"}
 # every file's path is matched against each pattern: a bound keeps a crafted config from making
 # the walk quadratic (a real project has a few dozen)
@@ -26,6 +30,7 @@ class Config:
     root: Path  # the folder of the config file (or the current folder), for relative patterns
     path: Optional[Path] = None
     select: Optional[list[str]] = None
+    extend_select: list[str] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     exclude: list[str] = field(default_factory=list)
@@ -85,12 +90,7 @@ def load_config(explicit: Optional[str], start: Path) -> Config:
 
 
 def parse_table(table: dict[str, Any], path: Path) -> Config:
-    unknown = set(table) - KNOWN_KEYS
-    if unknown:
-        raise ConfigError(
-            f"{path}: unknown key(s) in [tool.gm-audit]: {', '.join(sorted(unknown))} "
-            f"(known: {', '.join(sorted(KNOWN_KEYS))})"
-        )
+    _known_keys(table, KNOWN_KEYS, "[tool.gm-audit]", path)
     cfg = Config(root=path.parent.resolve(), path=path)
     pfi = table.get("per-file-ignores", {})
     if not isinstance(pfi, dict):
@@ -100,6 +100,8 @@ def parse_table(table: dict[str, Any], path: Path) -> Config:
         if "select" in table:
             cfg.select = _str_list(table["select"], "select", path)
             expand(cfg.select)
+        cfg.extend_select = _str_list(table.get("extend-select", []), "extend-select", path)
+        expand(cfg.extend_select)
         cfg.ignore = _str_list(table.get("ignore", []), "ignore", path)
         expand(cfg.ignore)
         for glob, codes in pfi.items():
@@ -123,31 +125,43 @@ def parse_table(table: dict[str, Any], path: Path) -> Config:
             raise ConfigError(f"{path}: `preview` must be true or false")
         cfg.preview = table["preview"]
     probe = table.get("probe", {})
-    if not isinstance(probe, dict) or set(probe) - PROBE_KEYS:
-        raise ConfigError(
-            f"{path}: [tool.gm-audit.probe] accepts only: {', '.join(sorted(PROBE_KEYS))}"
-        )
+    if not isinstance(probe, dict):
+        raise ConfigError(f"{path}: [tool.gm-audit.probe] must be a table")
+    _known_keys(probe, PROBE_KEYS, "[tool.gm-audit.probe]", path)
     cfg.probe = probe
     return cfg
 
 
-def per_file_ignored(cfg: Config, relpath: str) -> set[str]:
-    from fnmatch import fnmatch
+def _known_keys(table: dict[str, Any], known: set[str], where: str, path: Path) -> None:
+    """ConfigError for a key outside ``known``, with the closest known one."""
+    unknown = sorted(set(table) - known)
+    if unknown:
+        raise ConfigError(
+            f"{path}: unknown key(s) in {where}: {', '.join(unknown)}"
+            f"{did_you_mean(unknown[0], sorted(known))} (known: {', '.join(sorted(known))})"
+        )
 
+
+def per_file_ignored(cfg: Config, relpath: str) -> set[str]:
+    """The codes ``per-file-ignores`` turns off for the file at ``relpath`` (as reported)."""
     codes: set[str] = set()
     for glob, selectors in cfg.per_file_ignores.items():
-        if fnmatch(relpath, glob) or fnmatch(Path(relpath).name, glob):
+        if matches(Path(relpath), cfg.root, [glob]):
             codes |= expand(selectors)
     return codes
 
 
-
 def selection(args: Any, config: Config) -> tuple[Optional[list[str]], list[str]]:
     """(select, ignore) from the command line and the config, as Ruff merges them: ``--select``
-    (repeatable) replaces the config's ``select``, ``--extend-select`` adds to whichever holds
-    (nothing to add to when every rule is on), ignores add up."""
-    chosen = args.select or config.select
-    extra = list(getattr(args, "extend_select", None) or [])
-    if chosen is not None and extra:
-        chosen = [*chosen, *extra]
+    (repeatable) replaces the config's ``select`` and ``extend-select``, ``--extend-select`` adds
+    to whichever holds (to every rule when none is selected: it matters then for the engine's
+    GM001), ignores add up. None: every rule, the default."""
+    if args.select:
+        chosen, extra = args.select, []
+    else:
+        chosen, extra = config.select, list(config.extend_select)
+    extra += list(getattr(args, "extend_select", None) or [])
+    if extra:  # "every rule" spelled as the prefixes of the rules' families (GM1, ..., GM7):
+        # no exact code, so no preview rule counts as selected by its code
+        chosen = [*(chosen or sorted({c[:3] for c in [*all_rules(), *RUNTIME_CHECKS]})), *extra]
     return chosen, [*config.ignore, *args.ignore]

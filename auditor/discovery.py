@@ -9,14 +9,14 @@ links included (as ``find -H`` does): the user chose them."""
 from __future__ import annotations
 
 import errno
-import fnmatch
-import functools
 import os
 import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional
+
+from auditor.globs import matches
 
 # Never real project code. dist/ and build/ are kept: projects such as DGL keep sources there.
 SKIP_DIRS = frozenset(
@@ -72,25 +72,6 @@ def _is_venv(folder: Path) -> bool:
         return False
 
 
-@functools.lru_cache(maxsize=8)
-def _pattern_matcher(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], tuple[str, ...]]:
-    """Every pattern as one compiled regex (a whole-path or one-part match), and the prefixes
-    that exclude a folder's contents: compiled once per run, not once per file and pattern."""
-    stripped = [pat.rstrip("/") for pat in patterns]
-    whole = re.compile("|".join(fnmatch.translate(pat) for pat in stripped) or "(?!)")
-    return whole, tuple(pat + "/" for pat in stripped)
-
-
-def is_excluded(path: Path, root: Path, patterns: Iterable[str]) -> bool:
-    try:
-        rel = path.resolve().relative_to(root.resolve()).as_posix()
-    except (ValueError, OSError, RuntimeError):  # elsewhere, or a symlink loop
-        rel = path.as_posix()
-    whole, prefixes = _pattern_matcher(tuple(patterns))
-    return bool(whole.match(rel) or any(whole.match(p) for p in rel.split("/"))
-                or rel.startswith(prefixes))
-
-
 def discover(paths: Iterable[str], root: Path, exclude: Iterable[str] = ()) -> Discovery:
     """Files named on the command line are always kept; folders are walked for ``*.py``."""
     exclude = list(exclude)
@@ -123,14 +104,14 @@ def discover(paths: Iterable[str], root: Path, exclude: Iterable[str] = ()) -> D
             except OSError:
                 is_dir = False
             if is_dir:
-                if entry.name in SKIP_DIRS or is_excluded(p, root, exclude):
+                if entry.name in SKIP_DIRS or matches(p, root, exclude):
                     continue
                 if _leaves(entry, tree):
                     out.notes.append((p.as_posix(), OUTSIDE))
                 elif not _is_venv(p):
                     walk(p, tree)
             elif entry.name.endswith((".py", ".pyi")):
-                if is_excluded(p, root, exclude):
+                if matches(p, root, exclude):
                     continue
                 problem = file_problem(p) or (OUTSIDE if _leaves(entry, tree) else None)
                 if problem:

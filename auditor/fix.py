@@ -93,6 +93,7 @@ class Rejected:
 class FixOutcome:
     fixed: list[Applied] = field(default_factory=list)
     rejected: list[Rejected] = field(default_factory=list)
+    unfixable: list[Rejected] = field(default_factory=list)  # the rule's fix does not cover them
     unsafe_available: int = 0  # findings with a fix that only --unsafe-fixes applies
     changed: dict[str, tuple[bytes, bytes]] = field(default_factory=dict)  # path -> (old, new)
     result: Optional["CheckResult"] = None  # the re-check of the fixed code (None: nothing fixed)
@@ -328,9 +329,12 @@ class Fixer:
 
 
 def _plan(findings: Iterable[Finding], rules: dict[str, type["Rule"]], fixer: Fixer,
-          unsafe: bool) -> tuple[list[Applied], list[Rejected], int]:
+          unsafe: bool) -> tuple[list[Applied], list[Rejected], int, list[Rejected]]:
+    """The fixes of ``findings``: (planned, failed, how many need --unsafe-fixes, findings of a
+    rule with fixes whose fix does not cover this case, with what to do by hand)."""
     planned: list[Applied] = []
     rejected: list[Rejected] = []
+    unfixable: list[Rejected] = []
     hidden = 0
     for finding in findings:
         rule = rules.get(finding.rule)
@@ -346,12 +350,25 @@ def _plan(findings: Iterable[Finding], rules: dict[str, type["Rule"]], fixer: Fi
             rejected.append(Rejected(finding, f"internal error in the fix: {type(exc).__name__}: {exc}"))
             continue
         if fix is None or not fix.edits:
+            by_hand = f"; by hand: {finding.fix}" if finding.fix else ""
+            unfixable.append(Rejected(finding, "no automatic fix for this case (see `gm-audit "
+                                               f"explain {finding.rule}`){by_hand}"))
             continue
         if rule.fix_safety == UNSAFE and not unsafe:
             hidden += 1
             continue
         planned.append(Applied(finding, fix))
-    return planned, rejected, hidden
+    return planned, rejected, hidden, unfixable
+
+
+def available_fixes(result: "CheckResult", rules: Sequence[type["Rule"]],
+                    texts: Optional[dict[str, bytes]] = None) -> dict[tuple, str]:
+    """``--show-fixes``: the fix safety (safe | unsafe) of each finding whose rule's fix applies
+    to it, computed as ``--fix`` computes it (keyed by ``Finding.sort_key``)."""
+    assert result.project is not None
+    by_code = {r.code: r for r in rules}
+    planned, _, _, _ = _plan(result.findings, by_code, Fixer(result.project, texts), unsafe=True)
+    return {a.finding.sort_key(): by_code[a.finding.rule].fix_safety for a in planned}
 
 
 def _render(fixer: Fixer, planned: Sequence[Applied]) -> tuple[dict[str, tuple[bytes, bytes]], list[Rejected]]:
@@ -420,9 +437,11 @@ def _shadow(files: Iterable[Path], contents: Mapping[str, bytes]) -> Iterator[Pa
 def _recheck(paths: Sequence[str], config: Config, rules: Sequence[type["Rule"]], jobs: int,
              changed: dict[str, tuple[bytes, bytes]], fixer: Fixer) -> "CheckResult":
     from auditor.discovery import discover
-    from auditor.static.engine import run_check
+    from auditor.static.engine import relpath, run_check
 
-    files = discover(paths, config.root, config.exclude).files
+    # text read instead of a file (an editor's buffer, stdin) stands in for it, unless fixed
+    files = discover([p for p in paths if relpath(Path(p)) not in fixer.contents], config.root,
+                     config.exclude).files
     contents = {**fixer.contents, **{path: new for path, (_, new) in changed.items()}}
     with _shadow(files, contents) as root:
         shadow_root = root.joinpath(*config.root.absolute().parts[1:])
@@ -459,16 +478,22 @@ def _refuted(before: Sequence[Finding], after: Sequence[Finding],
 def fix_findings(result: "CheckResult", paths: Sequence[str], config: Config,
                  rules: Sequence[type["Rule"]], unsafe: bool = False, jobs: int = 0,
                  contents: Optional[Mapping[str, bytes]] = None,
-                 chosen: Optional[Sequence[Finding]] = None) -> FixOutcome:
+                 chosen: Optional[Sequence[Finding]] = None,
+                 named: Optional[set[str]] = None) -> FixOutcome:
     """Plan, apply and verify the fixes of a check's findings, or of the ``chosen`` ones among
     them (nothing is written here). ``contents``: as for :class:`Fixer`, the sources the check
-    read instead of the files."""
+    read instead of the files. ``named``: fix only what a check of these files reports (the
+    project is analysed)."""
+    from auditor.scope import about_named
+
     assert result.project is not None
     fixer = Fixer(result.project, contents)
     by_code = {r.code: r for r in rules}
-    planned, rejected, hidden = _plan(result.findings if chosen is None else chosen, by_code,
-                                      fixer, unsafe)
-    outcome = FixOutcome(rejected=rejected, unsafe_available=hidden)
+    wanted = result.findings if chosen is None else chosen
+    if named is not None:
+        wanted = about_named(wanted, named)
+    planned, rejected, hidden, unfixable = _plan(wanted, by_code, fixer, unsafe)
+    outcome = FixOutcome(rejected=rejected, unsafe_available=hidden, unfixable=unfixable)
     for _ in range(MAX_ROUNDS):
         changed, broken = _render(fixer, planned)
         if broken:
@@ -547,18 +572,21 @@ def _finding_json(finding: Finding, description: str) -> dict:
 
 
 def fix_command(args: "argparse.Namespace", result: "CheckResult", config: Config,
-                rules: Sequence[type["Rule"]], fail_on: "Severity") -> int:
-    """``check --fix`` / ``--diff`` / ``--unsafe-fixes``: fix, then report what remains."""
+                rules: Sequence[type["Rule"]], fail_on: "Severity", paths: Sequence[str],
+                named: Optional[set[str]] = None, texts: Optional[dict[str, bytes]] = None) -> int:
+    """``check --fix`` / ``--diff`` / ``--unsafe-fixes``: fix, then report what remains.
+    ``paths``: what the check analysed; ``named``: the files it reports on (None: all)."""
     import sys
 
     from auditor.emit import emit
     from auditor.reports import Report
+    from auditor.scope import about_named
 
-    outcome = fix_findings(result, args.paths, config, rules, unsafe=args.unsafe_fixes,
-                           jobs=args.jobs)
+    outcome = fix_findings(result, paths, config, rules, unsafe=args.unsafe_fixes,
+                           jobs=args.jobs, contents=texts, named=named)
     n = len(outcome.fixed)
     notes = [f"{r.finding.rule} {r.finding.path}:{r.finding.line}: not fixed: {r.reason}"
-             for r in outcome.rejected]
+             for r in [*outcome.rejected, *outcome.unfixable]]
     hint = (f"{outcome.unsafe_available} more finding(s) fixable with --unsafe-fixes"
             if outcome.unsafe_available else "")
     if args.diff:
@@ -577,11 +605,13 @@ def fix_command(args: "argparse.Namespace", result: "CheckResult", config: Confi
     if after is None and outcome.fixed:
         from auditor.static.engine import run_check
 
-        after = run_check(args.paths, config, rules, jobs=args.jobs, use_cache=not args.no_cache)
+        after = run_check(paths, config, rules, jobs=args.jobs, use_cache=not args.no_cache)
     final = after or result
-    errors = final.errors
+    findings, errors = final.findings, final.errors
     if final is outcome.result:  # the shadow copy held only the files read: the others stay reported
         errors = sorted([*result.skipped, *final.errors], key=lambda e: e.path)
+    if named is not None:
+        findings, errors = about_named(findings, named), about_named(errors, named)
     # the re-check ran on a shadow copy: its findings' paths are the real ones, its files count too
     lines = [f"Fixed {n} finding(s)" + (f" in {len({e.path for a in outcome.fixed for e in a.fix.edits})} "
                                         "file(s)" if n else "")]
@@ -592,11 +622,13 @@ def fix_command(args: "argparse.Namespace", result: "CheckResult", config: Confi
         "fixed": n,
         "applied": [_finding_json(a.finding, a.fix.description) for a in outcome.fixed],
         "rolled_back": [{**_finding_json(r.finding, ""), "reason": r.reason} for r in outcome.rejected],
+        "unfixable": [{**_finding_json(r.finding, ""), "reason": r.reason} for r in outcome.unfixable],
         "unsafe_available": outcome.unsafe_available,
     }}
     if args.format == "text":
         extra["text_sections"] = lines
     elif not args.quiet:
         print("\n".join(f"gm-audit: {line.strip()}" for line in lines), file=sys.stderr)
-    report = Report("check", final.findings, errors, result.files, result.seconds, extra=extra)
+    files = result.files if named is None else len(named)
+    report = Report("check", findings, errors, files, result.seconds, extra=extra)
     return emit(report, args, fail_on)

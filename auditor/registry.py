@@ -8,12 +8,14 @@ import re
 from functools import lru_cache
 from typing import Iterable
 
+from auditor.code_docs import ENGINE_CODES
 from auditor.findings import Severity
 from auditor.rule import Rule
 from auditor.suggest import did_you_mean
 
 CODE_RE = re.compile(r"^GM\d{3}$")
 PARSE_ERROR = "GM000"
+UNUSED_IGNORE = "GM001"
 
 # Checks the probe makes on the run itself, with no static pattern to match (so no rule file):
 # code -> (name, severity, summary). Selected and ignored like rules.
@@ -48,8 +50,9 @@ def all_rules() -> dict[str, type[Rule]]:
 
 
 def expand(selectors: Iterable[str]) -> set[str]:
-    """Ruff-style selectors: ``ALL``, a code (``GM101``) or a prefix (``GM1``, ``GM10``)."""
-    codes = set(all_rules()) | set(RUNTIME_CHECKS)
+    """Ruff-style selectors: ``ALL``, a code (``GM101``) or a prefix (``GM1``, ``GM10``). The
+    engine's own codes (GM000, GM001) are codes like the others."""
+    codes = set(all_rules()) | set(RUNTIME_CHECKS) | set(ENGINE_CODES)
     out: set[str] = set()
     for sel in selectors:
         sel = sel.strip().upper()
@@ -59,7 +62,7 @@ def expand(selectors: Iterable[str]) -> set[str]:
             out |= codes
             continue
         matched = {c for c in codes if c.startswith(sel)}
-        if not matched and sel != PARSE_ERROR:
+        if not matched:
             hint = did_you_mean(sel, sorted(codes)) or " (see `gm-audit rules`)"
             raise UnknownRule(f"unknown rule code or prefix: {sel!r}{hint}")
         out |= matched
@@ -88,3 +91,13 @@ def select_runtime_checks(select: Iterable[str] | None, ignore: Iterable[str]) -
     """The probe-only checks (GM7xx) a selection keeps."""
     chosen = expand(select) if select else set(RUNTIME_CHECKS)
     return (chosen - expand(ignore)) & set(RUNTIME_CHECKS)
+
+
+def unused_ignores(select: Iterable[str] | None, ignore: Iterable[str],
+                   asked: bool) -> tuple[bool, bool]:
+    """What a selection makes of GM001: (report the suppressions that suppress nothing, report
+    GM001 at all). Selecting it by code or prefix asks for the unused ones as
+    ``--report-unused-ignores`` does; ignoring it drops even the malformed ones, which are
+    otherwise always reported. GM000 is never hidden (see ``gm-audit explain GM000``)."""
+    ignored = UNUSED_IGNORE in expand(ignore)
+    return (asked or UNUSED_IGNORE in expand(select or ())) and not ignored, not ignored

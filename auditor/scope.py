@@ -1,39 +1,50 @@
 """What a check covers when files are named on the command line (pre-commit names the staged
-ones): ``--force-exclude`` drops those the config excludes, ``--in-project`` analyses the whole
-project they belong to and reports on them alone, so a bug that spans a staged file and a
-committed one is still seen; ``-`` checks one file read from stdin (editors), reported and
-configured at its ``--stdin-filename``."""
+ones, an editor the open one): ``--force-exclude`` drops those the config excludes; the whole
+project they belong to is analysed and the report is about them alone, so a bug that spans a
+named file and another one (a helper in ``utils.py``) is still seen; ``-`` checks one file read
+from stdin (editors) the same way, at its ``--stdin-filename``."""
 
 from __future__ import annotations
 
-import contextlib
+import os
 import re
-import sys
-import tempfile
-from dataclasses import replace
 from pathlib import Path
-from typing import Iterable, Iterator, TypeVar
+from typing import Container, Iterable, TypeVar
 
-from auditor.config import Config, per_file_ignored
-from auditor.discovery import is_excluded
+from auditor.config import Config
 from auditor.findings import FileError, Finding
+from auditor.globs import matches
 
 Item = TypeVar("Item", Finding, FileError)
 PROJECT = "<project>"  # the path of the engine's cross-file errors: they concern every file
+PROJECT_MARKERS = ("pyproject.toml", "setup.cfg", ".git")
 
 
-def excluded(path: str, config: Config) -> bool:
-    return is_excluded(Path(path), config.root, config.exclude)
+def force_exclude(paths: Iterable[str], config: Config, texts: Container[str] = ()) -> list[str]:
+    """``paths`` without the files (or stdin's stand-ins, ``texts``) that ``exclude`` covers;
+    folders are filtered while walked."""
+    return [p for p in paths if not ((p in texts or Path(p).is_file())
+                                     and matches(Path(p), config.root, config.exclude))]
 
 
-def force_exclude(paths: Iterable[str], config: Config) -> list[str]:
-    """``paths`` without the files that ``exclude`` covers (folders are filtered while walked)."""
-    return [p for p in paths if not (Path(p).is_file() and excluded(p, config))]
+def project_root(path: Path) -> Path:
+    """The project of a file: the nearest folder upward holding pyproject.toml, setup.cfg or
+    .git; else the current folder when the file lies under it; else the file's own folder."""
+    folder = path.absolute().parent
+    for candidate in [folder, *folder.parents]:
+        if any(os.path.exists(candidate / marker) for marker in PROJECT_MARKERS):
+            return candidate
+    cwd = Path.cwd()
+    return cwd if folder == cwd or cwd in folder.parents else folder
 
 
-def project_paths(config: Config) -> list[str]:
-    """The project of the named files: the folder of the config file, else the current one."""
-    return [str(config.root) if config.path is not None else "."]
+def project_paths(files: Iterable[str]) -> list[str]:
+    """What the engine analyses for named files: their projects, and the files themselves (a
+    named file is checked even where ``exclude`` or a skipped folder would leave it out)."""
+    from auditor.static.engine import relpath
+
+    roots = sorted({relpath(project_root(Path(f))) for f in files})
+    return [*roots, *files]
 
 
 def named_keys(paths: Iterable[str]) -> set[str]:
@@ -58,22 +69,3 @@ def about_named(items: list[Item], named: set[str]) -> list[Item]:
                    for m in cite.finditer(text))
 
     return [i for i in items if i.path in named or i.path == PROJECT or cites(i)]
-
-
-@contextlib.contextmanager
-def stdin_file(filename: str) -> Iterator[Path]:
-    """The source read from stdin, in a temporary folder under the name it stands for (its
-    suffix decides whether it is a stub)."""
-    with tempfile.TemporaryDirectory(prefix="gm-audit-stdin-") as tmp:
-        target = Path(tmp) / Path(filename).name
-        target.write_bytes(sys.stdin.buffer.read())
-        yield target
-
-
-def as_stdin_file(items: list[Item], checked: str, shown: str, config: Config) -> list[Item]:
-    """Findings and errors of the temporary copy moved to the stdin filename, with that path's
-    per-file ignores applied (the engine applied those of the temporary path)."""
-    ignored = per_file_ignored(config, shown)
-    return [replace(i, path=shown) for i in items
-            if not (isinstance(i, Finding) and i.rule in ignored)
-            and i.path in (checked, PROJECT)]

@@ -23,24 +23,26 @@ FILE_LEVEL = 0  # the line key of a file-level suppression
 
 Ignores = dict[int, Optional[frozenset[str]]]  # line -> codes, None = every rule
 Malformed = list[tuple[int, str]]  # line, the directive as written
+Written = dict[int, str]  # the line key of Ignores -> its comment as written (quoted when unused)
 
 
 def _codes(text: str) -> list[str]:
     return [c.strip().upper() for c in text.split(",") if c.strip()]
 
 
-def parse_ignores(text: str) -> tuple[Ignores, Malformed]:
+def parse_ignores(text: str) -> tuple[Ignores, Malformed, Written]:
     """Only real comments count (tokenize), not the same text inside a string. Lines are
     counted as Python counts them: ``\\r`` alone ends a line too."""
     if "gm-audit:" not in text and "noqa" not in text.lower():
-        return {}, []
+        return {}, [], {}
     found: Ignores = {}
     malformed: Malformed = []
+    written: Written = {}
     try:
         # newline=None: universal newlines, so a CR-only file is not one long line
         tokens = list(tokenize.generate_tokens(io.StringIO(text, newline=None).readline))
     except (tokenize.TokenError, SyntaxError, IndentationError):
-        return {}, []
+        return {}, [], {}
     for tok in tokens:
         if tok.type != tokenize.COMMENT:
             continue
@@ -57,13 +59,15 @@ def parse_ignores(text: str) -> tuple[Ignores, Malformed]:
             new = None if codes is None else frozenset(parts)
             old = found.get(key, frozenset())
             found[key] = None if new is None or old is None else old | new
+            written[key] = directive.group(0).strip()
             continue
         noqa = NOQA_RE.search(tok.string)
         if noqa:
             gm = frozenset(c for c in _codes(noqa.group("codes")) if CODE_RE.fullmatch(c))
             if gm:
                 found[line] = gm
-    return found, malformed
+                written[line] = noqa.group(0).strip()
+    return found, malformed, written
 
 
 def suppressing_line(ignores: Ignores, line: int, code: str) -> Optional[int]:

@@ -40,7 +40,6 @@ class LowPrecisionLoss(Rule):
     code = "GM301"
     name = "autocast-low-precision"
     severity = Severity.ERROR
-    fix_safety = "unsafe"
     summary = "float16 autocast without a GradScaler, or the loss computed in float16/bfloat16"
     prefilter = ("autocast", ".half()", "bfloat16", "float16", "torch.half")
     doc = """
@@ -86,7 +85,8 @@ scaler.scale(loss).backward()   # required for float16; harmless for bfloat16
 ```
 
 ## Fix safety
-Unsafe: moving the loss out of the region or adding a scaler changes numerics and memory use.
+No automatic fix (the finding's fix line says what to change): moving the loss out of the
+region or adding a scaler changes numerics and memory use, which a person has to weigh.
 
 ## References
 - https://pytorch.org/docs/stable/amp.html

@@ -218,12 +218,17 @@ Safe: renaming a misspelled flag to the real one, or setting `benchmark = False`
         if not flags:
             return []
         seeding = project_seeding(project)
-        seeded = seeding.seeded
-        if not seeded:
+        if not seeding.seeded:
             return []
-        where = next(c.function.qualname for c in seeding.calls if c.reached)
         out = []
         for facts, flag in flags:
+            # only the seeding of the programs that set the flag: another script's seeding says
+            # nothing about this one's reproducibility
+            calls = seeding.run_with(project, facts.path)
+            if not calls:
+                continue
+            seeded = {f for c in calls for f in c.families}
+            where = calls[0].function.qualname
             finding = cls.make_finding(
                 facts.path, flag.span,
                 f"`{flag.what}` makes runs nondeterministic, but the pipeline seeds "

@@ -41,7 +41,7 @@ def test_noqa_and_file_level_suppressions(tmp_path, cli):
     got = findings(proc)
     assert got == [("GM001", "c.py", 1), ("GM602", "c.py", 3), ("GM602", "c.py", 4)]
     unused = json.loads(proc.stdout)["findings"][0]
-    assert unused["message"] == "`# gm-audit: ignore[GM101]` suppresses nothing in this file"
+    assert unused["message"] == "`# gm-audit: ignore-file[GM101]` suppresses nothing in this file"
 
 
 def test_source_from_stdin_is_reported_at_its_filename(tmp_path, cli):

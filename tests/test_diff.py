@@ -253,6 +253,9 @@ def test_forward_under_no_grad_is_stage_grad(cli, tmp_path):
     assert first["name"].startswith("enc.") and "no gradient in the candidate" in first["detail"]
     assert (first["rule"], first["path"], first["line"]) == ("GM102", "cand.py", 12)
     assert data["stages"][0]["status"] == "same"
+    # the finding at the static one's span (`torch.no_grad()`, not column 1), with its fix
+    [finding] = data["findings"]
+    assert (finding["line"], finding["column"]) == (12, 10) and finding["fix"], finding
 
 
 VALIDATED = (

@@ -50,7 +50,7 @@ from auditor.probe.launch import (
     RunOutcome, prepare, pymp_dirs, remove_new_pymp, run_command, stop_programs_on_signals,
     stop_signal,
 )
-from auditor.reports import Report
+from auditor.reports import Report, source_line
 
 DEFAULT_TIMEOUT_S = 300.0
 EXIT_DIVERGED = EXIT_FINDINGS  # the candidate diverges from the reference
@@ -188,15 +188,30 @@ def _cause_for(stage: str, item, ref: Run, cand: Run, static: list[Finding]) -> 
     return refine(cause, static, ref.evidence, cand.evidence)
 
 
-def _finding(cause: Cause, stage: str, item, rules: dict) -> Optional[Finding]:
+def _finding(cause: Cause, stage: str, item, rules: dict,
+             static: list[Finding]) -> Optional[Finding]:
+    """The divergence as a finding at its cause: the span and fix of the static finding of that
+    rule on that line when there is one; else the line's first code column, and the fix the rule
+    gives its findings elsewhere (or where to read it)."""
     rule = rules.get(cause.rule) if cause.rule else None
     if rule is None or not cause.path:
         return None
+    line = max(cause.line, 1)
+    same_rule = [f for f in static if f.rule == rule.code]
+    here = next((f for f in same_rule if f.path == cause.path and f.line == line), None)
+    if here is not None:
+        span = (here.line, here.column, here.end_line, here.end_column)
+    else:
+        text = source_line(cause.path, line)
+        start = len(text) - len(text.lstrip()) + 1
+        span = (line, start, line, max(start, len(text.rstrip()) + 1))
+    fix = next((f.fix for f in [here, *same_rule] if f is not None and f.fix),
+               f"see `gm-audit explain {rule.code}` (Use instead)")
     return Finding(rule=rule.code, name=rule.name, severity=rule.severity, path=cause.path,
-                   line=max(cause.line, 1), column=1, end_line=max(cause.line, 1), end_column=1,
+                   line=span[0], column=span[1], end_line=span[2], end_column=span[3],
                    message=f"first divergence from the reference at stage {stage}: "
                            f"{item.name}: {item.detail}",
-                   fix="", status=Status.RUNTIME,
+                   fix=fix, status=Status.RUNTIME,
                    evidence=[cause.why] if cause.why else [])
 
 
@@ -389,7 +404,7 @@ def run_diff_command(args: argparse.Namespace, config: Config, rules: list, fail
                       "detail": item.detail + step, "rule": cause.rule,
                       "path": cause.path or None, "line": cause.line or None}
         why = cause.why
-        found = _finding(cause, stage_result.stage, item, by_code)
+        found = _finding(cause, stage_result.stage, item, by_code, static.findings)
         if found is not None:
             findings.append(found)
     stages = [r.to_json() for r in results]

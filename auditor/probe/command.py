@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator, Optional
 
 from auditor.config import Config, selection
 from auditor.emit import EXIT_ERROR, UsageError, emit
-from auditor.findings import Finding, Severity
+from auditor.findings import Finding, Severity, Status
 from auditor.probe.charts import parameter_gradients, reconstruction_view
 from auditor.probe.evidence import Evidence
 from auditor.probe.reach import watch_list
@@ -232,9 +232,17 @@ def run_probe_command(args: argparse.Namespace, config: Config, rules: list, fai
     code = emit(report, args, fail_on)
     if stopped == "interrupted":  # the shell's convention: 130 for Ctrl-C, 143 for SIGTERM
         return 128 + stop_signal()
-    if probe_failed(run) and code == 0 and not args.exit_zero:
+    if probe_failed(run) and not args.exit_zero and (code == 0 or showed_nothing(run, findings)):
         return EXIT_ERROR
     return code
+
+
+def showed_nothing(run: dict, findings: list[Finding]) -> bool:
+    """A failed run that never reached a training step and decided no finding (a script or
+    command not found, an import error): the command could not be probed, whatever the static
+    pass found, so the exit code is the error's, not the findings'."""
+    return run["steps"] == 0 and not any(
+        f.status in (Status.CONFIRMED, Status.RUNTIME) for f in findings)
 
 
 def _resolve_executable(cmd: list[str], env: dict[str, str]) -> list[str]:

@@ -24,6 +24,9 @@ class Report:
     seconds: float = 0.0
     # command-specific, JSON-ready sections merged into the JSON output (probe run facts, diff)
     extra: dict[str, Any] = field(default_factory=dict)
+    # --show-fixes: Finding.sort_key() -> safe | unsafe, for the findings whose rule's fix
+    # applies to them (auditor.fix.available_fixes); None where nothing was computed
+    fix_marks: Optional[dict[tuple, str]] = None
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}

@@ -18,6 +18,7 @@ What code scanning relies on, and how this file provides it:
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -52,13 +53,38 @@ def _clip(text: str) -> str:
     return text if len(text) <= MAX_DESCRIPTION else text[: MAX_DESCRIPTION - 1] + "…"
 
 
+RULES_ANCHOR = "#rules"  # the README's table of rules
+
+
+@functools.lru_cache(maxsize=1)
+def rules_page() -> Optional[str]:
+    """Where a rule's documentation lives, for ``helpUri``: the rules table of the README on
+    the project's repository page (the ``Repository`` or ``Homepage`` URL of its metadata), else
+    in the README beside this installation (a source checkout), else None. Each rule's full doc
+    is also in the descriptor's ``help`` and in ``gm-audit explain CODE``."""
+    from importlib import metadata
+
+    try:
+        urls = metadata.metadata("gm-audit").get_all("Project-URL") or []
+    except metadata.PackageNotFoundError:
+        urls = []
+    declared = dict(u.split(", ", 1) for u in urls if ", " in u)
+    base = declared.get("Repository") or declared.get("Homepage")
+    if base:
+        return base.rstrip("/") + RULES_ANCHOR
+    readme = Path(__file__).resolve().parents[2] / "README.md"
+    return readme.as_uri() + RULES_ANCHOR if readme.is_file() else None
+
+
 def rule_descriptor(rule) -> dict[str, Any]:
     doc = rule.doc.strip()
+    page = rules_page()
     return {
         "id": rule.code,
         "name": rule.name,
         "shortDescription": {"text": _clip(rule.summary)},
         "fullDescription": {"text": _clip(_first_paragraph(doc) or rule.summary)},
+        **({"helpUri": page} if page else {}),
         "help": {
             "text": f"{rule.code} {rule.name}: {rule.summary}\n\n{doc}",
             "markdown": f"# {rule.code} `{rule.name}`\n\n{rule.summary}\n\n{doc}",

@@ -12,8 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from auditor.findings import Severity, Status
-from auditor.registry import all_rules
+from auditor.findings import Finding, Severity, Status
 from auditor.reports import Report, source_line
 from auditor.reports.safe_text import printable
 
@@ -25,11 +24,10 @@ STATUS_STYLE = {
 }
 
 
-def fix_safety(code: str) -> str:
-    """none | safe | unsafe: whether ``--fix`` (safe) or ``--unsafe-fixes`` can fix the rule's
-    findings (a fix that would not hold is rolled back, so this is what the rule offers)."""
-    rule = all_rules().get(code)
-    return rule.fix_safety if rule is not None else "none"
+def fix_safety(report: Report, finding: Finding) -> str:
+    """none | safe | unsafe: whether ``--fix`` (safe) or ``--unsafe-fixes`` fixes ``finding``, as
+    computed for ``--show-fixes`` (a fix that would not hold is still rolled back)."""
+    return (report.fix_marks or {}).get(finding.sort_key(), "none")
 
 
 def render(report: Report, color: Optional[bool] = None, statistics: bool = False,
@@ -46,8 +44,8 @@ def render(report: Report, color: Optional[bool] = None, statistics: bool = Fals
     for line in report.extra.get("text_sections", []):
         console.print(Text(printable(line)))  # the program's own output: never rich markup
     console.print(summary_table(report))
-    if show_fixes:
-        safety = [fix_safety(f.rule) for f in report.findings]
+    if show_fixes and report.fix_marks is not None:
+        safety = [fix_safety(report, f) for f in report.findings]
         console.print(f"[*] {safety.count('safe')} fixable with `gm-audit check --fix`; "
                       f"[*?] {safety.count('unsafe')} more with --unsafe-fixes", markup=False)
     return buf.getvalue()
@@ -64,7 +62,7 @@ def findings(console: Console, report: Report, show_fixes: bool) -> None:
             head.append(f"  {printable(f.path)}:{f.line}:{f.column}: ", style="bold")
             head.append(f"{f.rule} ", style=STYLE[f.severity])
             if show_fixes:
-                head.append(FIX_MARK[fix_safety(f.rule)], style="bold")
+                head.append(FIX_MARK[fix_safety(report, f)], style="bold")
             head.append(f"[{f.name}] ", style="dim")
             if f.status != Status.STATIC:
                 head.append(f"({f.status.value}) ", style=STATUS_STYLE[f.status])

@@ -18,7 +18,7 @@ import libcst as cst
 from auditor.config import Config, per_file_ignored
 from auditor.discovery import discover
 from auditor.findings import FileError, Finding, Severity
-from auditor.registry import PARSE_ERROR, all_rules
+from auditor.registry import PARSE_ERROR, UNUSED_IGNORE, all_rules
 from auditor.rule import Rule
 from auditor.static.cache import Cache, content_digest
 from auditor.static.collector import FactCollector
@@ -33,10 +33,10 @@ from auditor.static.project_stage import run_project_stage
 from auditor.static.reading import MAX_FILE_BYTES, read_source
 from auditor.static.severity import on_entry_paths
 from auditor.static.walk import walk
-from auditor.suppression import FILE_LEVEL, Ignores, Malformed, parse_ignores, suppressing_line
+from auditor.suppression import (FILE_LEVEL, Ignores, Malformed, Written, parse_ignores,
+                                 suppressing_line)
 
 LAZY_PREFIX = "<lazy>"  # cache entries of files analysed on demand
-UNUSED_IGNORE = "GM001"
 
 
 @dataclass
@@ -52,6 +52,7 @@ class FileResult:
     error: Optional[FileError] = None
     ignores: Ignores = field(default_factory=dict)
     bad_ignores: Malformed = field(default_factory=list)
+    ignore_comments: Written = field(default_factory=dict)
 
 
 @dataclass
@@ -135,7 +136,7 @@ def analyze_source(
     except ValueError as exc:
         result.error = FileError(path, str(exc))
         return result
-    result.ignores, result.bad_ignores = parse_ignores(text)
+    result.ignores, result.bad_ignores, result.ignore_comments = parse_ignores(text)
     rules = [all_rules()[c] for c in codes]
     wanted = [r for r in rules if r.matches_text(text)]
     syntax: Optional[ast.Module] = None
@@ -269,12 +270,16 @@ def run_check(
 ) -> CheckResult:
     """The static pass. ``need_project``: the caller uses ``CheckResult.project`` (fixes), so a
     run whose every input is unchanged is not answered from the whole-run cache. ``sources``:
-    contents read instead of the files at these paths (as reported: an editor's unsaved
-    buffers); the caches are keyed by content, so they serve these too."""
-    sources = sources or {}
+    contents read instead of the files at these paths, keyed by path as reports spell it (an
+    editor's unsaved buffers, stdin); such a file is checked whether or not it exists on disk,
+    and the caches, keyed by content, serve these too."""
     start = time.perf_counter()
     codes = tuple(r.code for r in rules)
-    found = discover(paths, config.root, config.exclude)
+    sources = sources or {}
+    found = discover([p for p in paths if relpath(Path(p)) not in sources], config.root,
+                     config.exclude)
+    walked = {relpath(f) for f in found.files}
+    found.files += [Path(p) for p in sources if p not in walked]
     errors = [FileError(p, m) for p, m in found.notes]
     cache = Cache(config.root, codes, enabled=use_cache)
     results: dict[str, FileResult] = {}
@@ -427,12 +432,13 @@ def apply_suppressions(
                 wanted = ["*"] if codes is None else sorted(codes)
                 unused = [c for c in wanted if (res.path, line, c) not in used]
                 if unused:
-                    label = "ignore" if codes is None else f"ignore[{', '.join(unused)}]"
                     where = "in this file" if line == FILE_LEVEL else "on this line"
+                    which = "" if unused == wanted else f" for {', '.join(unused)}"
                     kept.append(Finding(
                         rule=UNUSED_IGNORE, name="unused-suppression", severity=Severity.WARNING,
                         path=res.path, line=max(line, 1), column=1, end_line=max(line, 1),
-                        end_column=1, message=f"`# gm-audit: {label}` suppresses nothing {where}",
+                        end_column=1,
+                        message=f"`{res.ignore_comments[line]}` suppresses nothing {where}{which}",
                         fix="remove the suppression comment (or the unused codes)",
                     ))
     return kept

@@ -190,6 +190,12 @@ class Seeding:
         """RNGs seeded by a call that actually runs (reached from an entry point)."""
         return {f for c in self.calls if c.reached for f in c.families}
 
+    def run_with(self, project: Project, path: str) -> list[SeedCall]:
+        """The seeding calls that the programs running the file at ``path`` reach (the module
+        bodies of what they import included): another script's seeding is not among them."""
+        reached = set().union(set(), *(runs(project, p.roots) for p in project.programs_with(path)))
+        return [c for c in self.calls if c.function.qualname in reached]
+
     def unreached_for(self, family: str) -> list[SeedCall]:
         """Seeding calls of ``family`` sitting in functions that nothing calls."""
         return [c for c in self.calls if not c.reached and family in c.families]

@@ -19,7 +19,7 @@ from auditor.code_docs import DOCS, ENGINE_CODES
 from auditor.config import Config, ConfigError, load_config, selection
 from auditor.findings import Severity
 from auditor.registry import (RUNTIME_CHECKS, UNUSED_IGNORE, UnknownRule, all_rules,
-                              preview_only, select, unused_ignores)
+                              select, unused_ignores)
 from auditor.emit import EXIT_CLEAN, EXIT_ERROR, UsageError, emit
 from auditor.reports import FORMATS, Report
 from auditor.scope import about_named, force_exclude, named_keys, project_paths
@@ -76,7 +76,8 @@ def common_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fail-on", choices=[s.value for s in Severity], help="lowest severity that makes the exit code 1")
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
     p.add_argument("--preview", action=argparse.BooleanOptionalAction, default=None,
-                   help="enable the preview rules (default: the config's `preview`, else off)")
+                   help="also report the preview kinds of findings (default: the config's "
+                   "`preview`, else off)")
     p.add_argument("--no-cache", action="store_true", help="ignore and do not write the on-disk cache")
     p.add_argument("--cache-dir", metavar="DIR",
                    help="cache folder (default: $GM_AUDIT_CACHE_DIR, else .gm_audit_cache in the project)")
@@ -184,15 +185,10 @@ def settings(args: argparse.Namespace) -> tuple[Config, list, Severity]:
     start = Path(getattr(args, "paths", None) and args.paths[0] or ".")
     config = load_config(args.config, start if os.path.exists(start) else Path("."))
     try:
-        preview = preview_on(args, config)
-        chosen = select(*selection(args, config), preview=preview)
-        left_out = preview_only(selection(args, config)[0], preview)
+        chosen = select(*selection(args, config))
     except UnknownRule as exc:
         raise UsageError(str(exc)) from None
-    if left_out:
-        print(f"gm-audit: warning: {', '.join(left_out)} {'is a preview rule' if len(left_out) == 1 else 'are preview rules'}"
-              " and not enabled: add --preview (or `preview = true` in [tool.gm-audit])",
-              file=sys.stderr)
+    config.preview = preview_on(args, config)  # what the engine reads
     fail_on = Severity(args.fail_on) if args.fail_on else config.fail_on
     return config, chosen, fail_on
 
@@ -295,7 +291,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 def rule_rows() -> list[dict[str, str]]:
     """Every code: the rules, then the probe-only runtime checks."""
     rows = [{"code": r.code, "name": r.name, "severity": r.severity.value, "summary": r.summary,
-             "fix": r.fix_safety, "status": "preview" if r.preview else "stable"}
+             "fix": r.fix_safety,
+             "status": f"stable; preview: {r.preview_kind}" if r.preview_kind else "stable"}
             for r in all_rules().values()]
     rows += [{"code": code, "name": name, "severity": sev.value, "summary": f"{summary} (probe only)",
               "fix": "none", "status": "stable"} for code, (name, sev, summary) in RUNTIME_CHECKS.items()]
@@ -341,7 +338,7 @@ def explanation(written: str) -> str:
     code = written.strip().upper()
     rule = all_rules().get(code)
     if rule is not None:
-        status = ", preview: enable with --preview" if rule.preview else ""
+        status = f"; with --preview also: {rule.preview_kind}" if rule.preview_kind else ""
         text = (f"# {rule.code} {rule.name} ({rule.severity.value}{status})\n\n{rule.summary}\n\n"
                 f"{rule.doc.strip()}\n")
     elif code in RUNTIME_CHECKS or code in ENGINE_CODES:

@@ -35,7 +35,7 @@ class Config:
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     exclude: list[str] = field(default_factory=list)
     fail_on: Severity = Severity.WARNING
-    preview: bool = False  # enable the preview rules (auditor/rule.py: Rule.preview)
+    preview: bool = False  # also report the preview kinds of findings (auditor/rule.py)
     probe: dict[str, Any] = field(default_factory=dict)
 
 

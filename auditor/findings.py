@@ -42,11 +42,15 @@ class Finding:
     fix: str = ""
     status: Status = Status.STATIC
     evidence: list[str] = field(default_factory=list)
+    # a kind of finding behind `--preview` (auditor/rule.py: Rule.preview_kind)
+    preview: bool = False
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["severity"] = self.severity.value
         data["status"] = self.status.value
+        if not self.preview:
+            del data["preview"]  # the JSON contract of stable findings is unchanged
         return data
 
     @classmethod

@@ -69,22 +69,10 @@ def expand(selectors: Iterable[str]) -> set[str]:
     return out
 
 
-def select(select: Iterable[str] | None, ignore: Iterable[str],
-           preview: bool = False) -> list[type[Rule]]:
-    """The rules a selection keeps; preview rules only with ``preview`` (as Ruff: selecting one
-    by its code does not enable it; :func:`preview_only` names those)."""
+def select(select: Iterable[str] | None, ignore: Iterable[str]) -> list[type[Rule]]:
     chosen = expand(select) if select else set(all_rules())
     chosen -= expand(ignore)
-    return [all_rules()[c] for c in sorted(chosen)
-            if c in all_rules() and (preview or not all_rules()[c].preview)]
-
-
-def preview_only(select: Iterable[str] | None, preview: bool) -> list[str]:
-    """Preview rules selected by their exact code while preview is off: left out, said so."""
-    if preview or not select:
-        return []
-    return sorted(c for c in {s.strip().upper() for s in select}
-                  if c in all_rules() and all_rules()[c].preview)
+    return [all_rules()[c] for c in sorted(chosen) if c in all_rules()]
 
 
 def select_runtime_checks(select: Iterable[str] | None, ignore: Iterable[str]) -> set[str]:

@@ -71,10 +71,11 @@ class Rule(Visitor):
     summary: ClassVar[str]  # one line, for `gm-audit rules`
     doc: ClassVar[str]  # markdown: What it does / Why is this bad? / Example / Use instead / ...
     fix_safety: ClassVar[str] = "none"  # none | safe | unsafe (Ruff's fix safety)
-    # Behind `--preview` (config `preview = true`), as Ruff's preview rules: set on a rule whose
-    # findings readers who did not write it judged right less than 90% of the time
-    # (benchmarks/ecosystem/judged), until a new round shows it earned its place.
-    preview: ClassVar[bool] = False
+    # The kind of this rule's findings that is behind `--preview` (config `preview = true`), as
+    # Ruff's preview: one readers who did not write the rule judged right less than 90% of the
+    # time (benchmarks/ecosystem/judged), until a new round shows it earned its place. The rule
+    # marks those findings (`make_finding(preview=True)`); empty: every finding is stable.
+    preview_kind: ClassVar[str] = ""
     # The engine parses a file for this rule only if its text contains one of these strings
     # (cheap, before any parsing). Empty: every file.
     prefilter: ClassVar[tuple[str, ...]] = ()
@@ -118,8 +119,11 @@ class Rule(Visitor):
     # -- helpers -----------------------------------------------------------------------------------
     @classmethod
     def make_finding(
-        cls, path: str, span: Span, message: str, fix: str = "", evidence: Iterable[str] = ()
+        cls, path: str, span: Span, message: str, fix: str = "", evidence: Iterable[str] = (),
+        preview: bool = False,
     ) -> Finding:
+        """``preview``: a kind of this rule's findings that readers judged right less than 90% of
+        the time: reported only with ``--preview``."""
         return Finding(
             rule=cls.code,
             name=cls.name,
@@ -132,6 +136,7 @@ class Rule(Visitor):
             message=message,
             fix=fix,
             evidence=list(evidence),
+            preview=preview,
         )
 
     @classmethod

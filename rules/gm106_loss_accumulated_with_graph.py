@@ -283,6 +283,8 @@ automatically because a tensor total may be used later on purpose.
         }, path="trainer.py", line=10),
     ]
 
+    preview_kind = "tensors other than the loss kept across steps"
+
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
         t = Training.of(project)
@@ -299,7 +301,27 @@ automatically because a tensor total may be used later on purpose.
                     f"`{acc}` accumulates `{value}` across training steps with its autograd "
                     f"graph: every step's activations stay in memory until `{acc}` is dropped",
                     fix=f"accumulate `{value}.item()` (or `{value}.detach()`)",
+                    # readers judged totals of the loss right; other tensors kept per step
+                    # (logits of an evaluation head) mostly not: those are a preview kind
+                    preview=value not in cls._losses(t, fn),
                 )
+
+    @staticmethod
+    def _losses(t: Training, fn: FunctionInfo) -> set[str]:
+        """Names in ``fn`` that hold the loss or part of it: what it backpropagates or returns (a
+        step function's loss), what a call of a function that backpropagates gives it, names
+        that say they are one, and what one assignment unpacks beside them."""
+        out = {u for e in fn.events if is_backward(e) or e.kind == "return" for u in e.uses}
+        for e in fn.events:
+            if e.kind == "call" and e.targets and any(
+                    t.contains(q, "backward") for q in t.resolve(fn, e)):
+                out |= set(e.targets)
+            out |= {n for n in (*e.targets, *e.uses) if "loss" in n.lower()}
+        # `loss, parts = model(g)`: what comes with the loss (its components) shares its graph
+        for e in fn.events:
+            if e.kind == "assign" and set(e.targets) & out:
+                out |= set(e.targets)
+        return out
 
     @classmethod
     def _instance_accumulations(cls, t: Training, loop: TrainingLoop

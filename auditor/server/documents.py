@@ -111,7 +111,7 @@ def encoded(text: str) -> bytes:
 def check_project(project: Project, buffers: Sequence[Buffer]) -> ProjectCheck:
     """Check ``project``, reading the buffers inside it instead of their files."""
     config = project.config
-    rules = select(*selection(NO_FLAGS, config), preview=config.preview)
+    rules = select(*selection(NO_FLAGS, config))
     with _inside(config.root):
         contents = {relpath(b.path): encoded(b.text) for b in buffers
                     if b.path.is_relative_to(config.root)}

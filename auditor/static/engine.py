@@ -300,7 +300,7 @@ def run_check(
     # since the last run, its answer is reused whole; otherwise it is recomputed from the facts.
     run_digest = content_digest("|".join([
         repr(sorted(digests.items())), repr(report_unused_ignores),
-        repr((config.per_file_ignores, sorted(config.exclude))),
+        repr((config.per_file_ignores, sorted(config.exclude), config.preview)),
     ]).encode())
     known_errors = len(errors)  # discovery and read errors: found again on every run
     previous = None if need_project else cache.get_run(run_digest)
@@ -379,7 +379,8 @@ def run_check(
     errors += [FileError(path, "analysis truncated: " + "; ".join(whats))
                for path, whats in truncated.items()]
     findings = apply_suppressions(findings, results, config, report_unused_ignores)
-    findings = sorted(dedupe(findings), key=Finding.sort_key)
+    findings = sorted(dedupe(f for f in findings if config.preview or not f.preview),
+                      key=Finding.sort_key)
     cache.save()
     cache.put_run(run_digest, (findings, errors[known_errors:]))
     return CheckResult(

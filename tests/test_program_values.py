@@ -669,13 +669,18 @@ def test_benchmark_flag_from_cfg_get(tmp_path, default, reported):
 
 # -- numbers made by arithmetic on calls that give numbers (GM106) -----------------------------
 
-def test_an_accuracy_helper_returning_item_over_len_is_a_number(tmp_path):
-    # `acc = (...).item(); acc = acc / len(targets)`: a float, so a list of them keeps no graph
+@pytest.mark.parametrize("body", [
+    # `acc = (...).item(); acc = acc / len(targets)`: a float
+    "    acc = (scores.argmax(1) == targets).float().sum().item()\n    acc = acc / len(targets)\n",
+    # numpy arithmetic: `100. * np.sum(hits) / float(n)`
+    "    hits = (scores.argmax(1) == targets).cpu().numpy()\n"
+    "    acc = 100. * np.sum(hits) / float(len(targets))\n",
+])
+def test_an_accuracy_helper_returning_a_number_is_no_graph(tmp_path, body):
+    # a list of such accuracies keeps no graph; the list of losses beside it does
     files = {
-        "metrics.py": "def accuracy(scores, targets):\n"
-                      "    acc = (scores.argmax(1) == targets).float().sum().item()\n"
-                      "    acc = acc / len(targets)\n"
-                      "    return acc\n",
+        "metrics.py": "import numpy as np\n\n\ndef accuracy(scores, targets):\n" + body
+                      + "    return acc\n",
         "train.py": "import torch\nfrom metrics import accuracy\n\n"
                     "def step(model, opt, x, y):\n"
                     "    out = model(x)\n"

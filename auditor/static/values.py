@@ -156,6 +156,7 @@ def _expression_kind(t: Training, fn: FunctionInfo, j: int, value: str, depth: i
 # calls whose result is a Python number whatever their argument: `len(targets)`, `x.size(0)`
 _NUMBER_CALL = re.compile(
     rf"\b(?:{'|'.join(NUMBER_FUNCS)})\([^()]*\)|\b[\w.]+\.(?:{'|'.join(NUMBER_METHODS)})\([^()]*\)"
+    rf"|\b(?:{'|'.join(re.escape(m) for m in NUMBER_MODULES)})[\w.]*\([^()]*\)"
     r"|\b[\w.]+\.shape\[[^\[\]]*\]")
 
 
@@ -163,7 +164,10 @@ def _plain_terms(value: str) -> list[str]:
     """The operands of an arithmetic expression made only of names, number literals and calls
     that give numbers (``(iter + 1)``, ``total / n``, ``acc / len(targets)``); empty for
     anything else."""
-    value = _NUMBER_CALL.sub("1", value)
+    while True:  # innermost calls first: `float(len(targets))`
+        value, n = _NUMBER_CALL.subn("1", value)
+        if not n:
+            break
     terms = [x for x in re.split(r"[-+*/%()\s]+", value) if x]
     if len(terms) < 2 or re.search(r"[^\w\s.+\-*/%()]", value):
         return []

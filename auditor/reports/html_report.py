@@ -437,14 +437,22 @@ def _outcome_sample(data: Any) -> Optional[tuple[list, list, list]]:
     return reconstruction_points({"reconstruction": data}) if isinstance(data, dict) else None
 
 
-def outcome_section(Figure: Any, outcome: dict[str, Any]) -> list[str]:
+def outcome_section(Figure: Any, outcome: dict[str, Any], first: Any) -> list[str]:
     """``diff --outcome``: the verdict, the figures of both runs, and their reconstructions side
-    by side (``auditor/diff/outcome.py`` says what each figure is)."""
+    by side (``auditor/diff/outcome.py`` says what each figure is); ``first``: the diff's first
+    divergence, pointed to."""
     runs = {role: outcome.get(role) if isinstance(outcome.get(role), dict) else {}
             for role in ("reference", "candidate")}
+    where = ""
+    if isinstance(first, dict) and first.get("path"):
+        where = (f" The runs first diverge at <code>{esc(first['path'])}:"
+                 f"{esc(first.get('line', '?'))}</code>"
+                 + (f" ({esc(first['rule'])})" if first.get("rule") else "")
+                 + ': <a href="#first-divergence">first divergence and its cause</a>.')
     out = [f"<h2>Outcome: reconstruction of masked entities after {esc(outcome.get('steps', '?'))}"
            " training steps</h2>",
-           f'<p class="note" id="outcome-verdict"><b>Verdict:</b> {prose(outcome.get("verdict", ""))}</p>']
+           f'<p class="note" id="outcome-verdict"><b>Verdict:</b> '
+           f'{prose(outcome.get("verdict", ""))}.{where}</p>']
     read = []
     for role, run in runs.items():
         steps = run.get("steps") if isinstance(run.get("steps"), list) else []
@@ -584,7 +592,7 @@ def render(report: Report) -> str:
         body.append('<p class="note">Charts need matplotlib, which is not installed: '
                     "<code>pip install 'gm-audit[html]'</code>. Their data is shown as tables.</p>")
     if outcome is not None:
-        body += outcome_section(Figure, outcome)
+        body += outcome_section(Figure, outcome, extra.get("first_divergence"))
     if has_stages:
         body += stages_section(extra)
     if rows:

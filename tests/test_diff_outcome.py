@@ -1,0 +1,117 @@
+"""``gm-audit diff --outcome``: the figures and the verdict from reconstructions made up here
+(what each figure measures, and that the tolerance follows the spread across masked entities),
+then the real command on the bundled fixture: the detach bug (gm101-bug) against the clean
+pipeline reconstructs worse, with its cause; two clean runs show no difference in outcome."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from auditor.diff.outcome import compare_outcomes, run_outcome
+from test_diff_fixtures import build
+from test_reports_html import Page
+
+PY = shlex.quote(sys.executable)
+STEPS = "16"  # gm101-bug's coordinate error is 1.44 against 1.05 by then, tolerance 0.14
+
+
+def points(entities: int, per_entity: int, gen: torch.Generator) -> torch.Tensor:
+    """Rows of ``per_entity`` points of 9 values: xyz, two unit directions."""
+    xyz = torch.randn(entities, per_entity, 3, generator=gen)
+    dirs = torch.nn.functional.normalize(torch.randn(entities, per_entity, 6, generator=gen)
+                                         .reshape(entities, per_entity, 2, 3), dim=-1)
+    return torch.cat([xyz, dirs.reshape(entities, per_entity, 6)], -1).reshape(entities, -1)
+
+
+def outcome_of(target: torch.Tensor, noise: float, gen: torch.Generator) -> dict:
+    predicted = target + noise * torch.randn(target.shape, generator=gen)
+    return run_outcome([{"step": 1, "masked": True, "target": target, "predicted": predicted}])
+
+
+def test_figures_of_an_exact_reconstruction():
+    gen = torch.Generator().manual_seed(0)
+    target = points(10, 4, gen)
+    out = outcome_of(target, 0.0, gen)
+    figures = {f["key"]: f for f in out["figures"]}
+    assert set(figures) == {"coord_error", "dir_cos_3", "dir_cos_6"}
+    assert figures["coord_error"]["mean"] == 0 and figures["coord_error"]["count"] == 10
+    assert figures["dir_cos_3"]["mean"] == pytest.approx(1.0)
+    assert out["spread"]["predicted"] == pytest.approx(out["spread"]["target"])
+    assert out["layout"] == {"values_per_point": 9, "points_per_entity": 4}
+    # xyz points only: no direction figure; rows that are not points: said, not guessed
+    assert [f["key"] for f in outcome_of(target[:, :3], 0.1, gen)["figures"]] == ["coord_error"]
+    assert "unreadable" in outcome_of(torch.zeros(3, 7), 0.1, gen)
+
+
+def test_tolerance_follows_the_spread_across_masked_entities():
+    gen = torch.Generator().manual_seed(1)
+    ref = outcome_of(points(150, 4, gen), 0.5, gen)
+    # another draw of masked entities, reconstructed exactly as well: no difference
+    same = outcome_of(points(150, 4, gen), 0.5, gen)
+    result = compare_outcomes(ref, same)
+    assert result["verdict"] == "same", result
+    row = result["rows"][0]
+    assert row["change"] != 0 and abs(row["change"]) < row["tolerance"]
+    assert row["tolerance"] == pytest.approx(3 * (row["reference_se"] ** 2
+                                                  + row["candidate_se"] ** 2) ** 0.5)
+    worse = compare_outcomes(ref, outcome_of(points(150, 4, gen), 0.8, gen))
+    assert worse["verdict"] == "worse" and worse["rows"][0]["status"] == "worse"
+    better = compare_outcomes(outcome_of(points(150, 4, gen), 0.8, gen), ref)
+    assert better["verdict"] == "better"
+    # a run-to-run difference measured by calibration widens the tolerance
+    calibrated = compare_outcomes(ref, outcome_of(points(150, 4, gen), 0.8, gen),
+                                  {"coord_error": 10.0, "dir_cos_3": 10.0, "dir_cos_6": 10.0})
+    assert calibrated["verdict"] == "same"
+
+
+@pytest.fixture(scope="module")
+def pipelines(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("outcome")
+    return {name: build.materialize(name, root / name) for name in ("clean", "gm101-bug")}
+
+
+def test_detach_bug_reconstructs_worse_with_its_cause(cli, pipelines, tmp_path):
+    report = tmp_path / "outcome.html"
+    proc = cli("diff", "--outcome", "--steps", STEPS, "--no-cache", "-o", str(report),
+               f"{PY} {pipelines['clean'] / 'minimal.py'}", f"{PY} train.py",
+               cwd=pipelines["gm101-bug"], timeout=400)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "outcome: verdict: worse — the candidate reconstructs its masked entities worse" in out
+    assert f"({STEPS} step(s) trained" in out
+    assert "coordinate error (mean point distance)" in out
+    assert "outcome: first divergence at stage grad" in out and "[GM101] at layers.py:14" in out
+    assert "outcome: cause: gradients cut at layers.py:14" in out
+    assert "diff --outcome: reference" in proc.stderr  # progress
+    assert f"outcome report written to {report}" in proc.stderr
+    page = Page(report.read_text(encoding="utf-8"))
+    ids = {a.get("id") for a in page.all("p")} | {a.get("id") for a in page.all("figure")}
+    assert {"outcome-verdict", "outcome-chart", "first-divergence"} <= ids
+    words = " ".join(" ".join(page.text).split())
+    assert "Verdict: worse" in words and "The runs first diverge at layers.py:14 (GM101)" in words
+
+
+def test_two_clean_runs_show_no_difference(cli, pipelines):
+    clean = pipelines["clean"]
+    proc = cli("diff", "--outcome", "--steps", STEPS, "--no-cache", f"{PY} minimal.py",
+               f"{PY} train.py", cwd=clean, timeout=400)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "outcome: verdict: no difference in outcome" in proc.stdout
+    assert "No divergence in the first 2 step(s)" in proc.stdout
+    default = clean / "gm-audit-outcome.html"
+    assert f"outcome report written to {default}" in proc.stderr and default.is_file()
+
+
+def test_a_command_that_cannot_run_exits_2(cli, tmp_path):
+    proc = cli("diff", "--outcome", "--steps", "3", "--no-cache", f"{PY} -c pass",
+               "no-such-program-here", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "gm-audit diff: the" in proc.stderr
+    assert not (tmp_path / "gm-audit-outcome.html").exists()
+    proc = cli("diff", "--outcome", "--steps", "auto", "a", "b", cwd=tmp_path)
+    assert proc.returncode == 2 and "--steps must be a positive number" in proc.stderr

@@ -14,7 +14,7 @@ import torch
 
 from auditor.diff.outcome import compare_outcomes, run_outcome
 from test_diff_fixtures import build
-from test_reports_html import Page
+from test_reports_html import Page, chromium, colour_pixels, console, load
 
 PY = shlex.quote(sys.executable)
 STEPS = "16"  # gm101-bug's coordinate error is 1.44 against 1.05 by then, tolerance 0.14
@@ -94,6 +94,12 @@ def test_detach_bug_reconstructs_worse_with_its_cause(cli, pipelines, tmp_path):
     assert {"outcome-verdict", "outcome-chart", "first-divergence"} <= ids
     words = " ".join(" ".join(page.text).split())
     assert "Verdict: worse" in words and "The runs first diverge at layers.py:14 (GM101)" in words
+
+    shot = tmp_path / "outcome.png"
+    run = load(chromium(), report, tmp_path, "--window-size=1280,2000", f"--screenshot={shot}")
+    assert run.returncode == 0 and console(run) == [], run.stderr[-2000:]
+    assert colour_pixels(shot, (0xD6, 0x27, 0x28), 40) > 300  # the candidate's error histogram
+    assert colour_pixels(shot, (0xFF, 0x7F, 0x0E), 30) > 300  # reconstructed points
 
 
 def test_two_clean_runs_show_no_difference(cli, pipelines):

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from auditor.diff.outcome import compare_outcomes, run_outcome
+from auditor.diff.outcome import compare_outcomes, run_outcome, self_difference
 from test_diff_fixtures import build
 from test_reports_html import Page, chromium, colour_pixels, console, load
 
@@ -63,9 +63,17 @@ def test_tolerance_follows_the_spread_across_masked_entities():
     assert worse["verdict"] == "worse" and worse["rows"][0]["status"] == "worse"
     better = compare_outcomes(outcome_of(points(150, 4, gen), 0.8, gen), ref)
     assert better["verdict"] == "better"
+    # NaN reconstructions: left out of the figures, counted, worse with no tolerance
+    target = points(150, 4, gen)
+    broken = target + 0.5 * torch.randn(target.shape, generator=gen)
+    broken[:3] = float("nan")
+    nan = run_outcome([{"step": 1, "masked": True, "target": target, "predicted": broken}])
+    assert nan["nonfinite"] == 3 and nan["entities"] == 147
+    assert compare_outcomes(ref, nan)["rows"][-1]["status"] == "worse"
     # a run-to-run difference measured by calibration widens the tolerance
-    calibrated = compare_outcomes(ref, outcome_of(points(150, 4, gen), 0.8, gen),
-                                  {"coord_error": 10.0, "dir_cos_3": 10.0, "dir_cos_6": 10.0})
+    noise = self_difference(ref, outcome_of(points(150, 4, gen), 3.0, gen))
+    assert set(noise) == {"coord_error", "dir_cos_3", "dir_cos_6"}
+    calibrated = compare_outcomes(ref, outcome_of(points(150, 4, gen), 0.8, gen), noise)
     assert calibrated["verdict"] == "same"
 
 

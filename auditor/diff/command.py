@@ -438,9 +438,10 @@ def run_diff_command(args: argparse.Namespace, config: Config, rules: list, fail
     if opts["outcome"]:
         if first_json is not None:
             first_json["cause"] = why
-        return finish_outcome(args, fail_on, Report("diff", findings, static.errors, static.files,
+        code = finish_outcome(args, fail_on, Report("diff", findings, static.errors, static.files,
                                                     time.perf_counter() - start, extra=extra),
                               (ref, cand), again, opts["outcome"])
+        return code if interrupted is None else 128 + stop_signal()
     if args.format == "text":
         extra = {"text_sections": _text(stages, first_json, runs, tol, notes, interrupted, why)}
     report = Report("diff", findings, static.errors, static.files, time.perf_counter() - start,

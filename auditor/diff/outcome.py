@@ -11,6 +11,9 @@ triples); a triple whose target is a unit vector at every point is a direction. 
 * ``dir_cos``: mean cosine between target and reconstructed directions, per direction triple
   (higher is better);
 
+entities reconstructed with NaN or inf are counted apart (more of them in the candidate is worse,
+with no tolerance) and left out of these;
+
 and per run, the spread of the points (mean distance to their centroid), reconstructed against
 target: about 1 when the reconstruction has the targets' extent, near 0 when it collapsed to a
 point, above 1 when it is scattered wider than the targets.
@@ -38,7 +41,7 @@ WINDOW_STEPS = 4  # last training steps whose masked entities are pooled
 Z = 3.0
 UNIT_TOLERANCE = 1e-2  # |‖v‖ - 1| of every target point: the triple is a direction
 SAMPLE_ENTITIES = 4  # entities drawn in the report's charts
-MIN_ENTITIES = 2  # fewer: no standard error, no verdict
+MIN_ENTITIES = 2  # fewer finite ones: no standard error, no verdict
 
 
 @dataclass
@@ -58,16 +61,15 @@ class Figure:
 
 
 def _mean_se(values: Any) -> tuple[float, float]:
-    n = int(values.numel())
-    mean = float(values.mean())
-    se = float(values.std(unbiased=True)) / math.sqrt(n) if n >= MIN_ENTITIES else math.inf
-    return mean, se
+    """Mean and standard error of the mean of at least ``MIN_ENTITIES`` values."""
+    return float(values.mean()), float(values.std()) / math.sqrt(values.numel())
 
 
 def run_outcome(records: list[dict]) -> Optional[dict[str, Any]]:
     """The outcome of one run from its snapshot's ``outcome`` records: ``{"figures", "spread",
-    "entities", "steps", "masked", "layout", "coord_errors", "sample"}``, ``{"unreadable": why}``
-    when the rows do not read as points, or None when the run recorded no reconstruction."""
+    "entities", "nonfinite", "steps", "masked", "layout", "coord_errors", "sample"}``,
+    ``{"unreadable": why}`` when the rows do not read as points or too few are finite, or None
+    when the run recorded no reconstruction."""
     import torch
 
     records = [r for r in records if isinstance(r.get("target"), torch.Tensor)
@@ -83,6 +85,12 @@ def run_outcome(records: list[dict]) -> Optional[dict[str, Any]]:
     width, per_node = layout
     target = torch.cat([r["target"] for r in records]).reshape(-1, per_node, width)
     predicted = torch.cat([r["predicted"] for r in records]).reshape(-1, per_node, width)
+    finite = torch.isfinite(predicted).flatten(1).all(1) & torch.isfinite(target).flatten(1).all(1)
+    nonfinite = int((~finite).sum())
+    target, predicted = target[finite], predicted[finite]
+    if target.shape[0] < MIN_ENTITIES:
+        return {"unreadable": f"{target.shape[0]} masked entities with finite values "
+                              f"({nonfinite} not finite): too few to judge"}
     xyz = min(width, 3)
     coord_errors = (predicted[..., :xyz] - target[..., :xyz]).norm(dim=-1).mean(-1)
     figures = [Figure("coord_error", "coordinate error (mean point distance)", False,
@@ -101,6 +109,7 @@ def run_outcome(records: list[dict]) -> Optional[dict[str, Any]]:
         "figures": [f.to_json() for f in figures],
         "spread": {"target": _spread(target[..., :xyz]), "predicted": _spread(predicted[..., :xyz])},
         "entities": int(coord_errors.numel()),
+        "nonfinite": nonfinite,
         "steps": sorted({int(r["step"]) for r in records}),
         "masked": all(bool(r.get("masked")) for r in records),
         "layout": {"values_per_point": width, "points_per_entity": per_node},
@@ -138,6 +147,14 @@ def compare_outcomes(ref: dict[str, Any], cand: dict[str, Any],
         rows.append({"key": a["key"], "label": a["label"], "reference": a["mean"],
                      "candidate": b["mean"], "reference_se": a["se"], "candidate_se": b["se"],
                      "change": change, "tolerance": tolerance, "status": status})
+    if ref["nonfinite"] or cand["nonfinite"]:
+        # a finite reconstruction does not turn non-finite by chance: no tolerance
+        change = cand["nonfinite"] - ref["nonfinite"]
+        rows.append({"key": "nonfinite", "label": "masked entities reconstructed with NaN/inf "
+                     "(left out of the other figures)", "reference": ref["nonfinite"],
+                     "candidate": cand["nonfinite"], "reference_se": 0.0, "candidate_se": 0.0,
+                     "change": change, "tolerance": 0.0,
+                     "status": "worse" if change > 0 else "better" if change < 0 else "same"})
     statuses = {r["status"] for r in rows}
     verdict = "worse" if "worse" in statuses else "better" if "better" in statuses else "same"
     return {"rows": rows, "verdict": verdict, "z": Z}

@@ -166,6 +166,18 @@ def _pm(mean: float, se: float) -> str:
     return f"{mean:.3g} ± {se:.2g}"
 
 
+def _calibration_noise(runs: tuple, again: list, outcomes: dict[str, Any]) -> dict[str, float]:
+    """Figure key -> the largest difference between two runs of one command (``again``: the
+    calibration's second runs, when the diff made them)."""
+    noise: dict[str, float] = {}
+    for run, rerun in zip(runs, again):
+        other = run_outcome(rerun.snapshot.get("outcome") or [])
+        if other and "unreadable" not in other:
+            for key, d in self_difference(outcomes[run.role], other).items():
+                noise[key] = max(noise.get(key, 0.0), d)
+    return noise
+
+
 def finish_outcome(args: argparse.Namespace, fail_on: Severity, report: Report, runs: tuple,
                    again: list, total: int) -> int:
     """The outcome of both runs compared; the HTML report written, the ``--format`` rendering
@@ -195,13 +207,8 @@ def finish_outcome(args: argparse.Namespace, fail_on: Severity, report: Report, 
         if not (ref["masked"] and cand["masked"]):
             notes.append("the masked entities could not be told apart (the model changed no row "
                          "before its first submodule): every entity of the batch is compared")
-        noise: dict[str, float] = {}
-        for first, rerun in zip(runs, again):
-            other = run_outcome(rerun.snapshot.get("outcome") or [])
-            for key, d in (self_difference(outcomes[first.role], other) if other and
-                           "unreadable" not in other else {}).items():
-                noise[key] = max(noise.get(key, 0.0), d)
-        outcome["comparison"] = comparison = compare_outcomes(ref, cand, noise)
+        outcome["comparison"] = comparison = compare_outcomes(
+            ref, cand, _calibration_noise(runs, again, outcomes))
         outcome["verdict"] = verdict_line(comparison)
     extra["outcome"] = outcome
     html_path = Path(args.output or DEFAULT_REPORT).absolute()

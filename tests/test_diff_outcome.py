@@ -121,11 +121,9 @@ def test_two_clean_runs_show_no_difference(cli, pipelines):
     assert f"outcome report written to {default}" in proc.stderr and default.is_file()
 
 
-def test_a_command_that_cannot_run_exits_2(cli, tmp_path):
-    proc = cli("diff", "--outcome", "--steps", "3", "--no-cache", f"{PY} -c pass",
-               "no-such-program-here", cwd=tmp_path)
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
-    assert "gm-audit diff: the" in proc.stderr
-    assert not (tmp_path / "gm-audit-outcome.html").exists()
+def test_steps_must_be_a_number(cli, tmp_path):
+    # a command that cannot run exits 2 before --outcome reads anything: the diff's own path
+    # (test_diff.py::test_crash_is_a_clear_error)
     proc = cli("diff", "--outcome", "--steps", "auto", "a", "b", cwd=tmp_path)
     assert proc.returncode == 2 and "--steps must be a positive number" in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -27,7 +27,9 @@ from auditor.emit import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, UsageError, emit
 from auditor.findings import Severity
 from auditor.reports import Report, no_divergence, render, write_atomic
 
-DEFAULT_OUTCOME_STEPS = 200  # the clean fixture's reconstruction settles after about 150 steps
+# the clean fixture's masked-entity coordinate error: 0.86 after 32 steps, 0.78 after 128, 0.64
+# after 256 (targets' spread 1.7): most of the way, at a cost still close to the start-up's
+DEFAULT_OUTCOME_STEPS = 200
 # tensor by tensor over the first steps only (recording them costs more than training them):
 # the first shows what a bug does to a step, the second what it leaves to the next
 DIVERGENCE_STEPS = 2

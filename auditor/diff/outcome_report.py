@@ -227,6 +227,8 @@ def finish_outcome(args: argparse.Namespace, fail_on: Severity, report: Report, 
     if args.format != "html":
         emit(report, shown, fail_on)
     if unreadable:
+        if args.format != "text":  # the text output says it already
+            print(f"gm-audit diff --outcome: {outcome['verdict']}", file=sys.stderr)
         return EXIT_ERROR
     if args.exit_zero:
         return EXIT_CLEAN

@@ -107,7 +107,8 @@ def run_outcome(records: list[dict]) -> Optional[dict[str, Any]]:
     shown_pred = last["predicted"][:SAMPLE_ENTITIES].reshape(-1, per_node, width)
     return {
         "figures": [f.to_json() for f in figures],
-        "spread": {"target": _spread(target[..., :xyz]), "predicted": _spread(predicted[..., :xyz])},
+        "spread": {"target": _spread(target[..., :xyz]),
+                   "predicted": _spread(predicted[..., :xyz])},
         "entities": int(coord_errors.numel()),
         "nonfinite": nonfinite,
         "steps": sorted({int(r["step"]) for r in records}),

@@ -58,7 +58,7 @@ class _Progress:
         self.show = show
         self.lock = threading.Lock()
         self.steps: dict[str, int] = {"reference": 0, "candidate": 0}
-        self.first: dict[str, tuple[float, int]] = {}  # role -> (seconds, steps) at its first report
+        self.first: dict[str, tuple[float, int]] = {}  # role -> (seconds, steps) when first seen
 
     def tick(self, role: str) -> Callable[[float, Path], None]:
         def update(seconds: float, log: Path) -> None:

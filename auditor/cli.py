@@ -152,6 +152,10 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("--calibrate", action="store_true",
                       help="also run each command a second time and widen the tolerances to cover "
                       "its self-difference (automatic when a run used CUDA)")
+    diff.add_argument("--outcome", action="store_true",
+                      help="train both --steps N steps (default 200) and compare how well they "
+                      "reconstruct their masked entities; an HTML report in --output "
+                      "(default gm-audit-outcome.html)")
 
     rules = sub.add_parser("rules", help="list the rules")
     rules.add_argument("--output-format", "--format", dest="format", choices=["text", "json"],

@@ -10,6 +10,9 @@ from pathlib import Path
 
 from sarif_pydantic import Sarif
 
+from auditor.probe.charts import MIN_STEPS_TO_JUDGE, too_short
+from auditor.probe.evidence import Evidence
+
 from test_probe_fixtures import build
 from test_reports_html import Page, chromium, colour_pixels, console, load
 
@@ -40,6 +43,9 @@ def test_fixture_probe_run_draws_both_charts_in_chromium(cli, tmp_path):
     assert "48 point(s) of 4 masked node(s)" in body  # 4 nodes x 12 points
     assert "Output of decoder at step" in body and "the nodes are masked ones" in body
     assert "enc_mask_token" in body  # listed among the blocked parameters
+    # 3 steps: a correct pipeline's reconstruction looks scattered this early too
+    assert ("The run is too short to judge: sampled after 2 training step(s), fewer than 32; "
+            "this early a correct pipeline's reconstruction looks scattered too") in body
 
     browser = chromium()
     page_file, shot = tmp_path / "report.html", tmp_path / "report.png"
@@ -179,3 +185,50 @@ def test_reconstruction_is_found_under_a_ddp_wrapper(cli, tmp_path):
     assert len(sample["target"]) == 8 and sample["node"] == [0, 0, 1, 1, 2, 2, 3, 3]
     # 18 values per node read as two points of 9 (xyz first): xyz of the first point of node 0
     assert len(sample["target"][0]) == 3
+
+
+MASKED = """\
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+
+
+class AE(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.Linear(3, 16)
+        self.decoder = nn.Linear(16, 3)
+
+    def forward(self, x):
+        mask = torch.randperm(x.shape[0])[:6]
+        h = x.clone()
+        h[mask] = 0.0
+        return ((self.decoder(torch.relu(self.encoder(h))) - x)[mask] ** 2).mean()
+
+
+model = AE()
+opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+for _ in range(50):
+    loss = model(torch.randn(16, 3))
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_reconstruction_sampled_too_early_is_said_so(cli, tmp_path):
+    (tmp_path / "train.py").write_text(MASKED)
+    _, text = probe_report(cli, tmp_path, "text", "train.py", "--steps", "8")
+    # sampled at the last step of the budget (not only at the detailed ones, the first six), so
+    # that the `--steps` the note asks for is enough
+    assert "reconstruction after 7 step(s): 4 masked node(s)" in text
+    assert ("reconstruction: too short to judge: sampled after 7 training step(s), fewer than 32;"
+            " this early a correct pipeline's reconstruction looks scattered too; the loss went "
+            "from ") in text
+    assert "Ask for `--steps 33` or more" in text
+
+
+def test_a_sample_late_enough_is_judged():
+    assert too_short(Evidence(), MIN_STEPS_TO_JUDGE) is None
+    assert too_short(Evidence(), MIN_STEPS_TO_JUDGE - 1)["steps"] == MIN_STEPS_TO_JUDGE - 1

@@ -39,7 +39,11 @@ from auditor.emit import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, UsageError, emit
 from auditor.diff.align import align
 from auditor.diff.attribute import Cause, explain, refine
 from auditor.diff.compare import Tolerance, compare_runs, self_noise
-from auditor.diff.snapshot import ENV_DIR, ENV_SEED, ENV_STEPS, ENV_STOP
+from auditor.diff.outcome import WINDOW_STEPS
+from auditor.diff.outcome_report import (
+    DIVERGENCE_STEPS, finish_outcome, outcome_progress, outcome_steps,
+)
+from auditor.diff.snapshot import ENV_DIR, ENV_OUTCOME, ENV_SEED, ENV_STEPS, ENV_STOP
 from auditor.findings import Finding, Severity, Status
 from auditor.probe.command import (
     ProbeUsageError, _resolve_executable, classify, progress_display, step_budget,
@@ -84,8 +88,10 @@ def _options(args: argparse.Namespace, config: Config) -> dict[str, Any]:
         value = getattr(args, name.replace("-", "_"), None)
         return config.probe.get(name, default) if value is None else value
 
+    outcome = outcome_steps(args)
     try:
-        steps, max_steps, budget = step_budget(args, config, "1")
+        steps, max_steps, budget = step_budget(args, config, "1") if not outcome else (
+            str(outcome), outcome, str(min(outcome, DIVERGENCE_STEPS)))
     except ProbeUsageError as exc:
         raise UsageError(f"diff: {exc}") from None
     try:
@@ -109,7 +115,7 @@ def _options(args: argparse.Namespace, config: Config) -> dict[str, Any]:
     return {"cmds": cmds, "auto": steps == "auto", "steps": max_steps if steps == "auto" else int(budget),
             "max_steps": max_steps, "timeout": timeout, "tol": tol, "device": device,
             "seed": int(getattr(args, "seed", 0) or 0), "paths": opt("paths", None) or ["."],
-            "calibrate": bool(getattr(args, "calibrate", False))}
+            "calibrate": bool(getattr(args, "calibrate", False)), "outcome": outcome}
 
 
 def _execute(run: Run, opts: dict, watch: list, cwd: Path, stop: Path, tick=None) -> Run:
@@ -121,12 +127,16 @@ def _execute(run: Run, opts: dict, watch: list, cwd: Path, stop: Path, tick=None
     pymp = pymp_dirs()
     driver = opts["auto"] and run.role == "candidate"
     try:
-        budget = f"auto:{opts['steps']}" if driver else str(opts["steps"] + 1)
+        # --outcome: the run goes on past the snapshot's steps; its last forward is the model's
+        # after --steps updates
+        budget = f"auto:{opts['steps']}" if driver else str((opts["outcome"] or opts["steps"]) + 1)
         env = prepare(run_dir, cwd, budget, watch, opts["device"])
         snap_dir = run_dir / "snapshot"
         snap_dir.mkdir()
         env.update({ENV_DIR: str(snap_dir), ENV_SEED: str(opts["seed"]),
                     ENV_STEPS: str(opts["steps"])})
+        if opts["outcome"]:
+            env[ENV_OUTCOME] = str(WINDOW_STEPS)
         if opts["auto"] and not driver:
             env[ENV_STOP] = str(stop)
         cmd = _resolve_executable(run.cmd, env)
@@ -142,14 +152,17 @@ def _execute(run: Run, opts: dict, watch: list, cwd: Path, stop: Path, tick=None
 
 
 def _run_pair(ref: Run, cand: Run, opts: dict, watch: list, cwd: Path, args) -> None:
-    """Both runs at once; on a terminal, a spinner with the candidate's last output line."""
+    """Both runs at once; on a terminal, a spinner with the candidate's last output line
+    (``--outcome``: each run's steps and the time left, on stderr, terminal or not)."""
     shared = Path(tempfile.mkdtemp(prefix="gm-audit-diff-"))
     title = f"diff: running {shlex.join(ref.cmd)} and {shlex.join(cand.cmd)}"
+    display = (outcome_progress(args, opts["outcome"]) if opts["outcome"]
+               else progress_display(args, title))
     try:
-        with stop_programs_on_signals(), progress_display(args, title) as tick, \
-                ThreadPoolExecutor(max_workers=2) as pool:
+        with stop_programs_on_signals(), display as tick, ThreadPoolExecutor(max_workers=2) as pool:
+            ticks = tick if opts["outcome"] else {"candidate": tick}
             list(pool.map(lambda r: _execute(r, opts, watch, cwd, shared / "stop",
-                                             tick if r is cand else None), (ref, cand)))
+                                             ticks.get(r.role)), (ref, cand)))
     finally:
         shutil.rmtree(shared, ignore_errors=True)
 
@@ -382,6 +395,7 @@ def run_diff_command(args: argparse.Namespace, config: Config, rules: list, fail
         ref.snapshot["steps"] = (ref.snapshot.get("steps") or [])[:cand.steps]
     tol = opts["tol"]
     uses_cuda = any(d.startswith("cuda") for r in (ref, cand) for d in r.evidence.devices)
+    again: list[Run] = []
     if (opts["calibrate"] or uses_cuda) and interrupted is None:
         again = [Run(r.role, r.cmd) for r in (ref, cand)]
         _run_pair(again[0], again[1], opts, watch, cwd, args)
@@ -412,13 +426,22 @@ def run_diff_command(args: argparse.Namespace, config: Config, rules: list, fail
     notes = _notes(ref, cand, ref_tree, cand_tree)
     if alignment is not None:
         notes.insert(0, alignment.describe())
-    flagged = None if first is not None else _flagged_but_agreeing(static.findings, ref, cand, opts)
+    # --outcome compares the first steps only, whatever --steps says (its text says so)
+    flagged = (None if first is not None or opts["outcome"]
+               else _flagged_but_agreeing(static.findings, ref, cand, opts))
     if flagged:
         notes.append(flagged)
     extra: dict[str, Any] = {"first_divergence": first_json, "stages": stages, "runs": runs,
                              "tolerance": {"atol": tol.atol, "rtol": tol.rtol}, "notes": notes}
     if interrupted is not None:
         extra["run"] = interrupted
+    if opts["outcome"]:
+        if first_json is not None:
+            first_json["cause"] = why
+        code = finish_outcome(args, fail_on, Report("diff", findings, static.errors, static.files,
+                                                    time.perf_counter() - start, extra=extra),
+                              (ref, cand), again, opts["outcome"])
+        return code if interrupted is None else 128 + stop_signal()
     if args.format == "text":
         extra = {"text_sections": _text(stages, first_json, runs, tol, notes, interrupted, why)}
     report = Report("diff", findings, static.errors, static.files, time.perf_counter() - start,

@@ -20,6 +20,11 @@ of the step budget, by object identity:
 * ``lines``: the watched lines (static findings) that first ran during the step; ``lines_after``
   of the document: those that first ran after the last recorded step.
 
+``gm-audit diff --outcome`` sets ``GM_AUDIT_DIFF_OUTCOME`` to a number of steps W: the run goes on
+past the recorded steps to the recorder's own step budget, and the document's ``outcome`` holds
+the masked entities' target and reconstructed rows of the last W training steps (the recorder
+finds them: ``Recorder.note_reconstruction``).
+
 The steps recorded: ``GM_AUDIT_DIFF_STEPS`` (the recorder is given one more, so that the process
 lives on to the start of the next step); the run stops there, or, when ``GM_AUDIT_DIFF_STOP``
 names a file that holds a step count (the other run, in ``--steps auto``, stopped after that many),
@@ -39,18 +44,22 @@ import hashlib
 import os
 import random
 import sys
+import time
 import weakref
 
 ENV_DIR = "GM_AUDIT_DIFF_DIR"
 ENV_SEED = "GM_AUDIT_DIFF_SEED"
 ENV_STEPS = "GM_AUDIT_DIFF_STEPS"
 ENV_STOP = "GM_AUDIT_DIFF_STOP"
+ENV_OUTCOME = "GM_AUDIT_DIFF_OUTCOME"
 FULL_NUMEL = 1 << 20  # step 1: tensors up to this size are stored in full
 SMALL_NUMEL = 4096  # later steps: only these in full, the rest as summary + hash + sample
 SAMPLE = 512
 MAX_MASKS = 8
 MAX_HIST = 64
 WRAPPERS = ("DistributedDataParallel", "DataParallel", "OptimizedModule")
+PROGRESS_FILE = "progress"  # --outcome: the steps trained so far, for the progress display
+PROGRESS_EVERY_S = 0.5
 
 
 def strip_prefixes(name: str) -> str:
@@ -65,8 +74,13 @@ def strip_prefixes(name: str) -> str:
 
 
 class Snapshot:
-    def __init__(self, rec, out_dir: str, seed: int, steps: int = 0, stop_file: str = "") -> None:
+    def __init__(self, rec, out_dir: str, seed: int, steps: int = 0, stop_file: str = "",
+                 outcome_steps: int = 0) -> None:
         self.rec = rec
+        self.outcome_steps = outcome_steps  # > 0: --outcome (see the module's docstring)
+        self.outcome: list[dict] = []
+        self.recording = True  # False once the recorded steps are done and the run goes on
+        self.progress_at = 0.0
         self.steps_wanted = steps
         self.stop_file = stop_file
         self.lines_seen: set = set()
@@ -266,13 +280,15 @@ class Snapshot:
             # a forward under no_grad in training mode before the first step moves BatchNorm
             # statistics: the state before it is the initial one
             self.note_init([module, *self.frame_modules()])
-        if root and self.cur is None and training:
+        if root and self.cur is None and training and self.recording:
             if self.steps:
                 self.refresh_update()
-            if len(self.steps) >= self.budget() or self.stop_requested():
-                self.rec.stop_for_budget()  # ends the process
-            else:
+            if len(self.steps) < self.budget() and not self.stop_requested():
                 self.start_step(module)
+            elif self.outcome_steps:
+                self.recording = False  # the recorder's step budget ends the run
+            else:
+                self.rec.stop_for_budget()  # ends the process
         cur = self.cur
         if cur is None:
             return
@@ -348,6 +364,14 @@ class Snapshot:
         if len(target) < MAX_MASKS:
             target.append(self.tensor(out, True))
 
+    def note_outcome(self, step: int, target, predicted, masked: bool) -> None:
+        """The target and reconstructed rows of a training step's masked entities (every row
+        when the recorder could not tell the masked ones), kept for the last steps only."""
+        self.outcome.append({"step": step, "masked": masked,
+                             "target": target.detach().float().cpu().clone(),
+                             "predicted": predicted.detach().float().cpu().clone()})
+        del self.outcome[:-self.outcome_steps]
+
     def before_backward(self, tensors) -> None:
         """Called by the recorder before a backward: the loss, and which model is trained."""
         try:
@@ -373,8 +397,20 @@ class Snapshot:
 
                 traceback.print_exc()
 
+    def note_progress(self) -> None:
+        now = time.monotonic()
+        if now - self.progress_at < PROGRESS_EVERY_S:
+            return
+        self.progress_at = now
+        tmp = os.path.join(self.dir, f"{PROGRESS_FILE}.{os.getpid()}")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(str(self.rec.step_count))
+        os.replace(tmp, os.path.join(self.dir, PROGRESS_FILE))
+
     def after_backward(self) -> None:
         try:
+            if self.outcome_steps:
+                self.note_progress()
             cur = self.cur
             if cur is None or cur.get("model") is None or "grad" in cur:
                 return
@@ -458,11 +494,19 @@ class Snapshot:
         self.written = True
         if self.cur is not None and "loss" in self.cur:
             self.finish_step()  # a backward without an optimizer step after it
-        doc = {"version": 1, "seed": self.seed, "steps": self.steps, "lines_after": self.new_lines()}
+        doc = {"version": 1, "seed": self.seed, "steps": self.steps, "lines_after": self.new_lines(),
+               "outcome": self.outcome, "steps_run": self.rec.step_count}
         target = os.path.join(self.dir, f"snapshot-{os.getpid()}.pt")
         tmp = target + ".tmp"
         self.torch.save(doc, tmp)
         os.replace(tmp, target)
+
+
+def _env_int(name: str) -> int:
+    try:
+        return int(os.environ.get(name, "0"))
+    except ValueError:
+        return 0
 
 
 def load(rec) -> "Snapshot | None":
@@ -470,12 +514,5 @@ def load(rec) -> "Snapshot | None":
     out_dir = os.environ.get(ENV_DIR)
     if not out_dir:
         return None
-    try:
-        seed = int(os.environ.get(ENV_SEED, "0"))
-    except ValueError:
-        seed = 0
-    try:
-        steps = int(os.environ.get(ENV_STEPS, "0"))
-    except ValueError:
-        steps = 0
-    return Snapshot(rec, out_dir, seed, steps, os.environ.get(ENV_STOP, ""))
+    return Snapshot(rec, out_dir, _env_int(ENV_SEED), _env_int(ENV_STEPS),
+                    os.environ.get(ENV_STOP, ""), _env_int(ENV_OUTCOME))

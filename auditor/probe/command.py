@@ -15,7 +15,9 @@ from typing import Any, Callable, Iterator, Optional
 from auditor.config import Config, selection
 from auditor.emit import EXIT_ERROR, UsageError, emit
 from auditor.findings import Finding, Severity, Status
-from auditor.probe.charts import parameter_gradients, reconstruction_view
+from auditor.probe.charts import (
+    parameter_gradients, point_error, reconstruction_view, too_short_text,
+)
 from auditor.probe.evidence import Evidence
 from auditor.probe.reach import watch_list
 from auditor.probe.launch import (
@@ -141,8 +143,22 @@ def describe(stopped: str, run: dict, opts: dict) -> str:
     return f"the program finished by itself after {n} step(s)"
 
 
+def reconstruction_lines(view: Optional[dict]) -> list[str]:
+    """The reconstruction sample in one line (the HTML report draws it), and whether the run was
+    long enough to read anything into it."""
+    if not view or "target" not in view or not view["target"]:
+        return []
+    err, spread = point_error(view["target"], view["predicted"])
+    lines = [f"reconstruction after {view['step']} step(s): {len(set(map(str, view['node'])))} "
+             f"masked node(s), mean distance target→reconstruction {err:.3g} against a spread "
+             f"of the targets of {spread:.3g} (as far off as the spread: scattered)"]
+    if view.get("too_short"):
+        lines.append(f"reconstruction: {too_short_text(view['too_short'])}")
+    return lines
+
+
 def text_sections(run: dict, summary: str, flow: list[dict], tail: list[str],
-                  notes: list[str]) -> list[str]:
+                  notes: list[str], recon: Optional[dict] = None) -> list[str]:
     lines = [f"probe: {summary}",
              f"probe: device {run['device']} · world size {run['world_size']} · "
              f"{run['processes']} process(es) · exit {run['exit']} · {run['seconds']:.1f} s"]
@@ -155,6 +171,7 @@ def text_sections(run: dict, summary: str, flow: list[dict], tail: list[str],
                          f"none {r['none']:<3} zero {r['zero']:<3} nonfinite {r['nonfinite']:<3} "
                          f"|g| {r['grad_norm']:.3g}"
                          + (f"  ({r['unreached']} unreachable from the loss)" if r["unreached"] else ""))
+    lines += reconstruction_lines(recon)
     if tail and probe_failed(run):
         lines.append("last output of the program:")
         lines.extend(f"  | {t}" for t in tail)
@@ -219,13 +236,14 @@ def run_probe_command(args: argparse.Namespace, config: Config, rules: list, fai
     findings.sort(key=Finding.sort_key)
     flow = gradient_flow(evidence)
     summary = run["summary"] = describe(stopped, run, opts)
+    recon = reconstruction_view(evidence)
     report = Report(
         "probe", findings, static.errors, static.files, time.perf_counter() - start,
         extra={"run": run, "gradient_flow": flow,
                "parameter_gradients": parameter_gradients(evidence),
-               "reconstruction": reconstruction_view(evidence),
+               "reconstruction": recon,
                "output_tail": outcome.tail if probe_failed(run) else [],
-               "text_sections": text_sections(run, summary, flow, outcome.tail, notes)},
+               "text_sections": text_sections(run, summary, flow, outcome.tail, notes, recon)},
     )
     if probe_failed(run) and args.format != "text":
         print(f"gm-audit probe: {summary}", file=sys.stderr)

@@ -968,9 +968,12 @@ class Recorder:
 
     # -- reconstruction sample (HTML report) --------------------------------------------------------
     def watch_reconstruction(self, args) -> None:
-        """At a detailed training forward of the model: remember its feature matrices, to find
-        the reconstruction among its direct submodules' outputs (see note_reconstruction)."""
-        if self.detailed_step():
+        """At a detailed training forward of the model, and at the last one of the step budget
+        (at every one for ``diff --outcome``): remember its feature matrices, to find the
+        reconstruction among its direct submodules' outputs (see note_reconstruction)."""
+        last = self.budget_steps is not None and self.step_count == self.budget_steps - 1
+        if self.detailed_step() or last or (self.snapshot is not None
+                                            and self.snapshot.outcome_steps):
             feats = _feature_matrices(self.torch, args)
             self.cur["recon"] = {"inputs": feats, "first": None, "out": None} if feats else None
             self.cur["node_rows"].update(int(x.shape[0]) for _, x in feats)
@@ -1025,6 +1028,9 @@ class Recorder:
         rows = rows.to(x.device)
         if masked:
             self.cur["node_rows"].add(int(changed.numel()))
+        if self.snapshot is not None and self.snapshot.outcome_steps:
+            every = changed if masked else torch.arange(x.shape[0], device=x.device)
+            self.snapshot.note_outcome(self.step_count + 1, x[every], out[every], bool(masked))
         self.reconstruction = {
             "step": self.step_count, "input": name, "module": module, "cols": int(x.shape[1]),
             "masked": bool(masked), "masked_count": int(changed.numel()) if masked else 0,

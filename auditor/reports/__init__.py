@@ -62,6 +62,10 @@ def no_divergence(extra: dict[str, Any]) -> str:
     run = extra.get("run")
     if isinstance(run, dict) and run.get("stopped") == "interrupted":
         return "No divergence in what both runs recorded before they were interrupted."
+    outcome = extra.get("outcome")
+    if isinstance(outcome, dict) and isinstance(outcome.get("divergence_steps"), int):
+        return (f"No divergence in the first {outcome['divergence_steps']} step(s), compared "
+                "tensor by tensor (`gm-audit diff --steps auto` looks further).")
     return "The runs agree at every stage."
 
 

@@ -31,6 +31,23 @@ crash, timeout, interrupted or error (or exited non-zero) gets a banner with
     {"stage": "init", "name": "...", "detail": "...", "rule": "GM601", "path": "...", "line": 88}
 
 Items are shown as they come: an object's ``name`` and ``detail`` when it has them, else its JSON.
+``first_divergence["cause"]``, when present: why that line is the cause.
+
+``extra["outcome"]`` (``gm-audit diff --outcome``, ``auditor/diff/outcome.py``): per run
+(``"reference"``, ``"candidate"``) its figures, point spreads, the per-entity coordinate errors and
+a sample to draw; the comparison and the verdict::
+
+    {"steps": 200, "verdict": "worse — ...", "notes": ["..."],
+     "reference": {"figures": [{"key": "coord_error", "label": "...", "mean": 0.41, "se": 0.02,
+                                "count": 181, "higher_is_better": false}, ...],
+                   "spread": {"target": 1.1, "predicted": 0.9}, "entities": 181,
+                   "steps": [198, 199, 200, 201], "coord_errors": [0.3, ...],
+                   "sample": {"target": [[x, y, z], ...], "predicted": [...], "node": [...]}},
+     "candidate": {...},
+     "comparison": {"z": 3.0, "verdict": "worse|better|same",
+                    "rows": [{"label": "...", "reference": 0.41, "candidate": 0.63,
+                              "reference_se": 0.02, "candidate_se": 0.03, "change": 0.22,
+                              "tolerance": 0.11, "status": "worse|better|same"}, ...]}}
 
 The charts need matplotlib (``pip install 'gm-audit[html]'``); without it the page says so and
 shows the same data as tables.
@@ -50,6 +67,7 @@ from typing import Any, Optional
 
 from auditor import __version__
 from auditor.findings import Finding
+from auditor.probe.charts import point_error, too_short_text
 from auditor.reports import Report, failed_run, no_divergence, source_lines
 from auditor.reports.safe_text import printable
 
@@ -74,6 +92,7 @@ table { border-collapse: collapse; width: 100%; } th, td { text-align: left; pad
 .unexercised, .untaken, .outside { background: #6e7781; } .refuted { background: #1a7f37; }
 .error { background: #a40e26; } .warning { background: #bc4c00; } .info { background: #0550ae; }
 .same { background: #1a7f37; } .differs { background: #cf222e; } .missing { background: #9a6700; }
+.worse { background: #cf222e; } .better { background: #1a7f37; }
 .counts span { margin-right: 12px; }
 .card { border: 1px solid var(--line); border-radius: 6px; padding: 12px 16px; margin: 12px 0; }
 .card.confirmed-card, .card.runtime-card { border-left: 4px solid #cf222e; }
@@ -218,41 +237,75 @@ def reconstruction_chart(Figure: Any, target: list, predicted: list, node: list)
         panels.append(fig.add_subplot(1, 2, 2))
     else:
         panels.append(fig.add_subplot())
-    markers = "o^sDvP*X"
-    groups = sorted(set(map(str, node)))
     for ax in panels:
         k = 3 if getattr(ax, "name", "") == "3d" else 2
-        for t, p in zip(target, predicted):
-            ax.plot(*[[t[d], p[d]] for d in range(k)], color="#bbbbbb", linewidth=0.7, zorder=1)
-        for g_index, g in enumerate(groups):
-            idx = [i for i, n in enumerate(node) if str(n) == g]
-            m = markers[g_index % len(markers)]
-            suffix = f" (node {g})" if len(groups) > 1 else ""
-            ax.scatter(*[[target[i][d] for i in idx] for d in range(k)], color="#1f77b4",
-                       marker=m, s=22, label=f"target{suffix}")
-            ax.scatter(*[[predicted[i][d] for i in idx] for d in range(k)], color="#ff7f0e",
-                       marker=m, s=22, label=f"reconstructed{suffix}")
-        ax.set_xlabel("x")
-        ax.set_ylabel("y")
+        draw_pairs(ax, target, predicted, node, k)
         if k == 3:
             ax.set_zlabel("z")
             ax.set_title("masked nodes: target vs reconstructed (3D)")
         else:
             ax.set_title("xy projection" if dim == 3 else "masked nodes: target vs reconstructed")
-            ax.set_aspect("equal", adjustable="datalim")
-            ax.grid(alpha=0.3)
     panels[-1].legend(loc="best", fontsize=8)
     return png(fig)
 
 
-def point_error(target: list, predicted: list) -> tuple[float, float]:
-    """Mean distance between each target point and its reconstruction, and the targets' spread
-    (mean distance to their centroid) to judge it by."""
-    dim = len(target[0])
-    dist = [math.dist(t, p) for t, p in zip(target, predicted)]
-    centre = [sum(t[d] for t in target) / len(target) for d in range(dim)]
-    spread = [math.dist(t, centre) for t in target]
-    return sum(dist) / len(dist), sum(spread) / len(spread)
+def draw_pairs(ax: Any, target: list, predicted: list, node: list, k: int) -> None:
+    """Target (blue) and reconstructed (orange) points on ``ax`` in ``k`` dimensions, a grey line
+    joining each pair, one marker per node."""
+    markers = "o^sDvP*X"
+    groups = sorted(set(map(str, node)))
+    for t, p in zip(target, predicted):
+        ax.plot(*[[t[d], p[d]] for d in range(k)], color="#bbbbbb", linewidth=0.7, zorder=1)
+    for g_index, g in enumerate(groups):
+        idx = [i for i, n in enumerate(node) if str(n) == g]
+        m = markers[g_index % len(markers)]
+        suffix = f" (node {g})" if len(groups) > 1 else ""
+        ax.scatter(*[[target[i][d] for i in idx] for d in range(k)], color="#1f77b4",
+                   marker=m, s=22, label=f"target{suffix}")
+        ax.scatter(*[[predicted[i][d] for i in idx] for d in range(k)], color="#ff7f0e",
+                   marker=m, s=22, label=f"reconstructed{suffix}")
+    ax.set_xlabel("x")
+    ax.set_ylabel("y")
+    if k == 2:
+        ax.set_aspect("equal", adjustable="datalim")
+        ax.grid(alpha=0.3)
+
+
+def outcome_chart(Figure: Any, samples: dict[str, tuple[list, list, list]],
+                  errors: dict[str, list[float]]) -> str:
+    """Reference and candidate side by side on shared axes (xy of a few masked entities of the
+    last step read), and under them the per-entity coordinate errors of both runs."""
+    fig = Figure(figsize=(12.0, 9.0), layout="constrained")
+    grid = fig.add_gridspec(2, 2, height_ratios=(3, 2))
+    panels = []
+    for col, role in enumerate(("reference", "candidate")):
+        ax = fig.add_subplot(grid[0, col])
+        if role in samples:
+            draw_pairs(ax, *samples[role], k=2)
+        ax.set_title(f"{role}: target vs reconstructed (xy)")
+        panels.append(ax)
+    # the same limits on both panels, so that the eye compares like with like
+    xs = [v for ax in panels for v in ax.get_xlim()]
+    ys = [v for ax in panels for v in ax.get_ylim()]
+    for ax in panels:
+        ax.set_xlim(min(xs), max(xs))
+        ax.set_ylim(min(ys), max(ys))
+        ax.set_aspect("equal", adjustable="box")
+    panels[0].legend(loc="best", fontsize=7)
+    hist = fig.add_subplot(grid[1, :])
+    values = [v for role in errors for v in errors[role]]
+    if values:
+        top = max(values) or 1.0
+        bins = [top * i / 30 for i in range(31)]
+        for role, color in (("reference", "#1f77b4"), ("candidate", "#d62728")):
+            if errors.get(role):
+                hist.hist(errors[role], bins=bins, alpha=0.5, color=color,
+                          label=f"{role} (mean {sum(errors[role]) / len(errors[role]):.3g})")
+        hist.legend(loc="best", fontsize=8)
+    hist.set_xlabel("coordinate error of a masked entity (mean distance of its points)")
+    hist.set_ylabel("entities")
+    hist.set_title("spread across masked entities: what the tolerance is measured against")
+    return png(fig)
 
 
 # -- page sections ----------------------------------------------------------------------------------
@@ -361,6 +414,11 @@ def reconstruction_section(Figure: Any, target: list, predicted: list, node: lis
            f"distance target→reconstruction <b>{err:.3g}</b>, against a spread of the targets "
            f"of {spread:.3g} (a reconstruction as far off as the spread is scattered)."
            f"{provenance(data)}</p>"]
+    short = data.get("too_short")
+    if isinstance(short, dict) and isinstance(short.get("steps"), int) \
+            and isinstance(short.get("minimum"), int):
+        out.append(f'<p class="note" id="reconstruction-too-short"><b>The run is '
+                   f"{prose(too_short_text(short))}.</b></p>")
     if Figure is not None:
         out.append('<figure id="reconstruction-chart"><img alt="target vs reconstructed points" '
                    f'src="data:image/png;base64,{reconstruction_chart(Figure, target, predicted, node)}">'
@@ -372,6 +430,75 @@ def reconstruction_section(Figure: Any, target: list, predicted: list, node: lis
             out.append(f"<tr><td>{esc(n)}</td><td>{esc([round(v, 4) for v in t])}</td>"
                        f"<td>{esc([round(v, 4) for v in p])}</td></tr>")
         out.append("</table>")
+    return out
+
+
+def _outcome_sample(data: Any) -> Optional[tuple[list, list, list]]:
+    return reconstruction_points({"reconstruction": data}) if isinstance(data, dict) else None
+
+
+def outcome_section(Figure: Any, outcome: dict[str, Any], first: Any) -> list[str]:
+    """``diff --outcome``: the verdict, the figures of both runs, and their reconstructions side
+    by side (``auditor/diff/outcome.py`` says what each figure is); ``first``: the diff's first
+    divergence, pointed to."""
+    runs = {role: outcome.get(role) if isinstance(outcome.get(role), dict) else {}
+            for role in ("reference", "candidate")}
+    where = ""
+    if isinstance(first, dict) and first.get("path"):
+        where = (f" The runs first diverge at <code>{esc(first['path'])}:"
+                 f"{esc(first.get('line', '?'))}</code>"
+                 + (f" ({esc(first['rule'])})" if first.get("rule") else "")
+                 + ': <a href="#first-divergence">first divergence and its cause</a>.')
+    out = [f"<h2>Outcome: reconstruction of masked entities after {esc(outcome.get('steps', '?'))}"
+           " training steps</h2>",
+           f'<p class="note" id="outcome-verdict"><b>Verdict:</b> '
+           f'{prose(outcome.get("verdict", ""))}.{where}</p>']
+    read = []
+    for role, run in runs.items():
+        steps = run.get("steps") if isinstance(run.get("steps"), list) else []
+        at = f"steps {esc(steps[0])}–{esc(steps[-1])}" if steps else "no step"
+        read.append(f"{role}: {esc(run.get('entities', 0))} masked entities read at {at}")
+    out.append(f"<p>{'; '.join(read)} (the last forwards of each run, the last one made by the "
+               "model after every training step).</p>")
+    comparison = outcome.get("comparison") if isinstance(outcome.get("comparison"), dict) else {}
+    rows = [r for r in comparison.get("rows") or [] if isinstance(r, dict)]
+    if rows:
+        out.append('<table id="outcome-figures"><tr><th>figure (mean over masked entities ± '
+                   "standard error)</th><th>reference</th><th>candidate</th><th>change "
+                   "(+ worse)</th><th>tolerance</th><th></th></tr>")
+        for r in rows:
+            pm = {k: f"{_fmt(_number(r.get(k)))} ± {_fmt(_number(r.get(k + '_se')))}"
+                  for k in ("reference", "candidate")}
+            out.append(f"<tr><td>{esc(r.get('label', '?'))}</td><td>{pm['reference']}</td>"
+                       f"<td>{pm['candidate']}</td><td>{_fmt(_number(r.get('change')))}</td>"
+                       f"<td>{_fmt(_number(r.get('tolerance')))}</td>"
+                       f"<td>{badge(str(r.get('status', '?')))}</td></tr>")
+        ratios = []
+        for run in runs.values():
+            spread = run.get("spread") if isinstance(run.get("spread"), dict) else {}
+            t, p = _number(spread.get("target")), _number(spread.get("predicted"))
+            ratios.append(_fmt(p / t) if t and p is not None else "—")
+        out.append(f"<tr><td>spread of the reconstructed points / the targets' (1: the same "
+                   f"extent; near 0: collapsed; above 1: scattered wider)</td><td>{ratios[0]}</td>"
+                   f"<td>{ratios[1]}</td><td></td><td></td><td></td></tr></table>")
+        z = _number(comparison.get("z"))
+        out.append(f"<p class='muted'>Tolerance: {_fmt(z)} standard errors "
+                   "of the difference, from the spread of each figure across the masked entities "
+                   "(and at least the run-to-run difference when the diff calibrated). Within it, "
+                   "another draw of masked entities could reverse the change.</p>")
+    samples = {role: pts for role, run in runs.items()
+               if (pts := _outcome_sample(run.get("sample"))) is not None}
+    errors = {role: [v for v in run.get("coord_errors") or [] if _number(v) is not None]
+              for role, run in runs.items()}
+    if Figure is not None and samples:
+        out.append('<figure id="outcome-chart"><img alt="reference and candidate reconstructions '
+                   f'side by side" src="data:image/png;base64,{outcome_chart(Figure, samples, errors)}">'
+                   "<figcaption>Top: a few masked entities of each run's last step read, target "
+                   "(blue) against reconstructed (orange), same axes. Bottom: the coordinate "
+                   "error of every masked entity read, both runs.</figcaption></figure>")
+    notes = [n for n in outcome.get("notes") or [] if isinstance(n, str)]
+    if notes:
+        out.append("<ul>" + "".join(f"<li>{prose(n)}</li>" for n in notes) + "</ul>")
     return out
 
 
@@ -416,11 +543,13 @@ def stages_section(extra: dict[str, Any]) -> list[str]:
         where = (f" at <code>{esc(first['path'])}:{esc(first.get('line', '?'))}</code>"
                  if first.get("path") else "")
         rule = f" (likely {esc(first['rule'])})" if first.get("rule") else ""
-        out.append(f"<p>First divergence: stage <b>{esc(first.get('stage', '?'))}</b>, "
+        cause = f" Cause: {prose(first['cause'])}." if first.get("cause") else ""
+        out.append(f'<p id="first-divergence">First divergence: stage '
+                   f"<b>{esc(first.get('stage', '?'))}</b>, "
                    f"<code>{esc(first.get('name', '?'))}</code> — {esc(first.get('detail', ''))}"
-                   f"{where}{rule}.</p>")
+                   f"{where}{rule}.{cause}</p>")
     else:
-        out.append(f"<p>{esc(no_divergence(extra))}</p>")
+        out.append(f"<p>{prose(no_divergence(extra))}</p>")
     out.append("<table><tr><th>stage</th><th>status</th><th>items</th></tr>")
     for s in stages:
         items = s.get("items") if isinstance(s.get("items"), list) else []
@@ -456,11 +585,14 @@ def render(report: Report) -> str:
     rows = gradient_rows(extra)
     points = reconstruction_points(extra)
     has_stages = isinstance(extra.get("stages"), list)
-    Figure = load_figure_class() if (rows or points) else None
+    outcome = extra.get("outcome") if isinstance(extra.get("outcome"), dict) else None
+    Figure = load_figure_class() if (rows or points or outcome) else None
     body = header(report) + crash_banner(report)
-    if (rows or points) and Figure is None:
+    if (rows or points or outcome) and Figure is None:
         body.append('<p class="note">Charts need matplotlib, which is not installed: '
                     "<code>pip install 'gm-audit[html]'</code>. Their data is shown as tables.</p>")
+    if outcome is not None:
+        body += outcome_section(Figure, outcome, extra.get("first_divergence"))
     if has_stages:
         body += stages_section(extra)
     if rows:

@@ -18,6 +18,7 @@ from auditor import __version__
 from auditor.code_docs import DOCS, ENGINE_CODES
 from auditor.config import Config, ConfigError, load_config, selection
 from auditor.findings import Severity
+from auditor.processes import interrupt_on_stop_signals
 from auditor.registry import (RUNTIME_CHECKS, UNUSED_IGNORE, UnknownRule, all_rules,
                               select, unused_ignores)
 from auditor.emit import EXIT_CLEAN, EXIT_ERROR, UsageError, emit
@@ -401,7 +402,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
 
         os.environ[CACHE_DIR_ENV] = os.path.abspath(args.cache_dir)  # one place for every stage
     try:
-        code = HANDLERS[args.command](args)
+        with interrupt_on_stop_signals():  # SIGTERM/SIGHUP unwind as Ctrl-C does
+            code = HANDLERS[args.command](args)
     except (UsageError, ConfigError) as exc:
         print(f"gm-audit: error: {exc}", file=sys.stderr)
         code = EXIT_ERROR

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Optional, Sequence
 
+from auditor.processes import PR_SET_CHILD_SUBREAPER, STOP_SIGNALS, prctl
+
 RECORDER = Path(__file__).with_name("recorder.py")
 KILL_GRACE_S = 3.0
 TICK_S = 0.5
@@ -111,7 +113,6 @@ def prepare(run_dir: Path, cwd: Path, steps: str, watch: Sequence[tuple[str, int
 
 _LIVE: set[int] = set()  # process groups of the commands running now (diff runs two at once)
 _STARTING = threading.Lock()  # a command being started is never taken for an orphan
-PR_SET_CHILD_SUBREAPER = 36
 _stop_signal = 0  # the signal gm-audit was told to stop by (0: none), while programs run
 
 
@@ -141,8 +142,7 @@ def stop_programs_on_signals() -> Iterator[None]:
         yield
         return
     _stop_signal = 0
-    wanted = [signal.SIGTERM, signal.SIGINT, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])]
-    previous = {sig: signal.signal(sig, stop) for sig in wanted}
+    previous = {sig: signal.signal(sig, stop) for sig in STOP_SIGNALS}
     try:
         yield
     finally:
@@ -154,12 +154,7 @@ def _adopt_orphans() -> None:
     """Linux: make gm-audit the reaper of its descendants, so that a child that left the
     program's process group (``setsid``, a daemon) is reparented here when its parent dies, and
     :func:`_kill_orphans` can find it."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
+    prctl(PR_SET_CHILD_SUBREAPER, 1)
 
 
 def _children() -> set[int]:

@@ -23,6 +23,7 @@ from auditor.rule import Rule
 from auditor.static.cache import Cache, content_digest
 from auditor.static.collector import FactCollector
 from auditor.static.context import FileContext
+from auditor.static.deep import with_deep_stack
 from auditor.static.facts import FileFacts
 from auditor.static.imports import Layout, module_identity, outline
 from auditor.static.isolate import Lost, map_bounded, run_isolated
@@ -123,6 +124,17 @@ def analyze_source(
     ``expendable``: this process may die of a native crash (a pool worker, an isolated child);
     otherwise a file deep enough to risk one is parsed in a child process. ``summarise``: when
     the prefilter skips the file, also make the facts an on-demand load would (``summary``)."""
+    try:
+        return with_deep_stack(_analyze_source, path, abspath, data, codes, force, expendable,
+                               summarise)
+    except RecursionError:  # a walk of a deep tree past this process's stack: this file only
+        result = FileResult(path=path, module=module_identity(path))
+        result.findings.append(too_deep_finding(path, 1, "the analyser ran out of stack"))
+        return result
+
+
+def _analyze_source(path: str, abspath: Path, data: bytes, codes: Sequence[str], force: bool,
+                    expendable: bool, summarise: bool) -> FileResult:
     module = module_identity(path)
     result = FileResult(path=path, module=module)
     if len(data) > MAX_FILE_BYTES:
@@ -141,11 +153,16 @@ def analyze_source(
     wanted = [r for r in rules if r.matches_text(text)]
     syntax: Optional[ast.Module] = None
     syntax_error: Optional[SyntaxError] = None
+    # CPython's parser gave up (RecursionError, or MemoryError past its own stack): libcst's
+    # would crash, and the tokenizer's estimate cannot tell (ten thousand `elif` are flat to it)
+    cpython_refused = False
     try:
         syntax = ast.parse(text, filename=path)
     except SyntaxError as exc:
         syntax_error = exc
-    except (ValueError, RecursionError, MemoryError):
+    except (RecursionError, MemoryError):
+        cpython_refused = True
+    except ValueError:
         pass
     if not wanted and not force:
         # nothing to check here, but a syntax error is still reported: CPython's own parser
@@ -160,6 +177,9 @@ def analyze_source(
                 # a risky file stays lazy (a crash here would report a file no rule reads)
                 result.summary = _analyse_tree(FileResult(path=path, module=module), text, [],
                                                shape.deepest_line, shape).facts
+        return result
+    if cpython_refused:
+        result.findings.append(too_deep_finding(path, 1, "CPython's own parser gave up on it"))
         return result
     shape = ast_shape(text, syntax) if syntax is not None else None
     # where CPython could not parse the file, libcst may: the tokenizer's estimate then decides
@@ -200,10 +220,10 @@ def _analyse_tree(result: FileResult, text: str, wanted: list[type[Rule]], deepe
             ctx = FileContext(path, text, tree, module, exact=True)
             visitors = [r(ctx) for r in wanted]
             walk(tree, [FactCollector(ctx), *visitors])
-    except RecursionError:
-        result.findings.append(too_deep_finding(path, deepest, "the analyser ran out of stack"))
-        return result
     except Exception as exc:  # a rule's bug must not sink the whole run
+        if _ran_out_of_stack(exc):
+            result.findings.append(too_deep_finding(path, deepest, "the analyser ran out of stack"))
+            return result
         if os.environ.get("GM_AUDIT_DEBUG"):
             traceback.print_exc()
         result.error = FileError(path, f"internal error while analysing: {type(exc).__name__}: {exc}")
@@ -211,6 +231,17 @@ def _analyse_tree(result: FileResult, text: str, wanted: list[type[Rule]], deepe
     result.facts = ctx.facts
     result.findings = [f for v in visitors for f in v.findings]
     return result
+
+
+def _ran_out_of_stack(exc: BaseException) -> bool:
+    """``exc`` is a RecursionError, or was raised while handling one (libcst's position
+    provider turns one into a KeyError whose message is the repr of a node as deep)."""
+    seen: Optional[BaseException] = exc
+    while seen is not None:
+        if isinstance(seen, RecursionError):
+            return True
+        seen = seen.__context__
+    return False
 
 
 # path, absolute path, content, codes, force, summarise

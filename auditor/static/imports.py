@@ -25,7 +25,7 @@ import ast
 import os
 import posixpath
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Iterable, Iterator, Optional
 
 from auditor.static.context import resolve_relative
 from auditor.static.facts import FileFacts
@@ -196,52 +196,57 @@ def outline(tree: ast.Module, facts: FileFacts) -> FileFacts:
         else:
             facts.imports[alias] = qualified
 
-    def visit(body: list[ast.stmt], fallback: bool) -> None:
-        for stmt in body:
-            if isinstance(stmt, ast.Import):
-                for a in stmt.names:
-                    bind(a.asname or a.name.split(".")[0], a.name if a.asname else a.name.split(".")[0],
-                         fallback)
-                    if not a.asname and "." in a.name:
-                        facts.submodules.append(a.name)
-            elif isinstance(stmt, ast.ImportFrom):
-                base = (resolve_relative(facts.module, facts.path, stmt.level, stmt.module)
-                        if stmt.level else stmt.module or "")
-                for a in stmt.names:
-                    if a.name == "*":
-                        facts.star_imports.append(base)
-                        if stmt.level:
-                            facts.local_imports.append(base)
-                        continue
-                    qualified = f"{base}.{a.name}" if base else a.name
-                    bind(a.asname or a.name, qualified, fallback)
+    # the blocks still to read, innermost last: a stack, not recursion (a thousand `elif` nest
+    # a thousand deep); each block is read in order, and before the rest of the one around it
+    blocks: list[tuple[Iterator[ast.stmt], bool]] = [(iter(tree.body), False)]
+    while blocks:
+        body, fallback = blocks[-1]
+        stmt = next(body, None)
+        if stmt is None:
+            blocks.pop()
+            continue
+        inner: list[tuple[list[ast.stmt], bool]] = []
+        if isinstance(stmt, ast.Import):
+            for a in stmt.names:
+                bind(a.asname or a.name.split(".")[0], a.name if a.asname else a.name.split(".")[0],
+                     fallback)
+                if not a.asname and "." in a.name:
+                    facts.submodules.append(a.name)
+        elif isinstance(stmt, ast.ImportFrom):
+            base = (resolve_relative(facts.module, facts.path, stmt.level, stmt.module)
+                    if stmt.level else stmt.module or "")
+            for a in stmt.names:
+                if a.name == "*":
+                    facts.star_imports.append(base)
                     if stmt.level:
-                        facts.local_imports.append(qualified)
-            elif isinstance(stmt, ast.If):
-                if _is_main_test(stmt.test):
-                    facts.runs_as_script = True
-                visit(stmt.body, fallback)
-                visit(stmt.orelse, fallback)
-            elif isinstance(stmt, ast.Try):
-                visit(stmt.body, fallback)
-                for handler in stmt.handlers:
-                    caught = handler.type
-                    names = caught.elts if isinstance(caught, ast.Tuple) else [caught]
-                    visit(handler.body, caught is None or any(
-                        isinstance(n, ast.Name) and n.id in _FALLBACK_ERRORS for n in names))
-                visit(stmt.orelse, fallback)
-                visit(stmt.finalbody, fallback)
-            elif isinstance(stmt, (ast.With, ast.For, ast.While)):
-                visit(stmt.body, fallback)
-            elif isinstance(stmt, ast.Assign):
-                if (len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
-                        and stmt.targets[0].id == "__all__" and isinstance(stmt.value, (ast.List, ast.Tuple))):
-                    facts.exports = [e.value for e in stmt.value.elts
-                                     if isinstance(e, ast.Constant) and isinstance(e.value, str)]
-            if not facts.top_level_calls and isinstance(stmt, (ast.Expr, ast.Assign, ast.AugAssign)):
-                facts.top_level_calls = any(isinstance(n, ast.Call) for n in ast.walk(stmt))
-
-    visit(tree.body, False)
+                        facts.local_imports.append(base)
+                    continue
+                qualified = f"{base}.{a.name}" if base else a.name
+                bind(a.asname or a.name, qualified, fallback)
+                if stmt.level:
+                    facts.local_imports.append(qualified)
+        elif isinstance(stmt, ast.If):
+            if _is_main_test(stmt.test):
+                facts.runs_as_script = True
+            inner = [(stmt.body, fallback), (stmt.orelse, fallback)]
+        elif isinstance(stmt, ast.Try):
+            inner = [(stmt.body, fallback)]
+            for handler in stmt.handlers:
+                caught = handler.type
+                names = caught.elts if isinstance(caught, ast.Tuple) else [caught]
+                inner.append((handler.body, caught is None or any(
+                    isinstance(n, ast.Name) and n.id in _FALLBACK_ERRORS for n in names)))
+            inner += [(stmt.orelse, fallback), (stmt.finalbody, fallback)]
+        elif isinstance(stmt, (ast.With, ast.For, ast.While)):
+            inner = [(stmt.body, fallback)]
+        elif isinstance(stmt, ast.Assign):
+            if (len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                    and stmt.targets[0].id == "__all__" and isinstance(stmt.value, (ast.List, ast.Tuple))):
+                facts.exports = [e.value for e in stmt.value.elts
+                                 if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+        if not facts.top_level_calls and isinstance(stmt, (ast.Expr, ast.Assign, ast.AugAssign)):
+            facts.top_level_calls = any(isinstance(n, ast.Call) for n in ast.walk(stmt))
+        blocks += [(iter(b), f) for b, f in reversed(inner)]
     return facts
 
 

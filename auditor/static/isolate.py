@@ -5,6 +5,7 @@ run, and leaves no process behind."""
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
 import time
 from collections import deque
@@ -12,12 +13,18 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Callable, Iterator, Optional, Sequence, TypeVar, Union
 
+from auditor.processes import PR_SET_PDEATHSIG, STOP_SIGNALS, prctl
+from auditor.static.deep import with_deep_stack
+
 J = TypeVar("J")
 R = TypeVar("R")
 
 # libcst is superlinear on some shapes: past this a file's analysis is given up (the largest
 # file gm-audit reads, 4 MiB of real code, takes a fraction of it)
 FILE_SECONDS = 60.0
+
+# the parent's ends of the workers' pipes (a forked worker closes its copies)
+_PARENT_ENDS: set[Connection] = set()
 
 
 @dataclass(frozen=True)
@@ -35,10 +42,25 @@ def _context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
 
 
-def _serve(fn: Callable[[J], R], conn: Connection) -> None:
+def _serve(fn: Callable[[J], R], conn: Connection, parent: int) -> None:
     """A worker: one job at a time from ``conn``, each answered, until None or its parent's end
-    closes (the parent died: nothing is left waiting)."""
+    closes. Its parent's death ends it, however the parent died: a parent stopped by a signal
+    raises through the pool's ``finally`` (:func:`auditor.processes.interrupt_on_stop_signals`),
+    and one killed outright (SIGKILL) kills it (Linux's parent-death signal) or closes its pipe."""
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent died before the line above: no signal will come
+        os._exit(0)
+    for end in list(_PARENT_ENDS):  # inherited by fork: held open here, no EOF would ever come
+        end.close()
+    _PARENT_ENDS.clear()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    for sig in STOP_SIGNALS:
+        if sig != signal.SIGINT:  # not the parent's handlers, inherited by fork: just end
+            signal.signal(sig, signal.SIG_DFL)
+    with_deep_stack(_answer_jobs, fn, conn)
+
+
+def _answer_jobs(fn: Callable[[J], R], conn: Connection) -> None:
     while True:
         try:
             job = conn.recv()
@@ -52,7 +74,8 @@ def _serve(fn: Callable[[J], R], conn: Connection) -> None:
 class _Worker:
     def __init__(self, ctx: multiprocessing.context.BaseContext, fn: Callable) -> None:
         self.conn, theirs = ctx.Pipe()
-        self.process = ctx.Process(target=_serve, args=(fn, theirs), daemon=True)
+        _PARENT_ENDS.add(self.conn)
+        self.process = ctx.Process(target=_serve, args=(fn, theirs, os.getpid()), daemon=True)
         self.process.start()
         theirs.close()  # its death now shows here as EOF
         self.job: object = None
@@ -74,6 +97,7 @@ class _Worker:
             except OSError:
                 self.process.kill()
         self.process.join()
+        _PARENT_ENDS.discard(self.conn)
         self.conn.close()
 
 

@@ -20,7 +20,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Optional, Sequence
+from typing import Callable, Iterable, Iterator, Optional, Sequence
 
 from auditor.processes import PR_SET_CHILD_SUBREAPER, STOP_SIGNALS, prctl
 
@@ -135,8 +135,7 @@ def stop_programs_on_signals() -> Iterator[None]:
     def stop(signum: int, _frame: object) -> None:
         global _stop_signal
         _stop_signal = signum
-        for pgid in list(_LIVE):
-            _kill_group(pgid)
+        _kill_groups(list(_LIVE))
 
     if threading.current_thread() is not threading.main_thread():  # only there can handlers be set
         yield
@@ -157,22 +156,43 @@ def _adopt_orphans() -> None:
     prctl(PR_SET_CHILD_SUBREAPER, 1)
 
 
-def _children() -> set[int]:
-    """Processes whose parent is gm-audit (Linux /proc; empty elsewhere)."""
-    mine = str(os.getpid()).encode()
+def _processes() -> Optional[list[tuple[int, bytes, int, int]]]:
+    """(pid, state, parent pid, process group) of every process (Linux /proc; None elsewhere)."""
     try:
         pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
     except OSError:
-        return set()
-    out = set()
+        return None
+    out = []
     for pid in pids:
         try:
             with open(f"/proc/{pid}/stat", "rb") as fh:
-                if fh.read().rsplit(b")", 1)[1].split()[1] == mine:
-                    out.add(pid)
-        except (OSError, IndexError):
+                state, ppid, pgrp = fh.read().rsplit(b")", 1)[1].split()[:3]
+        except (OSError, ValueError):  # gone since the listing
             continue
+        out.append((pid, state, int(ppid), int(pgrp)))
     return out
+
+
+def _children() -> set[int]:
+    """Processes whose parent is gm-audit (empty without /proc)."""
+    mine = os.getpid()
+    return {pid for pid, _, ppid, _ in _processes() or [] if ppid == mine}
+
+
+def _running(groups: set[int]) -> bool:
+    """Whether a process of ``groups`` still runs. An ended process not yet reaped (a zombie: a
+    child of gm-audit until :func:`_kill_orphans` reaps it) keeps its group in existence but
+    runs nothing; without /proc, only the group's existence can be told."""
+    table = _processes()
+    if table is not None:
+        return any(pgrp in groups and state not in (b"Z", b"X") for _, state, _, pgrp in table)
+    for pgid in groups:
+        try:
+            os.killpg(pgid, 0)
+            return True
+        except (ProcessLookupError, PermissionError):
+            continue
+    return False
 
 
 def _kill_orphans(known: set[int]) -> None:
@@ -180,13 +200,16 @@ def _kill_orphans(known: set[int]) -> None:
     were not there before the run (a multiprocessing helper of the static pass, say)."""
     with _STARTING:
         orphans = _children() - known - _LIVE
+    groups = set()
     for pid in orphans:
         try:
             group = os.getpgid(pid)
-        except ProcessLookupError:  # already a zombie: only reaped below
-            group = os.getpgrp()
+        except ProcessLookupError:  # already reaped by someone else
+            continue
         if group != os.getpgrp():  # its own session (setsid): stop what it started too
-            _kill_group(group)
+            groups.add(group)
+    _kill_groups(groups)
+    for pid in orphans:
         try:
             os.kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -197,20 +220,22 @@ def _kill_orphans(known: set[int]) -> None:
             pass
 
 
-def _kill_group(pgid: int) -> None:
-    """SIGTERM the whole process group (the recorder writes its evidence), then SIGKILL."""
-    for sig, wait in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, 0.0)):
-        try:
-            os.killpg(pgid, sig)
-        except (ProcessLookupError, PermissionError):
-            return
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
+def _kill_groups(groups: Iterable[int]) -> None:
+    """SIGTERM the process groups (the recorder writes its evidence), then SIGKILL them once no
+    process of theirs runs or one grace period (:data:`KILL_GRACE_S`) has passed, all groups
+    at once: a grace period a group was a minute past the timeout for twenty ended children."""
+    left = set(groups)
+    for sig, grace in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, 0.0)):
+        for pgid in list(left):
             try:
-                os.killpg(pgid, 0)
-            except (ProcessLookupError, PermissionError):
-                return
+                os.killpg(pgid, sig)
+            except (ProcessLookupError, PermissionError):  # gone already
+                left.discard(pgid)
+        deadline = time.monotonic() + grace
+        while left and time.monotonic() < deadline and _running(left):
             time.sleep(0.05)
+        if not left or not _running(left):
+            return
 
 
 def tail(path: Path, n: int = TAIL_LINES) -> list[str]:
@@ -247,26 +272,26 @@ def run_command(cmd: Sequence[str], env: dict[str, str], cwd: Path, timeout: flo
         try:
             while True:
                 if _stop_signal:  # also when the signal came before this program started
-                    _kill_group(proc.pid)
+                    _kill_groups([proc.pid])
                 try:
                     code = proc.wait(timeout=min(TICK_S, max(0.0, start + timeout - time.monotonic())))
                     stopped = "interrupted" if _stop_signal else "exit"
                     break
                 except subprocess.TimeoutExpired:
                     if time.monotonic() >= start + timeout:
-                        _kill_group(proc.pid)
+                        _kill_groups([proc.pid])
                         code = proc.wait()
                         stopped = "timeout"
                         break
                     if on_tick is not None:
                         on_tick(time.monotonic() - start, log)
         except BaseException:  # Ctrl-C: leave nothing behind
-            _kill_group(proc.pid)
+            _kill_groups([proc.pid])
             proc.wait()
             raise
         finally:
             _LIVE.discard(proc.pid)
-            _kill_group(proc.pid)  # stragglers: DataLoader workers, children of a shell wrapper
+            _kill_groups([proc.pid])  # stragglers: DataLoader workers, children of a shell wrapper
             _kill_orphans(known)
     message = f"interrupted by {signal.Signals(_stop_signal).name}" if stopped == "interrupted" else ""
     return RunOutcome(stopped, code, time.monotonic() - start, tail(log), message)

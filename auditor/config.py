@@ -10,11 +10,12 @@ from typing import Any, Optional
 from auditor.findings import Severity
 from auditor.globs import matches
 from auditor.registry import RUNTIME_CHECKS, all_rules, expand
+from auditor.static.reading import MAX_ANALYSED_LINES
 from auditor.suggest import did_you_mean
 from auditor.toml_file import TomlError, read_toml, subtable
 
 KNOWN_KEYS = {"select", "extend-select", "ignore", "per-file-ignores", "exclude", "fail-on",
-              "preview", "probe"}
+              "max-lines", "preview", "probe"}
 PROBE_KEYS = {"command", "steps", "max-steps", "timeout", "device", "paths"}
 # every file's path is matched against each pattern: a bound keeps a crafted config from making
 # the walk quadratic (a real project has a few dozen)
@@ -36,6 +37,7 @@ class Config:
     exclude: list[str] = field(default_factory=list)
     fail_on: Severity = Severity.WARNING
     preview: bool = False  # also report the preview kinds of findings (auditor/rule.py)
+    max_lines: int = MAX_ANALYSED_LINES  # a longer file is skipped (its analysis's memory)
     probe: dict[str, Any] = field(default_factory=dict)
 
 
@@ -124,6 +126,11 @@ def parse_table(table: dict[str, Any], path: Path) -> Config:
         if not isinstance(table["preview"], bool):
             raise ConfigError(f"{path}: `preview` must be true or false")
         cfg.preview = table["preview"]
+    if "max-lines" in table:
+        value = table["max-lines"]
+        if type(value) is not int or value < 1:
+            raise ConfigError(f"{path}: `max-lines` must be a positive whole number")
+        cfg.max_lines = value
     probe = table.get("probe", {})
     if not isinstance(probe, dict):
         raise ConfigError(f"{path}: [tool.gm-audit.probe] must be a table")

@@ -31,7 +31,7 @@ from auditor.static.nesting import MAX_DEPTH, RISKY_DEPTH, nesting_depth
 from auditor.static.positions import Shape, ast_shape
 from auditor.static.project import Project
 from auditor.static.project_stage import run_project_stage
-from auditor.static.reading import MAX_FILE_BYTES, read_source
+from auditor.static.reading import MAX_FILE_BYTES, line_count, read_source
 from auditor.static.severity import on_entry_paths
 from auditor.static.walk import walk
 from auditor.suppression import (FILE_LEVEL, Ignores, Malformed, Written, parse_ignores,
@@ -324,6 +324,13 @@ def run_check(
         except OSError as exc:
             errors.append(FileError(rel, f"cannot read file: {exc.strerror or exc}"))
             continue
+        lines = line_count(data)
+        # before any parse (ast's tree alone would be gigabytes); a file past MAX_FILE_BYTES,
+        # read in part, is said to be so below
+        if lines > config.max_lines and len(data) <= MAX_FILE_BYTES:
+            errors.append(FileError(rel, f"skipped: too large for analysis ({lines} lines > "
+                                         f"{config.max_lines}; `max-lines` in [tool.gm-audit])"))
+            continue
         digests[rel] = content_digest(data)
         contents.append((rel, p, data))
     total = len(found.files)
@@ -331,7 +338,7 @@ def run_check(
     # since the last run, its answer is reused whole; otherwise it is recomputed from the facts.
     run_digest = content_digest("|".join([
         repr(sorted(digests.items())), repr(report_unused_ignores),
-        repr((config.per_file_ignores, sorted(config.exclude), config.preview)),
+        repr((config.per_file_ignores, sorted(config.exclude), config.preview, config.max_lines)),
     ]).encode())
     known_errors = len(errors)  # discovery and read errors: found again on every run
     previous = None if need_project else cache.get_run(run_digest)

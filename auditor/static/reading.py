@@ -8,6 +8,9 @@ import stat
 from pathlib import Path
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
+# the analysis costs about 10-30 KiB of memory a line (a 22,000-line file of real code: 0.7 GB,
+# 28 s; a million short lines: 10 GB, 8 minutes): past this a file is skipped, not analysed
+MAX_ANALYSED_LINES = 30_000
 
 
 def read_source(path: Path, limit: int = MAX_FILE_BYTES, follow_symlinks: bool = True) -> bytes:
@@ -22,6 +25,12 @@ def read_source(path: Path, limit: int = MAX_FILE_BYTES, follow_symlinks: bool =
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError("not a regular file")
         return fh.read(limit + 1)
+
+
+def line_count(data: bytes) -> int:
+    """How many lines ``data`` holds, whichever of ``\\n``, ``\\r\\n`` or ``\\r`` ends them."""
+    ended = max(data.count(b"\n"), data.count(b"\r"))
+    return ended + (1 if data and not data.endswith((b"\n", b"\r")) else 0)
 
 
 _LINE_END = re.compile(r"\r\n|\r|\n")

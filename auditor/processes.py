@@ -1,5 +1,5 @@
-"""Process lifetime: the signals that stop a gm-audit command, and Linux's prctl(2) controls over
-what becomes of processes when their parent dies."""
+"""Processes: how gm-audit starts itself again, the signals that stop a command, and Linux's
+prctl(2) controls over what becomes of processes when their parent dies."""
 
 from __future__ import annotations
 
@@ -15,6 +15,16 @@ PR_SET_CHILD_SUBREAPER = 36
 # SIGTERM (``timeout``, a cancelled CI job), SIGHUP (a closed terminal or SSH session), Ctrl-C
 STOP_SIGNALS: tuple[signal.Signals, ...] = (
     signal.SIGTERM, signal.SIGINT, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else []))
+
+
+def gm_audit_command() -> list[str]:
+    """The command line that starts this gm-audit, safe in any folder. ``python -m auditor``
+    is not: Python puts the folder first on ``sys.path`` before any of gm-audit's code runs,
+    so a checked tree's own ``auditor/`` or ``auditor.py`` would run in its place. ``-P``
+    (Python 3.11+) leaves it off; before 3.11, the same by hand."""
+    if sys.version_info >= (3, 11):
+        return [sys.executable, "-P", "-m", "auditor"]
+    return [sys.executable, "-c", "import sys; del sys.path[0]; from auditor.cli import run; run()"]
 
 
 def prctl(option: int, value: int) -> bool:

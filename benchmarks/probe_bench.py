@@ -31,6 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from auditor.processes import gm_audit_command  # noqa: E402
 from benchmarks.ecosystem.corpus import repo_path  # noqa: E402
 from benchmarks.ecosystem.runtime.pipelines import PIPELINES  # noqa: E402
 
@@ -108,7 +109,7 @@ def materialise_corpus(dest: Path) -> None:
 
 
 def gm_audit(*options: str) -> list[str]:
-    return [sys.executable, "-m", "auditor", "probe", "--format", "json", "--no-cache",
+    return [*gm_audit_command(), "probe", "--format", "json", "--no-cache",
             "--exit-zero", *options, "--"]
 
 

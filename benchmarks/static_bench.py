@@ -29,6 +29,8 @@ from pathlib import Path
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from auditor.processes import gm_audit_command
+
 
 def corpus_path(name: str) -> Path:
     if Path(name).is_dir():
@@ -70,7 +72,7 @@ def parse_all(files, with_positions: bool) -> None:
 
 def gm_audit(args: list[str], cwd: Path, env: dict[str, str]) -> float:
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "auditor", *args], cwd=cwd, env=env, capture_output=True)
+    subprocess.run([*gm_audit_command(), *args], cwd=cwd, env=env, capture_output=True)
     return time.perf_counter() - start
 
 

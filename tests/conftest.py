@@ -1,9 +1,10 @@
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from auditor.processes import gm_audit_command
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -13,7 +14,7 @@ def run_cli(*args: str, cwd: Path, input_env: dict | None = None, timeout: float
     env = {**os.environ, **(input_env or {})}
     env.pop("GM_AUDIT_DEBUG", None)
     return subprocess.run(
-        [sys.executable, "-m", "auditor", *args], cwd=cwd, capture_output=True, text=True,
+        [*gm_audit_command(), *args], cwd=cwd, capture_output=True, text=True,
         env=env, timeout=timeout,
     )
 
@@ -34,5 +35,5 @@ def unprivileged(cmd: list[str]) -> list[str]:
 def run_cli_unprivileged(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "HOME": str(cwd), "XDG_CACHE_HOME": str(cwd / ".cache")}
     env.pop("GM_AUDIT_DEBUG", None)
-    return subprocess.run(unprivileged([sys.executable, "-m", "auditor", *args]), cwd=cwd,
+    return subprocess.run(unprivileged([*gm_audit_command(), *args]), cwd=cwd,
                           env=env, capture_output=True, text=True, timeout=120)

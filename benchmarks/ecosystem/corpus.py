@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
+
+from auditor.processes import gm_audit_command
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = Path(os.environ.get("GM_AUDIT_CORPUS", REPO.parent / "shared" / "corpus"))
@@ -65,7 +66,7 @@ def run_check(root: Path, extra: Sequence[str] = (), timeout: Optional[float] = 
     """``gm-audit check .`` in ``root``; the parsed JSON report. ``cache`` keeps gm-audit's
     per-file cache in ``root`` (only for writable copies: the corpus itself may be read-only)."""
     proc = subprocess.run(
-        [sys.executable, "-m", "auditor", "check", ".", "--format", "json",
+        [*gm_audit_command(), "check", ".", "--format", "json",
          *(() if cache else ("--no-cache",)), "--exit-zero", "--quiet", *extra],
         cwd=root, capture_output=True, text=True, timeout=timeout or CHECK_TIMEOUT,
         env={**os.environ, "GM_AUDIT_DEBUG": ""},

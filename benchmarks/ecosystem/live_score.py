@@ -31,6 +31,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
+from auditor.processes import gm_audit_command
 from benchmarks.ecosystem import corpus
 from benchmarks.ecosystem.mutant import Mutant, copy_tree
 from benchmarks.ecosystem.mutators import generate, python_files
@@ -46,7 +47,7 @@ WHOLE_TREE_FILES = 60
 
 
 def _check(root: Path, paths: Sequence[str], timeout: float) -> list[corpus.Reported]:
-    proc = subprocess.run([sys.executable, "-m", "auditor", "check", *paths, "--format", "json",
+    proc = subprocess.run([*gm_audit_command(), "check", *paths, "--format", "json",
                            "--exit-zero", "--quiet"], cwd=root, capture_output=True, text=True,
                           timeout=timeout)
     if proc.returncode not in (0, 1):
@@ -68,7 +69,7 @@ def probe_status(mutant: Mutant, root: Path, command: Sequence[str], paths: Sequ
                  steps: int, timeout: float) -> dict:
     """``gm-audit probe`` on the mutant's copy: the statuses of its rule's findings at its truth
     lines, and whether one is confirmed or raised by the run."""
-    proc = subprocess.run([sys.executable, "-m", "auditor", "probe", "--format", "json", "--exit-zero",
+    proc = subprocess.run([*gm_audit_command(), "probe", "--format", "json", "--exit-zero",
                            "--no-cache", "--steps", str(steps), "--timeout", str(timeout),
                            "--paths", *paths, "--", *command],
                           cwd=root, capture_output=True, text=True, timeout=timeout + 300)

@@ -32,6 +32,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
+from auditor.processes import gm_audit_command
 from auditor.probe.verdicts import RAISES
 from benchmarks.ecosystem.corpus import REPO, repo_path
 from benchmarks.ecosystem.mutant import Mutant, Truth
@@ -200,7 +201,7 @@ def _fixture_build():
 
 def _probe_fixture(root: Path, timeout: float) -> dict:
     proc = subprocess.run(
-        [sys.executable, "-m", "auditor", "probe", "--format", "json", "--no-cache", "--exit-zero",
+        [*gm_audit_command(), "probe", "--format", "json", "--no-cache", "--exit-zero",
          "--steps", "auto", "--timeout", str(timeout), "--", sys.executable, "train.py"],
         cwd=root, capture_output=True, text=True, timeout=timeout + 300)
     try:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from auditor.processes import gm_audit_command
 from benchmarks.ecosystem.runtime.offline import LINES_ENV
 
 HERE = Path(__file__).resolve().parent
@@ -100,7 +101,7 @@ def probe(pipeline: Pipeline, root: Path, timeout: float, max_steps: Optional[in
     pre-training, say) had run; the JSON report."""
     max_steps = max_steps or pipeline.max_steps
     proc = subprocess.run(
-        [sys.executable, "-m", "auditor", "probe", "--format", "json", "--no-cache", "--exit-zero",
+        [*gm_audit_command(), "probe", "--format", "json", "--no-cache", "--exit-zero",
          "--steps", str(max_steps), "--timeout", str(timeout), "--",
          *pipeline.command()],
         cwd=root, capture_output=True, text=True, timeout=timeout + 300)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 
 from auditor.config import Config
 from auditor.registry import all_rules
@@ -116,7 +117,7 @@ def test_a_beside_process_that_dies_costs_its_rules_alone(tmp_path, monkeypatch)
         (tmp_path / name).write_text(code)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(all_rules()["GM101"], "check_project",
-                        lambda project: os.kill(os.getpid(), signal.SIGSEGV))
+                        lambda project: signal.pthread_kill(threading.get_ident(), signal.SIGSEGV))
     _pid_rule(monkeypatch, "GM104")
     before = _children()
     found, result = _stage(tmp_path, ["GM101", "GM104", "GM201"], 2)

@@ -4,6 +4,7 @@ the run, and leave no process behind."""
 import json
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 
@@ -14,17 +15,18 @@ from auditor.static.isolate import Lost, map_bounded, run_isolated
 from auditor.static.nesting import MAX_DEPTH, nesting_depth
 from auditor.static.positions import ast_shape
 
-NESTED_CALLS = "z = " + "g(" * 3000 + "1" + ")" * 3000 + "\n"  # segfaults libcst's parser
+NESTED_CALLS = "z = " + "g(" * 3000 + "1" + ")" * 3000 + "\n"  # segfaults libcst's parser (8 MiB stack)
 CHAINED = "import torch\nz = x" + ".detach()" * 4000 + "\n"
 # CPython parses it (one flat BoolOp), libcst nests one node per `and` and segfaults
 AND_CHAIN = "import torch\ny = x.detach()\nz = " + " and ".join(["a"] * 30000) + "\n"
-# a GM101 candidate, so libcst gets it: past the pre-check it segfaults at once
-CRASHING = "import torch\ny = x.detach()\n" + NESTED_CALLS
+# a GM101 candidate, so libcst gets it: past the pre-check it segfaults at once, even on the
+# analysis's deep stack (auditor/static/deep.py)
+CRASHING = "import torch\ny = x.detach()\nz = " + "g(" * 100_000 + "1" + ")" * 100_000 + "\n"
 
 
 def _die_on_three(n: int) -> int:
-    if n == 3:
-        os.kill(os.getpid(), signal.SIGSEGV)
+    if n == 3:  # to this thread, as a fault is: process-wide, another thread might take it late
+        signal.pthread_kill(threading.get_ident(), signal.SIGSEGV)
     if n == 4:
         time.sleep(60)
     return n * 10

@@ -25,6 +25,16 @@ FILE_LOADERS = {
 # `{k: v for k, v in sd.items() if ...}`: a state dict with some keys dropped
 STATE_OF = re.compile(r"^([\w.]+)\.state_dict\(\)$")
 KEY_FILTER = re.compile(r"\bfor\s+\w+\s*,\s*\w+\s+in\s+[^:]*\.items\(\)\s+if\b")
+# ... then `.state_dict()` of what the filter picked: a module chosen by key, loaded whole
+_PICKED_THEN_WHOLE = re.compile(r"\)\s*\.\s*state_dict\(\s*\)")
+
+
+def filters_keys(text: str) -> bool:
+    """Does ``text`` build a state dict without some of its keys (``{k: v for k, v in
+    sd.items() if ...}``)? Not when the filter picks a module whose whole state dict is taken
+    (``next(m for k, m in models.items() if ...).state_dict()``)."""
+    found = KEY_FILTER.search(text)
+    return found is not None and not _PICKED_THEN_WHOLE.search(text, found.end())
 BY_REFERENCE = re.compile(r"^\s*([\w.]+)\s*=\s*([\w.]+)\.state_dict\(\)\s*$")
 # identifiers a gate tests: args.pretrained, cfg["init_from"], config.get("resume")
 GATE_NAME = re.compile(
@@ -191,6 +201,23 @@ checkpoint off changes what the run starts from; both change results on purpose.
 """
 
     VALID = [
+        # a module picked by key, its whole state dict loaded strictly: no key is dropped
+        Valid(
+            "import torch\nfrom torch import nn\n"
+            "class Model(nn.Module):\n"
+            "    def __init__(self, d):\n"
+            "        super().__init__()\n"
+            "        self.encoders = nn.ModuleDict({'a': nn.Linear(d, d), 'b': nn.Linear(d, d)})\n"
+            "        self.encoder_ema = nn.Linear(d, d)\n"
+            "        self.encoder_ema.load_state_dict(next(\n"
+            "            (m for k, m in self.encoders.items() if k.startswith('a')), None).state_dict())\n"
+            "        for p in self.encoder_ema.parameters():\n"
+            "            p.requires_grad = False\n"
+            "    def forward(self, x):\n"
+            "        with torch.no_grad():\n"
+            "            target = self.encoder_ema(x)\n"
+            "        return (self.encoders['a'](x) - target).pow(2).mean()\n"
+        ),
         # strict resume behind an opt-in flag whose default is off
         Valid(
             "import argparse\nimport torch\n"
@@ -544,7 +571,13 @@ checkpoint off changes what the run starts from; both change results on purpose.
                 fix=f"keep a copy: `{arg} = copy.deepcopy({target}.state_dict())`",
             )
 
-        filtered = next((e for e in [event, *origins] if KEY_FILTER.search(e.text)), None)
+        # the argument, not the call's text; both are shortened when long: the call that is
+        # the argument has its whole text
+        start = " ".join(arg[:-1].split())
+        whole = next((e.text for e in fn.events if arg.endswith("…") and "…" not in e.text
+                      and " ".join(e.text.split()).startswith(start)), arg)
+        filtered = event if arg and filters_keys(whole) else next(
+            (e for e in origins if filters_keys(e.text)), None)
         trained = trains_after(project, fn, i, target)
         if trained is None and not cls._optimised_here(fn, target):
             if filtered is None or not cls._runs_later(project, fn, i, target):

@@ -278,8 +278,11 @@ region or adding a scaler changes numerics and memory use, which a person has to
                         found = cls._autocast(project, fn, stmt, call)
                         if found:
                             findings.append(found)
-                    elif cls._is_cast(call) or (configured := cls._configured_cast(project, fn, call)):
-                        cast = cls._cast(project, fn, stmt, call, configured)
+                    else:
+                        literal = cls._is_cast(call)
+                        configured = "" if literal else cls._configured_cast(project, fn, call)
+                        cast = cls._cast(project, fn, stmt, call, configured) \
+                            if literal or configured else None
                         if cast:
                             casts.append(cast)
         # one problem, one finding: a cast model's finding covers the inputs cast to match it

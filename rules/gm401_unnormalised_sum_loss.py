@@ -338,12 +338,15 @@ loss weights tuned against the summed loss must be revisited.
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
         findings: list[Finding] = []
+        # a literal `reduction='sum'` passed down to a loss's parameter is judged where it is written
+        literal = {(facts.path, fact[0]) for facts, fact in project.rule_facts(cls.code) if not fact[5]}
         for facts, (line, col, end_line, end_col, text, read) in project.rule_facts(cls.code):
             fn = df.function_of(project, facts.path, line)
             if fn is None:
                 continue
             if read:
-                summed = [v for v in values_of(project, fn, read, line) if v.value == "sum"]
+                summed = [v for v in values_of(project, fn, read, line) if v.value == "sum"
+                          and (v.source.path, v.source.line) not in literal]
                 if not summed:
                     continue
                 what = f"`{text}` ('sum': {summed[0].source.what} at {summed[0].source.where})"

@@ -393,14 +393,15 @@ confirm.
                 if number is None:  # a weight read from a configuration this file builds
                     value = self.constants.evaluate(weight, fallback=True)
                     number = value if isinstance(value, float) else None
-                    if number is None and _configured(weight) and self._lossy(term):
-                        self.fact(ConfiguredWeight(self.ctx.code(weight), self.ctx.span(weight),
-                                                   self.ctx.code(term, 60)))
                 # a negative factor maximises a loss; on a formula (`-0.5 * sum(...)` in a KL
                 # divergence, `-1.0 * log_likelihood`) it is the formula's sign, and a factor of
                 # -1 is a negation (`-1.0 * ll` is `-ll`: a log-likelihood turned into a loss)
                 if isinstance(term, cst.Name) and term.value in self.penalties[-1]:
                     continue
+                if number is None and _configured(weight) and self._lossy(term) \
+                        and not NOT_A_LOSS_WEIGHT.search(name):
+                    self.fact(ConfiguredWeight(self.ctx.code(weight), self.ctx.span(weight),
+                                               self.ctx.code(term, 60)))
                 if number is not None and (number == 0 and self._lossy(term)
                                            or number < 0 and number != -1 and self._loss_value(term)):
                     self.report(node, f"`{self.ctx.code(node, 60)}`: a loss term weighted by "

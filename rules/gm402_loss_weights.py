@@ -13,7 +13,7 @@ from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.context import dotted
 from auditor.static.dataflow import callers_of, constructed_class, function_of, is_loss_call
-from auditor.static.config_values import values_of
+from auditor.static.config_values import LITERAL, values_of
 from auditor.static.facts import Event, FunctionInfo, Span
 from auditor.static.paths import bindings
 from auditor.static.project import Project
@@ -489,7 +489,9 @@ confirm.
                       if isinstance(v.value, (int, float)) and not isinstance(v.value, bool)]
             for value in values:
                 where = (value.source.path, value.source.line)
-                if value.value > 0 or where in reported or NOT_A_LOSS_WEIGHT.search(value.source.what):
+                # a literal bound in code (`running = 0` then `running * 0.9 + x`) is no setting
+                if value.value > 0 or where in reported or value.source.what == LITERAL \
+                        or NOT_A_LOSS_WEIGHT.search(value.source.what):
                     continue
                 reported.add(where)
                 what = "zero" if value.value == 0 else f"negative ({value.value:g})"

@@ -39,6 +39,7 @@ from auditor.static.values import UNKNOWN_VALUE, config_default
 MAX_DEPTH = 24  # links followed for one answer (names, attributes, calls)
 MAX_CALLERS = 20
 MAX_VALUES = 16
+LITERAL = "a literal"  # a constant written in code, not as a configuration's setting
 
 
 @dataclass(frozen=True)
@@ -185,7 +186,7 @@ class _Evaluator:
 
     def _expr(self, fn: FunctionInfo, node: ast.expr, index: int, env: Optional[Env], depth: int) -> list[Value]:
         if isinstance(node, ast.Constant):
-            return [Value(node.value, self._source(fn, node, "a literal"))]
+            return [Value(node.value, self._source(fn, node, LITERAL))]
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             return [Value(-v.value, v.source, v.default) for v in self.expr(fn, node.operand, index, env, depth)
                     if isinstance(v.value, (int, float)) and not isinstance(v.value, bool)]
@@ -226,7 +227,7 @@ class _Evaluator:
                         _merge(table, base.value)
                 continue
             if isinstance(key, ast.Constant) and _hashable(key.value):
-                table.entries[key.value] = self.expr(fn, value, index, env, depth)
+                table.entries[key.value] = _entry(key.value, self.expr(fn, value, index, env, depth))
         return table
 
     def _name(self, fn: FunctionInfo, name: str, index: int, env: Optional[Env], depth: int) -> list[Value]:
@@ -269,7 +270,7 @@ class _Evaluator:
                 before = self._name(fn, name, at, env, depth) if "." not in name else []
                 if not _hashable(key):
                     return before
-                value = self.expr(fn, stmt.value, at, env, depth)
+                value = _entry(key, self.expr(fn, stmt.value, at, env, depth))
                 return [Value(_with(b.value, {key: value}), b.source) for b in before
                         if isinstance(b.value, Table)]
             if isinstance(target, ast.Tuple) and isinstance(stmt.value, ast.Tuple):
@@ -472,7 +473,7 @@ class _Evaluator:
                     if isinstance(base.value, Table):
                         _merge(table, base.value)
             else:
-                table.entries[keyword.arg] = self.expr(fn, keyword.value, index, env, depth)
+                table.entries[keyword.arg] = _entry(keyword.arg, self.expr(fn, keyword.value, index, env, depth))
         return table
 
     def _lookup(self, fn: FunctionInfo, node: ast.Call, base: ast.expr, key: ast.expr,
@@ -547,6 +548,12 @@ def _dotted(node: ast.AST) -> str:
 
 def _hashable(value: Any) -> bool:
     return isinstance(value, (str, int, float, bool)) or value is None
+
+
+def _entry(key: Any, values: list[Value]) -> list[Value]:
+    """Values stored under a configuration key: a literal written there is that key's setting."""
+    return [Value(v.value, Source(v.source.path, v.source.line, f"the configuration's `{key}`"), v.default)
+            if v.source.what == LITERAL else v for v in values]
 
 
 def _merge(into: Table, other: Table) -> None:

@@ -8,6 +8,7 @@ from typing import Any, Iterable, Optional
 from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static import dataflow as df
+from auditor.static.config_values import low_values, values_of
 from auditor.static.facts import Event, FunctionInfo
 from auditor.static.project import Project
 
@@ -277,8 +278,11 @@ region or adding a scaler changes numerics and memory use, which a person has to
                         found = cls._autocast(project, fn, stmt, call)
                         if found:
                             findings.append(found)
-                    elif cls._is_cast(call):
-                        cast = cls._cast(project, fn, stmt, call)
+                    else:
+                        literal = cls._is_cast(call)
+                        configured = "" if literal else cls._configured_cast(project, fn, call)
+                        cast = cls._cast(project, fn, stmt, call, configured) \
+                            if literal or configured else None
                         if cast:
                             casts.append(cast)
         # one problem, one finding: a cast model's finding covers the inputs cast to match it
@@ -294,6 +298,19 @@ region or adding a scaler changes numerics and memory use, which a person has to
             texts = [*call.args, call.kwargs.get("dtype", "")]
             return any(_precision(t) for t in texts if t.startswith(("torch.", "'", '"')))
         return False
+
+    @staticmethod
+    def _configured_cast(project: Project, fn: FunctionInfo, call: Event) -> str:
+        """``model.to(dtype)`` with a dtype chosen by configuration (``{"bf16": torch.bfloat16,
+        ...}[cfg["precision"]]``): the low precision it may take and where that was set, or ""."""
+        if call.method not in ("to", "type") or not call.receiver:
+            return ""
+        for text in [*call.args[:1], call.kwargs.get("dtype", "")]:
+            if text and not text.startswith(("torch.", "'", '"')) and not text.endswith("…"):
+                low = next(low_values(values_of(project, fn, text, call.span.line)), None)
+                if low is not None:
+                    return f"{_precision(low.value)} (`{text}`, from {low.source.where})"
+        return ""
 
     @classmethod
     def _autocast(cls, project: Project, fn: FunctionInfo, with_stmt: df.Statement,
@@ -366,9 +383,10 @@ region or adding a scaler changes numerics and memory use, which a person has to
 
     @classmethod
     def _cast(cls, project: Project, fn: FunctionInfo, stmt: df.Statement,
-              call: Event) -> Optional[tuple[Finding, bool, str]]:
-        precision = _precision(" ".join([*call.args, *call.kwargs.values()])) or (
+              call: Event, configured: str = "") -> Optional[tuple[Finding, bool, str]]:
+        precision = _precision(configured or " ".join([*call.args, *call.kwargs.values()])) or (
             "bfloat16" if call.method == "bfloat16" else "float16")
+        chosen = f" {configured.split(' ', 1)[1]}" if configured else ""  # where the dtype was chosen
         module = cls._is_module(project, fn, stmt, call)
         if stmt.kind in ("assign", "return") or not module:
             flow = df.flows_from(project, fn, call, stop=_upcast)
@@ -385,7 +403,7 @@ region or adding a scaler changes numerics and memory use, which a person has to
         where = f" ({loss_at})" if loss_at else ""
         if module:
             unscaled = precision == "float16" and any(not s.scaled for s in flow.sinks)
-            message = (f"the model is cast to {precision} and trained: its loss{where} is computed and "
+            message = (f"the model is cast to {precision}{chosen} and trained: its loss{where} is computed and "
                        f"backpropagated at {sink.where} in {precision}, and its parameters and optimizer "
                        f"updates keep only {8 if precision == 'bfloat16' else 11} bits of mantissa"
                        + ("; float16 gradients without a GradScaler underflow to zero" if unscaled else ""))
@@ -397,7 +415,7 @@ region or adding a scaler changes numerics and memory use, which a person has to
             return finding, True, sink.where
         finding = cls.make_finding(
             fn.path, call.span,
-            f"a tensor cast to {precision} flows into the loss{where} backpropagated at {sink.where}: "
+            f"a tensor cast to {precision}{chosen} flows into the loss{where} backpropagated at {sink.where}: "
             f"the loss is computed in {precision}",
             "upcast with `.float()` before computing the loss",
         )

@@ -13,6 +13,7 @@ from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static import dataflow as df
 from auditor.static.facts import Event, FunctionInfo, Span
 from auditor.static.project import Project
+from auditor.static.config_values import values_of
 from auditor.static.values import fixed_size_name, varying_count
 
 # a division whose divisor is not a bare number: `/ n`, `/ mask.sum()`, `.div(len(x))`, `/=`
@@ -322,29 +323,42 @@ loss weights tuned against the summed loss must be revisited.
         if node.keyword is None or node.keyword.value not in ("reduction", "size_average"):
             return
         value = node.value
+        read = ""  # a reduction read from configuration: its value is the project's question
         if node.keyword.value == "reduction":
-            if not (isinstance(value, cst.SimpleString) and value.evaluated_value == "sum"):
+            if isinstance(value, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)):
+                read = self.ctx.code(value)
+            elif not (isinstance(value, cst.SimpleString) and value.evaluated_value == "sum"):
                 return
         elif not (isinstance(value, cst.Name) and value.value == "False"):
             return
         span = self.ctx.span(node)
-        self.fact((span.line, span.column, span.end_line, span.end_column, self.ctx.code(node)))
+        self.fact((span.line, span.column, span.end_line, span.end_column, self.ctx.code(node), read))
 
     # -- project stage -----------------------------------------------------------------------------
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
         findings: list[Finding] = []
-        for facts, (line, col, end_line, end_col, text) in project.rule_facts(cls.code):
+        # a literal `reduction='sum'` passed down to a loss's parameter is judged where it is written
+        literal = {(facts.path, fact[0]) for facts, fact in project.rule_facts(cls.code) if not fact[5]}
+        for facts, (line, col, end_line, end_col, text, read) in project.rule_facts(cls.code):
             fn = df.function_of(project, facts.path, line)
             if fn is None:
                 continue
+            if read:
+                summed = [v for v in values_of(project, fn, read, line) if v.value == "sum"
+                          and (v.source.path, v.source.line) not in literal]
+                if not summed:
+                    continue
+                what = f"`{text}` ('sum': {summed[0].source.what} at {summed[0].source.where})"
+            else:
+                what = f"`{text}`"
             call = next((e for e in fn.events if e.kind == "call" and df.contains(
                 e.span, Span(line, col, end_line, end_col))
                 and any(k in e.kwargs for k in ("reduction", "size_average"))), None)
             stmt = df.statement_of(fn, call) if call is not None else None
             if call is None or stmt is None:
                 continue
-            found = cls._judge(project, fn, stmt, call, f"`{text}`", Span(line, col, end_line, end_col))
+            found = cls._judge(project, fn, stmt, call, what, Span(line, col, end_line, end_col))
             if found:
                 findings.append(found)
         for fn in list(project.functions.values()):

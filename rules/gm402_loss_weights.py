@@ -13,6 +13,7 @@ from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.context import dotted
 from auditor.static.dataflow import callers_of, constructed_class, function_of, is_loss_call
+from auditor.static.config_values import LITERAL, values_of
 from auditor.static.facts import Event, FunctionInfo, Span
 from auditor.static.paths import bindings
 from auditor.static.project import Project
@@ -51,6 +52,18 @@ class WeightUse:
     """A name multiplied into a loss expression."""
 
     name: str
+
+
+@dataclass
+class ConfiguredWeight:
+    """A loss term's weight read from configuration (``args.w_coord``, ``weights["coord"]``,
+    ``cfg.get("smooth_weight", 1.0)``): its values are the project's question. ``extra``: the
+    term is added onto a loss already put together (``loss = loss + w * reg``)."""
+
+    text: str
+    span: Span
+    term: str
+    extra: bool = False
 
 
 def _number(node: cst.BaseExpression) -> Optional[float]:
@@ -385,6 +398,10 @@ confirm.
                 # -1 is a negation (`-1.0 * ll` is `-ll`: a log-likelihood turned into a loss)
                 if isinstance(term, cst.Name) and term.value in self.penalties[-1]:
                     continue
+                if number is None and _configured(weight) and self._lossy(term) \
+                        and not NOT_A_LOSS_WEIGHT.search(name):
+                    self.fact(ConfiguredWeight(self.ctx.code(weight), self.ctx.span(weight),
+                                               self.ctx.code(term, 60)))
                 if number is not None and (number == 0 and self._lossy(term)
                                            or number < 0 and number != -1 and self._loss_value(term)):
                     self.report(node, f"`{self.ctx.code(node, 60)}`: a loss term weighted by "
@@ -392,8 +409,8 @@ confirm.
                                                   "is maximised"),
                                 fix="use a positive weight or drop the term")
         elif isinstance(node.operator, cst.Add):
-            for side in (node.left, node.right):
-                self._large_term(side)
+            for side, other in ((node.left, node.right), (node.right, node.left)):
+                self._large_term(side, extra=isinstance(other, cst.Name) and other.value == self.target)
 
     def _loss_value(self, node: cst.BaseExpression) -> bool:
         """A loss function's result (``F.mse_loss(...)``, ``criterion(...)``, ``l.mean()`` of
@@ -413,13 +430,17 @@ confirm.
         if self.walking and isinstance(node.target, cst.Name):
             self.penalties[-1].add(node.target.value)
         if isinstance(node.operator, cst.AddAssign) and LOSSY.search(_last(node.target) or ""):
-            self._large_term(node.value)
+            self._large_term(node.value, extra=True)
 
-    def _large_term(self, node: cst.BaseExpression) -> None:
+    def _large_term(self, node: cst.BaseExpression, extra: bool = False) -> None:
+        """``extra``: added onto the loss being assigned (``loss = loss + w * t``, ``loss += ...``)."""
         if not (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply)):
             return
         for weight, term in ((node.left, node.right), (node.right, node.left)):
             number = _number(weight)
+            if number is None and extra and _configured(weight):  # added to the loss: a loss term
+                self.fact(ConfiguredWeight(self.ctx.code(weight), self.ctx.span(node),
+                                           self.ctx.code(term, 60), extra=True))
             if number is not None and number >= LARGE_WEIGHT and self._lossy(term):
                 finding = self.make_finding(
                     self.ctx.path, self.ctx.span(node),
@@ -447,8 +468,54 @@ confirm.
                     "component " + ("gives no gradient" if fact.value == 0 else "is maximised"),
                     fix="use the reference configuration's positive weight",
                 ))
+        out += cls._configured(project, {(f.path, f.line) for f in out})
         for fn in list(project.functions.values()):
             out += cls._dropped(project, fn)
+        return out
+
+    @classmethod
+    def _configured(cls, project: Project, reported: set[tuple[str, int]]) -> list[Finding]:
+        """Weights that configuration sets (:func:`values_of`): a zero or negative value is
+        reported where it was written; an extra term weighted at least 1 by a default that no
+        configuration of the run sets, at the term (a warning, as a large literal weight is)."""
+        out: list[Finding] = []
+        for facts, weight in project.rule_facts(cls.code):
+            if not isinstance(weight, ConfiguredWeight):
+                continue
+            fn = function_of(project, facts.path, weight.span.line)
+            if fn is None:
+                continue
+            values = [v for v in values_of(project, fn, weight.text, weight.span.line)
+                      if isinstance(v.value, (int, float)) and not isinstance(v.value, bool)]
+            for value in values:
+                where = (value.source.path, value.source.line)
+                # a literal bound in code (`running = 0` then `running * 0.9 + x`) is no setting
+                if value.value > 0 or where in reported or value.source.what == LITERAL \
+                        or NOT_A_LOSS_WEIGHT.search(value.source.what):
+                    continue
+                reported.add(where)
+                what = "zero" if value.value == 0 else f"negative ({value.value:g})"
+                out.append(cls.make_finding(
+                    value.source.path, Span(value.source.line, 1, value.source.line, 1),
+                    f"loss weight `{weight.text}` is {what} on this program ({value.source.what}) and "
+                    f"multiplies `{weight.term}` at {facts.path}:{weight.span.line}: that component "
+                    + ("gives no gradient" if value.value == 0 else "is maximised"),
+                    fix="use the reference configuration's positive weight",
+                ))
+            if weight.extra and values and all(v.value >= 1 for v in values) \
+                    and any(v.default for v in values):
+                default = next(v for v in values if v.default)
+                finding = cls.make_finding(
+                    facts.path, weight.span,
+                    f"`{weight.term}` is added to the loss weighted {default.value:g}, "
+                    f"{default.source.what} ({default.source.where}), which no configuration of the "
+                    "run sets: an extra term as heavy as the reconstruction components, that the "
+                    "reference loss may not have",
+                    fix="check the reference: drop the extra term, or set its weight in the "
+                    "configuration, comparable to what it must not dominate",
+                )
+                finding.severity = Severity.WARNING
+                out.append(finding)
         return out
 
     @classmethod
@@ -564,6 +631,15 @@ def _matches(message: str, component: str) -> bool:
     return bool(words & own) or any(len(w) >= 3 and any(o.startswith(w) or w.startswith(o)
                                                         for o in own if len(o) >= 3)
                                     for w in words)
+
+
+def _configured(node: cst.BaseExpression) -> bool:
+    """An expression that reads a value (a name, an attribute, a subscript, a ``get``), not a
+    literal or a computation."""
+    if isinstance(node, cst.Call):
+        return isinstance(node.func, (cst.Attribute, cst.Name)) and \
+            (_last(node.func) in ("get", "getattr"))
+    return isinstance(node, (cst.Name, cst.Attribute, cst.Subscript))
 
 
 def _default_used(project: Project, path: str, fact: WeightDef) -> bool:

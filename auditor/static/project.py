@@ -224,6 +224,10 @@ class Project:
         return any((text := self._skipped_text(path)) is not None and pattern.search(text)
                    for path in [*self.files, *self._skipped.values()])
 
+    def source_text(self, path: str) -> Optional[str]:
+        """The text of a file of the tree (analysed or not), read once; None when unreadable."""
+        return self._skipped_text(path)
+
     def _skipped_text(self, path: str) -> Optional[str]:
         """A skipped file's text, read once (rules ask about many words)."""
         if path not in self._texts:

@@ -1,0 +1,574 @@
+"""Configuration values: what constants an expression may hold on this program, and where each
+one was written.
+
+Rules see ``reduction=reduction``, ``w * loss``, ``model.to(dtype)``; the value that decides
+whether it is a bug arrives from configuration, often through several files. :func:`values_of`
+answers with every constant the expression may take (paths it cannot follow are left out), each
+with the :class:`Source` that wrote it. It follows, demand-driven and across files:
+
+* argparse: ``args.w_coord`` where ``args`` is what ``parser.parse_args()`` returned (directly or
+  through a project function): the ``default=`` of the option whose dest is ``w_coord`` (what a
+  run without the flag uses; ``store_true`` -> False);
+* dicts: literals, ``dict(BASE, k=v)``, ``{**BASE, "k": v}``, copies, then ``cfg["k"] = v`` and
+  ``cfg.update(...)`` before the read; ``cfg["k"]``, ``cfg.get("k", d)``, ``getattr(cfg, "k", d)``
+  (the default when the dict lacks the key, or when nothing in the tree sets it:
+  :func:`auditor.static.values.config_default`);
+* module constants, imported ones too; dataclass-style config objects (``Config(k=v).k``, else
+  the class-level default);
+* calls: a parameter is what each caller passes (or its default where a caller leaves it out);
+  ``self.attr`` is what the class's methods assign (constructor arguments, so); a project
+  function's result is what its returns give, for that call's arguments;
+* ``a if c else b`` (both), ``-x``, and library names (``torch.bfloat16``) as :class:`Symbol`.
+
+Files are read with Python's ``ast`` on demand; statements are located through the project's
+events (:mod:`auditor.static.dataflow`), so reaching definitions are the ones every rule sees.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Optional, Union
+
+from auditor.static.dataflow import (_bound, _self_definitions, callers_of, definitions,
+                                     statement_at, statements)
+from auditor.static.facts import MODULE_SCOPE, Event, FunctionInfo, Span
+from auditor.static.project import Project
+from auditor.static.values import UNKNOWN_VALUE, config_default
+
+MAX_DEPTH = 24  # links followed for one answer (names, attributes, calls)
+MAX_CALLERS = 20
+MAX_VALUES = 16
+LITERAL = "a literal"  # a constant written in code, not as a configuration's setting
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a constant was written: ``path:line`` and what wrote it (``the default of --w-coord``)."""
+
+    path: str
+    line: int
+    what: str
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+class Symbol(str):
+    """A library name used as a value: ``torch.bfloat16``."""
+
+
+@dataclass(eq=False)
+class Table:
+    """A dict's keys, each with the values it may hold."""
+
+    entries: dict[Any, list["Value"]] = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class Options:
+    """The namespace ``parser.parse_args()`` returns; ``path``: the file that parsed it."""
+
+    path: str
+
+
+@dataclass(eq=False)
+class Instance:
+    """An object of a project class built at a call (a dataclass config): its attributes are the
+    call's keywords, else the class-level defaults."""
+
+    cls: str
+    fn: FunctionInfo
+    call: ast.Call
+    index: int
+
+
+@dataclass(eq=False)
+class Value:
+    value: Any  # float | int | str | bool | None | Symbol | Table | Options | Instance
+    source: Source
+    # a configuration default of a key the program never sets (``cfg.get("k", 1.0)``)
+    default: bool = False
+
+    def describe(self) -> str:
+        return f"{self.value!r} ({self.source.what}, {self.source.where})"
+
+
+Env = dict[str, tuple[FunctionInfo, Optional[ast.expr], int]]  # parameter -> argument in the caller
+
+
+def values_of(project: Project, fn: FunctionInfo, node: Union[str, ast.expr], line: int) -> list[Value]:
+    """The constants the expression ``node`` (its text, or a node of ``fn``'s file) may hold in
+    ``fn`` at ``line``; empty when none is known."""
+    if isinstance(node, str):
+        try:
+            node = ast.parse(node.strip(), mode="eval").body
+        except SyntaxError:
+            return []
+        ast.increment_lineno(node, line - 1)  # sources name the file's lines
+    memo = project.memo("config_values")
+    evaluator = memo.get("evaluator")
+    if evaluator is None or evaluator.project is not project:
+        evaluator = memo["evaluator"] = _Evaluator(project)
+    stmt = statement_at(fn, line)
+    index = stmt.index if stmt is not None else len(statements(fn))
+    return _scalars(evaluator.expr(fn, node, index, None, 0))
+
+
+def _scalars(values: list[Value]) -> list[Value]:
+    return [v for v in values if not isinstance(v.value, (Table, Options, Instance))][:MAX_VALUES]
+
+
+class _Evaluator:
+    def __init__(self, project: Project) -> None:
+        self.project = project
+        self.trees: dict[str, Optional[ast.Module]] = {}
+        self.nodes: dict[str, dict[tuple[int, int], list[ast.AST]]] = {}
+        self.lines: dict[str, list[str]] = {}
+        self.active: set[tuple[str, int, int]] = set()  # questions being answered: cycles
+
+    # -- source -----------------------------------------------------------------------------------
+    def _tree(self, path: str) -> Optional[ast.Module]:
+        if path not in self.trees:
+            text = self.project.source_text(path)
+            try:
+                self.trees[path] = ast.parse(text) if text is not None else None
+            except (SyntaxError, ValueError):
+                self.trees[path] = None
+            index: dict[tuple[int, int], list[ast.AST]] = {}
+            lines = text.splitlines() if text else []
+            for node in ast.walk(self.trees[path]) if self.trees[path] else ():
+                if isinstance(node, (ast.stmt, ast.expr)):
+                    index.setdefault((node.lineno, _char(lines, node.lineno, node.col_offset)), []).append(node)
+            self.nodes[path] = index
+            self.lines[path] = lines
+        return self.trees[path]
+
+    def _node_at(self, path: str, span: Span, kinds: tuple[type, ...]) -> Optional[ast.AST]:
+        """The node of one of ``kinds`` at an event's span (``f(x).to(d)`` and ``f(x)`` start
+        at the same place: the end tells them apart)."""
+        self._tree(path)
+        found = [n for n in self.nodes[path].get((span.line, span.column), []) if isinstance(n, kinds)]
+        lines = self.lines[path]
+        return next((n for n in found if n.end_lineno == span.end_line
+                     and _char(lines, n.end_lineno, n.end_col_offset) == span.end_column),
+                    found[0] if found else None)
+
+    def _function_node(self, fn: FunctionInfo) -> Optional[ast.AST]:
+        tree = self._tree(fn.path)
+        if tree is None or fn.span is None:
+            return None
+        found = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and n.name == fn.name and n.lineno >= fn.span.line]
+        return min(found, key=lambda n: n.lineno, default=None)
+
+    def _module_fn(self, fn: FunctionInfo) -> Optional[FunctionInfo]:
+        return self.project.functions.get(f"{fn.module}.{MODULE_SCOPE}")
+
+    def _source(self, fn: FunctionInfo, node: ast.AST, what: str) -> Source:
+        return Source(fn.path, getattr(node, "lineno", 0), what)
+
+    # -- expressions ------------------------------------------------------------------------------
+    def expr(self, fn: FunctionInfo, node: ast.expr, index: int, env: Optional[Env], depth: int) -> list[Value]:
+        if depth > MAX_DEPTH:
+            return []
+        key = (fn.qualname, id(node), index)  # trees are kept: a node's id is stable
+        if key in self.active:
+            return []
+        self.active.add(key)
+        try:
+            # a link (a name's definition, an attribute, a call) costs depth; a literal's parts do not
+            link = isinstance(node, (ast.Name, ast.Attribute, ast.Call))
+            return self._expr(fn, node, index, env, depth + link)[:MAX_VALUES * 2]
+        finally:
+            self.active.discard(key)
+
+    def _expr(self, fn: FunctionInfo, node: ast.expr, index: int, env: Optional[Env], depth: int) -> list[Value]:
+        if isinstance(node, ast.Constant):
+            return [Value(node.value, self._source(fn, node, LITERAL))]
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return [Value(-v.value, v.source, v.default) for v in self.expr(fn, node.operand, index, env, depth)
+                    if isinstance(v.value, (int, float)) and not isinstance(v.value, bool)]
+        if isinstance(node, ast.IfExp):
+            return self.expr(fn, node.body, index, env, depth) + self.expr(fn, node.orelse, index, env, depth)
+        if isinstance(node, ast.Name):
+            return self._name(fn, node.id, index, env, depth)
+        if isinstance(node, ast.Dict):
+            return [Value(self._dict(fn, node, index, env, depth), self._source(fn, node, "a dict literal"))]
+        if isinstance(node, ast.Attribute):
+            return self._attribute(fn, node, index, env, depth)
+        if isinstance(node, ast.Subscript):
+            out = []
+            keys = self.expr(fn, node.slice, index, env, depth)
+            for base in self.expr(fn, node.value, index, env, depth):
+                if isinstance(base.value, Table):
+                    for key in keys:
+                        if not _hashable(key.value):
+                            continue
+                        chosen = base.value.entries.get(key.value, [])
+                        if (key.source.path, key.source.line) != (fn.path, node.lineno):
+                            # a lookup table indexed by configuration: the key is where it was chosen
+                            chosen = [Value(v.value, Source(key.source.path, key.source.line,
+                                                            f"chosen by {key.value!r}"), v.default)
+                                      for v in chosen]
+                        out += chosen
+            return out
+        if isinstance(node, ast.Call):
+            return self._call(fn, node, index, env, depth)
+        return []
+
+    def _dict(self, fn: FunctionInfo, node: ast.Dict, index: int, env: Optional[Env], depth: int) -> Table:
+        table = Table()
+        for key, value in zip(node.keys, node.values):
+            if key is None:  # `**base`
+                for base in self.expr(fn, value, index, env, depth):
+                    if isinstance(base.value, Table):
+                        _merge(table, base.value)
+                continue
+            if isinstance(key, ast.Constant) and _hashable(key.value):
+                table.entries[key.value] = _entry(key.value, self.expr(fn, value, index, env, depth))
+        return table
+
+    def _name(self, fn: FunctionInfo, name: str, index: int, env: Optional[Env], depth: int) -> list[Value]:
+        if name in ("True", "False", "None"):
+            return []
+        found = definitions(fn, name, index)
+        if found:
+            out: list[Value] = []
+            for stmt in found:
+                out += self._definition(fn, stmt.index, stmt.head, name, env, depth)
+            return self._updated(fn, name, found[0].index, index, out, env, depth)
+        if name in fn.params:
+            return self._parameter(fn, name, env, depth)
+        module = self._module_fn(fn)
+        if module is not None and module is not fn and definitions(module, name, len(statements(module))):
+            return self._name(module, name, len(statements(module)), None, depth)
+        facts = self.project.files.get(fn.path)
+        target = facts.imports.get(name) if facts is not None else None
+        if target and "." in target:
+            owner, attr = target.rsplit(".", 1)
+            other = self.project.function(f"{owner}.{MODULE_SCOPE}")
+            if other is not None:
+                return self._name(other, attr, len(statements(other)), None, depth)
+        return []
+
+    def _definition(self, fn: FunctionInfo, at: int, head: Event, name: str, env: Optional[Env],
+                    depth: int) -> list[Value]:
+        if head.kind != "assign":
+            return []
+        stmt = self._node_at(fn.path, head.span, (ast.Assign, ast.AnnAssign))
+        if stmt is None or stmt.value is None:
+            return []
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        for target in targets:
+            if isinstance(target, ast.Name) and target.id == name or _dotted(target) == name:
+                return self.expr(fn, stmt.value, at, env, depth)
+            if isinstance(target, ast.Subscript) and _dotted(target.value) == name:
+                # `cfg["k"] = v`: what `cfg` held before, with `k` set
+                key = target.slice.value if isinstance(target.slice, ast.Constant) else None
+                before = self._name(fn, name, at, env, depth) if "." not in name else []
+                if not _hashable(key):
+                    return before
+                value = _entry(key, self.expr(fn, stmt.value, at, env, depth))
+                return [Value(_with(b.value, {key: value}), b.source) for b in before
+                        if isinstance(b.value, Table)]
+            if isinstance(target, ast.Tuple) and isinstance(stmt.value, ast.Tuple):
+                for part, value in zip(target.elts, stmt.value.elts):
+                    if isinstance(part, ast.Name) and part.id == name:
+                        return self.expr(fn, value, at, env, depth)
+        return []
+
+    def _updated(self, fn: FunctionInfo, name: str, start: int, stop: int, values: list[Value],
+                 env: Optional[Env], depth: int) -> list[Value]:
+        """``name.update(...)`` calls between its definition and the read."""
+        for stmt in statements(fn)[start + 1:stop]:
+            for call in stmt.calls:
+                if call.receiver == name and call.method == "update":
+                    node = self._node_at(fn.path, call.span, (ast.Call,))
+                    if node is None:
+                        continue
+                    added = self._dict_call(fn, node, stmt.index, env, depth)
+                    values = [Value(_with(v.value, added.entries), v.source) for v in values
+                              if isinstance(v.value, Table)]
+        return values
+
+    def _parameter(self, fn: FunctionInfo, name: str, env: Optional[Env], depth: int) -> list[Value]:
+        """What the callers pass (``env``: the one call being followed), else the default."""
+        if env is not None:
+            caller, arg, at = env.get(name, (fn, None, 0))
+            return self.expr(caller, arg, at, None, depth) if arg is not None else self._default(fn, name, depth)
+        out: list[Value] = []
+        for caller, event in callers_of(self.project, fn.qualname)[:MAX_CALLERS]:
+            call = self._node_at(caller.path, event.span, (ast.Call,))
+            if call is None:
+                continue
+            arg = _argument(fn, event, call, name)
+            if arg is _STARRED:
+                continue
+            stmt = statement_at(caller, event.span.line)
+            at = stmt.index if stmt is not None else 0
+            out += self.expr(caller, arg, at, None, depth) if arg is not None else self._default(fn, name, depth)
+        return out
+
+    def _default(self, fn: FunctionInfo, name: str, depth: int) -> list[Value]:
+        node = self._function_node(fn)
+        if node is None:
+            return []
+        args = node.args
+        positional = [*args.posonlyargs, *args.args]
+        pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+        pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+        module = self._module_fn(fn) or fn
+        for arg, default in pairs:
+            if arg.arg == name:
+                return [Value(v.value, Source(fn.path, default.lineno, f"the default of `{name}`"), v.default)
+                        for v in self.expr(module, default, len(statements(module)), None, depth)]
+        return []
+
+    def _attribute(self, fn: FunctionInfo, node: ast.Attribute, index: int, env: Optional[Env],
+                   depth: int) -> list[Value]:
+        chain = _dotted(node)
+        if chain and chain.startswith("self.") and chain.count(".") == 1 and fn.class_name:
+            out: list[Value] = []
+            for method, stmt in _self_definitions(self.project, fn, chain)[:MAX_CALLERS]:
+                out += self._definition(method, stmt.index, stmt.head, chain, None, depth)
+            return out
+        facts = self.project.files.get(fn.path)
+        root = chain.split(".", 1)[0] if chain else ""
+        if chain and facts is not None and root in facts.imports and not definitions(fn, root, index) \
+                and root not in fn.params:
+            return [Value(Symbol(facts.imports[root] + chain[len(root):]), self._source(fn, node, "a library name"))]
+        out = []
+        for base in self.expr(fn, node.value, index, env, depth):
+            out += self._member(base, node.attr, depth)
+        return out
+
+    def _member(self, base: Value, attr: str, depth: int) -> list[Value]:
+        value = base.value
+        if isinstance(value, Symbol):
+            return [Value(Symbol(f"{value}.{attr}"), base.source)]
+        if isinstance(value, Options):
+            return self._option(value, attr)
+        if isinstance(value, Instance):
+            keyword = next((k.value for k in value.call.keywords if k.arg == attr), None)
+            if keyword is not None:
+                return self.expr(value.fn, keyword, value.index, None, depth)
+            return self._class_default(value.cls, attr, depth)
+        return []
+
+    def _option(self, options: Options, dest: str) -> list[Value]:
+        """The default of the argparse option whose dest is ``dest`` (those the parsing file adds,
+        else any file's)."""
+        found: list[tuple[FunctionInfo, Event]] = []
+        for fn, event in self.project.events("call"):
+            if event.method == "add_argument" and _dest(event) == dest:
+                found.append((fn, event))
+        local = [item for item in found if item[0].path == options.path]
+        out = []
+        for fn, event in local or found:
+            node = self._node_at(fn.path, event.span, (ast.Call,))
+            if node is None:
+                continue
+            flag = next((a.value for a in node.args if isinstance(a, ast.Constant)), dest)
+            source = Source(fn.path, event.span.line, f"the default of `{flag}`")
+            default = next((k.value for k in node.keywords if k.arg == "default"), None)
+            action = next((k.value.value for k in node.keywords if k.arg == "action"
+                           and isinstance(k.value, ast.Constant)), None)
+            if default is not None:
+                stmt = statement_at(fn, event.span.line)
+                out += [Value(v.value, source) for v in
+                        self.expr(fn, default, stmt.index if stmt else 0, None, 0)]
+            elif action in ("store_true", "store_false"):
+                out.append(Value(action == "store_false", source))
+            else:
+                out.append(Value(None, source))
+        return out
+
+    def _class_default(self, cls: str, attr: str, depth: int) -> list[Value]:
+        info = self.project.classes.get(cls)
+        module = self.project.function(f"{cls.rsplit('.', 1)[0]}.{MODULE_SCOPE}")
+        if info is None or info.span is None or module is None:
+            return []
+        tree = self._tree(module.path)
+        name = cls.rsplit(".", 1)[-1]
+        node = next((n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == name
+                     and n.lineno >= info.span.line), None) if tree else None
+        for stmt in node.body if node is not None else []:
+            target = stmt.target if isinstance(stmt, ast.AnnAssign) else \
+                stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None
+            if isinstance(target, ast.Name) and target.id == attr and stmt.value is not None:
+                value = stmt.value
+                if isinstance(value, ast.Call) and _dotted(value.func) in ("field", "dataclasses.field"):
+                    value = next((k.value for k in value.keywords if k.arg == "default"), None)
+                if value is None:
+                    return []
+                return [Value(v.value, Source(module.path, stmt.lineno, f"the default of `{name}.{attr}`"))
+                        for v in self.expr(module, value, len(statements(module)), None, depth)]
+        return []
+
+    # -- calls ------------------------------------------------------------------------------------
+    def _call(self, fn: FunctionInfo, node: ast.Call, index: int, env: Optional[Env], depth: int) -> list[Value]:
+        func = _dotted(node.func)
+        method = node.func.attr if isinstance(node.func, ast.Attribute) else ""
+        if func == "dict":
+            return [Value(self._dict_call(fn, node, index, env, depth), self._source(fn, node, "a dict"))]
+        if func in ("copy.copy", "copy.deepcopy") and node.args or method == "copy" and not node.args:
+            return self.expr(fn, node.args[0] if node.args else node.func.value, index, env, depth)
+        if method in ("parse_args", "parse_known_args"):
+            return [Value(Options(fn.path), self._source(fn, node, "parsed options"))]
+        if method == "get" and node.args:
+            return self._lookup(fn, node, node.func.value, node.args[0], node.args[1:2], index, env, depth)
+        if func == "getattr" and len(node.args) >= 2:
+            return self._lookup(fn, node, node.args[0], node.args[1], node.args[2:3], index, env, depth)
+        event = self._event_of(fn, node)
+        if event is None:
+            return []
+        out: list[Value] = []
+        named = event.func.removesuffix("()")
+        self.project.function(f"{named}.__init__")  # loads the class's file when it was skipped
+        named = named if named in self.project.classes else self.project.reexported(named) or ""
+        if named in self.project.classes and f"{named}.__init__" not in self.project.functions:
+            # a class without its own constructor (a dataclass): an object of its fields
+            return [Value(Instance(named, fn, node, index), self._source(fn, node, "an object"))]
+        for target in self.project.resolve_call(event, fn)[:4]:
+            callee = self.project.function(target)
+            cls = target if target in self.project.classes else \
+                callee.class_name if callee is not None and callee.name == "__init__" else ""
+            if cls:
+                out.append(Value(Instance(cls, fn, node, index), self._source(fn, node, "an object")))
+                continue
+            if callee is None:
+                continue
+            bound: Env = {}
+            for param in callee.params:
+                arg = _argument(callee, event, node, param)
+                if arg is not _STARRED:
+                    bound[param] = (fn, arg, index)
+            for stmt in statements(callee):
+                if stmt.kind == "return":
+                    ret = self._node_at(callee.path, stmt.head.span, (ast.Return,))
+                    if ret is not None and ret.value is not None:
+                        out += self.expr(callee, ret.value, stmt.index, bound, depth)
+        return out
+
+    def _event_of(self, fn: FunctionInfo, node: ast.Call) -> Optional[Event]:
+        """The call event of ``fn`` that ``node`` is (when ``node`` comes from ``fn``'s file)."""
+        self._tree(fn.path)
+        lines = self.lines[fn.path]
+        start = (node.lineno, _char(lines, node.lineno, node.col_offset))
+        end = (node.end_lineno, _char(lines, node.end_lineno or 0, node.end_col_offset))
+        return next((e for e in fn.events if e.kind == "call" and (e.span.line, e.span.column) == start
+                     and (e.span.end_line, e.span.end_column) == end), None)
+
+    def _dict_call(self, fn: FunctionInfo, node: ast.Call, index: int, env: Optional[Env], depth: int) -> Table:
+        table = Table()
+        for arg in node.args:
+            for base in self.expr(fn, arg, index, env, depth):
+                if isinstance(base.value, Table):
+                    _merge(table, base.value)
+        for keyword in node.keywords:
+            if keyword.arg is None:  # `**base`
+                for base in self.expr(fn, keyword.value, index, env, depth):
+                    if isinstance(base.value, Table):
+                        _merge(table, base.value)
+            else:
+                table.entries[keyword.arg] = _entry(keyword.arg, self.expr(fn, keyword.value, index, env, depth))
+        return table
+
+    def _lookup(self, fn: FunctionInfo, node: ast.Call, base: ast.expr, key: ast.expr,
+                default: list[ast.expr], index: int, env: Optional[Env], depth: int) -> list[Value]:
+        """``m.get(k, d)`` / ``getattr(m, k, d)``: the entry, else the default."""
+        keys = [k.value for k in self.expr(fn, key, index, env, depth) if isinstance(k.value, str)]
+        attribute = isinstance(node.func, ast.Name)
+        out: list[Value] = []
+        missing = False
+        bases = self.expr(fn, base, index, env, depth)
+        for held in bases:
+            for name in keys:
+                if isinstance(held.value, Table) and not attribute:
+                    found = held.value.entries.get(name)
+                    out += found if found is not None else []
+                    missing |= found is None
+                else:
+                    found_values = self._member(held, name, depth)
+                    out += found_values
+                    missing |= not found_values
+        if not bases:  # a mapping not followed: its default only when nothing sets the key
+            text = ast.unparse(node)
+            missing = config_default(self.project, text) is not UNKNOWN_VALUE
+        if missing and default:
+            out += [Value(v.value, self._source(fn, node, f"the default of `{keys[0] if keys else '?'}`"), True)
+                    for v in self.expr(fn, default[0], index, env, depth)]
+        return out
+
+
+_STARRED = ast.Starred()  # an argument unpacked from `*args` / `**kwargs`: not followed
+
+
+def _argument(callee: FunctionInfo, event: Event, call: ast.Call, name: str) -> Any:
+    """The argument node ``call`` passes for ``callee``'s parameter ``name``; None when it leaves
+    it to its default; :data:`_STARRED` when an unpacking may pass it."""
+    keyword = next((k for k in call.keywords if k.arg == name), None)
+    if keyword is not None:
+        return keyword.value
+    if name not in callee.params:
+        return None
+    position = callee.params.index(name) - _bound(callee, event)
+    if any(isinstance(a, ast.Starred) for a in call.args[:max(position + 1, 0)]) or \
+            any(k.arg is None for k in call.keywords):
+        return _STARRED
+    return call.args[position] if 0 <= position < len(call.args) else None
+
+
+def _dest(event: Event) -> str:
+    """The attribute an ``add_argument`` call stores to: ``dest=``, else its long option."""
+    dest = event.kwargs.get("dest", "")
+    if dest[:1] in "'\"" and dest:
+        return dest.strip("'\"")
+    flags = [a.strip("'\"") for a in event.args if a[:1] in "'\""]
+    name = next((f for f in flags if f.startswith("--")), flags[0] if flags else "")
+    return name.lstrip("-").replace("-", "_")
+
+
+def _char(lines: list[str], line: int, offset: Optional[int]) -> int:
+    """A column as events count it (characters, from 1) from ast's (UTF-8 bytes, from 0)."""
+    text = lines[line - 1] if 0 < line <= len(lines) else ""
+    return len(text.encode()[:offset or 0].decode(errors="replace")) + 1
+
+
+def _dotted(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return f"{base}.{node.attr}" if base else ""
+    return ""
+
+
+def _hashable(value: Any) -> bool:
+    return isinstance(value, (str, int, float, bool)) or value is None
+
+
+def _entry(key: Any, values: list[Value]) -> list[Value]:
+    """Values stored under a configuration key: a literal written there is that key's setting."""
+    return [Value(v.value, Source(v.source.path, v.source.line, f"the configuration's `{key}`"), v.default)
+            if v.source.what == LITERAL else v for v in values]
+
+
+def _merge(into: Table, other: Table) -> None:
+    for key, values in other.entries.items():
+        into.entries[key] = list(values)
+
+
+def _with(table: Table, entries: dict[Any, list[Value]]) -> Table:
+    out = Table(dict(table.entries))
+    out.entries.update(entries)
+    return out
+
+
+def low_values(values: list[Value]) -> Iterator[Value]:
+    """Values that are a low-precision floating dtype or its usual configuration spelling."""
+    for v in values:
+        if isinstance(v.value, Symbol) and v.value.rsplit(".", 1)[-1] in ("bfloat16", "float16", "half"):
+            yield v

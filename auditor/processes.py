@@ -21,10 +21,8 @@ def gm_audit_command() -> list[str]:
     """The command line that starts this gm-audit, safe in any folder. ``python -m auditor``
     is not: Python puts the folder first on ``sys.path`` before any of gm-audit's code runs,
     so a checked tree's own ``auditor/`` or ``auditor.py`` would run in its place. ``-P``
-    (Python 3.11+) leaves it off; before 3.11, the same by hand."""
-    if sys.version_info >= (3, 11):
-        return [sys.executable, "-P", "-m", "auditor"]
-    return [sys.executable, "-c", "import sys; del sys.path[0]; from auditor.cli import run; run()"]
+    leaves it off."""
+    return [sys.executable, "-P", "-m", "auditor"]
 
 
 def prctl(option: int, value: int) -> bool:

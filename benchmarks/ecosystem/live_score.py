@@ -31,13 +31,15 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from auditor.processes import gm_audit_command
 from benchmarks.ecosystem import corpus
 from benchmarks.ecosystem.mutant import Mutant, copy_tree
 from benchmarks.ecosystem.mutators import generate, python_files
 from benchmarks.ecosystem.oracle import launch
 from benchmarks.ecosystem.oracle.judge import DEAD, LIVE, RUN_TWICE, judge
 from benchmarks.ecosystem.oracle.targets import TARGETS, Target
+
+# gm-audit as a command (nothing of it imported here); -P: a tree's own auditor/ cannot stand in
+GM_AUDIT = [sys.executable, "-P", "-m", "auditor"]
 
 OUTPUT = corpus.REPO / "build" / "ground_truth" / "live_score.json"
 CAUGHT = ("confirmed", "runtime")
@@ -47,7 +49,7 @@ WHOLE_TREE_FILES = 60
 
 
 def _check(root: Path, paths: Sequence[str], timeout: float) -> list[corpus.Reported]:
-    proc = subprocess.run([*gm_audit_command(), "check", *paths, "--format", "json",
+    proc = subprocess.run([*GM_AUDIT, "check", *paths, "--format", "json",
                            "--exit-zero", "--quiet"], cwd=root, capture_output=True, text=True,
                           timeout=timeout)
     if proc.returncode not in (0, 1):
@@ -69,7 +71,7 @@ def probe_status(mutant: Mutant, root: Path, command: Sequence[str], paths: Sequ
                  steps: int, timeout: float) -> dict:
     """``gm-audit probe`` on the mutant's copy: the statuses of its rule's findings at its truth
     lines, and whether one is confirmed or raised by the run."""
-    proc = subprocess.run([*gm_audit_command(), "probe", "--format", "json", "--exit-zero",
+    proc = subprocess.run([*GM_AUDIT, "probe", "--format", "json", "--exit-zero",
                            "--no-cache", "--steps", str(steps), "--timeout", str(timeout),
                            "--paths", *paths, "--", *command],
                           cwd=root, capture_output=True, text=True, timeout=timeout + 300)

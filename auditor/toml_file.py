@@ -3,14 +3,9 @@ input: without blocking on a FIFO, at most a bounded size, any parse failure as 
 
 from __future__ import annotations
 
-import sys
+import tomllib
 from pathlib import Path
 from typing import Any
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on older interpreters only
-    import tomli as tomllib
 
 from auditor.static.reading import read_source
 

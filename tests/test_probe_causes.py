@@ -650,3 +650,81 @@ for step in range(5):
     assert draw and draw[0]["status"] in ("confirmed", "runtime"), by_rule(data, "GM603")
     # every draw of the new phase's first steps is seen (before: only the one at a sampled step)
     assert "drawn from 5x" in " ".join(draw[0]["evidence"]), draw[0]["evidence"]
+
+
+# the model run through its own methods (as GraphMAE's encode/decode/embed), BatchNorm inside
+METHODS_NET = """
+import torch, torch.nn as nn, torch.nn.functional as F
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Sequential(nn.Linear(6, 16), nn.BatchNorm1d(16))
+        self.dec = nn.Linear(16, 6)
+
+    def forward(self, x):
+        return self.decode(self.encode(x))
+
+    def encode(self, x):
+        return torch.relu(self.enc(x))
+
+    def decode(self, h):
+        return self.dec(h)
+
+    @torch.no_grad()
+    def embed(self, x):
+        return self.encode(x)
+
+@torch.no_grad()
+def evaluate(model):
+    model.eval()
+    out = F.mse_loss(model(torch.randn(8, 6)), torch.zeros(8, 6)).item()
+    model.train()
+    return out
+"""
+
+
+def run_steps(cli, tmp_path, step_body: str, after_step: str = "") -> tuple[str, dict]:
+    """METHODS_NET trained for a few steps, each preceded by an evaluation under no_grad:
+    ``step_body`` computes ``loss`` from ``x``, ``after_step`` runs after the optimizer step."""
+    train = METHODS_NET + f"""
+def train(model, opt, steps=12):
+    for step in range(steps):
+        evaluate(model)
+        x = torch.randn(32, 6)
+{step_body}        opt.zero_grad()
+        loss.backward()
+        opt.step()
+{after_step}
+torch.manual_seed(0)
+model = Net()
+train(model, torch.optim.SGD(model.parameters(), lr=0.01))
+"""
+    write(tmp_path, {"train.py": train})
+    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "3"))
+    return train, data
+
+
+def test_no_grad_swallowing_the_encoder_of_the_step_is_gm102_at_the_with(cli, tmp_path):
+    # the encoder runs as a root forward of its own, wholly under the step's no_grad; the
+    # evaluation's no_grad before it never covered a training forward
+    train, data = run_steps(cli, tmp_path, """\
+        with torch.no_grad():
+            h = model.encode(x)
+        loss = F.mse_loss(model.decode(h), x)
+""")
+    assert at(data, "GM102", "train.py", line_of(train, "with torch.no_grad():")), \
+        data["findings"]
+    assert not [f for f in errors(data, "GM102")
+                if f["line"] != line_of(train, "with torch.no_grad():")], data["findings"]
+    # the step's own forward is no extra forward moving BatchNorm statistics, nor a cut
+    assert not errors(data, "GM202") and not errors(data, "GM101"), data["findings"]
+
+
+def test_extra_forward_through_a_model_method_is_gm202_at_the_caller(cli, tmp_path):
+    train, data = run_steps(cli, tmp_path, """\
+        loss = F.mse_loss(model(x), x)
+""", after_step="        spread = model.embed(x).std(0).mean().item()\n")
+    line = line_of(train, "spread = model.embed(x)")
+    assert at(data, "GM202", "train.py", line), data["findings"]
+    assert not [f for f in errors(data, "GM202") if f["line"] != line], data["findings"]

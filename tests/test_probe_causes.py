@@ -728,3 +728,32 @@ def test_extra_forward_through_a_model_method_is_gm202_at_the_caller(cli, tmp_pa
     line = line_of(train, "spread = model.embed(x)")
     assert at(data, "GM202", "train.py", line), data["findings"]
     assert not [f for f in errors(data, "GM202") if f["line"] != line], data["findings"]
+
+
+def test_model_rebuilt_through_a_factory_is_gm105_at_the_callers_rebuild(cli, tmp_path):
+    # both builds go through the factory: the cause is where the second build's calls depart
+    # from the first's, the caller's rebuild, not the factory's line that builds every model
+    models = NET + """
+def build_model(cfg):
+    return Net()  # the factory
+"""
+    train = LOOP + """
+from models import build_model
+
+def setup(cfg):
+    model = build_model(cfg)
+    return model, torch.optim.SGD(model.parameters(), lr=0.01)
+
+torch.manual_seed(0)
+model, opt = setup({})
+model = build_model({})  # rebuilt
+train(model, opt)
+"""
+    write(tmp_path, {"models.py": models, "train.py": "import torch, torch.nn.functional as F\n"
+                     + train})
+    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "3"))
+    train = "import torch, torch.nn.functional as F\n" + train
+    assert at(data, "GM105", "train.py", line_of(train, "# rebuilt")), data["findings"]
+    assert not at(data, "GM105", "models.py", line_of(models, "# the factory")), data["findings"]
+    # the parameters that never change are those in no param group: the same defect, once
+    assert len(errors(data, "GM105")) == 1, data["findings"]

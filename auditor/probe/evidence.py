@@ -455,6 +455,9 @@ class OptimizerFacts:
     # construction calls ({"path", "line", "stack", "seq"}: seq orders them in the run)
     optimizer_built_at: Optional[dict[str, Any]] = None
     model_built_at: Optional[dict[str, Any]] = None
+    # the latest construction of the model's class before the optimizer's: the instance whose
+    # parameters it holds when the model was rebuilt after it
+    replaced_built_at: Optional[dict[str, Any]] = None
     pid: int = 0
     rank: Optional[int] = None
 

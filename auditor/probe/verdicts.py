@@ -472,10 +472,13 @@ def _optimizers(evidence: Evidence, steps: list[StepFacts], add) -> None:
     stepped = [s for s in steps if s.optimizer_steps and s.param_change]
     if len(stepped) < 2:
         return
+    # parameters in no param group never change: that defect is reported above, at its cause
+    missing = {n for o in evidence.optimizers for n in o.missing_model_params}
     still = None
     for s in stepped:
         moving = {n for n, g in s.grads.items() if g.state == "finite"}
-        frozen = {n for n, d in s.param_change.items() if d == 0.0 and n in moving}
+        frozen = {n for n, d in s.param_change.items()
+                  if d == 0.0 and n in moving and n not in missing}
         still = frozen if still is None else still & frozen
     if still:
         s = stepped[-1]

@@ -705,26 +705,21 @@ train(model, torch.optim.SGD(model.parameters(), lr=0.01))
     return train, data
 
 
-def test_no_grad_swallowing_the_encoder_of_the_step_is_gm102_at_the_with(cli, tmp_path):
-    # the encoder runs as a root forward of its own, wholly under the step's no_grad; the
-    # evaluation's no_grad before it never covered a training forward
+def test_no_grad_swallowing_the_steps_encoder_is_gm102_and_an_extra_forward_gm202_at_callers(
+        cli, tmp_path):
+    # the encoder runs as a root forward of its own, wholly under the step's no_grad: GM102 at
+    # that no_grad, not at the evaluation's before it (which never covered a training forward);
+    # after the step, a logging line runs the model through its own no_grad method in train
+    # mode: GM202 at that line, not inside the model, and the swallowed forward is none
     train, data = run_steps(cli, tmp_path, """\
         with torch.no_grad():
             h = model.encode(x)
         loss = F.mse_loss(model.decode(h), x)
-""")
-    assert at(data, "GM102", "train.py", line_of(train, "with torch.no_grad():")), \
-        data["findings"]
-    assert not [f for f in errors(data, "GM102")
-                if f["line"] != line_of(train, "with torch.no_grad():")], data["findings"]
-    # the step's own forward is no extra forward moving BatchNorm statistics, nor a cut
-    assert not errors(data, "GM202") and not errors(data, "GM101"), data["findings"]
-
-
-def test_extra_forward_through_a_model_method_is_gm202_at_the_caller(cli, tmp_path):
-    train, data = run_steps(cli, tmp_path, """\
-        loss = F.mse_loss(model(x), x)
 """, after_step="        spread = model.embed(x).std(0).mean().item()\n")
+    with_line = line_of(train, "with torch.no_grad():")
+    assert at(data, "GM102", "train.py", with_line), data["findings"]
+    assert not [f for f in errors(data, "GM102") if f["line"] != with_line], data["findings"]
+    assert not errors(data, "GM101"), data["findings"]
     line = line_of(train, "spread = model.embed(x)")
     assert at(data, "GM202", "train.py", line), data["findings"]
     assert not [f for f in errors(data, "GM202") if f["line"] != line], data["findings"]

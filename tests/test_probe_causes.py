@@ -650,3 +650,105 @@ for step in range(5):
     assert draw and draw[0]["status"] in ("confirmed", "runtime"), by_rule(data, "GM603")
     # every draw of the new phase's first steps is seen (before: only the one at a sampled step)
     assert "drawn from 5x" in " ".join(draw[0]["evidence"]), draw[0]["evidence"]
+
+
+# the model run through its own methods (as GraphMAE's encode/decode/embed), BatchNorm inside
+METHODS_NET = """
+import torch, torch.nn as nn, torch.nn.functional as F
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Sequential(nn.Linear(6, 16), nn.BatchNorm1d(16))
+        self.dec = nn.Linear(16, 6)
+
+    def forward(self, x):
+        return self.decode(self.encode(x))
+
+    def encode(self, x):
+        return torch.relu(self.enc(x))
+
+    def decode(self, h):
+        return self.dec(h)
+
+    @torch.no_grad()
+    def embed(self, x):
+        return self.encode(x)
+
+@torch.no_grad()
+def evaluate(model):
+    model.eval()
+    out = F.mse_loss(model(torch.randn(8, 6)), torch.zeros(8, 6)).item()
+    model.train()
+    return out
+"""
+
+
+def run_steps(cli, tmp_path, step_body: str, after_step: str = "") -> tuple[str, dict]:
+    """METHODS_NET trained for a few steps, each preceded by an evaluation under no_grad:
+    ``step_body`` computes ``loss`` from ``x``, ``after_step`` runs after the optimizer step."""
+    train = METHODS_NET + f"""
+def train(model, opt, steps=12):
+    for step in range(steps):
+        evaluate(model)
+        x = torch.randn(32, 6)
+{step_body}        opt.zero_grad()
+        loss.backward()
+        opt.step()
+{after_step}
+torch.manual_seed(0)
+model = Net()
+train(model, torch.optim.SGD(model.parameters(), lr=0.01))
+"""
+    write(tmp_path, {"train.py": train})
+    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "3"))
+    return train, data
+
+
+def test_no_grad_swallowing_the_steps_encoder_is_gm102_and_an_extra_forward_gm202_at_callers(
+        cli, tmp_path):
+    # the encoder runs as a root forward of its own, wholly under the step's no_grad: GM102 at
+    # that no_grad, not at the evaluation's before it (which never covered a training forward);
+    # after the step, a logging line runs the model through its own no_grad method in train
+    # mode: GM202 at that line, not inside the model, and the swallowed forward is none
+    train, data = run_steps(cli, tmp_path, """\
+        with torch.no_grad():
+            h = model.encode(x)
+        loss = F.mse_loss(model.decode(h), x)
+""", after_step="        spread = model.embed(x).std(0).mean().item()\n")
+    with_line = line_of(train, "with torch.no_grad():")
+    assert at(data, "GM102", "train.py", with_line), data["findings"]
+    assert not [f for f in errors(data, "GM102") if f["line"] != with_line], data["findings"]
+    assert not errors(data, "GM101"), data["findings"]
+    line = line_of(train, "spread = model.embed(x)")
+    assert at(data, "GM202", "train.py", line), data["findings"]
+    assert not [f for f in errors(data, "GM202") if f["line"] != line], data["findings"]
+
+
+def test_model_rebuilt_through_a_factory_is_gm105_at_the_callers_rebuild(cli, tmp_path):
+    # both builds go through the factory: the cause is where the second build's calls depart
+    # from the first's, the caller's rebuild, not the factory's line that builds every model
+    models = NET + """
+def build_model(cfg):
+    return Net()  # the factory
+"""
+    train = LOOP + """
+from models import build_model
+
+def setup(cfg):
+    model = build_model(cfg)
+    return model, torch.optim.SGD(model.parameters(), lr=0.01)
+
+torch.manual_seed(0)
+model, opt = setup({})
+model = build_model({})  # rebuilt
+train(model, opt)
+"""
+    write(tmp_path, {"models.py": models, "train.py": "import torch, torch.nn.functional as F\n"
+                     + train})
+    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "3"))
+    train = "import torch, torch.nn.functional as F\n" + train
+    assert at(data, "GM105", "train.py", line_of(train, "# rebuilt")), data["findings"]
+    assert not at(data, "GM105", "models.py", line_of(models, "# the factory")), data["findings"]
+    # the parameters that never change are those in no param group: the same defect, once
+    assert len(errors(data, "GM105")) == 1, data["findings"]

@@ -27,10 +27,28 @@ def optimizer_cause(o: OptimizerFacts) -> tuple[Optional[Cause], str]:
     another instance; (None, "") when the recorder saw neither construction."""
     built, made = o.model_built_at, o.optimizer_built_at
     if built and made and built.get("seq", 0) > made.get("seq", 0):
-        return built, f"{o.model} built after the {o.cls} (built at {chain(made)})"
+        why = f"{o.model} built after the {o.cls} (built at {chain(made)})"
+        if o.replaced_built_at:
+            return departed(built, o.replaced_built_at), \
+                f"{why}; the instance it holds was built at {chain(o.replaced_built_at)}"
+        return built, why
     if made:
         return made, f"{o.cls} built over another instance than the trained {o.model}"
     return None, ""
+
+
+def departed(cause: Cause, other: Cause) -> Cause:
+    """``cause`` from its first frame, innermost first, that is not ``other``'s frame at the same
+    depth: where two calls through the same code (a factory that builds every model) part, the
+    caller's call; ``cause`` itself when they never part."""
+    stack, theirs = cause.get("stack") or [], other.get("stack") or []
+    shared = 0
+    while shared < min(len(stack), len(theirs)) and stack[shared] == theirs[shared]:
+        shared += 1
+    if shared == 0 or shared >= len(stack):
+        return cause
+    (path, line), rest = stack[shared], stack[shared:]
+    return {**cause, "path": path, "line": line, "stack": rest}
 
 
 def frozen_cause(step: StepFacts, params: list[str]) -> Optional[Cause]:

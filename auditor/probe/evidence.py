@@ -200,6 +200,9 @@ class StepFacts:
     grad_off_cause: Optional[dict[str, Any]] = None
     frozen_cause: dict[str, dict[str, Any]] = field(default_factory=dict)
     cut_cause: Optional[dict[str, Any]] = None
+    # root forwards run wholly with gradients off that this step's loss used (the grad_off_cause):
+    # the step's own forward, swallowed by no_grad; ids as BatchNormEvent.forward
+    training_forwards: list[int] = field(default_factory=list)
     cast_cause: Optional[dict[str, Any]] = None  # the model cast to float16/bfloat16
     params_in_containers: list[str] = field(default_factory=list)  # unreached, see recorder
     frozen_sums: dict[str, float] = field(default_factory=dict)  # value sum per frozen param
@@ -420,8 +423,9 @@ class BatchNormEvent:
     outside the module's own forward, detected at ``step``), frozen (forward ran in eval mode
     during a training step, so the running stats did not update), stalled (a training-mode
     forward that cannot update them: ``momentum`` 0 or ``track_running_stats`` off),
-    outside_step (a train-mode forward with gradients off, outside any training step, moved
-    them: ``path``/``line``/``stack`` its call)."""
+    outside_step (a train-mode forward with gradients off moved them: ``path``/``line``/``stack``
+    the call that made it, ``forward`` its id when a no_grad site was seen: a step's
+    ``training_forwards`` names those that were the step's own forward)."""
 
     kind: str
     module: str
@@ -431,6 +435,7 @@ class BatchNormEvent:
     buffers: list[str] = field(default_factory=list)
     detail: str = ""  # stalled: momentum=0 | track_running_stats=False
     stack: list[list[Any]] = field(default_factory=list)
+    forward: int = 0
     pid: int = 0
     rank: Optional[int] = None
 
@@ -450,6 +455,9 @@ class OptimizerFacts:
     # construction calls ({"path", "line", "stack", "seq"}: seq orders them in the run)
     optimizer_built_at: Optional[dict[str, Any]] = None
     model_built_at: Optional[dict[str, Any]] = None
+    # the latest construction of the model's class before the optimizer's: the instance whose
+    # parameters it holds when the model was rebuilt after it
+    replaced_built_at: Optional[dict[str, Any]] = None
     pid: int = 0
     rank: Optional[int] = None
 

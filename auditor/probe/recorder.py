@@ -63,6 +63,7 @@ class _Tls(threading.local):
     root_grad = True  # grad mode at the current root forward
     grad_off = None  # (frame, stack) of the latest no_grad/inference_mode entered in user code
     bn_watch = None  # train-mode BatchNorms of a root forward with gradients off, their buffers
+    off_forward = None  # the running root forward with gradients off (Recorder.cur "off_forwards")
     untraced = None  # the library-only module whose forward runs with line tracing off
     step_untraced = False  # line tracing off during a library optimizer's step
 
@@ -208,6 +209,26 @@ class Recorder:
         except ValueError:
             return []
         return self.stack_from(f, skip)
+
+    def stack_outside(self, module, depth: int = 1) -> list:
+        """:meth:`stack` from the first user frame that is no method of a module holding
+        ``module`` (or of ``module`` itself): the call that made it run, not the model's helper
+        methods it went through. When every user frame is one of them (a LightningModule's own
+        hooks), from the outermost of them."""
+        try:
+            f = sys._getframe(depth + 1)
+        except ValueError:
+            return []
+        inside = None
+        while f is not None:
+            if self.rel(f.f_code.co_filename) is not None:
+                owner = f.f_locals.get("self")
+                if not (isinstance(owner, self.torch.nn.Module)
+                        and any(m is module for m in owner.modules())):
+                    return self.stack_from(f)
+                inside = f
+            f = f.f_back
+        return self.stack_from(inside) if inside is not None else []
 
     def stack_from(self, f, skip=None) -> list:
         """:meth:`stack` from frame ``f`` up."""
@@ -550,7 +571,7 @@ class Recorder:
     def _new_step_acc(self) -> dict:
         return {"used": set(), "roots": {}, "finite": [], "graphs": {}, "scaler": False,
                 "zero_grad": 0, "components": [], "recon": None, "cuts": [],
-                "grad_off_inner": {}, "sums": [], "node_rows": set()}
+                "grad_off_inner": {}, "off_forwards": {}, "sums": [], "node_rows": set()}
 
     def register_root(self, root) -> None:
         """Name a model's modules and parameters the first time it runs a root forward."""
@@ -714,8 +735,19 @@ class Recorder:
             return
         step["params_in_containers"] = sorted(
             set(unreached.values()) & self.container_params.get(id(model), set()))
-        inner = next((acc["grad_off_inner"][i] for i in unreached if i in acc["grad_off_inner"]
-                      and self.param_requires_grad(params, i)), None)
+        trainable = {i for i in unreached if self.param_requires_grad(params, i)}
+        inner = next((acc["grad_off_inner"][i] for i in trainable if i in acc["grad_off_inner"]),
+                     None)
+        if inner is None:
+            # a root forward run wholly with gradients off that is part of this step's
+            # computation (its output fed the loss without a graph): none of its parameters
+            # reached the loss, the latest such. An evaluation of the whole model between
+            # steps runs parameters that the training forward reaches, so it is no cause.
+            off = next((f for f in reversed(acc["off_forwards"].values())
+                        if f["params"] & trainable and not f["params"] & reached), None)
+            if off is not None:
+                inner = off["cause"]
+                step["training_forwards"] = [off["id"]]
         if inner is not None:
             step["grad_off_cause"] = inner
         elif any(id(p) in reached for _, p in params):

@@ -32,7 +32,8 @@ GM106      a variable, attribute or container holding the autograd graph of ever
 GM201      the model or its Dropout/BatchNorm submodules in eval mode at a training backward:
            at the ``.eval()``/``.train(False)`` that left them so
 GM202      BatchNorm running statistics moved by a train-mode forward with gradients off (a
-           warm-up or extra forward outside the training step): at that forward's call
+           warm-up or extra forward outside the training step): at the call that made it (the
+           first user frame outside the model's own methods)
 GM301      the backpropagated loss in float16/bfloat16 (at the model's cast when there was
            one); fp16 autocast without a GradScaler; a loss fed a low-precision prediction
 GM401      a sum (``.sum()``, ``reduction='sum'``) over the nodes in the backpropagated loss,
@@ -321,9 +322,11 @@ def _modes(evidence: Evidence, steps: list[StepFacts], add) -> None:
 
 def _batchnorm_outside_steps(evidence: Evidence, add) -> None:
     """A forward in train mode with gradients off (a warm-up pass, an extra forward between
-    steps) that moved BatchNorm running statistics: GM202 at that forward's call."""
+    steps) that moved BatchNorm running statistics: GM202 at the call that made it. The step's
+    own forward swallowed by no_grad is GM102's, not an extra forward."""
+    own = {(s.pid, f) for s in evidence.steps for f in s.training_forwards}
     for e in evidence.batchnorm:
-        if e.kind == "outside_step" and e.path:
+        if e.kind == "outside_step" and e.path and (e.pid, e.forward) not in own:
             add("GM202", e.path, e.line,
                 f"a forward in train mode outside the training step (gradients off) updated the "
                 f"running statistics of {e.module}",
@@ -469,10 +472,13 @@ def _optimizers(evidence: Evidence, steps: list[StepFacts], add) -> None:
     stepped = [s for s in steps if s.optimizer_steps and s.param_change]
     if len(stepped) < 2:
         return
+    # parameters in no param group never change: that defect is reported above, at its cause
+    missing = {n for o in evidence.optimizers for n in o.missing_model_params}
     still = None
     for s in stepped:
         moving = {n for n, g in s.grads.items() if g.state == "finite"}
-        frozen = {n for n, d in s.param_change.items() if d == 0.0 and n in moving}
+        frozen = {n for n, d in s.param_change.items()
+                  if d == 0.0 and n in moving and n not in missing}
         still = frozen if still is None else still & frozen
     if still:
         s = stepped[-1]

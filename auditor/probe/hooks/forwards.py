@@ -40,17 +40,28 @@ def install(rec, torch) -> None:
                      "autocast_at_forward": rec.autocast_state()}
             tls.root_grad = facts["grad_enabled_at_forward"]
             tls.bn_watch = None
-            if not tls.root_grad or facts["inference_mode_at_forward"]:
-                # no backward can follow this forward: a train-mode BatchNorm in it updates its
-                # running statistics outside the training step (see post)
-                bns = [(n, m) for n, m in rec.special.get(mid, ()) if isinstance(m, bn_cls)
-                       and m.training and m.track_running_stats and m.momentum != 0]
-                if bns:
-                    tls.bn_watch = (bns, [rec.bn_state(m) for _, m in bns])
+            tls.off_forward = None
             if not tls.root_grad:
                 cause = grad_off_cause()
                 if cause is not None:
                     facts["grad_off_cause"] = cause
+                    # its parameters, to tell at the backward whether it was part of the step;
+                    # one record per switch-off site (an evaluation loop is one), latest last
+                    offs = acc["off_forwards"]
+                    off = offs.pop((cause["path"], cause["line"]), None)
+                    if off is None:
+                        rec.cause_seq += 1
+                        off = {"id": rec.cause_seq, "cause": cause, "params": set()}
+                    offs[(cause["path"], cause["line"])] = tls.off_forward = off
+            if not tls.root_grad or facts["inference_mode_at_forward"]:
+                # no backward can follow this forward: a train-mode BatchNorm in it updates its
+                # running statistics outside the training step (see post), unless the backward
+                # shows the forward was the step's own, swallowed by no_grad (GM102)
+                bns = [(n, m) for n, m in rec.special.get(mid, ()) if isinstance(m, bn_cls)
+                       and m.training and m.track_running_stats and m.momentum != 0]
+                if bns:
+                    tls.bn_watch = (bns, [rec.bn_state(m) for _, m in bns], module,
+                                    tls.off_forward["id"] if tls.off_forward else 0)
             seen = acc["roots"].get(mid)
             if mid is not None and (seen is None or (not seen["grad_enabled_at_forward"]
                                                      and facts["grad_enabled_at_forward"])):
@@ -82,9 +93,13 @@ def install(rec, torch) -> None:
                         inner.setdefault(id(p), cause)
         if params:
             used = rec.cur["used"]
+            off = tls.off_forward["params"] if tls.off_forward and not torch.is_grad_enabled() \
+                else None
             for p in params.values():
                 if p is not None:
                     used.add(id(p))
+                    if off is not None:
+                        off.add(id(p))
         if isinstance(module, bn_cls):
             check_bn(module)
         for a in args:
@@ -118,6 +133,7 @@ def install(rec, torch) -> None:
             except Exception:
                 pass
         if tls.depth == 0:
+            tls.off_forward = None
             rec.note_reconstruction()
             if tls.bn_watch is not None:
                 watch, tls.bn_watch = tls.bn_watch, None
@@ -132,18 +148,20 @@ def install(rec, torch) -> None:
         if isinstance(module, bn_cls):
             rec.bn_versions[id(module)] = rec.bn_state(module)
 
-    def bn_moved_outside_step(bns, before) -> None:
+    def bn_moved_outside_step(bns, before, module, forward) -> None:
         moved = [n for (n, m), old in zip(bns, before) if rec.bn_state(m) != old]
         if not moved:
             return
-        stack = rec.stack(3)
+        # the call that made the extra forward, not the model's own method that ran it
+        stack = rec.stack_outside(module, 3)
         if not stack or tuple(stack[0]) in rec.bn_outside_seen:
             return
         rec.bn_outside_seen.add(tuple(stack[0]))
         rec.cause("bn.forward", stack, modules=moved[:8])
         rec.add("batchnorm", {"kind": "outside_step", "module": ", ".join(moved[:4]),
                               "path": stack[0][0], "line": stack[0][1], "stack": stack,
-                              "step": rec.step_count, "detail": "gradients disabled"})
+                              "step": rec.step_count, "detail": "gradients disabled",
+                              "forward": forward})
 
     def check_bn(m) -> None:
         old = rec.bn_versions.get(id(m))

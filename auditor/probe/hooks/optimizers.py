@@ -54,7 +54,8 @@ def install(rec, torch) -> None:
                                        "frozen_in_groups": [n for n, p in named if id(p) in opt_ids
                                                             and not p.requires_grad][:200],
                                        "optimizer_built_at": built(rec.opt_built, optimizer),
-                                       "model_built_at": built(rec.built_at, model)})
+                                       "model_built_at": built(rec.built_at, model),
+                                       "replaced_built_at": replaced(optimizer, model)})
         snap = rec.snapshots.pop(id(optimizer), None)
         if snap and rec.steps:
             diffs = torch.stack([(p.detach().float() - old.float()).abs().max()
@@ -127,6 +128,16 @@ def install(rec, torch) -> None:
     def built(table, obj):
         entry = table.get(id(obj))
         return entry[1] if entry is not None and entry[0]() is obj else None
+
+    def replaced(optimizer, model):
+        """The construction of ``model``'s class latest before the optimizer's, when ``model``
+        came after it: the instance the optimizer was built over (often freed by now)."""
+        made, now = built(rec.opt_built, optimizer), built(rec.built_at, model)
+        if not made or not now or now["seq"] < made["seq"]:
+            return None
+        earlier = [info for _, info in rec.built_at.values()
+                   if info["cls"] == now["cls"] and info["seq"] < made["seq"]]
+        return max(earlier, key=lambda info: info["seq"], default=None)
 
     rec.patch(torch.optim.Optimizer, "__init__", opt_init_wrapper)
     rec.patch(torch.nn.Module, "__init__", module_init_wrapper)

@@ -125,6 +125,35 @@ by a person, and the reference script must then do the same.
 """
 
     VALID = [
+        # a method of the model that only moves the EMA target's weights: no forward
+        Valid(
+            "import torch\nfrom torch import nn\n"
+            "class BYOL(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.online = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4))\n"
+            "        self.target = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4))\n"
+            "    def update_target(self, mm):\n"
+            "        for q, k in zip(self.online.parameters(), self.target.parameters()):\n"
+            "            k.data.mul_(mm).add_(q.data, alpha=1 - mm)\n"
+            "    def forward(self, x):\n"
+            "        return self.online(x) - self.target(x).detach()\n"
+            "def train(model, opt, x):\n"
+            "    model.train()\n"
+            "    loss = model(x).pow(2).mean()\n"
+            "    opt.zero_grad()\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+            "    model.update_target(0.99)\n"
+            "    return loss.item()\n"
+            "def main():\n"
+            "    model = BYOL()\n"
+            "    opt = torch.optim.SGD(model.online.parameters(), lr=0.1)\n"
+            "    for x in [torch.randn(8, 4)]:\n"
+            "        train(model, opt, x)\n"
+            "if __name__ == '__main__':\n"
+            "    main()\n"
+        ),
         # after the backward: a gradient clip over the parameters and an EMA weight update run
         # no forward
         Valid(

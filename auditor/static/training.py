@@ -387,6 +387,15 @@ class Training:
         return self._resolved[key]
 
     def _is_module_attr(self, fn: FunctionInfo, chain: str, i: int) -> bool:
+        """``chain`` (``self.encoder``) names a module held as an attribute, not a method of its
+        receiver's class (``model.update_target_network``)."""
+        receiver, _, attr = chain.rpartition(".")
+        if receiver and any(
+                o.cls in self.project.classes and any(
+                    self.project.function(c) is not None
+                    for c in self.project.method_candidates(o.cls, attr))
+                for o in self.origins(fn, receiver, i)):
+            return False
         return any(o.known for o in self.origins(fn, chain, i))
 
     def is_module_class(self, cls: str, seen: Optional[set[str]] = None) -> bool:

@@ -11,6 +11,13 @@ or any folder). Prints files and lines, then median wall times of:
 and the ratios the targets are stated in. ``--baseline REF`` also times gm-audit as of a git
 revision, alternating run by run with the current code, so that before and after share the
 machine's load. gm-audit's bytecode is compiled first, as an installed copy's is.
+
+``--scaling``: cost against the size of the tree. The tree (default: the largest repository of
+the project's shared corpus, by Python files) is cut into nested subsets, sorted prefixes of its
+Python files (1/8, 1/4, 1/2, all) copied with their folders, so that imports inside a subset
+still resolve. For each size, side by side: the floor's CPU time (this process) and
+``gm-audit check --no-cache --jobs 1``'s CPU time (user + sys) and peak RSS, from the child's own
+rusage. Ratios within one run are what counts: the load average is printed with them.
 """
 
 from __future__ import annotations
@@ -94,15 +101,111 @@ def checkout(repo: Path, ref: str, into: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(into)}
 
 
+def largest_corpus_tree() -> Path:
+    """The repository with the most Python files in the shared corpus (``shared/corpus`` next to
+    this checkout or one of the folders above it)."""
+    here = Path(__file__).resolve()
+    for folder in here.parents:
+        corpus = folder / "shared" / "corpus"
+        if corpus.is_dir():
+            trees = [d for d in sorted(corpus.iterdir()) if d.is_dir()]
+            if trees:
+                return max(trees, key=lambda d: sum(1 for _ in d.rglob("*.py")))
+    sys.exit("no shared/corpus found above this checkout: pass --corpus DIR")
+
+
+def run_measured(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
+    """CPU seconds (user + sys, its children included) and peak RSS in MB of one gm-audit run."""
+    proc = subprocess.Popen([sys.executable, "-m", "auditor", *args], cwd=cwd, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode not in (0, 1):
+        sys.exit(f"gm-audit {' '.join(args)} exited {proc.returncode}")
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def load() -> str:
+    return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def scaling(root: Path, versions: dict[str, dict[str, str]], work: Path, repeat: int,
+            fractions: list[int]) -> None:
+    """The scaling table (see the module's docstring): one row per subset, sizes nested."""
+    files = sources(root)
+    cores = os.cpu_count() or 1
+    print(f"tree {root}: {len(files)} files; {cores} cores; {load()}")
+    names = list(versions)
+    head = f"{'files':>6}{'lines':>8}{'floor s':>9}"
+    for v in names:
+        tag = "" if len(names) == 1 else f" [{v}]"
+        head += f"{'check s' + tag:>{10 + len(tag)}}{'ratio':>7}{'peak MB':>9}{'ms/file':>9}"
+    print(head)
+    for denominator in fractions:
+        subset = files[:max(1, -(-len(files) // denominator))]
+        tree = work / f"subset-{denominator}"
+        for path, text in subset:
+            target = tree / path.relative_to(root)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+        lines = sum(t.count("\n") for _, t in subset)
+        floors, checks = [], {v: [] for v in names}
+        run_args = ["check", "--format", "json", "--exit-zero", "--quiet", "--no-cache",
+                    "--jobs", "1", tree.name]
+        for _ in range(repeat):
+            start = time.process_time()
+            parse_all(subset, False)
+            floors.append(time.process_time() - start)
+            for v in names:  # the versions alternate run by run: they share the load
+                checks[v].append(run_measured(run_args, work, versions[v]))
+        floor = statistics.median(floors)
+        row = f"{len(subset):>6}{lines:>8}{floor:>9.2f}"
+        for v in names:
+            tag = "" if len(names) == 1 else f" [{v}]"
+            cpu = statistics.median(c for c, _ in checks[v])
+            peak = max(m for _, m in checks[v])
+            row += f"{cpu:>{10 + len(tag)}.2f}{cpu / floor:>7.2f}{peak:>9.0f}{1000 * cpu / len(subset):>9.1f}"
+        print(row, flush=True)
+        shutil.rmtree(tree)
+    print(f"({load()})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--corpus", default="dgl", help="package name or folder (default: dgl)")
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--corpus", help="package name or folder (default: dgl; with --scaling, the "
+                                     "largest repository of the shared corpus)")
+    ap.add_argument("--repeat", type=int, default=None, help="runs per measure (default: 3; "
+                                                             "with --scaling, 1)")
     ap.add_argument("--baseline", metavar="REF",
                     help="also time gm-audit as of this git revision of the repository, each run "
                          "alternating with the current code's (before -> after, side by side)")
+    ap.add_argument("--scaling", action="store_true",
+                    help="time and memory against the number of files (nested subsets)")
+    ap.add_argument("--fractions", default="8,4,2,1", metavar="N,N,...",
+                    help="with --scaling: the subsets, as 1/N of the files (default: 8,4,2,1)")
     args = ap.parse_args()
-    root = corpus_path(args.corpus)
+    if args.scaling:
+        try:
+            fractions = sorted({int(n) for n in args.fractions.split(",")}, reverse=True)
+        except ValueError:
+            sys.exit(f"--fractions: expected whole numbers separated by commas, got {args.fractions!r}")
+        if not fractions or min(fractions) < 1:
+            sys.exit("--fractions: each N must be 1 or more")
+        root = corpus_path(args.corpus) if args.corpus else largest_corpus_tree()
+        with tempfile.TemporaryDirectory() as tmp:
+            work = Path(tmp)
+            versions = {"current": dict(os.environ)}
+            if args.baseline:
+                base = work / "baseline"
+                base.mkdir()
+                versions = {args.baseline: checkout(Path(__file__).resolve().parents[1],
+                                                    args.baseline, base), **versions}
+            for env in versions.values():
+                byte_compile(env)
+            scaling(root, versions, work, args.repeat or 1, fractions)
+        return
+    args.repeat = args.repeat or 3
+    root = corpus_path(args.corpus or "dgl")
     files = sources(root)
     lines = sum(t.count("\n") for _, t in files)
     cores = os.cpu_count() or 1

@@ -9,6 +9,7 @@ import pytest
 from auditor.config import Config
 from auditor.registry import all_rules
 from auditor.static.engine import run_check
+from auditor.static.project import Project
 from auditor.testing import check_code, write_sources
 
 GM101 = [all_rules()["GM101"]]
@@ -131,6 +132,35 @@ def test_star_import_follows_all(exported):
     }
     found = [(path, line) for _, path, line, _ in findings(files)]
     assert found == ([("nets/impl.py", 11)] if exported else [])
+
+
+def test_star_imports_of_missing_modules_cost_nothing(monkeypatch):
+    # a package star-importing modules the tree lacks (files left out, a subset of a repository)
+    # binds nothing the project defines through them; each was a guess at every name asked,
+    # multiplied at each level of the re-export chase (a 42-file subset of a repository: 15x the
+    # parse floor)
+    chased: list[str] = []
+    chase = Project._reexported
+
+    def counted(self, qualname, depth):
+        chased.append(qualname)
+        return chase(self, qualname, depth)
+
+    monkeypatch.setattr(Project, "_reexported", counted)
+
+    def run(missing: int):
+        chased.clear()
+        stars = "".join(f"from .gone{i} import *\n" for i in range(missing))
+        files = {
+            "nets/__init__.py": "from .impl import *\n" + stars,
+            "nets/impl.py": BUGGY,
+            "train.py": script("from nets import Encoder"),
+        }
+        return findings(files), len(chased)
+
+    found, chases = run(0)
+    assert [(path, line) for _, path, line, _ in found] == [("nets/impl.py", 11)]
+    assert run(8) == (found, chases)
 
 
 def project_of(tmp_path: Path, files: dict[str, str]):

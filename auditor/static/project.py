@@ -292,7 +292,11 @@ class Project:
 
     def _star_exports(self, module: str, name: str) -> bool:
         """Does ``from module import *`` bind ``name``? Its ``__all__`` when it has one, else
-        every public name."""
+        every public name. None that leads into the project when the tree has no such module (a
+        third-party one, a file left out): guessing every name there multiplied the targets at
+        each level of the chase, (missing star imports) ** 3 per name asked."""
+        if module not in self.module_paths:
+            return False
         facts = self.modules.get(module)
         if facts is None or facts.exports is None:
             return not name.startswith("_")

@@ -170,11 +170,19 @@ class Seeding:
     calls: list[SeedCall] = field(default_factory=list)
     # program (its entry file, auditor/static/programs.py) -> the functions it runs
     reach: dict[str, set[str]] = field(default_factory=dict)
+    # answers by program: asked once per draw and program that runs it (a library imported by
+    # every script of a tree: draws x programs x seeding calls, cubic in the tree)
+    _from: dict[str, frozenset[str]] = field(default_factory=dict, repr=False, compare=False)
+    _within: dict[frozenset[str], frozenset[str]] = field(default_factory=dict, repr=False,
+                                                          compare=False)
 
-    def seeded_from(self, entry: str) -> set[str]:
+    def seeded_from(self, entry: str) -> frozenset[str]:
         """RNGs seeded by the calls one program runs."""
-        reached = self.reach.get(entry, set())
-        return {f for c in self.calls if c.function.qualname in reached for f in c.families}
+        if entry not in self._from:
+            reached = self.reach.get(entry, set())
+            self._from[entry] = frozenset(f for c in self.calls if c.function.qualname in reached
+                                          for f in c.families)
+        return self._from[entry]
 
     def seeded_on_call(self, project: Project, qualname: str) -> set[str]:
         """RNGs seeded by the function ``qualname`` itself or a function its calls reach."""
@@ -200,10 +208,13 @@ class Seeding:
         """Seeding calls of ``family`` sitting in functions that nothing calls."""
         return [c for c in self.calls if not c.reached and family in c.families]
 
-    def seeded_within(self, files: frozenset[str]) -> set[str]:
+    def seeded_within(self, files: frozenset[str]) -> frozenset[str]:
         """RNGs seeded by a call in one of ``files`` (a program's), wherever it is called from:
         what a program's own code seeds, for code that no call of it reaches statically."""
-        return {f for c in self.calls if c.function.path in files for f in c.families}
+        if files not in self._within:
+            self._within[files] = frozenset(f for c in self.calls if c.function.path in files
+                                            for f in c.families)
+        return self._within[files]
 
     def defeated_at(self, project: Project, fn: FunctionInfo) -> set[str]:
         """The global seeds a fresh, unseeded generator built in ``fn`` defeats: those of the

@@ -776,7 +776,7 @@ def _carries_no_gradient(t: Training, fn: FunctionInfo, stmt: df.Statement, cut:
     m = _LAST_METHOD.search(cut)
     if m is not None and m.group(1) in NON_DIFFERENTIABLE:
         return True
-    index = fn.events.index(stmt.head)
+    index = fn.position(stmt.head)
     return re.fullmatch(r"\w+", cut) is not None and kind_at(t, fn, cut, index) == NUMBER
 
 
@@ -788,7 +788,7 @@ def _may_train(t: Training, origin: df.Origin, sink: df.Sink) -> bool:
     the cut value came from (a linear probe's optimizer over ``probe.parameters()`` on frozen
     embeddings does not: see Training.steps_module_of)."""
     return origin.event.kind != "call" or t.steps_module_of(
-        origin.fn, origin.event, sink.fn, sink.fn.events.index(sink.event))
+        origin.fn, origin.event, sink.fn, sink.fn.position(sink.event))
 
 
 def _other_route(project: Project, fn: FunctionInfo, stmt: df.Statement, cut: str,

@@ -96,6 +96,15 @@ class FunctionInfo:
             else self.name
         return self.path if local == MODULE_SCOPE else f"{self.path}:{local}"
 
+    def position(self, event: Event) -> int:
+        """The index of ``event`` in ``events``, found by identity first: ``list.index`` compares
+        each earlier event with ``event`` field by field (a tenth of a check's CPU on a tree of
+        long functions)."""
+        for i, e in enumerate(self.events):
+            if e is event:
+                return i
+        return self.events.index(event)  # an equal copy (made elsewhere)
+
 
 @dataclass
 class ClassInfo:

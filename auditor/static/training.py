@@ -374,7 +374,7 @@ class Training:
         self._resolved[key] = []  # recursion guard
         found = list(self.project.resolve_call(event, fn))
         if not found and event.kind == "call" and "(" not in event.func:
-            i = fn.events.index(event)
+            i = fn.position(event)
             chain = event.func
             method = "forward"
             if event.method and event.receiver and not self._is_module_attr(fn, chain, i):
@@ -900,7 +900,7 @@ class Training:
             # (`Adam(self.model.discriminator.parameters())`, `self.model.generator.sample(z)`)
             same = fn is back or (callee.startswith("self.") and fn.class_name == back.class_name)
             return self.trains_module(back, i, callee if same else None)
-        index = fn.events.index(call)
+        index = fn.position(call)
         made = {o.cls for o in self.origins(fn, callee, index) if o.known}
         if callee.startswith("self.") and fn.class_name:
             made.add(fn.class_name)  # a submodule of the instance whose method runs

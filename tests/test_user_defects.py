@@ -17,25 +17,11 @@ import pytest
 
 import auditor
 from auditor.cli import main
+# the pre-commit tests' cross-file detach: a helper module and the script training through it
+from tests.test_precommit import HELPER, TRAIN
 
 REPO = Path(__file__).resolve().parent.parent
 
-UTILS = "def features(model, x):\n    return model(x).detach()\n"
-TRAIN = """\
-import torch
-from torch import nn
-
-from utils import features
-
-torch.manual_seed(0)
-model = nn.Linear(4, 4)
-opt = torch.optim.Adam(model.parameters())
-x = torch.randn(8, 4)
-loss = nn.functional.mse_loss(features(model, x), x)
-opt.zero_grad()
-loss.backward()
-opt.step()
-"""
 LOAD = "import torch\nstate = torch.load('w.pt')\n"
 
 
@@ -141,15 +127,15 @@ def test_show_fixes_marks_only_fixes_that_apply_and_fix_says_what_it_left(tmp_pa
 
 
 def test_named_file_and_stdin_are_analysed_in_their_project(tmp_path, gm):
-    write(tmp_path, {"utils.py": UTILS, "train.py": TRAIN, "setup.cfg": ""})
+    write(tmp_path, {"helpers.py": HELPER, "train.py": TRAIN, "setup.cfg": ""})
     (tmp_path / "src").mkdir()
     for cwd, name in ((tmp_path, "train.py"), (tmp_path / "src", "../train.py")):
         got = check(gm, cwd, name)
-        assert [(r, Path(p).name, n) for r, p, n in got] == [("GM101", "utils.py", 2)], cwd
+        assert [(r, Path(p).name, n) for r, p, n in got] == [("GM101", "helpers.py", 2)], cwd
     code, out, err = gm(tmp_path, "check", "-", "--stdin-filename", "train.py", "--format",
                         "json", stdin=TRAIN)
     data = json.loads(out)
-    assert found((code, out, err)) == [("GM101", "utils.py", 2)]
+    assert found((code, out, err)) == [("GM101", "helpers.py", 2)]
     assert data["summary"]["files"] == 1 and "train.py:12" in data["findings"][0]["message"]
     # stdin's text, not the file on disk, at its real path in every message; --diff works
     messages = [f["message"] for f in json.loads(gm(
@@ -157,11 +143,11 @@ def test_named_file_and_stdin_are_analysed_in_their_project(tmp_path, gm):
         stdin=UNFIXABLE)[1])["findings"]]
     assert any("train.py:9" in m for m in messages)
     assert not any("gm-audit-stdin" in m for m in messages), messages
-    code, out, err = gm(tmp_path, "check", "-", "--stdin-filename", "utils.py", "--diff",
-                        "--unsafe-fixes", stdin=UTILS)
+    code, out, err = gm(tmp_path, "check", "-", "--stdin-filename", "helpers.py", "--diff",
+                        "--unsafe-fixes", stdin=HELPER)
     assert code == 1, err
-    assert "--- a/utils.py" in out and "+    return model(x)\n" in out
-    assert (tmp_path / "utils.py").read_text() == UTILS  # --diff writes nothing
+    assert "--- a/helpers.py" in out and "+    return model(x)\n" in out
+    assert (tmp_path / "helpers.py").read_text() == HELPER  # --diff writes nothing
 
 
 def test_engine_codes_are_selectable_and_unused_ignores_quoted_as_written(tmp_path, gm):

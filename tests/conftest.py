@@ -24,6 +24,25 @@ def cli():
     return run_cli
 
 
+def check_tree(tmp_path: Path, files: dict[str, str], codes: str,
+               levels: tuple[str, ...] = ("error", "warning", "info")) -> list[tuple[str, str, int]]:
+    """Write ``files`` under ``tmp_path``, run the real `gm-audit check` on them with ``codes``
+    selected: (rule, path, line) of each finding at one of ``levels``, sorted."""
+    import json
+
+    for rel, text in files.items():
+        target = tmp_path / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    proc = run_cli("check", ".", "--format", "json", "--no-cache", "--exit-zero",
+                   "--select", codes, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert not report["errors"], report["errors"]
+    return sorted((f["rule"], f["path"], f["line"]) for f in report["findings"]
+                  if f["severity"] in levels)
+
+
 
 def unprivileged(cmd: list[str]) -> list[str]:
     """``cmd`` bound by permission bits. Root ignores them (CAP_DAC_OVERRIDE): as root, ``cmd``

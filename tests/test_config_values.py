@@ -4,23 +4,14 @@ its value is written or used, its twin with a harmless configured value is not."
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import check_tree
 
 
-def check(tmp_path: Path, files: dict[str, str], codes: str) -> list[tuple[str, str, int]]:
-    for rel, text in files.items():
-        (tmp_path / rel).write_text(text, encoding="utf-8")
-    proc = run_cli("check", ".", "--format", "json", "--no-cache", "--exit-zero",
-                   "--select", codes, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    report = json.loads(proc.stdout)
-    assert not report["errors"], report["errors"]
-    return sorted((f["rule"], f["path"], f["line"]) for f in report["findings"])
+check = check_tree
 
 
 def _argparse_script(default: str) -> dict[str, str]:

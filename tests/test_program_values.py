@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import check_tree, run_cli
 
 MODEL = (
     "import torch.nn as nn\n"
@@ -57,17 +57,7 @@ PRETRAIN = (
 
 
 def check(tmp_path: Path, files: dict[str, str], codes: str) -> list[tuple[str, str, int]]:
-    for rel, text in files.items():
-        target = tmp_path / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-    proc = run_cli("check", ".", "--format", "json", "--no-cache", "--exit-zero",
-                   "--select", codes, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    report = json.loads(proc.stdout)
-    assert not report["errors"], report["errors"]
-    return sorted((f["rule"], f["path"], f["line"]) for f in report["findings"]
-                  if f["severity"] in ("error", "warning"))
+    return check_tree(tmp_path, files, codes, levels=("error", "warning"))
 
 
 # -- instances through factories, parameters and helpers (GM105) --------------------------------

@@ -6,7 +6,7 @@ A rule declares its code, name, severity and doc, and then any of:
   (every enabled rule is batched into that one walk). Call :meth:`Rule.report` for a finding
   decided from the file alone, or :meth:`Rule.fact` to keep a serializable fact for later.
 * :meth:`Rule.check_project`: the cross-file stage, run once over the :class:`Project`
-  (every file's functions and events, the rules' own facts, and a networkx call graph). It may
+  (every file's functions and events, the rules' own facts, and the call graph). It may
   yield one place more than once: the engine keeps a rule's first finding per position.
 * :meth:`Rule.confirm`: the runtime confirmation, deciding a static finding from probe evidence.
 * :meth:`Rule.fix`: the autofix of one finding (``gm-audit check --fix``): a

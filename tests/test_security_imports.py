@@ -11,7 +11,7 @@ import pytest
 
 # what gm-audit imports, from the standard library and its dependencies
 SHADOWED = ("random", "json", "tempfile", "hashlib", "hmac", "secrets", "pickle", "ast", "argparse",
-            "dataclasses", "multiprocessing", "tomllib", "libcst", "rich", "networkx", "yaml")
+            "dataclasses", "multiprocessing", "tomllib", "libcst", "rich", "pathspec", "yaml")
 
 
 @pytest.mark.parametrize("entry", ["python -m auditor", "gm-audit"])

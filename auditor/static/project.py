@@ -5,17 +5,14 @@ from __future__ import annotations
 import re
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 
+from auditor.static.callgraph import CallGraph
 from auditor.static.context import MODULE_SCOPE
 from auditor.static.facts import Event, FileFacts, FunctionInfo
 from auditor.static.frameworks import add_framework_loops
 from auditor.static.imports import Layout
 from auditor.static.programs import Program, entry_programs, import_graph, programs_with
-
-if TYPE_CHECKING:
-    import networkx as nx
-
 
 def canonicalise(facts: FileFacts, layout: Layout) -> None:
     """Rewrite the names a file imports to the modules they reach from that file (in place):
@@ -60,7 +57,7 @@ def canonicalise(facts: FileFacts, layout: Layout) -> None:
 
 
 class Project:
-    """Functions by qualified name, classes, rule facts, and a call graph (networkx DiGraph).
+    """Functions by qualified name, classes, rule facts, and a call graph.
 
     Graph nodes are function qualnames; an edge ``caller -> callee`` carries the call events
     (``events`` attribute). Files the prefilter skipped are analysed on demand through
@@ -99,10 +96,7 @@ class Project:
         # (auditor/static/frameworks.py): `pytorch_lightning.Trainer.fit` -> (`<fit>`, the
         # parameter whose argument is the instance: `model`)
         self.dispatch: dict[str, tuple[str, str]] = {}
-        # imported here: networkx costs a third of a warm run's start, which needs no project
-        import networkx
-
-        self.graph: nx.DiGraph = networkx.DiGraph()
+        self.graph = CallGraph()
         files = list(files)
         # path -> what an analysis left unjudged there, and why (a cap that keeps it linear):
         # reported with the file, never dropped in silence
@@ -181,11 +175,7 @@ class Project:
                     self._pending.setdefault(callee, []).append((fn.qualname, event))
 
     def _add_edge(self, caller: str, callee: str, event: Event) -> None:
-        data = self.graph.get_edge_data(caller, callee)
-        if data is None:
-            self.graph.add_edge(caller, callee, events=[event])
-        elif event not in data["events"]:
-            data["events"].append(event)
+        self.graph.add_call(caller, callee, event)
 
     def _load_module_of(self, qualname: str, force: bool = False) -> None:
         """Analyse a skipped file on demand when a qualified name points into it (``force``:
@@ -415,39 +405,25 @@ class Project:
         return list(self._members[1].get(qualname, ()))
 
     def callees(self, qualname: str) -> list[str]:
-        return list(self.graph.successors(qualname)) if qualname in self.graph else []
+        return self.graph.successors(qualname)
 
     def callers(self, qualname: str) -> list[str]:
-        return list(self.graph.predecessors(qualname)) if qualname in self.graph else []
+        return self.graph.predecessors(qualname)
 
     def ancestors(self, qualname: str) -> set[str]:
         """Every function from which a chain of calls leads to ``qualname``."""
-        import networkx
-
-        return networkx.ancestors(self.graph, qualname) if qualname in self.graph else set()
+        return self.graph.reachable([qualname], backwards=True) - {qualname}
 
     def reachable_from(self, qualname: str) -> set[str]:
         """Every function a call to ``qualname`` may run, itself included."""
-        if qualname not in self.graph:
-            return set()
-        import networkx
-
-        return {qualname} | networkx.descendants(self.graph, qualname)
+        return self.graph.reachable([qualname])
 
     def reachable_from_all(self, qualnames: Iterable[str]) -> set[str]:
         """Every function calls from any of ``qualnames`` may run, those included."""
-        seen = {q for q in qualnames if q in self.graph}
-        todo = list(seen)
-        while todo:
-            for nxt in self.graph.successors(todo.pop()):
-                if nxt not in seen:
-                    seen.add(nxt)
-                    todo.append(nxt)
-        return seen
+        return self.graph.reachable(qualnames)
 
     def call_sites(self, caller: str, callee: str) -> list[Event]:
-        data = self.graph.get_edge_data(caller, callee)
-        return list(data["events"]) if data else []
+        return self.graph.calls(caller, callee)
 
     def events(self, kind: Optional[str] = None) -> Iterator[tuple[FunctionInfo, Event]]:
         for fn in list(self.functions.values()):

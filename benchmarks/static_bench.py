@@ -116,7 +116,7 @@ def largest_corpus_tree() -> Path:
 
 def run_measured(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
     """CPU seconds (user + sys, its children included) and peak RSS in MB of one gm-audit run."""
-    proc = subprocess.Popen([sys.executable, "-m", "auditor", *args], cwd=cwd, env=env,
+    proc = subprocess.Popen([*gm_audit_command(), *args], cwd=cwd, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)

@@ -37,6 +37,20 @@ def test_the_same_model_inside_a_lightning_module_trains_identically(tmp_path):
 
 
 @pytest.mark.parametrize("change, stage, name", [
+    # the decoder re-initialised after the model was built
+    (("        self.model = Net()\n",
+      "        self.model = Net()\n        torch.nn.init.normal_(self.model.dec.weight)\n"),
+     "init", "dec.weight"),
+    # the batch scaled before the model sees it
+    (("self.model(x), x)", "self.model(x * 2), x)"), "input", "features"),
+    # BatchNorm's epsilon changed: same inputs, parameters and modes, another output
+    (("        self.model = Net()\n", "        self.model = Net()\n        self.model.norm.eps = 1.0\n"),
+     "forward", "norm"),
+    # the loss scaled
+    (("return torch.nn.functional.mse_loss(", "return 2 * torch.nn.functional.mse_loss("),
+     "loss", "loss"),
+    # another learning rate: the first gradients agree, the parameters after the step do not
+    (("lr=1e-2", "lr=1e-3"), "update", "enc.weight"),
     # the encoder frozen inside the wrapper: its parameters get no gradient
     (("        self.model = Net()\n",
       "        self.model = Net()\n        self.model.enc.requires_grad_(False)\n"),

@@ -543,6 +543,24 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
             "            opt.step()\n",
             line=7,
         ),
+        # a LightningModule's start hook puts the module (or the model it holds) in eval mode;
+        # the optimizer holds every parameter of the module, `self.model`'s included
+        *(Invalid(
+            "import torch\n"
+            "import pytorch_lightning as pl\n"
+            "class Lit(pl.LightningModule):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4))\n"
+            "    def training_step(self, x, i):\n"
+            "        return self.model(x).pow(2).mean()\n"
+            "    def on_train_start(self):\n"
+            f"        {target}.eval()\n"
+            "    def configure_optimizers(self):\n"
+            "        return torch.optim.Adam(self.parameters())\n"
+            "pl.Trainer(max_steps=5).fit(Lit(), [torch.randn(8, 4)])\n",
+            line=10,
+        ) for target in ("self", "self.model")),
         # one branch of the step restores train mode; the other trains in the mode the eval left
         Invalid(
             "import torch.nn as nn\n"

@@ -57,7 +57,7 @@ class Step:
     tracked: Optional[str]  # the followed name as spelled in ``fn``; None: not visible here
     conditional: bool  # the event may be skipped on this path (an `if` the start is not in)
     no_grad: bool  # runs under no_grad / inference_mode (own `with`, or a caller's, or decorator)
-    resolved: bool = False  # a call the walk descended into (the callee's events came first)
+    resolved: bool = False  # a call the walk followed the tracked object into (its events came first)
     project: Optional[Project] = field(default=None, compare=False, repr=False)
     aliases: tuple[str, ...] = ()  # other names of the tracked object in ``fn`` (see aliases)
 
@@ -582,12 +582,17 @@ class PathSearch:
             return {state}, [], False
         after: set[Hashable] = set()
         stopped: list[Walked] = []
+        # the tracked object was followed into a callee, whose events then answered for it;
+        # `self.model(x)` for a tracked `self` enters a forward where no name holds `self`:
+        # the call itself is then the forward of a part of it
+        followed = False
         for qual in callees:
             callee = self.project.function(qual)
             if callee is None or not callee.events:
                 after.add(state)
                 continue
             mapped = self.map_into(fn, event, callee, names)
+            followed = followed or bool(mapped) or not names or is_no_grad_function(callee)
             idle = idle_loops(callee, -1)
             order = [i for i, e in enumerate(callee.events) if not idle & set(e.loop_ids)]
             sub = self._walk(callee, order, mapped, state,
@@ -602,4 +607,4 @@ class PathSearch:
             # an `if` the start is not in: the callee's verdicts stand, but skipping it is a path
             after.add(state)
         return after, [(k, s, replace(st, conditional=st.conditional or conditional)
-                        if st is not None else None, left) for k, s, st, left in stopped], True
+                        if st is not None else None, left) for k, s, st, left in stopped], followed

@@ -853,8 +853,11 @@ class Training:
             if e.kind == "assign" and set(e.targets) & reads:
                 reads |= set(e.uses)
         root = tracked if tracked.startswith("self.") else tracked.split(".")[0]
+        # `Adam(self.parameters())`: every parameter of the instance, its submodules' included
+        whole = {r.rsplit(".", 1)[0] for r in reads
+                 if r.rsplit(".", 1)[-1] in ("parameters", "named_parameters")}
         return any(r == root or r.startswith(root + ".") or (root.startswith(r + ".") and r != "self")
-                   for r in reads)
+                   or (r in whole and root.startswith(r + ".")) for r in reads)
 
     def trains_module(self, fn: FunctionInfo, i: int, tracked: Optional[str]) -> bool:
         """The backward at event ``i`` of ``fn`` may train ``tracked``: False only when every

@@ -542,7 +542,7 @@ by a person, and the reference script must then do the same.
                                                   "line replaced its running statistics"])
             return None
         effect = _effect_of(finding.message)
-        seen = [e for e in evidence.batchnorm if e.kind == effect]
+        seen = [e for e in evidence.batchnorm if e.kind in EFFECT_KINDS.get(effect, {effect})]
         if seen:
             return Verdict(Status.CONFIRMED, [_describe(e) for e in seen[:4]])
         if effect and any(s.kind == "backward" for s in evidence.steps):
@@ -586,10 +586,16 @@ def _feeds_training(project: Project, path: str, line: int, trained_in: set[str]
 
 
 # the runtime effect of each kind of static finding (BatchNormEvent.kind), by its message
-EFFECTS = {"stalled": "left unable to update its running statistics in a training forward",
+EFFECTS = {"stalled": "left unable to update its running statistics (or averaging them over the "
+                      "whole run) in a training forward",
            "frozen": "in eval mode during a training forward",
            "modified": "changed outside its own forward",
            "reset": "reset"}
+
+
+# a changed momentum shows either way: running statistics that cannot move, or that average
+# over the whole run (momentum=None)
+EFFECT_KINDS = {"stalled": {"stalled", "cumulative"}}
 
 
 def _effect_of(message: str) -> Optional[str]:
@@ -606,6 +612,8 @@ def _effect_of(message: str) -> Optional[str]:
 
 def _describe(e) -> str:
     what = {"stalled": f"running statistics not updated by training forwards ({e.detail})",
+            "cumulative": f"running statistics are the cumulative average of every batch since "
+                          f"the start ({e.detail}): early batches weigh as much as the latest",
             "frozen": "in eval mode during a training forward: running statistics frozen",
             "modified": f"{', '.join(e.buffers)} changed outside the forward",
             "reset": "running statistics reset"}.get(e.kind, e.kind)

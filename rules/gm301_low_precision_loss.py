@@ -454,6 +454,7 @@ region or adding a scaler changes numerics and memory use, which a person has to
         lines = []
         if low:
             lines.append(f"the loss was {low[0].loss_dtype} at step {low[0].index}")
+        lines += evidence.low_precision_updates(steps)
         if fp16_unscaled:
             lines.append(f"float16 autocast without GradScaler.scale at step {fp16_unscaled[0].index}")
         if lines:

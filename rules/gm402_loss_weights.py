@@ -601,6 +601,18 @@ confirm.
                 return Verdict(Status.CONFIRMED, [f"{1 - explained:.0%} of the loss comes from terms "
                                                   "other than the model's loss components", context])
             return Verdict(Status.REFUTED, ["no term carries more than half of the loss", context])
+        if "extra term" in finding.message:
+            # a default weight no configuration sets: what the term weighs in the run's loss
+            top = max((c for c in named if c.share is not None and c.in_graph),
+                      key=lambda c: abs(c.share), default=None)
+            if top is not None and abs(top.share) >= EXTRA_SHARE:
+                return Verdict(Status.CONFIRMED, [
+                    f"{top.name} is a term of the loss weighted {top.coef:.3g}, carrying "
+                    f"{top.share:.0%} of it", context])
+            if top is not None and abs(top.share) < EXTRA_SHARE / 10:
+                return Verdict(Status.REFUTED, [
+                    f"{top.name} carries {top.share:.1%} of the loss", context])
+            return None
         negative = "negative" in finding.message or "maximised" in finding.message
         pool = named or comps
         if negative:
@@ -616,6 +628,9 @@ confirm.
             return Verdict(Status.REFUTED, [
                 f"{', '.join(c.name for c in named[:4])} weighted positively in the loss", context])
         return None
+
+
+EXTRA_SHARE = 0.05  # an extra term carrying this share of the loss or more weighs in it
 
 
 _GENERIC = {"w", "weight", "weights", "lambda", "lam", "coef", "coeff", "loss", "losses", "l",

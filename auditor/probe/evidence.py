@@ -169,6 +169,7 @@ class StepFacts:
     model: str = ""
     loss_value: Optional[float] = None
     loss_dtype: str = ""
+    param_dtypes: list[str] = field(default_factory=list)  # of the trained model's parameters
     loss_finite: Optional[bool] = None
     loss_grad_fn: str = ""
     params_used: list[str] = field(default_factory=list)  # in a forward that ran this step
@@ -423,6 +424,8 @@ class BatchNormEvent:
     outside the module's own forward, detected at ``step``), frozen (forward ran in eval mode
     during a training step, so the running stats did not update), stalled (a training-mode
     forward that cannot update them: ``momentum`` 0 or ``track_running_stats`` off),
+    cumulative (a training-mode forward with ``momentum`` None: the running statistics are the
+    average over every batch since the start),
     outside_step (a train-mode forward with gradients off moved them: ``path``/``line``/``stack``
     the call that made it, ``forward`` its id when a no_grad site was seen: a step's
     ``training_forwards`` names those that were the step's own forward)."""
@@ -433,7 +436,7 @@ class BatchNormEvent:
     line: int = 0
     step: int = 0
     buffers: list[str] = field(default_factory=list)
-    detail: str = ""  # stalled: momentum=0 | track_running_stats=False
+    detail: str = ""  # stalled: momentum=0 | track_running_stats=False; cumulative: momentum=None
     stack: list[list[Any]] = field(default_factory=list)
     forward: int = 0
     pid: int = 0
@@ -458,6 +461,10 @@ class OptimizerFacts:
     # the latest construction of the model's class before the optimizer's: the instance whose
     # parameters it holds when the model was rebuilt after it
     replaced_built_at: Optional[dict[str, Any]] = None
+    # dtypes of the parameters it steps and of its state tensors (Adam's moments), after its
+    # first step: float16/bfloat16 here means updates rounded with no float32 master copy
+    param_dtypes: list[str] = field(default_factory=list)
+    state_dtypes: list[str] = field(default_factory=list)
     pid: int = 0
     rank: Optional[int] = None
 
@@ -482,7 +489,7 @@ class InputStats:
     """Statistics of one float feature matrix (rows = nodes) entering a training forward of the
     model (first batches only): per column ``mean``, ``std``, ``min``, ``max`` and whether every
     value is integral. ``input``: ``argN`` or ``argN.ndata.KEY`` of a DGL graph argument.
-    ``frame``: for point features laid out as K x (xyz, tangent, normal), see
+    ``frame``: for point features (unit-length column triples beside point triples), see
     :attr:`Evidence.frames`."""
 
     path: str = ""
@@ -529,24 +536,28 @@ class PinnedInput:
 
 @dataclass
 class FrameFacts:
-    """Point features (K x xyz, tangent, normal) of the training inputs, averaged over the
-    recorded batches: ``tangent_norm``/``normal_norm`` mean lengths and ``*_norm_dev`` the worst
-    deviation from 1; ``tangent_alignment`` mean |cos| between a tangent and the step to the
-    next point (about 1 when frames match points; far lower when xyz was rotated alone);
-    ``tangent_normal_cos`` mean |cos| between tangent and normal (0 for a consistent frame)."""
+    """Point features of the training inputs (layout read from the values: unit-length column
+    triples are directions, see the recorder's ``_frame_stats``), over the recorded batches:
+    ``direction_norm`` their mean length, ``direction_norm_dev`` the worst deviation from 1 and
+    ``direction_typical_dev`` the worst of the median deviations (noise on every row, not a few
+    masked rows); ``tangent_alignment`` mean |cos| between the step to the next point and that
+    point's direction (about 1 when frames match points; far lower when xyz was rotated alone)."""
 
     input: str
     batches: int
-    tangent_norm: float
-    tangent_norm_dev: float
-    normal_norm: float
-    normal_norm_dev: float
-    tangent_normal_cos: float
+    direction_norm: float
+    direction_norm_dev: float
+    direction_typical_dev: float
     tangent_alignment: Optional[float] = None
 
     @property
     def unit_directions(self) -> bool:
-        return self.tangent_norm_dev < UNIT_DEV and self.normal_norm_dev < UNIT_DEV
+        return self.direction_norm_dev < UNIT_DEV
+
+    @property
+    def noisy_directions(self) -> bool:
+        """Off unit length in most rows (noise reached the directions), not in a few."""
+        return self.direction_typical_dev > UNIT_DEV
 
 
 @dataclass
@@ -606,6 +617,7 @@ class RunFacts:
 
 PINNED = 1e-3  # spread of a batch statistic across batches, relative to the within-batch std
 UNIT_DEV = 1e-3  # |length - 1| above this: not unit vectors
+LOW_DTYPES = frozenset({"float16", "bfloat16"})
 
 
 def _num(x: Any) -> Optional[float]:
@@ -888,10 +900,9 @@ class Evidence:
             def worst(key: str) -> float:
                 return max((f[key] for f in frames if finite(f.get(key))), default=0.0)
 
-            out.append(FrameFacts(name, len(frames), avg("tangent_norm") or 0.0,
-                                  worst("tangent_norm_dev"), avg("normal_norm") or 0.0,
-                                  worst("normal_norm_dev"), avg("tangent_normal_cos") or 0.0,
-                                  avg("tangent_alignment")))
+            out.append(FrameFacts(name, len(frames), avg("direction_norm") or 0.0,
+                                  worst("direction_norm_dev"),
+                                  worst("direction_norm_typical_dev"), avg("tangent_alignment")))
         return out
 
     @property
@@ -928,6 +939,25 @@ class Evidence:
     def sums_at(self, path: str, line: int, end_line: Optional[int] = None) -> list[SumSite]:
         return [s for s in self.sum_sites() if s.path == path
                 and line <= s.line <= (end_line or line)]
+
+    def low_precision_updates(self, steps: list[StepFacts]) -> list[str]:
+        """Parameters trained in float16/bfloat16 with no float32 master copy (a float32 loss
+        does not help: every update is rounded to the parameters' precision): an optimizer
+        stepping low-precision parameters, or, with no optimizer seen, low-precision parameters
+        at a backward of ``steps``. Empty when the run shows none."""
+        held = [o for o in self.optimizers if set(o.param_dtypes) & LOW_DTYPES]
+        if held:
+            o = held[0]
+            state = f", its state {'/'.join(o.state_dtypes)}" if o.state_dtypes else ""
+            return [f"the {o.cls} at {o.path}:{o.line} steps {'/'.join(o.param_dtypes)} "
+                    f"parameters{state}: each update is rounded to that precision, with no "
+                    f"float32 master copy"]
+        trained = [s for s in steps if set(s.param_dtypes) & LOW_DTYPES]
+        if trained and not self.optimizers:
+            s = trained[0]
+            return [f"the parameters of {s.model or 'the model'} were "
+                    f"{'/'.join(s.param_dtypes)} at the backward of step {s.index}"]
+        return []
 
     def growing_holders(self) -> list[tuple[str, list[RetainedGraph]]]:
         """Holders whose retained graph grew from one recorded step to the next and ended

@@ -44,7 +44,9 @@ MIN_AUTO_STEPS = 3
 DETAIL_STEPS = 6  # steps with every fact recorded (see Recorder.detailed_step)
 DETAIL_EVERY = 10
 MAX_RECON_NODES = 4  # masked nodes whose rows the reconstruction sample keeps
+MAX_LOSS_TERMS = 32  # terms of the backpropagated sum looked for in the user's frames
 MAX_INPUT_BATCHES = 12  # training forwards whose input feature statistics are recorded
+DIRECTION_DEV = 0.05  # median |length - 1| of a column triple below this: a direction vector
 MAX_SAMPLE_PRINTS = 50_000  # dataset samples fingerprinted (GM503: a sample drawn again)
 WRAPPER_CLASSES = ("DistributedDataParallel", "DataParallel")
 
@@ -684,6 +686,8 @@ class Recorder:
             step["params_used"] = [n for n, p in params if id(p) in acc["used"]]
             step["params_reached"] = [n for n, p in params if id(p) in reached]
             step["params_frozen"] = [n for n, p in params if not p.requires_grad]
+            step["param_dtypes"] = sorted({_short(p.dtype) for _, p in params
+                                           if p.requires_grad and p.is_floating_point()})
             step["training_at_backward"] = self.modes(best)
             if self.steps and not self.opt_after_backward and not acc["zero_grad"]:
                 step["stale_grads"] = sum(1 for _, p in params if p.grad is not None
@@ -710,6 +714,7 @@ class Recorder:
                     continue
         if self.detailed_step():
             try:
+                self.term_components(loss)
                 self.loss_components(loss, step)
             except Exception:
                 pass
@@ -862,6 +867,45 @@ class Recorder:
             elif depth == 0 and isinstance(value, (dict, tuple, list)):
                 self.collect_components(value, name, depth + 1)
 
+    def term_components(self, loss) -> None:
+        """The terms of the sum the backpropagated loss is (``a + w * b - c``: the nodes below
+        its additions and scalar factors) that the user's frames around the backward hold under
+        a name (a local variable, a dict's key): candidate loss components too, a term added
+        outside the model's forward (a regulariser in the training step) among them."""
+        if loss is None or loss.grad_fn is None:
+            return
+        torch = self.torch
+        known = [t for _, ref in self.cur["components"] if (t := ref()) is not None]
+        held, known_fns = {id(t) for t in known}, {t.grad_fn for t in known}
+        terms, stack, visits = set(), [loss.grad_fn], 0
+        while stack and len(terms) < MAX_LOSS_TERMS and visits < 8 * MAX_LOSS_TERMS:
+            fn, visits = stack.pop(), visits + 1
+            children = [n for n, _ in fn.next_functions if n is not None]
+            name = type(fn).__name__
+            # a component already known (a model's output) is one term, not split in its parts
+            if fn not in known_fns and (name.startswith(("AddBackward", "SubBackward")) or (
+                    name.startswith(("MulBackward", "DivBackward", "NegBackward"))
+                    and len(children) == 1)):
+                stack.extend(children)
+            else:
+                terms.add(fn)
+        for frame in self.user_frames(3):
+            for var, value in list(frame.f_locals.items()):
+                named = value.items() if isinstance(value, dict) else [(var, value)]
+                for key, t in list(named)[:32]:
+                    if isinstance(t, torch.Tensor) and t.grad_fn in terms and id(t) not in held:
+                        held.add(id(t))
+                        self.cur["components"].append((str(key), weakref.ref(t)))
+
+    def user_frames(self, limit: int) -> list:
+        """The innermost ``limit`` frames of user code calling into the recorder."""
+        frames, f = [], sys._getframe(1)
+        while f is not None and len(frames) < limit:
+            if self.rel(f.f_code.co_filename) is not None:
+                frames.append(f)
+            f = f.f_back
+        return frames
+
     def loss_components(self, loss, step: dict) -> None:
         """Each component's value, its coefficient in the backpropagated loss (d loss / d
         component, one cheap ``autograd.grad`` over the top of the graph) and its share of the
@@ -920,11 +964,7 @@ class Recorder:
         += loss``, ``losses.append(loss)``) keeps every step's graph."""
         torch = self.torch
         roots = {id(t) for t in tensors}
-        frames, f = [], sys._getframe(1)
-        while f is not None and len(frames) < 4:
-            if self.rel(f.f_code.co_filename) is not None:
-                frames.append(f)
-            f = f.f_back
+        frames = self.user_frames(4)
         holders: dict[str, list] = {}
         owners: dict[str, tuple] = {}  # holder -> (code objects to search, name, is attribute)
 
@@ -980,8 +1020,9 @@ class Recorder:
     def input_stats(self, module, args, path, line) -> None:
         """Per-column statistics of the float feature matrices entering a training forward
         (tensor arguments and the node features of DGL graph arguments), for the first
-        ``MAX_INPUT_BATCHES`` batches; for point features laid out as K x (xyz, tangent,
-        normal), the lengths of the direction vectors and how well tangents follow the points."""
+        ``MAX_INPUT_BATCHES`` batches; for point features (unit-length column triples beside
+        point triples, see :func:`_frame_stats`), the lengths of the direction vectors and how
+        well tangents follow the points."""
         torch = self.torch
         if self.input_batches >= MAX_INPUT_BATCHES:
             return
@@ -994,8 +1035,9 @@ class Recorder:
                     "input": name, "step": self.step_count, "rows": int(x.shape[0]),
                     "cols": int(x.shape[1]), "mean": rows[0], "std": rows[1], "min": rows[2],
                     "max": rows[3], "integral": [bool(v) for v in rows[4]]}
-            if x.shape[1] % 9 == 0:
-                item["frame"] = _frame_stats(torch, xf)
+            frame = _frame_stats(torch, xf)
+            if frame is not None:
+                item["frame"] = frame
             self.add("inputs", item)
 
     # -- reconstruction sample (HTML report) --------------------------------------------------------
@@ -1278,29 +1320,58 @@ class _GradFnHolder:
         self.grad_fn = grad_fn
 
 
-def _frame_stats(torch, xf) -> dict:
-    """Point features read as K x (xyz, tangent, normal): mean length of tangents and normals
-    and their worst deviation from 1, mean |cos| between tangent and normal, and mean |cos|
-    between each tangent and the step to the next point of its entity (about 1 when the frames
-    match the points)."""
-    pts = xf.reshape(xf.shape[0], -1, 9)
-    xyz, tan, nrm = pts[..., 0:3], pts[..., 3:6], pts[..., 6:9]
-    tl, nl = tan.norm(dim=-1), nrm.norm(dim=-1)
-    out = [tl.mean(), (tl - 1).abs().max(), nl.mean(), (nl - 1).abs().max(),
-           ((tan * nrm).sum(-1).abs() / (tl * nl).clamp_min(1e-12)).mean()]
-    align = None
-    if pts.shape[1] >= 2:
-        step = xyz[:, 1:] - xyz[:, :-1]
-        sl = step.norm(dim=-1)
-        cos = (step * tan[:, :-1]).sum(-1).abs() / (sl * tl[:, :-1]).clamp_min(1e-12)
-        valid = sl > 1e-6 * sl.max()
-        out.append(cos[valid].mean())
-        align = True
-    vals = torch.stack(out).tolist()
-    facts = dict(zip(("tangent_norm", "tangent_norm_dev", "normal_norm", "normal_norm_dev",
-                      "tangent_normal_cos"), vals))
-    if align and math.isfinite(vals[5]):
-        facts["tangent_alignment"] = vals[5]
+def _frame_stats(torch, xf) -> "dict | None":
+    """Point features, their layout read from the values: the column triples whose rows have
+    unit length (median over the rows where they are not zero: masked rows are) are directions
+    (tangents, normals), the other varying triples are points, in column order. With K points
+    and m*K directions, each point's m directions either follow it or come in m blocks of K.
+    Returns the directions' mean length, their worst and median deviation from 1, and the mean
+    |cos| between each step to the next point and the directions at its two ends, for the kind of
+    direction that follows the points best (about 1 when the frames match the points; far lower
+    when the points were rotated alone). None when no triple is a direction."""
+    n, d = xf.shape
+    if d % 3 or d < 9:
+        return None
+    v = xf.reshape(n, d // 3, 3)
+    norms = v.norm(dim=-1)
+    live = norms > 1e-6
+    dev = (norms - 1).abs().masked_fill(~live, float("nan"))
+    typical = torch.nanmedian(dev, dim=0).values
+    is_dir = typical < DIRECTION_DEV  # nan (never live) compares False
+    is_pt = ~is_dir & (norms.std(0) > 1e-6)
+    dirs = is_dir.nonzero().flatten().tolist()
+    pts = is_pt.nonzero().flatten().tolist()
+    if not dirs:
+        return None
+    live_dirs = live[:, dirs]
+    facts = {"directions": len(dirs), "points": len(pts),
+             "direction_norm": float(norms[:, dirs][live_dirs].mean()),
+             "direction_norm_dev": float(dev[:, dirs][live_dirs].max()),
+             "direction_norm_typical_dev": float(typical[dirs].max())}
+    k = len(pts)
+    if k < 2 or len(dirs) % k:
+        return facts
+    m = len(dirs) // k
+    follows = all(pts[j] < dirs[j * m] and (j + 1 == k or dirs[j * m + m - 1] < pts[j + 1])
+                  for j in range(k))
+    kinds = [[dirs[j * m + b] if follows else dirs[b * k + j] for j in range(k)]
+             for b in range(m)]
+    step = v[:, pts[1:]] - v[:, pts[:-1]]
+    sl = step.norm(dim=-1)
+    best = None
+    for cols in kinds:
+        # the mean of the tangents at both ends: parallel to the chord of an arc, whatever
+        # the sampling step
+        u = v[:, cols[:-1]] + v[:, cols[1:]]
+        ul = u.norm(dim=-1)
+        valid = (sl > 1e-6 * sl.max()) & (ul > 1e-6)
+        if not bool(valid.any()):
+            continue
+        cos = (step * u).sum(-1).abs() / (sl * ul).clamp_min(1e-12)
+        a = float(cos[valid].mean())
+        best = a if best is None or a > best else best
+    if best is not None and math.isfinite(best):
+        facts["tangent_alignment"] = best
     return facts
 
 

@@ -169,7 +169,7 @@ def runtime_findings(evidence: Evidence, static: Sequence[Finding],
     _blocked_gradients(evidence, steps, add)
     _modes(evidence, steps, add)
     _batchnorm_outside_steps(evidence, add)
-    if not _precision(steps, add):
+    if not _precision(evidence, steps, add):
         _low_precision_predictions(evidence, add)  # the same defect, seen at the loss call
     _accumulating(steps, add)
     _held_graphs(evidence, add)
@@ -337,7 +337,24 @@ def _batchnorm_outside_steps(evidence: Evidence, add) -> None:
                  f"{_when(evidence, e.__dict__, 'bn.forward')}"])
 
 
-def _precision(steps: list[StepFacts], add) -> bool:
+def _precision(evidence: Evidence, steps: list[StepFacts], add) -> bool:
+    """The backpropagated loss in float16/bfloat16, fp16 autocast without a GradScaler, or
+    parameters trained in low precision with no float32 master copy (GM301): at the model's
+    cast when there was one."""
+    updates = evidence.low_precision_updates(steps)
+    if updates:
+        s = next((s for s in steps if s.cast_cause), steps[0] if steps else None)
+        if s is not None:
+            cause = s.cast_cause or {"path": s.path, "line": s.line}
+            ev = list(updates)
+            if s.cast_cause:
+                ev.insert(0, f"{s.model or 'the model'} cast to {s.cast_cause.get('dtype')} at "
+                             f"{chain(s.cast_cause)}")
+            add("GM301", cause["path"], cause["line"],
+                f"the model is trained in {'/'.join(s.param_dtypes) or 'low precision'}: its "
+                f"updates are rounded to that precision",
+                "keep float32 parameters (autocast for the forward, or a float32 master copy)", ev)
+            return True
     for s in steps:
         if s.loss_dtype in ("float16", "bfloat16"):
             cause = s.cast_cause or {"path": s.path, "line": s.line}

@@ -182,6 +182,13 @@ def install(rec, torch) -> None:
             rec.add("batchnorm", {"kind": "stalled", "module": name, "step": rec.step_count,
                                   "detail": "momentum=0" if m.momentum == 0
                                   else "track_running_stats=False"})
+        elif m.training and torch.is_grad_enabled() and id(m) not in rec.bn_stalled_seen and \
+                m.momentum is None:
+            # a cumulative average: each batch weighs 1/num_batches_tracked, so the statistics
+            # stop following the model as it trains
+            rec.bn_stalled_seen.add(id(m))
+            rec.add("batchnorm", {"kind": "cumulative", "module": name, "step": rec.step_count,
+                                  "detail": "momentum=None"})
         if not m.training and torch.is_grad_enabled() and id(m) not in rec.bn_frozen_seen:
             rec.bn_frozen_seen.add(id(m))
             rec.add("batchnorm", {"kind": "frozen", "module": name, "step": rec.step_count})

@@ -26,6 +26,16 @@ def install(rec, torch) -> None:
         if sum(p.numel() for p in params) <= 50_000_000:
             rec.snapshots[id(optimizer)] = [(rec.param_name(p), p, p.detach().clone()) for p in params]
 
+    def dtypes(optimizer) -> dict:
+        """Floating dtypes of the parameters an optimizer steps and of its state tensors."""
+        params = [p for g in optimizer.param_groups for p in g["params"]]
+        state = [t for st in optimizer.state.values() for t in st.values()
+                 if isinstance(t, torch.Tensor) and t.dim()]
+        return {"param_dtypes": sorted({rec.short(p.dtype) for p in params
+                                        if p.is_floating_point()}),
+                "state_dtypes": sorted({rec.short(t.dtype) for t in state
+                                        if t.is_floating_point()})}
+
     def last_model():
         return rec.last_model() if rec.last_model is not None else None
 
@@ -55,7 +65,8 @@ def install(rec, torch) -> None:
                                                             and not p.requires_grad][:200],
                                        "optimizer_built_at": built(rec.opt_built, optimizer),
                                        "model_built_at": built(rec.built_at, model),
-                                       "replaced_built_at": replaced(optimizer, model)})
+                                       "replaced_built_at": replaced(optimizer, model),
+                                       **dtypes(optimizer)})
         snap = rec.snapshots.pop(id(optimizer), None)
         if snap and rec.steps:
             diffs = torch.stack([(p.detach().float() - old.float()).abs().max()

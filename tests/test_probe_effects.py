@@ -4,7 +4,6 @@ input statistics, graphs held across steps, samples changed in place, point-fram
 
 from __future__ import annotations
 
-import math
 import sys
 import textwrap
 
@@ -106,27 +105,50 @@ def test_cached_sample_changed_in_place(evidence):
     assert parts.dataset == "Parts" and parts.refetched >= 8 and parts.inplace == parts.refetched
 
 
-def _line(k: int = 12) -> "torch.Tensor":
-    """One straight entity of K points: xyz along (1, 2, 0), unit tangent along it, unit normal."""
-    t = torch.linspace(0, 1, k)[:, None]
-    direction = torch.tensor([1.0, 2.0, 0.0])
-    tangent = direction / direction.norm()
-    normal = torch.tensor([2.0, -1.0, 0.0]) / math.sqrt(5)
-    pts = torch.cat([t * direction, tangent.expand(k, 3), normal.expand(k, 3)], dim=1)
-    return pts.reshape(1, -1)
+def _arcs(n: int = 8, k: int = 8) -> "torch.Tensor":
+    """``n`` arcs of ``k`` points, in random orientations: (n, k, 3) points, unit tangents and
+    unit normals."""
+    g = torch.Generator().manual_seed(0)
+    out = []
+    for _ in range(n):
+        t = torch.linspace(0, 2.0, k) + float(torch.rand(1, generator=g))
+        pts = torch.stack([3 * t.cos() + 2, 3 * t.sin(), torch.zeros(k)], 1)
+        tangent = torch.stack([-t.sin(), t.cos(), torch.zeros(k)], 1)
+        normal = torch.stack([t.cos(), t.sin(), torch.zeros(k)], 1)
+        q, _ = torch.linalg.qr(torch.randn(3, 3, generator=g))
+        out.append(torch.stack([pts @ q.T, tangent @ q.T, normal @ q.T]))
+    return torch.stack(out, 1)  # (3, n, k, 3)
 
 
-def test_frame_stats_of_point_features():
+def _block(parts) -> "torch.Tensor":
+    """[xyz * K | tangent * K | normal * K] per row."""
+    return torch.cat([p.reshape(p.shape[0], -1) for p in parts], 1)
+
+
+def _interleaved(parts) -> "torch.Tensor":
+    """K x (xyz, tangent, normal) per row."""
+    return torch.cat(list(parts), -1).reshape(parts[0].shape[0], -1)
+
+
+@pytest.mark.parametrize("layout", [_block, _interleaved])
+def test_frame_stats_read_the_layout_from_the_values(layout):
     from auditor.probe.recorder import _frame_stats
 
-    x = _line().repeat(4, 1)
-    clean = _frame_stats(torch, x)
-    assert clean["tangent_alignment"] == pytest.approx(1.0, abs=1e-5)
-    assert clean["tangent_norm_dev"] < 1e-5 and clean["tangent_normal_cos"] < 1e-5
-    pts = x.reshape(4, 12, 9).clone()
-    rotation = torch.tensor([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
-    pts[..., :3] = pts[..., :3] @ rotation.T  # coordinates only
-    rotated = _frame_stats(torch, pts.reshape(4, -1))
-    assert rotated["tangent_alignment"] < 0.1 and rotated["tangent_norm_dev"] < 1e-5
-    pts[..., 3:6] += 0.05  # noise on the tangents
-    assert _frame_stats(torch, pts.reshape(4, -1))["tangent_norm_dev"] > 1e-3
+    parts = _arcs()
+    clean = _frame_stats(torch, layout(parts))
+    assert clean["directions"] == 16 and clean["points"] == 8
+    assert clean["tangent_alignment"] == pytest.approx(1.0, abs=1e-4)
+    assert clean["direction_norm_dev"] < 1e-5
+    rot = torch.tensor([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])
+    rotated_all = _frame_stats(torch, layout(parts @ rot.T))  # a consistent augmentation
+    assert rotated_all["tangent_alignment"] == pytest.approx(1.0, abs=1e-4)
+    coords_only = parts.clone()
+    coords_only[0] = coords_only[0] @ rot.T
+    rotated = _frame_stats(torch, layout(coords_only))
+    assert rotated["tangent_alignment"] < 0.9 and rotated["direction_norm_dev"] < 1e-5
+    noisy = parts.clone()
+    noisy[1:] += 0.02 * torch.randn(noisy[1:].shape, generator=torch.Generator().manual_seed(1))
+    assert _frame_stats(torch, layout(noisy))["direction_norm_typical_dev"] > 1e-3
+    masked = layout(parts)
+    masked[::2] = 0.0  # masked nodes (GraphMAE zeroes them before its encoder)
+    assert _frame_stats(torch, masked)["direction_norm_dev"] < 1e-5

@@ -44,7 +44,7 @@ MIN_AUTO_STEPS = 3
 DETAIL_STEPS = 6  # steps with every fact recorded (see Recorder.detailed_step)
 DETAIL_EVERY = 10
 MAX_RECON_NODES = 4  # masked nodes whose rows the reconstruction sample keeps
-MAX_LOSS_TERMS = 32  # terms of the backpropagated sum looked for in the user's frames
+MAX_LOSS_NODES = 256  # nodes of the backpropagated sum walked to find its named terms
 MAX_INPUT_BATCHES = 12  # training forwards whose input feature statistics are recorded
 DIRECTION_DEV = 0.05  # median |length - 1| of a column triple below this: a direction vector
 MAX_SAMPLE_PRINTS = 50_000  # dataset samples fingerprinted (GM503: a sample drawn again)
@@ -868,34 +868,43 @@ class Recorder:
                 self.collect_components(value, name, depth + 1)
 
     def term_components(self, loss) -> None:
-        """The terms of the sum the backpropagated loss is (``a + w * b - c``: the nodes below
-        its additions and scalar factors) that the user's frames around the backward hold under
-        a name (a local variable, a dict's key): candidate loss components too, a term added
-        outside the model's forward (a regulariser in the training step) among them."""
+        """The terms of the sum the backpropagated loss is (``a + w * b - c``: below its
+        additions and scalar factors) that the user's frames around the backward hold under a
+        name (a local variable, a dict's key), the outermost named node of each: candidate loss
+        components too, a term added outside the model's forward (a regulariser in the training
+        step) among them."""
         if loss is None or loss.grad_fn is None:
             return
         torch = self.torch
         known = [t for _, ref in self.cur["components"] if (t := ref()) is not None]
-        held, known_fns = {id(t) for t in known}, {t.grad_fn for t in known}
-        terms, stack, visits = set(), [loss.grad_fn], 0
-        while stack and len(terms) < MAX_LOSS_TERMS and visits < 8 * MAX_LOSS_TERMS:
-            fn, visits = stack.pop(), visits + 1
-            children = [n for n, _ in fn.next_functions if n is not None]
-            name = type(fn).__name__
-            # a component already known (a model's output) is one term, not split in its parts
-            if fn not in known_fns and (name.startswith(("AddBackward", "SubBackward")) or (
-                    name.startswith(("MulBackward", "DivBackward", "NegBackward"))
-                    and len(children) == 1)):
-                stack.extend(children)
-            else:
-                terms.add(fn)
+        held = {id(t) for t in known}
+        # a component already known (a model's output) is one term, not split in its parts
+        stops = {t.grad_fn for t in known}
+        named: dict = {}
         for frame in self.user_frames(3):
             for var, value in list(frame.f_locals.items()):
-                named = value.items() if isinstance(value, dict) else [(var, value)]
-                for key, t in list(named)[:32]:
-                    if isinstance(t, torch.Tensor) and t.grad_fn in terms and id(t) not in held:
-                        held.add(id(t))
-                        self.cur["components"].append((str(key), weakref.ref(t)))
+                pairs = value.items() if isinstance(value, dict) else [(var, value)]
+                for key, t in list(pairs)[:32]:
+                    if isinstance(t, torch.Tensor) and t.grad_fn is not None \
+                            and t.grad_fn is not loss.grad_fn and t.numel() == 1:
+                        named.setdefault(t.grad_fn, (str(key), t))
+        if not named:
+            return
+        stack, visits = [loss.grad_fn], 0
+        while stack and visits < MAX_LOSS_NODES:
+            fn, visits = stack.pop(), visits + 1
+            if fn in named and fn is not loss.grad_fn:
+                name, t = named.pop(fn)
+                if id(t) not in held:
+                    held.add(id(t))
+                    self.cur["components"].append((name, weakref.ref(t)))
+                continue
+            children = [n for n, _ in fn.next_functions if n is not None]
+            kind = type(fn).__name__
+            if fn not in stops and (kind.startswith(("AddBackward", "SubBackward")) or (
+                    kind.startswith(("MulBackward", "DivBackward", "NegBackward"))
+                    and len(children) == 1)):
+                stack.extend(children)
 
     def user_frames(self, limit: int) -> list:
         """The innermost ``limit`` frames of user code calling into the recorder."""

@@ -1,7 +1,8 @@
 """Defects whose loss looks normal, confirmed by what the run shows at the step: parameters
 trained in bfloat16 with a float32 loss (GM301), BatchNorm statistics averaged over the whole
 run (GM202), an extra loss term weighted by a default (GM402), coordinates rotated without their
-frames in a block feature layout (GM503). Each program runs once under `gm-audit probe`."""
+frames in a block feature layout (GM503); and a finding on a def line whose function never ran
+(the def itself ran at import) left unexercised. Each program runs once under `gm-audit probe`."""
 
 from __future__ import annotations
 
@@ -58,6 +59,10 @@ class Net(nn.Module):
         return self.dec(torch.relu(self.bn(self.enc(x))))
 
 
+def weighted_loss(pred, x, w_coord=1.0, w_rest=0.0):
+    return w_coord * F.mse_loss(pred[:, :3], x[:, :3]) + w_rest * F.mse_loss(pred[:, 3:], x[:, 3:])
+
+
 torch.manual_seed(0)
 model = Net()
 for module in model.modules():
@@ -67,7 +72,7 @@ opt = torch.optim.SGD(model.parameters(), lr=cfg["lr"])
 for step in range(20):
     x = torch.randn(32, 6)
     pred = model(x)
-    loss = F.mse_loss(pred, x)
+    loss = F.mse_loss(pred, x) if step < 100 else weighted_loss(pred, x)
     smooth = (pred[1:] - pred[:-1]).pow(2).mean()
     loss = loss + cfg.get("smooth_weight", 1.0) * smooth
     drift = 1e-5 * pred.mean().abs()
@@ -153,8 +158,10 @@ def test_cumulative_batchnorm_and_extra_loss_terms(cli, tmp_path):
     (bn,) = by_rule(data, "GM202")
     assert any("momentum=None" in e for e in bn["evidence"])
     # the term that weighs in the loss is confirmed; the one that carries nothing is refuted
+    # a signature whose function never ran is unexercised, though its def ran at import
     assert statuses(data, "GM402") == {line_of(text, '"smooth_weight"'): "confirmed",
-                                       line_of(text, '"drift_weight"'): "refuted"}
+                                       line_of(text, '"drift_weight"'): "refuted",
+                                       line_of(text, "def weighted_loss"): "unexercised"}
 
 
 def test_coordinates_rotated_without_their_frames(cli, tmp_path):

@@ -380,11 +380,20 @@ class Recorder:
                 if rel in watched:
                     self.files_run.add(rel)  # imported (or run) by this program
                 if lines:
-                    mine = {ln for _, _, ln in code.co_lines() if ln} & lines
-                    if mine:
-                        entry = (rel, mine)
+                    # a def/class header (decorators, signature, defaults) runs when its function
+                    # is called, not when the enclosing code defines it (at import)
+                    nested = set().union(*(_header(c) for c in code.co_consts
+                                           if _defined(c)), set())
+                    mine = ({ln for _, _, ln in code.co_lines() if ln} - nested) & lines
+                    own = _header(code) & lines if _defined(code) else set()
+                    if mine or own:
+                        entry = (rel, mine - own, own)
                 code_lines[code] = entry
-            return local if entry else None
+            if entry and entry[2]:
+                for ln in entry[2]:
+                    key = (entry[0], ln)
+                    hits[key] = hits.get(key, 0) + 1
+            return local if entry and entry[1] else None
 
         self.tracing = True
         self.global_trace = global_trace
@@ -1228,6 +1237,18 @@ class Recorder:
         zero_in = int((g.in_degrees() == 0).sum())
         return {"num_nodes": int(n), "num_edges": int(g.num_edges()), "self_loops": loops,
                 "multi_loop_nodes": multi, "zero_in_degree": zero_in}
+
+
+def _defined(code) -> bool:
+    """A code object of a def or class statement (not a module, lambda or comprehension)."""
+    return hasattr(code, "co_lines") and not code.co_name.startswith("<")
+
+
+def _header(code) -> set:
+    """The lines of a function's or class's header: decorators, signature, default values."""
+    first = code.co_firstlineno
+    body = min((ln for _, _, ln in code.co_lines() if ln and ln > first), default=first + 1)
+    return set(range(first, body))
 
 
 def _feature_matrices(torch, args) -> list:

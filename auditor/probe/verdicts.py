@@ -35,7 +35,8 @@ GM202      BatchNorm running statistics moved by a train-mode forward with gradi
            warm-up or extra forward outside the training step): at the call that made it (the
            first user frame outside the model's own methods)
 GM301      the backpropagated loss in float16/bfloat16 (at the model's cast when there was
-           one); fp16 autocast without a GradScaler; a loss fed a low-precision prediction
+           one); fp16 autocast without a GradScaler; parameters an optimizer steps in
+           float16/bfloat16 (no float32 master copy); a loss fed a low-precision prediction
 GM401      a sum (``.sum()``, ``reduction='sum'``) over the nodes in the backpropagated loss,
            not divided by their count: at the sum (an ``nn`` loss module's construction)
 GM402      parameters the loss reaches that get exactly zero gradient at every step
@@ -341,28 +342,11 @@ def _precision(evidence: Evidence, steps: list[StepFacts], add) -> bool:
     """The backpropagated loss in float16/bfloat16, fp16 autocast without a GradScaler, or
     parameters trained in low precision with no float32 master copy (GM301): at the model's
     cast when there was one."""
-    updates = evidence.low_precision_updates(steps)
-    if updates:
-        s = next((s for s in steps if s.cast_cause), steps[0] if steps else None)
-        if s is not None:
-            cause = s.cast_cause or {"path": s.path, "line": s.line}
-            ev = list(updates)
-            if s.cast_cause:
-                ev.insert(0, f"{s.model or 'the model'} cast to {s.cast_cause.get('dtype')} at "
-                             f"{chain(s.cast_cause)}")
-            add("GM301", cause["path"], cause["line"],
-                f"the model is trained in {'/'.join(s.param_dtypes) or 'low precision'}: its "
-                f"updates are rounded to that precision",
-                "keep float32 parameters (autocast for the forward, or a float32 master copy)", ev)
-            return True
     for s in steps:
         if s.loss_dtype in ("float16", "bfloat16"):
-            cause = s.cast_cause or {"path": s.path, "line": s.line}
-            ev = [f"step {s.index}: loss dtype {s.loss_dtype}, value {s.loss_value}, backward at "
-                  f"{s.path}:{s.line}"]
-            if s.cast_cause:
-                ev.insert(0, f"{s.model or 'the model'} cast to {s.cast_cause.get('dtype')} at "
-                             f"{chain(s.cast_cause)}")
+            cause, ev = _cast_site(s)
+            ev.append(f"step {s.index}: loss dtype {s.loss_dtype}, value {s.loss_value}, "
+                      f"backward at {s.path}:{s.line}")
             add("GM301", cause["path"], cause["line"], f"the backpropagated loss is {s.loss_dtype}",
                 "compute the loss in float32 (outside autocast, or cast the prediction .float())",
                 ev)
@@ -373,7 +357,27 @@ def _precision(evidence: Evidence, steps: list[StepFacts], add) -> bool:
                 "scale the loss with torch.cuda.amp.GradScaler (scaler.scale(loss).backward())",
                 [f"step {s.index}: forward under float16 autocast, no GradScaler.scale"])
             return True
+    updates = evidence.low_precision_updates(steps)
+    if updates:
+        s = next((s for s in steps if s.cast_cause), steps[0] if steps else None)
+        if s is not None:
+            cause, ev = _cast_site(s)
+            add("GM301", cause["path"], cause["line"],
+                f"the model is trained in {'/'.join(s.param_dtypes) or 'low precision'}: its "
+                f"updates are rounded to that precision",
+                "keep float32 parameters (autocast for the forward, or a float32 master copy)",
+                ev + updates)
+            return True
     return False
+
+
+def _cast_site(s: StepFacts) -> tuple[dict, list[str]]:
+    """Where a step's low precision came from: the model's cast (with the calls that led to
+    it) when the recorder saw one, else the backward."""
+    if not s.cast_cause:
+        return {"path": s.path, "line": s.line}, []
+    return s.cast_cause, [f"{s.model or 'the model'} cast to {s.cast_cause.get('dtype')} at "
+                          f"{chain(s.cast_cause)}"]
 
 
 def _low_precision_predictions(evidence: Evidence, add) -> None:

@@ -301,14 +301,23 @@ class Snapshot:
         for key, a in inputs:
             if isinstance(a, torch.Tensor):
                 cur["features"].append((id(module), key, self.tensor(a, self.full())))
-            elif id(module) not in cur["graph_of"]:
+                continue
+            if id(module) not in cur["graph_of"]:
                 cur["graph_of"][id(module)] = True
                 cur["graphs"].append((id(module), self.graph(a)))
-                if root:
-                    for name, v in a.ndata.items():
-                        if isinstance(v, torch.Tensor) and v.is_floating_point():
-                            cur["features"].append((id(module), f"ndata.{name}",
-                                                    self.tensor(v, self.full())))
+            if root and id(a) not in cur["batch_graphs"]:
+                self.note_batch(a)
+
+    def note_batch(self, g) -> None:
+        """The node features of a graph the data pipeline hands over (entering a root forward),
+        named by the order the graphs arrive, not by the module they enter: a pipeline that
+        calls its model's parts one by one feeds the same batch as a script calling the model
+        (a collate function's augmentation or per-batch normalisation shows here)."""
+        cur = self.cur
+        k = cur["batch_graphs"][id(g)] = len(cur["batch_graphs"])
+        for name, v in g.ndata.items():
+            if isinstance(v, self.torch.Tensor) and v.is_floating_point():
+                cur["batch"][f"graph[{k}].ndata.{name}"] = self.tensor(v, self.full())
 
     def start_step(self, module) -> None:
         cands = self.top_level([module, *self.frame_modules()])
@@ -319,7 +328,8 @@ class Snapshot:
         if not self.steps:
             self.note_init(cands)
         self.cur = {"cands": [weakref.ref(m) for m in cands], "modes": modes, "graphs": [],
-                    "graph_of": {}, "features": [], "outputs": [], "classes": {},
+                    "graph_of": {}, "features": [], "batch_graphs": {}, "batch": {},
+                    "outputs": [], "classes": {},
                     "masks": list(self.masks)}
         self.masks = []
 
@@ -391,11 +401,33 @@ class Snapshot:
                     best, best_n = m, n
             cur["top"] = id(best) if best is not None else None
             cur["model"] = weakref.ref(self.unwrap(best)) if best is not None else None
+            if best is not None:
+                cur["stale"] = self.stale_grads(self.unwrap(best))
+            cur["rngs"] = self.rng_use()
         except Exception:
             if os.environ.get("GM_AUDIT_DEBUG"):
                 import traceback
 
                 traceback.print_exc()
+
+    @staticmethod
+    def stale_grads(model) -> dict:
+        """name -> norm of the gradient a parameter already holds as the backward starts (0 when
+        cleared): what this backward adds to, when the program does not clear it each step."""
+        return {strip_prefixes(n): {"gradient before backward":
+                                    0.0 if p.grad is None else float(p.grad.detach().norm())}
+                for n, p in model.named_parameters()}
+
+    def rng_use(self) -> dict:
+        """Global RNG -> whether the program seeded it and how often it drew from it so far.
+        Every generator is seeded at start-up for the comparison, which hides one the program
+        itself never seeds: its draws would change from run to run."""
+        rec = self.rec
+        rec.check_rngs()
+        seeded = {s.get("rng") for s in rec.lists["seeds"]}
+        return {rng: {"seeded": rng in seeded,
+                      "draws": int((rec.rng_draws.get(rng) or {}).get("count", 0))}
+                for rng in set(rec.rng_draws) | seeded}
 
     def note_progress(self) -> None:
         now = time.monotonic()
@@ -457,8 +489,9 @@ class Snapshot:
                 "classes": classes if not self.steps else {},
                 "modes": {strip_prefixes(n): cur["modes"][id(m)]
                           for n, m in model.named_modules() if id(m) in cur["modes"]},
-                "graphs": {}, "features": {}, "masks": cur["masks"], "forward": {},
-                "loss": {"loss": cur["loss"]}, "grad": cur.get("grad"), "update": cur.get("update"),
+                "graphs": {}, "features": {}, "batch": cur["batch"], "rngs": cur.get("rngs") or {},
+                "masks": cur["masks"], "forward": {}, "loss": {"loss": cur["loss"]},
+                "stale": cur.get("stale"), "grad": cur.get("grad"), "update": cur.get("update"),
                 "lines": self.new_lines()}
         self.model = weakref.ref(model)
         used: dict = {}

@@ -62,10 +62,10 @@ def stage_items(step: dict, stage: str) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for name, facts in (step.get("graphs") or {}).items():
             out[f"graph→{name or '<model>'}"] = {"facts": facts}
-        for name, t in (step.get("batch") or {}).items():
-            out[f"batch {name}"] = t
         for name, t in (step.get("features") or {}).items():
             out[f"features {name}"] = t
+        for name, t in (step.get("batch") or {}).items():
+            out[f"batch {name}"] = t
         for i, t in enumerate(step.get("masks") or []):
             out[f"mask[{i}]"] = t
         for name, use in (step.get("rngs") or {}).items():
@@ -233,7 +233,7 @@ def compare_runs(ref: dict, cand: dict, tol: Tolerance) -> tuple[list[StageResul
             seen[stage][1] |= bool(b)
             res = results[stage]
             edges = frozenset(f.get("num_edges") for f in (ref_steps[k].get("graphs") or {}).values()) \
-                if stage == "forward" else frozenset()
+                if stage in ("input", "forward") else frozenset()
             items: list[Item] = []
             for name in [*a, *(n for n in b if n not in a)]:
                 if name not in b:

@@ -7,13 +7,16 @@ soon as the program imports them) with ``GM_AUDIT_DIFF_SEED``, then records, per
 of the step budget, by object identity:
 
 * ``init``: parameters and buffers of every candidate model before the first forward,
-* ``input``: facts of each DGL graph entering a module (counts, self loops, in-degree histogram)
-  and the node features of graphs entering a root forward; the masks (``torch.randperm`` called
-  directly by user code),
+* ``input``: facts of each DGL graph entering a module (counts, self loops, in-degree histogram);
+  the tensors entering a root forward, by module; the batch: the DataLoader's latest batch as the
+  step starts, and the node and edge features of each graph entering a root forward, by order of
+  arrival; the masks (``torch.randperm`` called directly by user code); the program's seeding and
+  draws of each global RNG,
 * ``mode``: the ``training`` flag of every module at the step's first forward,
 * ``forward``: the outputs of every module,
 * ``loss``: the backpropagated tensor, and the root model's scalar outputs (loss components),
-* ``grad``: ``.grad`` of every parameter after the backward,
+* ``grad``: the norm of the ``.grad`` each parameter holds as the backward starts (``stale``),
+  ``.grad`` of every parameter after the backward,
 * ``update``: the parameters and buffers after the first ``optimizer.step()`` that follows it, taken
   again when the next training step starts (what happened in between counts: an extra forward in
   training mode moves the BatchNorm running statistics),
@@ -92,6 +95,7 @@ class Snapshot:
         self.steps: list[dict] = []
         self.cur = None  # capture of the step in progress
         self.masks: list = []  # randperm outputs since the last backward
+        self.fetched = None  # the DataLoader's latest batch, until a training step starts
         self.init: dict[int, dict] = {}  # id(top-level module) -> {name: record}
         self.model = None  # weakref of the model the last recorded step trained
         self.written = False
@@ -141,6 +145,15 @@ class Snapshot:
             return randperm
 
         rec.patch(torch, "randperm", randperm_wrapper)
+
+        def next_wrapper(original):
+            def __next__(self):
+                out = original(self)
+                snap.fetched = out  # the batch the step that starts next trains on
+                return out
+            return __next__
+
+        rec.patch(torch.utils.data.dataloader._BaseDataLoaderIter, "__next__", next_wrapper)
 
     def budget(self) -> int:
         return self.steps_wanted or self.rec.budget_steps or 1
@@ -306,18 +319,26 @@ class Snapshot:
                 cur["graph_of"][id(module)] = True
                 cur["graphs"].append((id(module), self.graph(a)))
             if root and id(a) not in cur["batch_graphs"]:
-                self.note_batch(a)
+                # a graph carries its features into whichever of the model's parts the pipeline
+                # calls: named by arrival, not by the module it enters
+                key = cur["batch_graphs"][id(a)] = f"graph[{len(cur['batch_graphs'])}]"
+                self.note_batch(key, a)
 
-    def note_batch(self, g) -> None:
-        """The node features of a graph the data pipeline hands over (entering a root forward),
-        named by the order the graphs arrive, not by the module they enter: a pipeline that
-        calls its model's parts one by one feeds the same batch as a script calling the model
-        (a collate function's augmentation or per-batch normalisation shows here)."""
-        cur = self.cur
-        k = cur["batch_graphs"][id(g)] = len(cur["batch_graphs"])
-        for name, v in g.ndata.items():
-            if isinstance(v, self.torch.Tensor) and v.is_floating_point():
-                cur["batch"][f"graph[{k}].ndata.{name}"] = self.tensor(v, self.full())
+    def note_batch(self, key: str, value) -> None:
+        """What the data pipeline hands the model, independent of the module it enters (a
+        pipeline that calls its model's parts one by one feeds the same batch as a script calling
+        the model): a collate function's augmentation or per-batch normalisation shows here."""
+        torch, batch = self.torch, self.cur["batch"]
+        items: list = []
+        self.tensors_of(value, key, items, graphs=True)
+        for name, a in items:
+            if isinstance(a, torch.Tensor):
+                batch[name] = self.tensor(a, self.full())
+                continue
+            for kind, data in (("ndata", a.ndata), ("edata", a.edata)):
+                for field, v in data.items():
+                    if isinstance(v, torch.Tensor) and v.is_floating_point():
+                        batch[f"{name}.{kind}.{field}"] = self.tensor(v, self.full())
 
     def start_step(self, module) -> None:
         cands = self.top_level([module, *self.frame_modules()])
@@ -332,6 +353,9 @@ class Snapshot:
                     "outputs": [], "classes": {},
                     "masks": list(self.masks)}
         self.masks = []
+        if self.fetched is not None:
+            self.note_batch("loader", self.fetched)
+            self.fetched = None
 
     def note_init(self, modules: list) -> None:
         for top in self.top_level(modules):

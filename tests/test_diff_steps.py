@@ -30,7 +30,8 @@ def diff(tmp_path: Path, *changes: tuple[str, str]) -> dict:
 
 @pytest.mark.parametrize("changes, stage, name, rule, line", [
     # an augmentation in the collate function: the batch differs, at the function's definition
-    ((("collate_fn=collate", "collate_fn=jitter"), ("import Points, collate,", "import Points, jitter,")),
+    ((("collate_fn=collate", "collate_fn=jitter"),
+      ("import Points, collate,", "import Points, jitter,")),
      "input", "batch loader", "GM502", ("data.py", 21)),
     # numpy left out of the seeding: the diff's own seed hides the masks' variation
     ((("    np.random.seed(seed)\n", ""),), "input", "rng numpy", "GM603", ("train.py", 12)),

@@ -111,8 +111,9 @@ def explain(stage: str, item: Item, ref: Evidence, cand: Evidence, ref_snap: dic
             return Cause("GM603", why="the masks differ: the RNG is seeded or consumed differently")
         if item.name.startswith(RNG_PREFIX):
             return _unseeded_cause(item.name[len(RNG_PREFIX):], ref, cand)
-        for r in (r for r in cand.calls("collate") if (r.path, r.line) not in _sites(ref, "collate")):
-            return Cause("GM502", r.path, r.line, f"the batches pass through {r.arg('fn') or 'a collate function'} "
+        ref_collates = _sites(ref, "collate")
+        for r in (r for r in cand.calls("collate") if (r.path, r.line) not in ref_collates):
+            return Cause("GM502", r.path, r.line, f"the batches pass through {r.arg('fn')} "
                                                   f"({r.path}:{r.line}), which the reference does "
                                                   "not use: it changes what the model receives")
         return Cause("GM502", why="the node features differ: normalisation (GM502) or "
@@ -173,7 +174,8 @@ def explain(stage: str, item: Item, ref: Evidence, cand: Evidence, ref_snap: dic
                 return Cause("GM102", r.path, r.line, f"{r.kind} region at {_chain(r)} in the "
                                                       "training forward")
             return Cause("GM101", why="the loss's autograd graph does not reach these parameters")
-        if item.name.endswith(STALE_SUFFIX) or (step > 1 and s is not None and s.zero_grad_calls == 0):
+        stale = item.name.endswith(STALE_SUFFIX)
+        if stale or (step > 1 and s is not None and s.zero_grad_calls == 0):
             clears = [r for r in cand.calls("zero_grad") if max(r.steps or [0]) < step - 1]
             if clears:  # the last zero_grad ran before the steps that accumulate
                 r = clears[-1]
@@ -201,13 +203,14 @@ def explain(stage: str, item: Item, ref: Evidence, cand: Evidence, ref_snap: dic
 
 
 def _unseeded_cause(rng: str, ref: Evidence, cand: Evidence) -> Cause:
-    """A global RNG the candidate draws from and never seeds: at the candidate's seeding call
-    that leaves it out (where it seeds the others), else where the reference seeds it."""
+    """A global RNG the candidate draws from and never seeds: at the candidate's first seeding
+    call (where it seeds the others and leaves this one out), else where the reference seeds
+    it."""
     why = (f"{rng}'s global RNG is drawn from in training but never seeded by the candidate "
            "(the reference seeds it): its runs are not reproducible")
-    for x in (cand.seeds or ref.seeds):
-        if x.path and (cand.seeds or x.rng == rng):
-            return Cause("GM603", x.path, x.line, why)
+    sites = [x for x in cand.seeds if x.path] or [x for x in ref.seeds if x.path and x.rng == rng]
+    if sites:
+        return Cause("GM603", sites[0].path, sites[0].line, why)
     return Cause("GM603", why=why)
 
 

@@ -146,7 +146,7 @@ def test_agreement_names_the_flagged_lines_and_the_step_to_ask_for(cli, tmp_path
     data = json.loads(proc.stdout)
     assert data["first_divergence"] is None, proc.stdout
     [note] = [n for n in data["notes"] if n.startswith("no divergence, but")]
-    assert "GM201 at train.py:10" in note and "1 of them never ran in the 1 step(s) compared" in note
+    assert "GM201 at train.py:10" in note and "1 of them never ran in the 2 step(s) compared" in note
     assert "--steps" in note
 
 

@@ -96,7 +96,7 @@ def rename(snapshot: dict, prefix: str) -> dict:
     steps = []
     for step in snapshot.get("steps") or []:
         new = dict(step)
-        for key in ("init", "grad", "update"):
+        for key in ("init", "stale", "grad", "update"):
             if step.get(key) is not None:
                 new[key] = {_param(n, prefix): v for n, v in step[key].items()}
         for key in ("modes", "classes", "graphs"):

@@ -7,14 +7,16 @@ event the candidate has and the reference has not:
 init       ``load_state_dict`` before the first backward (GM601); parameters of another dtype
            (GM301); otherwise differently seeded or consumed RNGs (GM603)
 input      ``add_self_loop`` making nodes carry several self loops (GM501); features that
-           differ (GM502 normalisation, GM503 augmentation); masks that differ (GM603)
+           differ (GM502 normalisation, GM503 augmentation: at a user collate function the
+           reference does not use); masks that differ, a global RNG drawn from and never
+           seeded where the reference seeds it (GM603)
 mode       ``.eval()`` / ``.train(False)`` before the step (GM201)
 forward    an autocast region (GM301)
 loss       a loss call with ``reduction='sum'`` (GM401); a low-precision loss (GM301); other
            weights or terms (GM402)
 grad       frozen parameters (GM103); a user ``.detach()``/``.data`` (GM101); a
            ``no_grad``/``set_grad_enabled``/``inference_mode`` region (GM102); gradients of
-           several steps accumulated without ``zero_grad`` (GM104)
+           several steps accumulated without ``zero_grad``, or held before a backward (GM104)
 update     BatchNorm running statistics moved by a forward in training mode the reference does not
            run (an extra forward between steps), or reset (GM202); trained parameters in no
            optimizer, or an optimizer over other ones (GM105)
@@ -33,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from auditor.diff.compare import Item
+from auditor.diff.compare import RNG_PREFIX, STALE_SUFFIX, Item
 from auditor.findings import Finding
 from auditor.probe.causes import chain, frozen_cause, optimizer_cause
 from auditor.probe.evidence import CallRecord, Evidence
@@ -107,6 +109,13 @@ def explain(stage: str, item: Item, ref: Evidence, cand: Evidence, ref_snap: dic
             return Cause(None, why="the graphs entering the model differ")
         if item.name.startswith("mask"):
             return Cause("GM603", why="the masks differ: the RNG is seeded or consumed differently")
+        if item.name.startswith(RNG_PREFIX):
+            return _unseeded_cause(item.name[len(RNG_PREFIX):], ref, cand)
+        ref_collates = _sites(ref, "collate")
+        for r in (r for r in cand.calls("collate") if (r.path, r.line) not in ref_collates):
+            return Cause("GM502", r.path, r.line, f"the batches pass through {r.arg('fn')} "
+                                                  f"({r.path}:{r.line}), which the reference does "
+                                                  "not use: it changes what the model receives")
         return Cause("GM502", why="the node features differ: normalisation (GM502) or "
                                   "augmentation (GM503)")
     if stage == "mode":
@@ -165,7 +174,17 @@ def explain(stage: str, item: Item, ref: Evidence, cand: Evidence, ref_snap: dic
                 return Cause("GM102", r.path, r.line, f"{r.kind} region at {_chain(r)} in the "
                                                       "training forward")
             return Cause("GM101", why="the loss's autograd graph does not reach these parameters")
-        if step > 1 and s is not None and s.zero_grad_calls == 0:
+        stale = item.name.endswith(STALE_SUFFIX)
+        if stale or (step > 1 and s is not None and s.zero_grad_calls == 0):
+            clears = [r for r in cand.calls("zero_grad") if max(r.steps or [0]) < step - 1]
+            if clears:  # the last zero_grad ran before the steps that accumulate
+                r = clears[-1]
+                return Cause("GM104", r.path, r.line, f"zero_grad() at {_chain(r)} last ran "
+                                                      f"before step {max(r.steps or [0]) + 1}, "
+                                                      "not in every step: gradients accumulate")
+            if s is None:
+                return Cause("GM104", why="gradients of an earlier step are still held when the "
+                                          "backward starts: gradients accumulate")
             return Cause("GM104", s.path, s.line, "no zero_grad() since the previous step: "
                                                   "gradients accumulate")
         return Cause(None, why="the gradients differ")
@@ -181,6 +200,18 @@ def explain(stage: str, item: Item, ref: Evidence, cand: Evidence, ref_snap: dic
                                                       "model's parameters")
         return Cause(None, why="the optimizer updates differ")
     return Cause(None)
+
+
+def _unseeded_cause(rng: str, ref: Evidence, cand: Evidence) -> Cause:
+    """A global RNG the candidate draws from and never seeds: at the candidate's first seeding
+    call (where it seeds the others and leaves this one out), else where the reference seeds
+    it."""
+    why = (f"{rng}'s global RNG is drawn from in training but never seeded by the candidate "
+           "(the reference seeds it): its runs are not reproducible")
+    sites = [x for x in cand.seeds if x.path] or [x for x in ref.seeds if x.path and x.rng == rng]
+    if sites:
+        return Cause("GM603", sites[0].path, sites[0].line, why)
+    return Cause("GM603", why=why)
 
 
 def _batchnorm_cause(ref: Evidence, cand: Evidence, step: int) -> Cause:

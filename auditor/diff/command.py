@@ -2,7 +2,7 @@
 
 Each command runs under the probe's recorder (``auditor/probe/launch.py``) in snapshot mode
 (``auditor/diff/snapshot.py``): every RNG seeded with ``--seed`` at start-up, ``--steps`` training
-steps (default 1) recorded stage by stage, the process stopped when the next one starts. The two
+steps (default 2) recorded stage by stage, the process stopped when the next one starts. The two
 runs go concurrently. ``--steps auto`` (the probe's, ``auditor/probe/command.py``): the candidate
 runs until every line of a static finding in the modules it imports has run, then one step more
 (at most ``--max-steps``), and the reference stops after as many. Then
@@ -57,6 +57,9 @@ from auditor.probe.launch import (
 from auditor.reports import Report, source_line
 
 DEFAULT_TIMEOUT_S = 300.0
+# two steps: the first shows what differs from the start, the second what one step leaves to the
+# next (gradients never cleared, state carried over), which a first step cannot show
+DEFAULT_STEPS = "2"
 EXIT_DIVERGED = EXIT_FINDINGS  # the candidate diverges from the reference
 TOP_ITEMS = 5
 
@@ -90,7 +93,7 @@ def _options(args: argparse.Namespace, config: Config) -> dict[str, Any]:
 
     outcome = outcome_steps(args)
     try:
-        steps, max_steps, budget = step_budget(args, config, "1") if not outcome else (
+        steps, max_steps, budget = step_budget(args, config, DEFAULT_STEPS) if not outcome else (
             str(outcome), outcome, str(min(outcome, DIVERGENCE_STEPS)))
     except ProbeUsageError as exc:
         raise UsageError(f"diff: {exc}") from None

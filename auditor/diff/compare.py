@@ -19,6 +19,8 @@ from typing import Any, Optional
 
 STAGES = ("init", "input", "mode", "forward", "loss", "grad", "update")
 STRUCTURAL = ("init", "grad", "update")
+RNG_PREFIX = "rng "
+STALE_SUFFIX = " (before backward)"
 MAX_ITEMS = 25
 
 
@@ -62,14 +64,24 @@ def stage_items(step: dict, stage: str) -> dict[str, Any]:
             out[f"graph→{name or '<model>'}"] = {"facts": facts}
         for name, t in (step.get("features") or {}).items():
             out[f"features {name}"] = t
+        for name, t in (step.get("batch") or {}).items():
+            out[f"batch {name}"] = t
         for i, t in enumerate(step.get("masks") or []):
             out[f"mask[{i}]"] = t
+        for name, use in (step.get("rngs") or {}).items():
+            out[f"{RNG_PREFIX}{name}"] = {"rng": use}
         return out
     if stage == "mode":
         return {(n or "<model>"): {"training": v} for n, v in (step.get("modes") or {}).items()}
     if stage == "grad":
         grads = step.get("grad")
-        return {} if grads is None else {n: ("none" if g is None else g) for n, g in grads.items()}
+        if grads is None:
+            return {}
+        # the gradient held before the backward first: left over from an earlier step, it
+        # names the cause of the gradients that differ after it
+        out = {f"{n}{STALE_SUFFIX}": v for n, v in (step.get("stale") or {}).items()}
+        out.update({n: ("none" if g is None else g) for n, g in grads.items()})
+        return out
     if stage == "loss":
         return {n: t for n, t in (step.get("loss") or {}).items()}
     return dict(step.get(stage) or {})
@@ -155,8 +167,21 @@ def noise_mask(ga: Any, gb: Any, tol: Tolerance):
     return (va.double().abs() <= tol.atol) | (vb.double().abs() <= tol.atol)
 
 
+def compare_rng(a: dict, b: dict) -> Optional[str]:
+    """A global RNG the candidate draws from without ever seeding it, where the reference seeds
+    it: the diff's own start-up seed makes both runs draw alike, the candidate's own runs do not.
+    Any other difference in seeding or use is no divergence by itself (its draws show where
+    they are used)."""
+    if b.get("draws") and not b.get("seeded") and a.get("seeded"):
+        return ("drawn from but never seeded by the candidate, while the reference seeds it: "
+                "its draws change from run to run")
+    return None
+
+
 def compare_record(a: Any, b: Any, tol: Tolerance, ignore=None, edges: frozenset = frozenset()
                    ) -> Optional[str]:
+    if isinstance(a, dict) and "rng" in a and isinstance(b, dict) and "rng" in b:
+        return compare_rng(a["rng"], b["rng"])
     if isinstance(a, dict) and "shape" in a and isinstance(b, dict) and "shape" in b:
         permute = bool(a["shape"]) and a["shape"][0] in edges
         return compare_tensor(a, b, tol, ignore, permute)
@@ -208,7 +233,7 @@ def compare_runs(ref: dict, cand: dict, tol: Tolerance) -> tuple[list[StageResul
             seen[stage][1] |= bool(b)
             res = results[stage]
             edges = frozenset(f.get("num_edges") for f in (ref_steps[k].get("graphs") or {}).values()) \
-                if stage == "forward" else frozenset()
+                if stage in ("input", "forward") else frozenset()
             items: list[Item] = []
             for name in [*a, *(n for n in b if n not in a)]:
                 if name not in b:

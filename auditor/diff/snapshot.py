@@ -7,13 +7,16 @@ soon as the program imports them) with ``GM_AUDIT_DIFF_SEED``, then records, per
 of the step budget, by object identity:
 
 * ``init``: parameters and buffers of every candidate model before the first forward,
-* ``input``: facts of each DGL graph entering a module (counts, self loops, in-degree histogram)
-  and the node features of graphs entering a root forward; the masks (``torch.randperm`` called
-  directly by user code),
+* ``input``: facts of each DGL graph entering a module (counts, self loops, in-degree histogram);
+  the tensors entering a root forward, by module; the batch: the DataLoader's latest batch as the
+  step starts, and the node and edge features of each graph entering a root forward, by order of
+  arrival; the masks (``torch.randperm`` called directly by user code); the program's seeding and
+  draws of each global RNG,
 * ``mode``: the ``training`` flag of every module at the step's first forward,
 * ``forward``: the outputs of every module,
 * ``loss``: the backpropagated tensor, and the root model's scalar outputs (loss components),
-* ``grad``: ``.grad`` of every parameter after the backward,
+* ``grad``: the norm of the ``.grad`` each parameter holds as the backward starts (``stale``),
+  ``.grad`` of every parameter after the backward,
 * ``update``: the parameters and buffers after the first ``optimizer.step()`` that follows it, taken
   again when the next training step starts (what happened in between counts: an extra forward in
   training mode moves the BatchNorm running statistics),
@@ -92,6 +95,7 @@ class Snapshot:
         self.steps: list[dict] = []
         self.cur = None  # capture of the step in progress
         self.masks: list = []  # randperm outputs since the last backward
+        self.fetched = None  # the DataLoader's latest batch, until a training step starts
         self.init: dict[int, dict] = {}  # id(top-level module) -> {name: record}
         self.model = None  # weakref of the model the last recorded step trained
         self.written = False
@@ -141,6 +145,15 @@ class Snapshot:
             return randperm
 
         rec.patch(torch, "randperm", randperm_wrapper)
+
+        def next_wrapper(original):
+            def __next__(self):
+                out = original(self)
+                snap.fetched = out  # the batch the step that starts next trains on
+                return out
+            return __next__
+
+        rec.patch(torch.utils.data.dataloader._BaseDataLoaderIter, "__next__", next_wrapper)
 
     def budget(self) -> int:
         return self.steps_wanted or self.rec.budget_steps or 1
@@ -301,14 +314,31 @@ class Snapshot:
         for key, a in inputs:
             if isinstance(a, torch.Tensor):
                 cur["features"].append((id(module), key, self.tensor(a, self.full())))
-            elif id(module) not in cur["graph_of"]:
+                continue
+            if id(module) not in cur["graph_of"]:
                 cur["graph_of"][id(module)] = True
                 cur["graphs"].append((id(module), self.graph(a)))
-                if root:
-                    for name, v in a.ndata.items():
-                        if isinstance(v, torch.Tensor) and v.is_floating_point():
-                            cur["features"].append((id(module), f"ndata.{name}",
-                                                    self.tensor(v, self.full())))
+            if root and id(a) not in cur["batch_graphs"]:
+                # a graph carries its features into whichever of the model's parts the pipeline
+                # calls: named by arrival, not by the module it enters
+                key = cur["batch_graphs"][id(a)] = f"graph[{len(cur['batch_graphs'])}]"
+                self.note_batch(key, a)
+
+    def note_batch(self, key: str, value) -> None:
+        """What the data pipeline hands the model, independent of the module it enters (a
+        pipeline that calls its model's parts one by one feeds the same batch as a script calling
+        the model): a collate function's augmentation or per-batch normalisation shows here."""
+        torch, batch = self.torch, self.cur["batch"]
+        items: list = []
+        self.tensors_of(value, key, items, graphs=True)
+        for name, a in items:
+            if isinstance(a, torch.Tensor):
+                batch[name] = self.tensor(a, self.full())
+                continue
+            for kind, data in (("ndata", a.ndata), ("edata", a.edata)):
+                for field, v in data.items():
+                    if isinstance(v, torch.Tensor) and v.is_floating_point():
+                        batch[f"{name}.{kind}.{field}"] = self.tensor(v, self.full())
 
     def start_step(self, module) -> None:
         cands = self.top_level([module, *self.frame_modules()])
@@ -319,9 +349,13 @@ class Snapshot:
         if not self.steps:
             self.note_init(cands)
         self.cur = {"cands": [weakref.ref(m) for m in cands], "modes": modes, "graphs": [],
-                    "graph_of": {}, "features": [], "outputs": [], "classes": {},
+                    "graph_of": {}, "features": [], "batch_graphs": {}, "batch": {},
+                    "outputs": [], "classes": {},
                     "masks": list(self.masks)}
         self.masks = []
+        if self.fetched is not None:
+            self.note_batch("loader", self.fetched)
+            self.fetched = None
 
     def note_init(self, modules: list) -> None:
         for top in self.top_level(modules):
@@ -391,11 +425,33 @@ class Snapshot:
                     best, best_n = m, n
             cur["top"] = id(best) if best is not None else None
             cur["model"] = weakref.ref(self.unwrap(best)) if best is not None else None
+            if best is not None:
+                cur["stale"] = self.stale_grads(self.unwrap(best))
+            cur["rngs"] = self.rng_use()
         except Exception:
             if os.environ.get("GM_AUDIT_DEBUG"):
                 import traceback
 
                 traceback.print_exc()
+
+    @staticmethod
+    def stale_grads(model) -> dict:
+        """name -> norm of the gradient a parameter already holds as the backward starts (0 when
+        cleared): what this backward adds to, when the program does not clear it each step."""
+        return {strip_prefixes(n): {"gradient before backward":
+                                    0.0 if p.grad is None else float(p.grad.detach().norm())}
+                for n, p in model.named_parameters()}
+
+    def rng_use(self) -> dict:
+        """Global RNG -> whether the program seeded it and how often it drew from it so far.
+        Every generator is seeded at start-up for the comparison, which hides one the program
+        itself never seeds: its draws would change from run to run."""
+        rec = self.rec
+        rec.check_rngs()
+        seeded = {s.get("rng") for s in rec.lists["seeds"]}
+        return {rng: {"seeded": rng in seeded,
+                      "draws": int((rec.rng_draws.get(rng) or {}).get("count", 0))}
+                for rng in set(rec.rng_draws) | seeded}
 
     def note_progress(self) -> None:
         now = time.monotonic()
@@ -457,8 +513,9 @@ class Snapshot:
                 "classes": classes if not self.steps else {},
                 "modes": {strip_prefixes(n): cur["modes"][id(m)]
                           for n, m in model.named_modules() if id(m) in cur["modes"]},
-                "graphs": {}, "features": {}, "masks": cur["masks"], "forward": {},
-                "loss": {"loss": cur["loss"]}, "grad": cur.get("grad"), "update": cur.get("update"),
+                "graphs": {}, "features": {}, "batch": cur["batch"], "rngs": cur.get("rngs") or {},
+                "masks": cur["masks"], "forward": {}, "loss": {"loss": cur["loss"]},
+                "stale": cur.get("stale"), "grad": cur.get("grad"), "update": cur.get("update"),
                 "lines": self.new_lines()}
         self.model = weakref.ref(model)
         used: dict = {}

@@ -62,6 +62,7 @@ Calls recorded at a cause site (eval/train, requires_grad, cast, the self-loop o
 * ``torch.load``     [weights_only]
 * ``load_state_dict`` [strict, missing, unexpected, module, trained]
 * ``seed``           [fn, rng, value]
+* ``collate``        a user-defined collate function making a batch, at its definition [fn, step]
 * ``bn.reset``       BatchNorm reset_running_stats / reset_parameters [module]
 * ``bn.forward``     a root forward in train mode with gradients off that moved BatchNorm running
                      statistics (outside any training step) [modules]; with ``stack``

@@ -413,8 +413,72 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
             "        model.eval()\n"
             "        print(model(data[0]))\n"
         ),
+        # the early return skips `.train()` only when both loaders are None, and the caller
+        # validates only when its predicate says the validation loader is not None
+        Valid(
+            "import torch\n"
+            "from torch import nn\n"
+            "class Trainer:\n"
+            "    def __init__(self, evaluator):\n"
+            "        self.evaluator = evaluator\n"
+            "    def can_validate(self, val_loader):\n"
+            "        if self.evaluator is None or val_loader is None:\n"
+            "            return False\n"
+            "        return True\n"
+            "    def evaluate(self, model, val_loader, test_loader):\n"
+            "        model.eval()\n"
+            "        if val_loader is None and test_loader is None:\n"
+            "            return None\n"
+            "        with torch.no_grad():\n"
+            "            score = [model(g) for g in val_loader]\n"
+            "        model.train()\n"
+            "        return score\n"
+            "    def fit(self, model, opt, loader, val_loader, test_loader):\n"
+            "        for epoch in range(10):\n"
+            "            for g in loader:\n"
+            "                loss = model(g).sum()\n"
+            "                loss.backward()\n"
+            "                opt.step()\n"
+            "                opt.zero_grad()\n"
+            "            if self.can_validate(val_loader):\n"
+            "                self.evaluate(model, val_loader, test_loader)\n"
+            "model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))\n"
+            "Trainer(None).fit(model, torch.optim.Adam(model.parameters()), [], [], None)\n"
+        ),
     ]
     INVALID = [
+        # the same early return, but the caller's predicate lets a None loader through
+        Invalid(
+            "import torch\n"
+            "from torch import nn\n"
+            "class Trainer:\n"
+            "    def __init__(self, evaluator):\n"
+            "        self.evaluator = evaluator\n"
+            "    def can_validate(self, val_loader):\n"
+            "        if self.evaluator is None:\n"
+            "            return False\n"
+            "        return True\n"
+            "    def evaluate(self, model, val_loader, test_loader):\n"
+            "        model.eval()\n"
+            "        if val_loader is None and test_loader is None:\n"
+            "            return None\n"
+            "        with torch.no_grad():\n"
+            "            score = [model(g) for g in val_loader]\n"
+            "        model.train()\n"
+            "        return score\n"
+            "    def fit(self, model, opt, loader, val_loader, test_loader):\n"
+            "        for epoch in range(10):\n"
+            "            for g in loader:\n"
+            "                loss = model(g).sum()\n"
+            "                loss.backward()\n"
+            "                opt.step()\n"
+            "                opt.zero_grad()\n"
+            "            if self.can_validate(val_loader):\n"
+            "                self.evaluate(model, val_loader, test_loader)\n"
+            "model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))\n"
+            "Trainer(None).fit(model, torch.optim.Adam(model.parameters()), [], [], None)\n",
+            line=11,
+        ),
         # validation inside the loop, never restored
         Invalid(
             "import torch\n"

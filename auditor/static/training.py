@@ -55,7 +55,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from auditor.static.dataflow import SHARING_METHODS, SHARING_WRAPPERS, callee_text
+from auditor.static.dataflow import SHARING_METHODS, SHARING_WRAPPERS, callee_text, instance_classes
 from auditor.static.facts import MODULE_SCOPE, Event, FunctionInfo, Span
 from auditor.static.paths import BACKWARD_METHODS, NO_GRAD_CONTEXTS, NOT_FORWARD, bindings, rebase
 from auditor.static.project import Project
@@ -417,7 +417,12 @@ class Training:
     def mode_free(self, fn: FunctionInfo, expr: str, i: int) -> bool:
         """Putting ``expr`` in eval or train mode changes nothing: every statement that builds
         it (a local's last assignment; for an attribute, every ``self.<name> = ...`` of the
-        project's classes) makes only modules without mode-dependent layers."""
+        project's classes) makes only modules without mode-dependent layers. When the classes
+        the object may be are known (:func:`instance_classes`: a registry's model narrowed by
+        the methods called on it), they answer: each builds no mode-dependent layer."""
+        classes = instance_classes(self.project, fn, expr, i)
+        if classes and all(c in self.project.classes for c in classes):
+            return all(self._class_mode_free(c, set()) for c in sorted(classes))
         if "." not in expr:
             found = self._assignment(fn, expr, i)
             builds = [found] if found else []

@@ -26,6 +26,8 @@ API (``fn`` is a :class:`FunctionInfo`, ``i`` the index of an event in ``fn.even
 * ``steps_module_of(fn, call, back, i)``  the optimizers stepped with the gradient of the
                               backward at ``(back, i)`` may hold the parameters of the module
                               the call event ``call`` of ``fn`` runs.
+* ``keeps_no_grad(step)``      a step action's optimizer updates sparse embeddings from what
+                              their forward recorded, not from ``.grad`` (DGL, WholeGraph).
 * ``trains_module(fn, i, m)`` the backward at ``i`` may train module ``m``: False only when
                               every optimizer stepped after it (``stepped_after``) is known to
                               hold other parameters (``holds``: a fresh linear probe's).
@@ -69,6 +71,12 @@ OPTIMIZER_CLASSES = {
     "Adam", "AdamW", "SGD", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam",
     "LBFGS", "SparseAdam", "ASGD", "Rprop", "Lamb", "LAMB", "Lion", "Adafactor", "FusedAdam",
 }
+# optimizers of sparse embeddings (DGL's NodeEmbedding, WholeGraph's embeddings) that update
+# from the gradients the embedding records in its forward, not from `.grad`: their steps leave
+# nothing behind to reset. Classes and the library factories that make them.
+SPARSE_OPTIMIZERS = ("dgl.optim.", "dgl.distributed.optim.",
+                     "pylibwholegraph.torch.create_wholememory_optimizer",
+                     "pylibwholegraph.torch.WholeMemoryOptimizer")
 COPIERS = {"copy.deepcopy", "copy.copy", "deepcopy"}
 # attribute names of modules that are meant to stay untrained (teachers, EMA targets...)
 UNTRAINED_NAME = re.compile(
@@ -684,6 +692,8 @@ class Training:
         if base in self.project.classes or (base.rsplit(".", 1)[-1][:1].isupper()
                                             and "." in base and base.split(".")[0] in ("torch", "dgl")):
             return [Origin("new", base, fn.qualname, k, call.span)]
+        if base.startswith(SPARSE_OPTIMIZERS):
+            return [Origin("new", base, fn.qualname, k, call.span)]  # a library's factory
         owner = base.rsplit(".", 1)[0]
         if owner in self.project.classes and "()" not in func.removesuffix("()"):
             return [Origin("new", owner, fn.qualname, k, call.span)]  # Class.from_config(...)
@@ -819,6 +829,12 @@ class Training:
                     and set(e.conditions) <= set(step.conditions):
                 return True
         return False
+
+    def keeps_no_grad(self, step: Action) -> bool:
+        """The optimizer of a ``step`` action is a sparse embedding optimizer on every path
+        (:data:`SPARSE_OPTIMIZERS`): it reads no ``.grad``."""
+        found = self.origins(step.fn, step.receiver, step.index)
+        return all(o.kind == "new" and o.cls.startswith(SPARSE_OPTIMIZERS) for o in found)
 
     def stepped_after(self, fn: FunctionInfo, i: int) -> Optional[list[OptimizerBuild]]:
         """The optimizers stepped after the backward at event ``i`` of ``fn`` with its gradient

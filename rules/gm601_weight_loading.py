@@ -377,8 +377,89 @@ checkpoint off changes what the run starts from; both change results on purpose.
             "    loss.backward()\n"
             "    opt.step()\n"
         ),
+        # fine-tuning: the pretraining stage saves the state of a model the same factory
+        # builds; strict=False lets the fine-tuning head (not in that file) keep its init
+        Valid({
+            "models.py":
+                "from torch import nn\n"
+                "class Model(nn.Module):\n"
+                "    def __init__(self, backbone, head):\n"
+                "        super().__init__()\n"
+                "        self.backbone, self.head = backbone, head\n"
+                "    def forward(self, x):\n"
+                "        return self.head(self.backbone(x))\n"
+                "def get_model(dim, num_class=None):\n"
+                "    head = nn.Identity() if num_class is None else nn.Linear(dim, num_class)\n"
+                "    return Model(nn.Linear(dim, dim), head)\n",
+            "pretrain.py":
+                "import torch\n"
+                "from torch import nn\n"
+                "from models import get_model\n"
+                "def run(loader, save_path):\n"
+                "    model = get_model(16)\n"
+                "    opt = torch.optim.Adam(model.parameters())\n"
+                "    for x in loader:\n"
+                "        loss = model(x).pow(2).mean()\n"
+                "        opt.zero_grad()\n"
+                "        loss.backward()\n"
+                "        opt.step()\n"
+                "    torch.save(model.state_dict(), save_path)\n",
+            "adapt.py":
+                "import torch\n"
+                "import torch.nn.functional as F\n"
+                "from models import get_model\n"
+                "def run(loader, pretrained_file):\n"
+                "    model = get_model(16, num_class=4)\n"
+                "    model.load_state_dict(torch.load(pretrained_file, weights_only=True), strict=False)\n"
+                "    opt = torch.optim.Adam(model.parameters())\n"
+                "    for x, y in loader:\n"
+                "        loss = F.cross_entropy(model(x), y)\n"
+                "        opt.zero_grad()\n"
+                "        loss.backward()\n"
+                "        opt.step()\n",
+        }),
     ]
     INVALID = [
+        # the file the project saves comes from a model built elsewhere: keys may not match
+        Invalid({
+            "models.py":
+                "from torch import nn\n"
+                "class Model(nn.Module):\n"
+                "    def __init__(self, backbone, head):\n"
+                "        super().__init__()\n"
+                "        self.backbone, self.head = backbone, head\n"
+                "    def forward(self, x):\n"
+                "        return self.head(self.backbone(x))\n"
+                "def get_model(dim, num_class=None):\n"
+                "    head = nn.Identity() if num_class is None else nn.Linear(dim, num_class)\n"
+                "    return Model(nn.Linear(dim, dim), head)\n",
+            "pretrain.py":
+                "import torch\n"
+                "from torch import nn\n"
+                "from models import get_model\n"
+                "def run(loader, save_path):\n"
+                "    model = nn.Linear(16, 16)\n"
+                "    opt = torch.optim.Adam(model.parameters())\n"
+                "    for x in loader:\n"
+                "        loss = model(x).pow(2).mean()\n"
+                "        opt.zero_grad()\n"
+                "        loss.backward()\n"
+                "        opt.step()\n"
+                "    torch.save(model.state_dict(), save_path)\n",
+            "adapt.py":
+                "import torch\n"
+                "import torch.nn.functional as F\n"
+                "from models import get_model\n"
+                "def run(loader, pretrained_file):\n"
+                "    model = get_model(16, num_class=4)\n"
+                "    model.load_state_dict(torch.load(pretrained_file, weights_only=True), strict=False)\n"
+                "    opt = torch.optim.Adam(model.parameters())\n"
+                "    for x, y in loader:\n"
+                "        loss = F.cross_entropy(model(x), y)\n"
+                "        opt.zero_grad()\n"
+                "        loss.backward()\n"
+                "        opt.step()\n",
+        }, path="adapt.py", line=6, message_contains="strict=False"),
         Invalid(
             "import torch\n"
             "model.load_state_dict(torch.load('pre.pt', weights_only=True), strict=False)\n"
@@ -591,6 +672,11 @@ checkpoint off changes what the run starts from; both change results on purpose.
                 "fresh initialisation, or the last training step's values) instead of the loaded ones",
                 fix="load the whole state dict strictly (or copy the module)",
             )
+        if cls._file_loads(project, fn, event, origins) \
+                and Training.of(project).saved_alike(fn, target, i):
+            # a stage of the project saves the state of a module built alike (pretrain, then
+            # fine-tune with a new head): loading it, strict=False for that head, is the handoff
+            return None
         keys = cls._keys_match(project, fn, i, arg, target)
         lenient: Optional[Finding] = None  # strict=False where no static pass sees the keys
         if _is_strict_false(event) and keys is not True:
@@ -617,13 +703,7 @@ checkpoint off changes what the run starts from; both change results on purpose.
                 fix="load the whole state dict strictly, or re-initialise and train the dropped "
                 "layers on purpose",
             )
-        inline = [e for e in fn.events if e.kind == "call" and e.func in FILE_LOADERS
-                  and event.span.line <= e.span.line <= event.span.end_line]
-        from_file = inline + [e for e in origins if e.kind == "call" and e.func in FILE_LOADERS]
-        from_file += [e for e in origins if e.kind == "call" and any(
-            project.function(q) is not None and any(
-                x.kind == "call" and x.func in FILE_LOADERS for x in project.function(q).events)
-            for q in project.resolve_call(e, fn))]
+        from_file = cls._file_loads(project, fn, event, origins)
         if not from_file or trained is None:
             return lenient
         if "." in target.removeprefix("self."):
@@ -643,6 +723,19 @@ checkpoint off changes what the run starts from; both change results on purpose.
                                if lenient is not None else ""),
             fix="make loading opt-in (a flag whose default is off) and load strictly",
         )
+
+    @staticmethod
+    def _file_loads(project: Project, fn: FunctionInfo, event: Event,
+                    origins: list[Event]) -> list[Event]:
+        """The file loads the state dict of the load ``event`` comes from: in the call itself,
+        among the events that made its argument, or in a project function one of them calls."""
+        inline = [e for e in fn.events if e.kind == "call" and e.func in FILE_LOADERS
+                  and event.span.line <= e.span.line <= event.span.end_line]
+        from_file = inline + [e for e in origins if e.kind == "call" and e.func in FILE_LOADERS]
+        return from_file + [e for e in origins if e.kind == "call" and any(
+            project.function(q) is not None and any(
+                x.kind == "call" and x.func in FILE_LOADERS for x in project.function(q).events)
+            for q in project.resolve_call(e, fn))]
 
     @staticmethod
     def _trained_between(project: Project, fn: FunctionInfo, saved: Event, load: Event) -> bool:

@@ -14,7 +14,7 @@ from auditor.static.facts import Event, FunctionInfo
 from auditor.static.programs import LIBRARY, TEST, is_test_code
 from auditor.static.project import Project
 from auditor.static.training import is_backward
-from auditor.static.rng import FAMILIES, Draw, draw_of, project_seeding
+from auditor.static.rng import FAMILIES, Draw, draw_of, project_seeding, takes_every_neighbour
 
 if TYPE_CHECKING:  # the probe's evidence types cost a check run's start; used in annotations only
     from auditor.probe.evidence import Evidence
@@ -182,8 +182,25 @@ drawn, never what the code computes with them.
                 "torch.manual_seed(0)\n"
                 "loss = torch.ones(2, requires_grad=True).sum()\nloss.backward()\n",
         }),
+        # every fanout is -1 (all neighbours) or 0 (none): the sampler has nothing to draw
+        Valid(
+            "import numpy as np\nimport torch\nimport dgl\ntorch.manual_seed(0)\nnp.random.seed(0)\n"
+            "fanout = {etype: 0 for etype in g.canonical_etypes}\n"
+            "for etype in used:\n"
+            "    fanout[etype] = -1\n"
+            "sampler = dgl.dataloading.MultiLayerNeighborSampler([fanout, [-1] * 2])\n"
+        ),
     ]
     INVALID = [
+        # one edge type keeps 10 of its neighbours: a draw
+        Invalid(
+            "import numpy as np\nimport torch\nimport dgl\ntorch.manual_seed(0)\nnp.random.seed(0)\n"
+            "fanout = {etype: 0 for etype in g.canonical_etypes}\n"
+            "for etype in used:\n"
+            "    fanout[etype] = 10\n"
+            "sampler = dgl.dataloading.MultiLayerNeighborSampler([fanout, [-1] * 2])\n",
+            line=9, message_contains="dgl",
+        ),
         Invalid(
             "import random\nimport numpy as np\nimport torch\nrandom.seed(0)\nnp.random.seed(0)\n"
             "mask = torch.randperm(100)[:40]\n",
@@ -258,7 +275,7 @@ drawn, never what the code computes with them.
         for fn, event in project.events("call"):
             trains = trains or event.method == "backward"
             draw = draw_of(event)
-            if draw is not None:
+            if draw is not None and not takes_every_neighbour(fn, event):
                 draws.append((fn, event, draw))
         draws.sort(key=lambda d: (d[0].path, d[1].span.line, d[1].span.column))
         out: list[Finding] = []

@@ -190,8 +190,80 @@ drawn, never what the code computes with them.
             "    fanout[etype] = -1\n"
             "sampler = dgl.dataloading.MultiLayerNeighborSampler([fanout, [-1] * 2])\n"
         ),
+        # the only program that seeds runs another class of the sampler's file, never the
+        # sampler: its seeding says nothing about the draw (a training run reaches it unseen)
+        Valid({
+            "lib/__init__.py": "",
+            "lib/loaders.py":
+                "import dgl\n"
+                "class EdgeLoader:\n"
+                "    def __init__(self, g, fanout):\n"
+                "        self.sampler = dgl.dataloading.MultiLayerNeighborSampler(fanout)\n"
+                "class FullLoader:\n"
+                "    def __init__(self, g):\n"
+                "        self.sampler = dgl.dataloading.MultiLayerFullNeighborSampler(2)\n",
+            "lib/registry.py": "LOADERS = {}\ndef get_loader(name):\n    return LOADERS[name]\n",
+            "infer.py":
+                "import numpy as np\n"
+                "import torch\n"
+                "from lib.loaders import FullLoader\n"
+                "def main(g, model):\n"
+                "    np.random.seed(0)\n"
+                "    torch.manual_seed(0)\n"
+                "    loader = FullLoader(g)\n"
+                "    with torch.no_grad():\n"
+                "        return model(g, loader)\n"
+                "if __name__ == '__main__':\n"
+                "    main(None, None)\n",
+            "train.py":
+                "from lib.registry import get_loader\n"
+                "def main(g, model, opt, name):\n"
+                "    for batch in get_loader(name)(g, [10, 5]):\n"
+                "        loss = model(batch)\n"
+                "        opt.zero_grad()\n"
+                "        loss.backward()\n"
+                "        opt.step()\n"
+                "if __name__ == '__main__':\n"
+                "    main(None, None, None, 'edge')\n",
+        }),
     ]
     INVALID = [
+        # a seeding program that imports the sampler's file and runs none of it: it may reach
+        # the sampler some way the calls do not show
+        Invalid({
+            "lib/__init__.py": "",
+            "lib/loaders.py":
+                "import dgl\n"
+                "class EdgeLoader:\n"
+                "    def __init__(self, g, fanout):\n"
+                "        self.sampler = dgl.dataloading.MultiLayerNeighborSampler(fanout)\n"
+                "class FullLoader:\n"
+                "    def __init__(self, g):\n"
+                "        self.sampler = dgl.dataloading.MultiLayerFullNeighborSampler(2)\n",
+            "lib/registry.py": "LOADERS = {}\ndef get_loader(name):\n    return LOADERS[name]\n",
+            "infer.py":
+                "import numpy as np\n"
+                "import torch\n"
+                "from lib.loaders import FullLoader\n"
+                "def main(g, model):\n"
+                "    np.random.seed(0)\n"
+                "    torch.manual_seed(0)\n"
+                "    loader = None\n"
+                "    with torch.no_grad():\n"
+                "        return model(g, loader)\n"
+                "if __name__ == '__main__':\n"
+                "    main(None, None)\n",
+            "train.py":
+                "from lib.registry import get_loader\n"
+                "def main(g, model, opt, name):\n"
+                "    for batch in get_loader(name)(g, [10, 5]):\n"
+                "        loss = model(batch)\n"
+                "        opt.zero_grad()\n"
+                "        loss.backward()\n"
+                "        opt.step()\n"
+                "if __name__ == '__main__':\n"
+                "    main(None, None, None, 'edge')\n",
+        }, path="lib/loaders.py", line=4, message_contains="infer.py"),
         # one edge type keeps 10 of its neighbours: a draw
         Invalid(
             "import numpy as np\nimport torch\nimport dgl\ntorch.manual_seed(0)\nnp.random.seed(0)\n"
@@ -290,6 +362,8 @@ drawn, never what the code computes with them.
             entries = sorted((e for e in seeding.running(fn.qualname) if e not in tests),
                              key=lambda e: (e not in training, e))
             programs = [p for p in project.programs_with(fn.path) if p.kind != TEST]
+            if not entries:  # judged by the programs importing it: not those seen to pass it by
+                programs = [p for p in programs if not seeding.passes_by(project, p.entry, fn)]
             files: frozenset[str] = frozenset().union(*(p.files for p in programs))
             if draw.unseedable:
                 # no global seed reaches a fresh generator: any seeding of a program running it

@@ -216,6 +216,7 @@ class Seeding:
     _from: dict[str, frozenset[str]] = field(default_factory=dict, repr=False, compare=False)
     _within: dict[frozenset[str], frozenset[str]] = field(default_factory=dict, repr=False,
                                                           compare=False)
+    _runs_in: dict[str, frozenset[str]] = field(default_factory=dict, repr=False, compare=False)
 
     def seeded_from(self, entry: str) -> frozenset[str]:
         """RNGs seeded by the calls one program runs."""
@@ -248,6 +249,19 @@ class Seeding:
     def unreached_for(self, family: str) -> list[SeedCall]:
         """Seeding calls of ``family`` sitting in functions that nothing calls."""
         return [c for c in self.calls if not c.reached and family in c.families]
+
+    def passes_by(self, project: Project, entry: str, fn: FunctionInfo) -> bool:
+        """The program ``entry`` runs functions of ``fn``'s file (not just its module body) and
+        never ``fn``: its calls into that file are followed, and they lead elsewhere; what it
+        seeds says nothing about ``fn``'s draws."""
+        reached = self.reach.get(entry, set())
+        if fn.qualname in reached:
+            return False
+        if entry not in self._runs_in:
+            self._runs_in[entry] = frozenset(
+                f.path for q in reached for f in [project.functions.get(q)]
+                if f is not None and f.name != MODULE_SCOPE)
+        return fn.path in self._runs_in[entry]
 
     def seeded_within(self, files: frozenset[str]) -> frozenset[str]:
         """RNGs seeded by a call in one of ``files`` (a program's), wherever it is called from:

@@ -12,7 +12,8 @@ from auditor.fix import Fix, Fixer
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.conditions import innermost
 from auditor.static.facts import Event, FunctionInfo
-from auditor.static.paths import PathSearch, Step, first_trained, is_same_or_parent, training_visitor
+from auditor.static.paths import (TRAINED, PathSearch, Step, first_trained, is_same_or_parent,
+                                  training_visitor)
 from auditor.static.project import Project
 from auditor.static.training import Training
 
@@ -771,13 +772,14 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
                     starts.append((fn, i, target))
         training = Training.of(project)
         for fn, i, target in starts:
-            if training.mode_free(fn, target, i):
-                continue  # no Dropout, no BatchNorm in it: eval changes nothing
+            trained = [o for o in PathSearch(project, visit).run(fn, i, target, False)
+                       if o.verdict == TRAINED and o.step is not None]
+            if not trained or training.mode_free(fn, target, i):
+                continue  # mode_free: no Dropout, no BatchNorm in it, eval changes nothing
             # nor on a path to the backward of a module whose mode changes nothing there (a
             # helper's `model.eval()` reached from a trainer of a model without such layers)
             hit = first_trained(project, fn, [
-                o for o in PathSearch(project, visit).run(fn, i, target, False)
-                if o.step is None or not o.step.tracked
+                o for o in trained if not o.step.tracked
                 or not training.mode_free(o.step.fn, o.step.tracked, o.step.index)])
             if hit is None or hit.step is None:
                 continue

@@ -328,6 +328,7 @@ class Training:
         self._loops: Optional[list[TrainingLoop]] = None
         self._optimizers: Optional[list[OptimizerBuild]] = None
         self._trains: dict[tuple, bool] = {}  # trains_module answers (asked at every backward walked)
+        self._mode_free: dict[tuple, bool] = {}  # asked at the backward of every trained path
 
     @classmethod
     def of(cls, project: Project) -> "Training":
@@ -430,6 +431,12 @@ class Training:
         project's classes) makes only modules without mode-dependent layers. When the classes
         the object may be are known (:func:`instance_classes`: a registry's model narrowed by
         the methods called on it), they answer: each builds no mode-dependent layer."""
+        key = (fn.qualname, expr, i)
+        if key not in self._mode_free:
+            self._mode_free[key] = self._mode_free_uncached(fn, expr, i)
+        return self._mode_free[key]
+
+    def _mode_free_uncached(self, fn: FunctionInfo, expr: str, i: int) -> bool:
         classes = instance_classes(self.project, fn, expr, i)
         if classes and all(c in self.project.classes for c in classes):
             return all(self._class_mode_free(c, set()) for c in sorted(classes))

@@ -12,6 +12,7 @@ from auditor.findings import Finding, Severity, Status
 from auditor.fix import Fix, Fixer, keyword_arg
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.conditions import innermost
+from auditor.static.dataflow import statement_at
 from auditor.static.facts import Event, FunctionInfo
 from auditor.static.paths import (PathSearch, Step, call_sites_of, forward_use, in_one_program,
                                   is_backward, runs_before, trains_after)
@@ -47,6 +48,14 @@ MAX_UP = 3
 
 def _is_strict_false(event: Event) -> bool:
     return event.kwargs.get("strict") == "False" or event.args[1:2] == ["False"]
+
+
+def _statement_text(project: Project, fn: FunctionInfo, event: Event) -> str:
+    """The whole source of the statement an event belongs to (its summary keeps it shortened)."""
+    if "…" not in event.text:
+        return event.text
+    stmt = statement_at(fn, event.span.line)
+    return (project.text_at(fn.path, stmt.head.span) if stmt is not None else None) or event.text
 
 
 def _derived_names(fn: FunctionInfo, name: str, before: int) -> list[Event]:
@@ -217,6 +226,27 @@ checkpoint off changes what the run starts from; both change results on purpose.
             "        with torch.no_grad():\n"
             "            target = self.encoder_ema(x)\n"
             "        return (self.encoders['a'](x) - target).pow(2).mean()\n"
+        ),
+        # the same through a name, in a statement long enough that its summary is shortened
+        Valid(
+            "import torch\nfrom torch import nn\n"
+            "class Model(nn.Module):\n"
+            "    def __init__(self, d):\n"
+            "        super().__init__()\n"
+            "        self.encoders_by_node_type = nn.ModuleDict({'a': nn.Linear(d, d), 'b': nn.Linear(d, d)})\n"
+            "        self.encoder_ema = nn.Linear(d, d)\n"
+            "        for node_type in ('a', 'b'):\n"
+            "            weights_dict = next(\n"
+            "                (module_of_type for key, module_of_type in self.encoders_by_node_type.items() if node_type in key),\n"
+            "                None\n"
+            "            ).state_dict()\n"
+            "            self.encoder_ema.load_state_dict(weights_dict)\n"
+            "        for p in self.encoder_ema.parameters():\n"
+            "            p.requires_grad = False\n"
+            "    def forward(self, x):\n"
+            "        with torch.no_grad():\n"
+            "            target = self.encoder_ema(x)\n"
+            "        return (self.encoders_by_node_type['a'](x) - target).pow(2).mean()\n"
         ),
         # strict resume behind an opt-in flag whose default is off
         Valid(
@@ -658,7 +688,7 @@ checkpoint off changes what the run starts from; both change results on purpose.
         whole = next((e.text for e in fn.events if arg.endswith("…") and "…" not in e.text
                       and " ".join(e.text.split()).startswith(start)), arg)
         filtered = event if arg and filters_keys(whole) else next(
-            (e for e in origins if filters_keys(e.text)), None)
+            (e for e in origins if filters_keys(_statement_text(project, fn, e))), None)
         trained = trains_after(project, fn, i, target)
         if trained is None and not cls._optimised_here(fn, target):
             if filtered is None or not cls._runs_later(project, fn, i, target):

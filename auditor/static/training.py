@@ -27,7 +27,7 @@ API (``fn`` is a :class:`FunctionInfo`, ``i`` the index of an event in ``fn.even
                               backward at ``(back, i)`` may hold the parameters of the module
                               the call event ``call`` of ``fn`` runs.
 * ``saved_alike(fn, m, i)``    the project's ``torch.save(x.state_dict())`` calls elsewhere of
-                              a module built by the same constructor call as ``m``.
+                              a module of ``m``'s class (or a copy of one).
 * ``keeps_no_grad(step)``      a step action's optimizer updates sparse embeddings from what
                               their forward recorded, not from ``.grad`` (DGL, WholeGraph).
 * ``trains_module(fn, i, m)`` the backward at ``i`` may train module ``m``: False only when
@@ -841,9 +841,10 @@ class Training:
 
     def saved_alike(self, fn: FunctionInfo, expr: str, i: int) -> list[Site]:
         """``torch.save(m.state_dict(), ...)`` calls of the project, in other functions than
-        ``fn``, where ``m`` was built by the same constructor call as ``expr`` at event ``i`` (a
-        factory both stages share): a state the project itself writes for a module like it."""
-        mine = {(o.cls, o.fn, o.index) for o in self.origins(fn, expr, i) if o.known}
+        ``fn``, where ``m`` is an instance (or a copy of one) of the class ``expr`` at event ``i``
+        is built as: a state the project itself writes for a module like it (a pretraining stage
+        saving what the fine-tuning stage loads)."""
+        mine = {o.cls for o in self.origins(fn, expr, i) if o.known and o.cls}
         if not mine:
             return []
         self.project.load_mentioning("torch.save(")
@@ -854,8 +855,7 @@ class Training:
             for k, e in enumerate(other.events):
                 saved = re.fullmatch(r"([\w.]+)\.state_dict\(\)", (e.args or [""])[0].strip()) \
                     if e.kind == "call" and e.func == "torch.save" else None
-                if saved and mine & {(o.cls, o.fn, o.index)
-                                     for o in self.origins(other, saved.group(1), k) if o.known}:
+                if saved and mine & {o.cls for o in self.origins(other, saved.group(1), k) if o.known}:
                     out.append((other, k))
         return out
 

@@ -144,8 +144,56 @@ purpose.
                 "        trainer.train_step(g)\n"
             ),
         }),
+        # sparse embedding optimizers update from what the embedding recorded in its forward,
+        # not from `.grad`: DGL's SparseAdam, WholeGraph's optimizer made by a project helper
+        Valid(
+            "import dgl\n"
+            "import torch.nn.functional as F\n"
+            "def fit(g, loader):\n"
+            "    emb = dgl.nn.NodeEmbedding(g.num_nodes(), 16, 'emb')\n"
+            "    emb_opt = dgl.optim.SparseAdam([emb], lr=0.01)\n"
+            "    for nids, labels in loader:\n"
+            "        loss = F.cross_entropy(emb(nids), labels)\n"
+            "        loss.backward()\n"
+            "        emb_opt.step()\n"
+        ),
+        Valid({
+            "wg.py":
+                "try:\n"
+                "    import pylibwholegraph.torch as wgth\n"
+                "except ImportError:\n"
+                "    wgth = None\n"
+                "def create_optimizer(kind, params):\n"
+                "    return wgth.create_wholememory_optimizer(kind, params)\n",
+            "train.py":
+                "import torch.nn.functional as F\n"
+                "from wg import create_optimizer\n"
+                "def fit(layer, feats, labels, lr):\n"
+                "    opt = create_optimizer('adam', {})\n"
+                "    layer.attach_wg_optimizer(opt)\n"
+                "    for _ in range(5):\n"
+                "        loss = F.cross_entropy(layer(feats), labels)\n"
+                "        loss.backward()\n"
+                "        opt.step(lr)\n",
+        }),
     ]
     INVALID = [
+        # a sparse optimizer beside a dense one that is never reset
+        Invalid(
+            "import dgl\n"
+            "import torch\n"
+            "import torch.nn.functional as F\n"
+            "def fit(g, model, loader):\n"
+            "    emb = dgl.nn.NodeEmbedding(g.num_nodes(), 16, 'emb')\n"
+            "    emb_opt = dgl.optim.SparseAdam([emb], lr=0.01)\n"
+            "    opt = torch.optim.Adam(model.parameters())\n"
+            "    for nids, labels in loader:\n"
+            "        loss = F.cross_entropy(model(emb(nids)), labels)\n"
+            "        loss.backward()\n"
+            "        emb_opt.step()\n"
+            "        opt.step()\n",
+            line=10, message_contains="never reset",
+        ),
         Invalid(
             "def fit(model, opt, loader):\n"
             "    opt.zero_grad()\n"
@@ -216,8 +264,11 @@ purpose.
 
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
-        for loop in Training.of(project).training_loops():
+        training = Training.of(project)
+        for loop in training.training_loops():
             where = f"{loop.fn.path}:{min(e.span.line for e in loop.fn.events if loop.loop_id in e.loop_ids)}"
+            if all(training.keeps_no_grad(step) for step in loop.of("step")):
+                continue  # sparse embedding optimizers only: no `.grad` to accumulate
             for action, message, fix in cls._problems(loop, where):
                 yield cls.make_finding(action.fn.path, action.event.span, message, fix)
 

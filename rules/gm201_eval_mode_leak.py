@@ -12,7 +12,8 @@ from auditor.fix import Fix, Fixer
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.conditions import innermost
 from auditor.static.facts import Event, FunctionInfo
-from auditor.static.paths import PathSearch, Step, first_trained, is_same_or_parent, training_visitor
+from auditor.static.paths import (TRAINED, PathSearch, Step, first_trained, is_same_or_parent,
+                                  training_visitor)
 from auditor.static.project import Project
 from auditor.static.training import Training
 
@@ -413,8 +414,182 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
             "        model.eval()\n"
             "        print(model(data[0]))\n"
         ),
+        # the early return skips `.train()` only when both loaders are None, and the caller
+        # validates only when its predicate says the validation loader is not None
+        Valid(
+            "import torch\n"
+            "from torch import nn\n"
+            "class Trainer:\n"
+            "    def __init__(self, evaluator):\n"
+            "        self.evaluator = evaluator\n"
+            "    def can_validate(self, val_loader):\n"
+            "        if self.evaluator is None or val_loader is None:\n"
+            "            return False\n"
+            "        return True\n"
+            "    def evaluate(self, model, val_loader, test_loader):\n"
+            "        model.eval()\n"
+            "        if val_loader is None and test_loader is None:\n"
+            "            return None\n"
+            "        with torch.no_grad():\n"
+            "            score = [model(g) for g in val_loader]\n"
+            "        model.train()\n"
+            "        return score\n"
+            "    def fit(self, model, opt, loader, val_loader, test_loader):\n"
+            "        for epoch in range(10):\n"
+            "            for g in loader:\n"
+            "                loss = model(g).sum()\n"
+            "                loss.backward()\n"
+            "                opt.step()\n"
+            "                opt.zero_grad()\n"
+            "            if self.can_validate(val_loader):\n"
+            "                self.evaluate(model, val_loader, test_loader)\n"
+            "model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))\n"
+            "Trainer(None).fit(model, torch.optim.Adam(model.parameters()), [], [], None)\n"
+        ),
+        # a helper's eval reached from a trainer whose model, looked up in a registry, can
+        # only be the class that defines the method it calls (`encode`): it has no Dropout
+        Valid({
+            "models.py":
+                "from torch import nn\n"
+                "MODELS = {}\n"
+                "def register(name):\n"
+                "    def put(cls):\n"
+                "        MODELS[name] = cls\n"
+                "        return cls\n"
+                "    return put\n"
+                "def build_model(name):\n"
+                "    return MODELS[name]\n"
+                '@register("gat")\n'
+                "class GAT(nn.Module):\n"
+                "    @classmethod\n"
+                "    def from_args(cls, args):\n"
+                "        return cls(args.dim)\n"
+                "    def __init__(self, dim):\n"
+                "        super().__init__()\n"
+                "        self.net = nn.Sequential(nn.Linear(dim, dim), nn.Dropout(0.5))\n"
+                "    def forward(self, x):\n"
+                "        return self.net(x)\n"
+                '@register("rules")\n'
+                "class Rules(nn.Module):\n"
+                "    @classmethod\n"
+                "    def from_args(cls, args):\n"
+                "        return cls(args.dim)\n"
+                "    def __init__(self, dim):\n"
+                "        super().__init__()\n"
+                "        self.lin = nn.Linear(dim, dim)\n"
+                "    def encode(self, x):\n"
+                "        return self.lin(x)\n",
+            "stopper.py":
+                "import torch\n"
+                "def save_best(model, path):\n"
+                "    model.eval()\n"
+                "    torch.save(model.state_dict(), path)\n",
+            "train.py":
+                "import torch\n"
+                "from models import build_model\n"
+                "from stopper import save_best\n"
+                "class RulesTrainer:\n"
+                "    def __init__(self, args):\n"
+                "        self.model = build_model(args.model).from_args(args)\n"
+                "        self.opt = torch.optim.Adam(self.model.parameters())\n"
+                "    def train(self, loader):\n"
+                "        for epoch in range(10):\n"
+                "            for x in loader:\n"
+                "                loss = self.model.encode(x).sum()\n"
+                "                self.opt.zero_grad()\n"
+                "                loss.backward()\n"
+                "                self.opt.step()\n"
+                '            save_best(self.model, "best.pt")\n',
+        }),
     ]
     INVALID = [
+        # the same trainer calling only `forward`: the registry's model may be the one with
+        # Dropout
+        Invalid({
+            "models.py":
+                "from torch import nn\n"
+                "MODELS = {}\n"
+                "def register(name):\n"
+                "    def put(cls):\n"
+                "        MODELS[name] = cls\n"
+                "        return cls\n"
+                "    return put\n"
+                "def build_model(name):\n"
+                "    return MODELS[name]\n"
+                '@register("gat")\n'
+                "class GAT(nn.Module):\n"
+                "    @classmethod\n"
+                "    def from_args(cls, args):\n"
+                "        return cls(args.dim)\n"
+                "    def __init__(self, dim):\n"
+                "        super().__init__()\n"
+                "        self.net = nn.Sequential(nn.Linear(dim, dim), nn.Dropout(0.5))\n"
+                "    def forward(self, x):\n"
+                "        return self.net(x)\n"
+                '@register("rules")\n'
+                "class Rules(nn.Module):\n"
+                "    @classmethod\n"
+                "    def from_args(cls, args):\n"
+                "        return cls(args.dim)\n"
+                "    def __init__(self, dim):\n"
+                "        super().__init__()\n"
+                "        self.lin = nn.Linear(dim, dim)\n"
+                "    def encode(self, x):\n"
+                "        return self.lin(x)\n",
+            "stopper.py":
+                "import torch\n"
+                "def save_best(model, path):\n"
+                "    model.eval()\n"
+                "    torch.save(model.state_dict(), path)\n",
+            "train.py":
+                "import torch\n"
+                "from models import build_model\n"
+                "from stopper import save_best\n"
+                "class RulesTrainer:\n"
+                "    def __init__(self, args):\n"
+                "        self.model = build_model(args.model).from_args(args)\n"
+                "        self.opt = torch.optim.Adam(self.model.parameters())\n"
+                "    def train(self, loader):\n"
+                "        for epoch in range(10):\n"
+                "            for x in loader:\n"
+                "                loss = self.model(x).sum()\n"
+                "                self.opt.zero_grad()\n"
+                "                loss.backward()\n"
+                "                self.opt.step()\n"
+                '            save_best(self.model, "best.pt")\n',
+        }, path="stopper.py", line=3),
+        # the same early return, but the caller's predicate lets a None loader through
+        Invalid(
+            "import torch\n"
+            "from torch import nn\n"
+            "class Trainer:\n"
+            "    def __init__(self, evaluator):\n"
+            "        self.evaluator = evaluator\n"
+            "    def can_validate(self, val_loader):\n"
+            "        if self.evaluator is None:\n"
+            "            return False\n"
+            "        return True\n"
+            "    def evaluate(self, model, val_loader, test_loader):\n"
+            "        model.eval()\n"
+            "        if val_loader is None and test_loader is None:\n"
+            "            return None\n"
+            "        with torch.no_grad():\n"
+            "            score = [model(g) for g in val_loader]\n"
+            "        model.train()\n"
+            "        return score\n"
+            "    def fit(self, model, opt, loader, val_loader, test_loader):\n"
+            "        for epoch in range(10):\n"
+            "            for g in loader:\n"
+            "                loss = model(g).sum()\n"
+            "                loss.backward()\n"
+            "                opt.step()\n"
+            "                opt.zero_grad()\n"
+            "            if self.can_validate(val_loader):\n"
+            "                self.evaluate(model, val_loader, test_loader)\n"
+            "model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))\n"
+            "Trainer(None).fit(model, torch.optim.Adam(model.parameters()), [], [], None)\n",
+            line=11,
+        ),
         # validation inside the loop, never restored
         Invalid(
             "import torch\n"
@@ -597,9 +772,17 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
                     starts.append((fn, i, target))
         training = Training.of(project)
         for fn, i, target in starts:
-            hit = first_trained(project, fn, PathSearch(project, visit).run(fn, i, target, False))
-            if hit is None or hit.step is None or training.mode_free(fn, target, i):
+            trained = [o for o in PathSearch(project, visit).run(fn, i, target, False)
+                       if o.verdict == TRAINED and o.step is not None]
+            if not trained or training.mode_free(fn, target, i):
                 continue  # mode_free: no Dropout, no BatchNorm in it, eval changes nothing
+            # nor on a path to the backward of a module whose mode changes nothing there (a
+            # helper's `model.eval()` reached from a trainer of a model without such layers)
+            hit = first_trained(project, fn, [
+                o for o in trained if not o.step.tracked
+                or not training.mode_free(o.step.fn, o.step.tracked, o.step.index)])
+            if hit is None or hit.step is None:
+                continue
             event = fn.events[i]
             via = f" (via {' -> '.join(hit.trail)})" if hit.trail else ""
             yield cls.make_finding(

@@ -12,6 +12,7 @@ from auditor.findings import Finding, Severity, Status
 from auditor.fix import Fix, Fixer, keyword_arg
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.conditions import innermost
+from auditor.static.dataflow import statement_at
 from auditor.static.facts import Event, FunctionInfo
 from auditor.static.paths import (PathSearch, Step, call_sites_of, forward_use, in_one_program,
                                   is_backward, runs_before, trains_after)
@@ -47,6 +48,14 @@ MAX_UP = 3
 
 def _is_strict_false(event: Event) -> bool:
     return event.kwargs.get("strict") == "False" or event.args[1:2] == ["False"]
+
+
+def _statement_text(project: Project, fn: FunctionInfo, event: Event) -> str:
+    """The whole source of the statement an event belongs to (its summary keeps it shortened)."""
+    if "…" not in event.text:
+        return event.text
+    stmt = statement_at(fn, event.span.line)
+    return (project.text_at(fn.path, stmt.head.span) if stmt is not None else None) or event.text
 
 
 def _derived_names(fn: FunctionInfo, name: str, before: int) -> list[Event]:
@@ -218,6 +227,27 @@ checkpoint off changes what the run starts from; both change results on purpose.
             "            target = self.encoder_ema(x)\n"
             "        return (self.encoders['a'](x) - target).pow(2).mean()\n"
         ),
+        # the same through a name, in a statement long enough that its summary is shortened
+        Valid(
+            "import torch\nfrom torch import nn\n"
+            "class Model(nn.Module):\n"
+            "    def __init__(self, d):\n"
+            "        super().__init__()\n"
+            "        self.encoders_by_node_type = nn.ModuleDict({'a': nn.Linear(d, d), 'b': nn.Linear(d, d)})\n"
+            "        self.encoder_ema = nn.Linear(d, d)\n"
+            "        for node_type in ('a', 'b'):\n"
+            "            weights_dict = next(\n"
+            "                (module_of_type for key, module_of_type in self.encoders_by_node_type.items() if node_type in key),\n"
+            "                None\n"
+            "            ).state_dict()\n"
+            "            self.encoder_ema.load_state_dict(weights_dict)\n"
+            "        for p in self.encoder_ema.parameters():\n"
+            "            p.requires_grad = False\n"
+            "    def forward(self, x):\n"
+            "        with torch.no_grad():\n"
+            "            target = self.encoder_ema(x)\n"
+            "        return (self.encoders_by_node_type['a'](x) - target).pow(2).mean()\n"
+        ),
         # strict resume behind an opt-in flag whose default is off
         Valid(
             "import argparse\nimport torch\n"
@@ -377,8 +407,89 @@ checkpoint off changes what the run starts from; both change results on purpose.
             "    loss.backward()\n"
             "    opt.step()\n"
         ),
+        # fine-tuning: the pretraining stage saves the state of a model the same factory
+        # builds; strict=False lets the fine-tuning head (not in that file) keep its init
+        Valid({
+            "models.py":
+                "from torch import nn\n"
+                "class Model(nn.Module):\n"
+                "    def __init__(self, backbone, head):\n"
+                "        super().__init__()\n"
+                "        self.backbone, self.head = backbone, head\n"
+                "    def forward(self, x):\n"
+                "        return self.head(self.backbone(x))\n"
+                "def get_model(dim, num_class=None):\n"
+                "    head = nn.Identity() if num_class is None else nn.Linear(dim, num_class)\n"
+                "    return Model(nn.Linear(dim, dim), head)\n",
+            "pretrain.py":
+                "import torch\n"
+                "from torch import nn\n"
+                "from models import get_model\n"
+                "def run(loader, save_path):\n"
+                "    model = get_model(16)\n"
+                "    opt = torch.optim.Adam(model.parameters())\n"
+                "    for x in loader:\n"
+                "        loss = model(x).pow(2).mean()\n"
+                "        opt.zero_grad()\n"
+                "        loss.backward()\n"
+                "        opt.step()\n"
+                "    torch.save(model.state_dict(), save_path)\n",
+            "adapt.py":
+                "import torch\n"
+                "import torch.nn.functional as F\n"
+                "from models import get_model\n"
+                "def run(loader, pretrained_file):\n"
+                "    model = get_model(16, num_class=4)\n"
+                "    model.load_state_dict(torch.load(pretrained_file, weights_only=True), strict=False)\n"
+                "    opt = torch.optim.Adam(model.parameters())\n"
+                "    for x, y in loader:\n"
+                "        loss = F.cross_entropy(model(x), y)\n"
+                "        opt.zero_grad()\n"
+                "        loss.backward()\n"
+                "        opt.step()\n",
+        }),
     ]
     INVALID = [
+        # the file the project saves comes from a model built elsewhere: keys may not match
+        Invalid({
+            "models.py":
+                "from torch import nn\n"
+                "class Model(nn.Module):\n"
+                "    def __init__(self, backbone, head):\n"
+                "        super().__init__()\n"
+                "        self.backbone, self.head = backbone, head\n"
+                "    def forward(self, x):\n"
+                "        return self.head(self.backbone(x))\n"
+                "def get_model(dim, num_class=None):\n"
+                "    head = nn.Identity() if num_class is None else nn.Linear(dim, num_class)\n"
+                "    return Model(nn.Linear(dim, dim), head)\n",
+            "pretrain.py":
+                "import torch\n"
+                "from torch import nn\n"
+                "from models import get_model\n"
+                "def run(loader, save_path):\n"
+                "    model = nn.Linear(16, 16)\n"
+                "    opt = torch.optim.Adam(model.parameters())\n"
+                "    for x in loader:\n"
+                "        loss = model(x).pow(2).mean()\n"
+                "        opt.zero_grad()\n"
+                "        loss.backward()\n"
+                "        opt.step()\n"
+                "    torch.save(model.state_dict(), save_path)\n",
+            "adapt.py":
+                "import torch\n"
+                "import torch.nn.functional as F\n"
+                "from models import get_model\n"
+                "def run(loader, pretrained_file):\n"
+                "    model = get_model(16, num_class=4)\n"
+                "    model.load_state_dict(torch.load(pretrained_file, weights_only=True), strict=False)\n"
+                "    opt = torch.optim.Adam(model.parameters())\n"
+                "    for x, y in loader:\n"
+                "        loss = F.cross_entropy(model(x), y)\n"
+                "        opt.zero_grad()\n"
+                "        loss.backward()\n"
+                "        opt.step()\n",
+        }, path="adapt.py", line=6, message_contains="strict=False"),
         Invalid(
             "import torch\n"
             "model.load_state_dict(torch.load('pre.pt', weights_only=True), strict=False)\n"
@@ -577,7 +688,7 @@ checkpoint off changes what the run starts from; both change results on purpose.
         whole = next((e.text for e in fn.events if arg.endswith("…") and "…" not in e.text
                       and " ".join(e.text.split()).startswith(start)), arg)
         filtered = event if arg and filters_keys(whole) else next(
-            (e for e in origins if filters_keys(e.text)), None)
+            (e for e in origins if filters_keys(_statement_text(project, fn, e))), None)
         trained = trains_after(project, fn, i, target)
         if trained is None and not cls._optimised_here(fn, target):
             if filtered is None or not cls._runs_later(project, fn, i, target):
@@ -591,6 +702,11 @@ checkpoint off changes what the run starts from; both change results on purpose.
                 "fresh initialisation, or the last training step's values) instead of the loaded ones",
                 fix="load the whole state dict strictly (or copy the module)",
             )
+        if cls._file_loads(project, fn, event, origins) \
+                and Training.of(project).saved_alike(fn, target, i):
+            # a stage of the project saves the state of a module built alike (pretrain, then
+            # fine-tune with a new head): loading it, strict=False for that head, is the handoff
+            return None
         keys = cls._keys_match(project, fn, i, arg, target)
         lenient: Optional[Finding] = None  # strict=False where no static pass sees the keys
         if _is_strict_false(event) and keys is not True:
@@ -617,13 +733,7 @@ checkpoint off changes what the run starts from; both change results on purpose.
                 fix="load the whole state dict strictly, or re-initialise and train the dropped "
                 "layers on purpose",
             )
-        inline = [e for e in fn.events if e.kind == "call" and e.func in FILE_LOADERS
-                  and event.span.line <= e.span.line <= event.span.end_line]
-        from_file = inline + [e for e in origins if e.kind == "call" and e.func in FILE_LOADERS]
-        from_file += [e for e in origins if e.kind == "call" and any(
-            project.function(q) is not None and any(
-                x.kind == "call" and x.func in FILE_LOADERS for x in project.function(q).events)
-            for q in project.resolve_call(e, fn))]
+        from_file = cls._file_loads(project, fn, event, origins)
         if not from_file or trained is None:
             return lenient
         if "." in target.removeprefix("self."):
@@ -643,6 +753,19 @@ checkpoint off changes what the run starts from; both change results on purpose.
                                if lenient is not None else ""),
             fix="make loading opt-in (a flag whose default is off) and load strictly",
         )
+
+    @staticmethod
+    def _file_loads(project: Project, fn: FunctionInfo, event: Event,
+                    origins: list[Event]) -> list[Event]:
+        """The file loads the state dict of the load ``event`` comes from: in the call itself,
+        among the events that made its argument, or in a project function one of them calls."""
+        inline = [e for e in fn.events if e.kind == "call" and e.func in FILE_LOADERS
+                  and event.span.line <= e.span.line <= event.span.end_line]
+        from_file = inline + [e for e in origins if e.kind == "call" and e.func in FILE_LOADERS]
+        return from_file + [e for e in origins if e.kind == "call" and any(
+            project.function(q) is not None and any(
+                x.kind == "call" and x.func in FILE_LOADERS for x in project.function(q).events)
+            for q in project.resolve_call(e, fn))]
 
     @staticmethod
     def _trained_between(project: Project, fn: FunctionInfo, saved: Event, load: Event) -> bool:

@@ -14,7 +14,7 @@ from auditor.static.facts import Event, FunctionInfo
 from auditor.static.programs import LIBRARY, TEST, is_test_code
 from auditor.static.project import Project
 from auditor.static.training import is_backward
-from auditor.static.rng import FAMILIES, Draw, draw_of, project_seeding
+from auditor.static.rng import FAMILIES, Draw, draw_of, project_seeding, takes_every_neighbour
 
 if TYPE_CHECKING:  # the probe's evidence types cost a check run's start; used in annotations only
     from auditor.probe.evidence import Evidence
@@ -182,8 +182,97 @@ drawn, never what the code computes with them.
                 "torch.manual_seed(0)\n"
                 "loss = torch.ones(2, requires_grad=True).sum()\nloss.backward()\n",
         }),
+        # every fanout is -1 (all neighbours) or 0 (none): the sampler has nothing to draw
+        Valid(
+            "import numpy as np\nimport torch\nimport dgl\ntorch.manual_seed(0)\nnp.random.seed(0)\n"
+            "fanout = {etype: 0 for etype in g.canonical_etypes}\n"
+            "for etype in used:\n"
+            "    fanout[etype] = -1\n"
+            "sampler = dgl.dataloading.MultiLayerNeighborSampler([fanout, [-1] * 2])\n"
+        ),
+        # the only program that seeds runs another class of the sampler's file, never the
+        # sampler: its seeding says nothing about the draw (a training run reaches it unseen)
+        Valid({
+            "lib/__init__.py": "",
+            "lib/loaders.py":
+                "import dgl\n"
+                "class EdgeLoader:\n"
+                "    def __init__(self, g, fanout):\n"
+                "        self.sampler = dgl.dataloading.MultiLayerNeighborSampler(fanout)\n"
+                "class FullLoader:\n"
+                "    def __init__(self, g):\n"
+                "        self.sampler = dgl.dataloading.MultiLayerFullNeighborSampler(2)\n",
+            "lib/registry.py": "LOADERS = {}\ndef get_loader(name):\n    return LOADERS[name]\n",
+            "infer.py":
+                "import numpy as np\n"
+                "import torch\n"
+                "from lib.loaders import FullLoader\n"
+                "def main(g, model):\n"
+                "    np.random.seed(0)\n"
+                "    torch.manual_seed(0)\n"
+                "    loader = FullLoader(g)\n"
+                "    with torch.no_grad():\n"
+                "        return model(g, loader)\n"
+                "if __name__ == '__main__':\n"
+                "    main(None, None)\n",
+            "train.py":
+                "from lib.registry import get_loader\n"
+                "def main(g, model, opt, name):\n"
+                "    for batch in get_loader(name)(g, [10, 5]):\n"
+                "        loss = model(batch)\n"
+                "        opt.zero_grad()\n"
+                "        loss.backward()\n"
+                "        opt.step()\n"
+                "if __name__ == '__main__':\n"
+                "    main(None, None, None, 'edge')\n",
+        }),
     ]
     INVALID = [
+        # a seeding program that imports the sampler's file and runs none of it: it may reach
+        # the sampler some way the calls do not show
+        Invalid({
+            "lib/__init__.py": "",
+            "lib/loaders.py":
+                "import dgl\n"
+                "class EdgeLoader:\n"
+                "    def __init__(self, g, fanout):\n"
+                "        self.sampler = dgl.dataloading.MultiLayerNeighborSampler(fanout)\n"
+                "class FullLoader:\n"
+                "    def __init__(self, g):\n"
+                "        self.sampler = dgl.dataloading.MultiLayerFullNeighborSampler(2)\n",
+            "lib/registry.py": "LOADERS = {}\ndef get_loader(name):\n    return LOADERS[name]\n",
+            "infer.py":
+                "import numpy as np\n"
+                "import torch\n"
+                "from lib.loaders import FullLoader\n"
+                "def main(g, model):\n"
+                "    np.random.seed(0)\n"
+                "    torch.manual_seed(0)\n"
+                "    loader = None\n"
+                "    with torch.no_grad():\n"
+                "        return model(g, loader)\n"
+                "if __name__ == '__main__':\n"
+                "    main(None, None)\n",
+            "train.py":
+                "from lib.registry import get_loader\n"
+                "def main(g, model, opt, name):\n"
+                "    for batch in get_loader(name)(g, [10, 5]):\n"
+                "        loss = model(batch)\n"
+                "        opt.zero_grad()\n"
+                "        loss.backward()\n"
+                "        opt.step()\n"
+                "if __name__ == '__main__':\n"
+                "    main(None, None, None, 'edge')\n",
+        }, path="lib/loaders.py", line=4, message_contains="infer.py"),
+        # one edge type keeps 10 of its neighbours: a draw
+        Invalid(
+            "import numpy as np\nimport torch\nimport dgl\ntorch.manual_seed(0)\nnp.random.seed(0)\n"
+            "fanout = {etype: 0 for etype in g.canonical_etypes}\n"
+            "for etype in used:\n"
+            "    fanout[etype] = 10\n"
+            "sampler = dgl.dataloading.MultiLayerNeighborSampler([fanout, [-1] * 2])\n",
+            line=9, message_contains="dgl",
+        ),
         Invalid(
             "import random\nimport numpy as np\nimport torch\nrandom.seed(0)\nnp.random.seed(0)\n"
             "mask = torch.randperm(100)[:40]\n",
@@ -258,7 +347,7 @@ drawn, never what the code computes with them.
         for fn, event in project.events("call"):
             trains = trains or event.method == "backward"
             draw = draw_of(event)
-            if draw is not None:
+            if draw is not None and not takes_every_neighbour(fn, event):
                 draws.append((fn, event, draw))
         draws.sort(key=lambda d: (d[0].path, d[1].span.line, d[1].span.column))
         out: list[Finding] = []
@@ -273,6 +362,8 @@ drawn, never what the code computes with them.
             entries = sorted((e for e in seeding.running(fn.qualname) if e not in tests),
                              key=lambda e: (e not in training, e))
             programs = [p for p in project.programs_with(fn.path) if p.kind != TEST]
+            if not entries:  # judged by the programs importing it: not those seen to pass it by
+                programs = [p for p in programs if not seeding.passes_by(project, p.entry, fn)]
             files: frozenset[str] = frozenset().union(*(p.files for p in programs))
             if draw.unseedable:
                 # no global seed reaches a fresh generator: any seeding of a program running it

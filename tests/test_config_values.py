@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from auditor.static.config_files import config_file
 from tests.conftest import check_tree
 
 
@@ -155,3 +156,64 @@ def _extra_term(config: str) -> dict[str, str]:
 ])
 def test_extra_term_weighted_by_an_unset_default(tmp_path: Path, config: str, expected: list) -> None:
     assert check(tmp_path, _extra_term(config), "GM402") == expected
+
+
+def _yaml_config_script(opened: str, loader: str = "yaml.safe_load(f)") -> dict[str, str]:
+    """The reduction chosen in a configuration file the program opens by a literal path."""
+    return {"train.py": (
+        "import json\n"
+        "import yaml\n"
+        "import torch.nn.functional as F\n"
+        "\n"
+        "def fit(model, batches, opt, cfg):\n"
+        "    for g, x in batches:\n"
+        "        out = model(g, x)\n"
+        "        mask = g.ndata['mask']\n"
+        "        loss = F.mse_loss(out[mask], x[mask], reduction=cfg['loss']['reduction'])\n"
+        "        opt.zero_grad()\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+        "\n"
+        "def main(model, batches, opt):\n"
+        f"    with open({opened!r}) as f:\n"
+        f"        cfg = {loader}\n"
+        "    fit(model, batches, opt, cfg)\n"
+    )}
+
+
+@pytest.mark.parametrize("mode, expected", [("sum", [("GM401", "train.py", 9)]), ("mean", [])])
+def test_yaml_file_reduction(tmp_path: Path, mode: str, expected: list) -> None:
+    files = {**_yaml_config_script("configs/train.yaml"),
+             "configs/train.yaml": f"epochs: 10\nloss:\n  weight: 0.5\n  reduction: {mode}\n"}
+    assert check(tmp_path, files, "GM401") == expected
+
+
+def test_json_file_reduction(tmp_path: Path) -> None:
+    files = {**_yaml_config_script("cfg.json", "json.load(f)"),
+             "cfg.json": '{\n  "epochs": 10,\n  "loss": {\n    "reduction": "sum"\n  }\n}\n'}
+    assert check(tmp_path, files, "GM401") == [("GM401", "train.py", 9)]
+    # the finding names where the value is written: each key's line in the file
+    found = config_file("cfg.json", "train.py", tmp_path)
+    assert found is not None and found.lines[("loss", "reduction")] == 4
+    (tmp_path / "cfg.yaml").write_text("epochs: 10\nloss:\n\n  reduction: sum\n")
+    assert config_file("cfg.yaml", "train.py", tmp_path).lines[("loss", "reduction")] == 4
+
+
+def test_config_files_read_as_bounded_data_inside_the_tree(tmp_path: Path) -> None:
+    """Four files the program opens, none followed: out of the tree, a link out of it, over
+    the size bound, and a tag that would run a command (parsed as data, so it runs nothing)."""
+    tree = tmp_path / "tree"
+    setting = "loss:\n  reduction: sum\n"
+    (tmp_path / "outside.yaml").write_text(setting)
+    (tmp_path / "real.yaml").write_text(setting)
+    files = _yaml_config_script("../outside.yaml")
+    opened = ["linked.yaml", "big.yaml", "tagged.yaml"]
+    files["train.py"] += "".join(
+        f"\ndef main_{n}(model, batches, opt):\n    fit(model, batches, opt, yaml.safe_load(open({name!r})))\n"
+        for n, name in enumerate(opened))
+    files["big.yaml"] = setting + "# padding\n" * 40_000
+    files["tagged.yaml"] = f"loss: !!python/object/apply:os.system ['touch {tmp_path / 'ran'}']\n"
+    tree.mkdir()
+    (tree / "linked.yaml").symlink_to(tmp_path / "real.yaml")
+    assert check(tree, files, "GM401") == []
+    assert not (tmp_path / "ran").exists()

@@ -15,6 +15,10 @@ API:
   other under ``not (test)``): no single pass runs both.
 * :func:`constant_truth` — a test on a constant resolves (``if False:``, ``if not DEBUG`` with a
   module constant ``DEBUG = False``): True / False, or None when it depends on the run.
+* :func:`ruled_out` — an event of a callee cannot run when the callee is entered through one
+  call: its tests ask ``param is None`` of an argument the caller's own tests at that call
+  show is not None (``if loader is not None:``, or a project predicate such as
+  ``if self.can_validate(loader):`` that returns False whenever its parameter is None).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import re
 from typing import Optional
 
 from auditor.static.context import MODULE_SCOPE
-from auditor.static.facts import Event
+from auditor.static.facts import Event, FunctionInfo
 from auditor.static.project import Project
 
 _MAIN_GUARD = re.compile(r"__name__\s*==\s*['\"]__main__['\"]")
@@ -76,3 +80,111 @@ def constant_truth(project: Project, module: str, test: str) -> Optional[bool]:
         if len(values) == 1 and values[0] in literal:
             return literal[values[0]]
     return None
+
+
+_FALSY_RETURNS = {"return", "returnFalse", "returnNone", "return0"}
+
+
+def _split_top(test: str, word: str) -> list[str]:
+    """``a and (b or c) and d`` -> its operands joined by ``word`` outside brackets (the outer
+    parentheses of the whole test dropped), each normalised."""
+    text = re.sub(r"\s+", " ", test.strip())
+    while text.startswith("(") and text.endswith(")") and _balanced(text[1:-1]):
+        text = text[1:-1].strip()
+    parts, depth, start = [], 0, 0
+    for k, ch in enumerate(text):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif depth == 0 and text.startswith(f" {word} ", k):
+            parts.append(text[start:k])
+            start = k + len(word) + 2
+    return [normalise(p) for p in (*parts, text[start:])]
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for ch in text:
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def _none_tested(test: str, falsy: bool = False) -> Optional[str]:
+    """The name ``test`` (one operand) says is None (``x is None``), or with ``falsy`` also
+    says is falsy (``not x``)."""
+    match = re.fullmatch(r"([\w.]+)isNone|not([\w.]+)" if falsy else r"([\w.]+)isNone()",
+                         normalise(test))
+    return (match.group(1) or match.group(2)) if match else None
+
+
+def _assigned_before(fn: FunctionInfo, name: str, start: int, stop: int) -> bool:
+    return any(e.kind in ("assign", "augassign") and name in e.targets
+               for e in fn.events[start:stop])
+
+
+def _rejects_none(project: Project, fn: FunctionInfo, call: Event) -> set[str]:
+    """The arguments of ``call`` that are not None when it returns a true value: the callee
+    first returns a falsy literal under a test of which one ``or`` operand is ``param is None``."""
+    from auditor.static.paths import bindings  # built on this module: imported when asked
+    out: set[str] = set()
+    for qual in project.resolve_call(call, fn):
+        callee = project.function(qual)
+        if callee is None:
+            continue
+        first = next((k for k, e in enumerate(callee.events) if e.kind == "return"), None)
+        ret = callee.events[first] if first is not None else None
+        if ret is None or normalise(ret.text) not in _FALSY_RETURNS or len(ret.conditions) != 1 \
+                or ret.loop_ids:
+            continue
+        tested = {_none_tested(t, falsy=True) for t in _split_top(ret.conditions[0], "or")}
+        for param, arg in bindings(call, callee):
+            if param in tested and not _assigned_before(callee, param, 0, first):
+                out.add(normalise(arg))
+    return out
+
+
+def _not_none_at(project: Project, fn: FunctionInfo, index: int) -> set[str]:
+    """Names the enclosing tests of event ``index`` of ``fn`` show are not None there: a
+    conjunct ``x is not None`` or ``x``, or a call of a predicate that rejects None for its
+    argument (:func:`_rejects_none`); not when ``x`` is assigned inside the test's block."""
+    at = fn.events[index]
+    out: set[str] = set()
+    for depth, test in enumerate(at.conditions):
+        opened = next((k for k, e in enumerate(fn.events[:index])
+                       if e.conditions[:depth + 1] == at.conditions[:depth + 1]), index)
+        found: set[str] = set()
+        for part in _split_top(test, "and"):
+            plain = re.fullmatch(r"([\w.]+)isnotNone|([\w.]+)|not\(([\w.]+)isNone\)", part)
+            if plain:
+                found.add(plain.group(1) or plain.group(2) or plain.group(3))
+            elif re.fullmatch(r"[\w.]+\(.*\)", part):
+                head = part.split("(", 1)[0]  # the test's own call event: the last before
+                calls = [e for e in fn.events[:index] if e.kind == "call" and head in (
+                    e.func, f"{e.receiver}.{e.method}")]
+                for call in calls[-1:]:
+                    found |= _rejects_none(project, fn, call)
+        out |= {n for n in found if not _assigned_before(fn, n, opened, index)}
+    return out
+
+
+def ruled_out(project: Project, callee: FunctionInfo, event: Event, caller: FunctionInfo,
+              call: Event) -> bool:
+    """``event`` of ``callee`` cannot run when ``callee`` is entered through ``call`` of
+    ``caller``: one of its tests is an ``and`` of which one operand asks ``param is None`` of a
+    parameter (not reassigned before it) bound to an argument that is not None at the call."""
+    from auditor.static.paths import bindings  # built on this module: imported when asked
+    at = callee.position(event)
+    args = {param: normalise(arg) for param, arg in bindings(call, callee)}
+    needed = set()
+    for test in event.conditions:
+        for part in _split_top(test, "and"):
+            name = _none_tested(part)
+            if name in args and not _assigned_before(callee, name, 0, at):
+                needed.add(args[name])
+    if not needed:
+        return False
+    return bool(needed & _not_none_at(project, caller, caller.position(call)))

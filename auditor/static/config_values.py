@@ -18,7 +18,10 @@ with the :class:`Source` that wrote it. It follows, demand-driven and across fil
 * calls: a parameter is what each caller passes (or its default where a caller leaves it out);
   ``self.attr`` is what the class's methods assign (constructor arguments, so); a project
   function's result is what its returns give, for that call's arguments;
-* ``a if c else b`` (both), ``-x``, and library names (``torch.bfloat16``) as :class:`Symbol`.
+* ``a if c else b`` (both), ``-x``, and library names (``torch.bfloat16``) as :class:`Symbol`;
+* configuration files: ``yaml.safe_load(f)`` / ``json.load(f)`` of ``open(path)`` (directly, or
+  ``with open(path) as f``) where ``path`` is a constant (a literal, an option's default): the
+  file's keys and values, each with its line there (:mod:`auditor.static.config_files`).
 
 Files are read with Python's ``ast`` on demand; statements are located through the project's
 events (:mod:`auditor.static.dataflow`), so reaching definitions are the ones every rule sees.
@@ -28,8 +31,10 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Iterator, Optional, Union
 
+from auditor.static.config_files import ConfigFile, config_file
 from auditor.static.dataflow import (_bound, _self_definitions, callers_of, definitions,
                                      statement_at, statements)
 from auditor.static.facts import MODULE_SCOPE, Event, FunctionInfo, Span
@@ -40,6 +45,9 @@ MAX_DEPTH = 24  # links followed for one answer (names, attributes, calls)
 MAX_CALLERS = 20
 MAX_VALUES = 16
 LITERAL = "a literal"  # a constant written in code, not as a configuration's setting
+# what parses a configuration file's text into data (the file is read here as data only)
+FILE_LOADERS = {"yaml.safe_load", "yaml.load", "yaml.full_load", "json.load", "json.loads"}
+OPENERS = {"open", "io.open", "builtins.open"}
 
 
 @dataclass(frozen=True)
@@ -424,6 +432,8 @@ class _Evaluator:
         event = self._event_of(fn, node)
         if event is None:
             return []
+        if event.func in FILE_LOADERS and node.args:
+            return self._file_values(fn, node.args[0], index, env, depth)
         out: list[Value] = []
         named = event.func.removesuffix("()")
         self.project.function(f"{named}.__init__")  # loads the class's file when it was skipped
@@ -451,6 +461,32 @@ class _Evaluator:
                     if ret is not None and ret.value is not None:
                         out += self.expr(callee, ret.value, stmt.index, bound, depth)
         return out
+
+    def _file_values(self, fn: FunctionInfo, arg: ast.expr, index: int, env: Optional[Env],
+                     depth: int) -> list[Value]:
+        """What a loader reads from ``arg``: ``open(path)`` (``.read()`` of it), or a name a
+        ``with open(path) as f:`` before it binds; ``path`` a constant this evaluator finds."""
+        if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute) and arg.func.attr == "read":
+            arg = arg.func.value
+        if isinstance(arg, ast.Name):
+            arg = self._opened_as(fn, arg)
+        if not (isinstance(arg, ast.Call) and _dotted(arg.func) in OPENERS and arg.args):
+            return []
+        out: list[Value] = []
+        for path in self.expr(fn, arg.args[0], index, env, depth):
+            found = config_file(path.value, fn.path, Path.cwd()) if isinstance(path.value, str) else None
+            value = _file_value(found, found.data, ()) if found is not None else None
+            out += [value] if value is not None else []
+        return out
+
+    def _opened_as(self, fn: FunctionInfo, name: ast.Name) -> Optional[ast.expr]:
+        """The ``open(...)`` call of the nearest ``with ... as <name>:`` of ``fn`` above ``name``."""
+        body = self._function_node(fn) if fn.name != MODULE_SCOPE else self._tree(fn.path)
+        found = [(item.context_expr, node.lineno) for node in ast.walk(body) if body is not None
+                 and isinstance(node, (ast.With, ast.AsyncWith)) and node.lineno <= name.lineno
+                 for item in node.items if isinstance(item.optional_vars, ast.Name)
+                 and item.optional_vars.id == name.id]
+        return max(found, key=lambda pair: pair[1])[0] if found else None
 
     def _event_of(self, fn: FunctionInfo, node: ast.Call) -> Optional[Event]:
         """The call event of ``fn`` that ``node`` is (when ``node`` comes from ``fn``'s file)."""
@@ -501,6 +537,18 @@ class _Evaluator:
             out += [Value(v.value, self._source(fn, node, f"the default of `{keys[0] if keys else '?'}`"), True)
                     for v in self.expr(fn, default[0], index, env, depth)]
         return out
+
+
+def _file_value(found: ConfigFile, data: Any, at: tuple) -> Optional[Value]:
+    """A configuration file's data at key path ``at``: a :class:`Table` of its keys, or the
+    scalar, with the line that writes it; None for a list (not followed)."""
+    where = Source(found.path, found.lines.get(at, 1),
+                   f"`{'.'.join(map(str, at))}` in {found.path}" if at else found.path)
+    if isinstance(data, dict):
+        entries = {k: [v] for k, v in ((k, _file_value(found, d, (*at, k))) for k, d in data.items()
+                                       if _hashable(k)) if v is not None}
+        return Value(Table(entries), where)
+    return Value(data, where) if data is None or isinstance(data, (str, int, float, bool)) else None
 
 
 _STARRED = ast.Starred()  # an argument unpacked from `*args` / `**kwargs`: not followed

@@ -36,7 +36,10 @@ API (``project`` is a :class:`~auditor.static.project.Project`, ``fn`` a ``Funct
     following assignments (every one that may reach, across branches), constructor arguments
     into ``self.<attr>``, parameters to callers, and factories: a function's returns, a class
     looked up and called (``MODELS[key](args)``, a classmethod returning ``cls(...)``), an
-    attribute read off the result. A set of more than ``MAX_INSTANCE_CLASSES`` is left unknown.
+    attribute read off the result. Classes a registry lookup may give are narrowed to those that
+    define every method the code calls on the object (``self.model.gcn_forward(g)``: only a
+    class with ``gcn_forward`` can be it). A set of more than ``MAX_INSTANCE_CLASSES`` is left
+    unknown.
 ``class_objects(project, fn, name, index) -> set[str]``
     The project classes ``name`` holds as classes: named, imported, looked up in a registry
     dict (its literal, its stores, a registering decorator's classes), returned by a function.
@@ -964,7 +967,25 @@ def _made_instances(project: Project, fn: FunctionInfo, stmt: Statement, depth: 
     read = re.search(r"\)((?:\.\w+)+)$", _value_text(stmt))
     for attr in read.group(1)[1:].split(".") if read and classes else ():
         classes = set().union(*(_attribute_classes(project, c, attr, depth) for c in classes))
+    if len(classes) > 1 and len(stmt.targets) == 1:
+        classes = _by_methods_called(project, fn, stmt.targets[0], classes)
     return _bounded(classes, MAX_INSTANCE_CLASSES)
+
+
+def _by_methods_called(project: Project, fn: FunctionInfo, target: str, classes: set[str]) -> set[str]:
+    """The ``classes`` that define every method called on ``target`` (a local of ``fn``, or
+    ``self.<attr>`` in the methods of its class) that one of them defines: an object looked up
+    in a registry and then sent ``gcn_forward`` is of a class that has ``gcn_forward``."""
+    scope = _methods_of(project, {fn.class_name}) if target.startswith("self.") and fn.class_name \
+        else [fn]
+    called = {e.method for other in scope for e in other.events
+              if e.kind == "call" and e.receiver == target and e.method}
+
+    def defines(cls: str, method: str) -> bool:
+        return any(project.function(c) is not None for c in project.method_candidates(cls, method))
+
+    own = {m for m in called if any(defines(c, m) for c in classes)}
+    return {c for c in classes if all(defines(c, m) for m in own)}
 
 
 def _builds_own_class(project: Project, cls: str, method: str) -> bool:

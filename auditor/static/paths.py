@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Callable, Hashable, Iterable, Optional
 
-from auditor.static.conditions import innermost
+from auditor.static.conditions import innermost, ruled_out
 from auditor.static.dataflow import callers_of, contains
 from auditor.static.facts import Event, FunctionInfo
 from auditor.static.project import Project
@@ -496,13 +496,16 @@ class PathSearch:
                 if kind == "wrapped" and is_loop:
                     outcomes.append(Outcome(LOOP, step, trail))
                 elif kind in ("return", "wrapped"):
-                    outcomes += self._up(fn, left, st, up, trail)
+                    left_at = step.event if kind == "return" and step is not None else None
+                    outcomes += self._up(fn, left, st, up, trail, left_at)
                 else:
                     outcomes.append(Outcome(kind, step, trail))
         return outcomes
 
     def _up(self, fn: FunctionInfo, names: Names, state: Hashable, up: int,
-            trail: tuple[str, ...]) -> list[Outcome]:
+            trail: tuple[str, ...], left_at: Optional[Event] = None) -> list[Outcome]:
+        """The paths on from each caller of ``fn``, left at the ``return`` event ``left_at``
+        (None: its end); not through a caller whose tests at the call rule that return out."""
         if up >= self.max_up:
             return [Outcome(END, None, trail)]
         sites = self.callers(fn)
@@ -511,6 +514,8 @@ class PathSearch:
         outcomes: list[Outcome] = []
         for caller, i in sites:
             event = caller.events[i]
+            if left_at is not None and ruled_out(self.project, fn, left_at, caller, event):
+                continue
             mapped = self.map_up(fn, event, names)
             if names and not mapped:
                 outcomes.append(Outcome(LOST, None, trail))
@@ -599,6 +604,9 @@ class PathSearch:
                              None, no_grad or is_no_grad_function(callee), depth + 1,
                              (*stack, qual))
             for kind, st, step, left in sub:
+                if kind == "return" and step is not None \
+                        and ruled_out(self.project, callee, step.event, fn, event):
+                    continue  # an early return the caller's own test at the call excludes
                 if kind in ("return", "wrapped"):
                     after.add(st)
                 else:

@@ -9,7 +9,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 
 from auditor.static.callgraph import CallGraph
 from auditor.static.context import MODULE_SCOPE
-from auditor.static.facts import Event, FileFacts, FunctionInfo
+from auditor.static.facts import Event, FileFacts, FunctionInfo, Span
 from auditor.static.frameworks import add_framework_loops
 from auditor.static.imports import Layout
 from auditor.static.programs import Program, entry_programs, import_graph, programs_with
@@ -217,6 +217,17 @@ class Project:
     def source_text(self, path: str) -> Optional[str]:
         """The text of a file of the tree (analysed or not), read once; None when unreadable."""
         return self._skipped_text(path)
+
+    def text_at(self, path: str, span: Span) -> Optional[str]:
+        """The source of ``path`` within ``span`` (an event keeps its text shortened)."""
+        text = self.source_text(path)
+        lines = text.splitlines() if text is not None else []
+        if not 0 < span.line <= span.end_line <= len(lines):
+            return None
+        if span.line == span.end_line:
+            return lines[span.line - 1][span.column - 1:span.end_column - 1]
+        return "\n".join([lines[span.line - 1][span.column - 1:], *lines[span.line:span.end_line - 1],
+                          lines[span.end_line - 1][:span.end_column - 1]])
 
     def _skipped_text(self, path: str) -> Optional[str]:
         """A skipped file's text, read once (rules ask about many words)."""

@@ -8,6 +8,8 @@ API (used by GM603 incomplete-seeding and GM604 nondeterminism-flags):
 
 * :func:`seeded_by` — the RNGs a qualified callee seeds (``torch.manual_seed`` -> torch, cuda).
 * :func:`draw_of` — which RNG a call event draws from, and why (``torch.randperm`` -> torch).
+* :func:`takes_every_neighbour` — a DGL neighbour sampler whose fanouts are all -1 (every
+  neighbour) or 0 (none), as the function builds them: it draws nothing.
 * :func:`project_seeding` — every seeding call of a project, and whether an entry point reaches
   it (a ``set_seed()`` helper that nothing calls seeds nothing).
 
@@ -16,13 +18,16 @@ Everything works on :class:`auditor.static.facts.Event` summaries, so it never i
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Optional
 
+from auditor.static.conditions import normalise
 from auditor.static.context import MODULE_SCOPE
 from auditor.static.facts import Event, FunctionInfo
 from auditor.static.programs import runs
 from auditor.static.project import Project
+from auditor.static.training import top_level_items
 
 RANDOM, NUMPY, TORCH, CUDA, DGL = "random", "numpy", "torch", "torch.cuda", "dgl"
 FAMILIES = (RANDOM, NUMPY, TORCH, CUDA, DGL)
@@ -157,6 +162,42 @@ def draw_of(event: Event) -> Optional[Draw]:
     return None
 
 
+_NEIGHBOUR_SAMPLERS = ("dgl.dataloading.NeighborSampler", "dgl.dataloading.MultiLayerNeighborSampler")
+_FIXED_FANOUTS = {"-1", "0"}  # every neighbour, no neighbour: no choice to draw
+_FIXED_DICT = re.compile(r"\{[^{}:]+:\s*(-1|0)\s+for\s.*\}", re.S)  # `{etype: -1 for etype in g.etypes}`
+MAX_FANOUT_DEPTH = 3
+
+
+def takes_every_neighbour(fn: FunctionInfo, event: Event) -> bool:
+    """``event`` builds a DGL neighbour sampler whose every fanout is -1 or 0: literal lists
+    (``[-1, -1]``, ``[-1] * k``) or names ``fn`` binds only to such values, per edge type too
+    (``fanout = {r: 0 for r in etypes}`` then ``fanout[r] = -1``)."""
+    if event.kind != "call" or event.func.removesuffix("()") not in _NEIGHBOUR_SAMPLERS:
+        return False
+    return _fixed_fanouts(fn, fn.position(event), event.argument("fanouts"), 0)
+
+
+def _fixed_fanouts(fn: FunctionInfo, index: int, text: str, depth: int) -> bool:
+    value = normalise(text)
+    if value in _FIXED_FANOUTS or _FIXED_DICT.fullmatch(text.strip()):
+        return True
+    if depth >= MAX_FANOUT_DEPTH or not value:
+        return False
+    listed = re.fullmatch(r"\[(.*)\](\*[\w.]+)?|\{(.*)\}", value)
+    if listed:
+        items = top_level_items(listed.group(1) if listed.group(3) is None else listed.group(3))
+        if listed.group(3) is not None:  # a dict literal: its values
+            items = [i.split(":", 1)[1] if ":" in i else "?" for i in items]
+        return all(_fixed_fanouts(fn, index, i, depth + 1) for i in items if i)
+    if not re.fullmatch(r"\w+", value):
+        return False
+    binds = [e for e in fn.events[:index] if e.kind in ("assign", "augassign")
+             and value in e.targets and not e.text.startswith(("for ", "async for "))]
+    return bool(binds) and all(
+        e.kind == "assign" and re.match(rf"{value}\s*(\[[^=]*\])?\s*=[^=]", e.text) is not None
+        and _fixed_fanouts(fn, index, e.text.split("=", 1)[1], depth + 1) for e in binds)
+
+
 @dataclass
 class SeedCall:
     function: FunctionInfo
@@ -175,6 +216,7 @@ class Seeding:
     _from: dict[str, frozenset[str]] = field(default_factory=dict, repr=False, compare=False)
     _within: dict[frozenset[str], frozenset[str]] = field(default_factory=dict, repr=False,
                                                           compare=False)
+    _runs_in: dict[str, frozenset[str]] = field(default_factory=dict, repr=False, compare=False)
 
     def seeded_from(self, entry: str) -> frozenset[str]:
         """RNGs seeded by the calls one program runs."""
@@ -207,6 +249,19 @@ class Seeding:
     def unreached_for(self, family: str) -> list[SeedCall]:
         """Seeding calls of ``family`` sitting in functions that nothing calls."""
         return [c for c in self.calls if not c.reached and family in c.families]
+
+    def passes_by(self, project: Project, entry: str, fn: FunctionInfo) -> bool:
+        """The program ``entry`` runs functions of ``fn``'s file (not just its module body) and
+        never ``fn``: its calls into that file are followed, and they lead elsewhere; what it
+        seeds says nothing about ``fn``'s draws."""
+        reached = self.reach.get(entry, set())
+        if fn.qualname in reached:
+            return False
+        if entry not in self._runs_in:
+            self._runs_in[entry] = frozenset(
+                f.path for q in reached for f in [project.functions.get(q)]
+                if f is not None and f.name != MODULE_SCOPE)
+        return fn.path in self._runs_in[entry]
 
     def seeded_within(self, files: frozenset[str]) -> frozenset[str]:
         """RNGs seeded by a call in one of ``files`` (a program's), wherever it is called from:

@@ -26,6 +26,10 @@ API (``fn`` is a :class:`FunctionInfo`, ``i`` the index of an event in ``fn.even
 * ``steps_module_of(fn, call, back, i)``  the optimizers stepped with the gradient of the
                               backward at ``(back, i)`` may hold the parameters of the module
                               the call event ``call`` of ``fn`` runs.
+* ``saved_alike(fn, m, i)``    the project's ``torch.save(x.state_dict())`` calls elsewhere of
+                              a module of ``m``'s class (or a copy of one).
+* ``keeps_no_grad(step)``      a step action's optimizer updates sparse embeddings from what
+                              their forward recorded, not from ``.grad`` (DGL, WholeGraph).
 * ``trains_module(fn, i, m)`` the backward at ``i`` may train module ``m``: False only when
                               every optimizer stepped after it (``stepped_after``) is known to
                               hold other parameters (``holds``: a fresh linear probe's).
@@ -55,7 +59,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from auditor.static.dataflow import SHARING_METHODS, SHARING_WRAPPERS, callee_text
+from auditor.static.dataflow import SHARING_METHODS, SHARING_WRAPPERS, callee_text, instance_classes
 from auditor.static.facts import MODULE_SCOPE, Event, FunctionInfo, Span
 from auditor.static.paths import BACKWARD_METHODS, NO_GRAD_CONTEXTS, NOT_FORWARD, bindings, rebase
 from auditor.static.project import Project
@@ -69,6 +73,12 @@ OPTIMIZER_CLASSES = {
     "Adam", "AdamW", "SGD", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam",
     "LBFGS", "SparseAdam", "ASGD", "Rprop", "Lamb", "LAMB", "Lion", "Adafactor", "FusedAdam",
 }
+# optimizers of sparse embeddings (DGL's NodeEmbedding, WholeGraph's embeddings) that update
+# from the gradients the embedding records in its forward, not from `.grad`: their steps leave
+# nothing behind to reset. Classes and the library factories that make them.
+SPARSE_OPTIMIZERS = ("dgl.optim.", "dgl.distributed.optim.",
+                     "pylibwholegraph.torch.create_wholememory_optimizer",
+                     "pylibwholegraph.torch.WholeMemoryOptimizer")
 COPIERS = {"copy.deepcopy", "copy.copy", "deepcopy"}
 # attribute names of modules that are meant to stay untrained (teachers, EMA targets...)
 UNTRAINED_NAME = re.compile(
@@ -318,6 +328,7 @@ class Training:
         self._loops: Optional[list[TrainingLoop]] = None
         self._optimizers: Optional[list[OptimizerBuild]] = None
         self._trains: dict[tuple, bool] = {}  # trains_module answers (asked at every backward walked)
+        self._mode_free: dict[tuple, bool] = {}  # asked at the backward of every trained path
 
     @classmethod
     def of(cls, project: Project) -> "Training":
@@ -417,7 +428,18 @@ class Training:
     def mode_free(self, fn: FunctionInfo, expr: str, i: int) -> bool:
         """Putting ``expr`` in eval or train mode changes nothing: every statement that builds
         it (a local's last assignment; for an attribute, every ``self.<name> = ...`` of the
-        project's classes) makes only modules without mode-dependent layers."""
+        project's classes) makes only modules without mode-dependent layers. When the classes
+        the object may be are known (:func:`instance_classes`: a registry's model narrowed by
+        the methods called on it), they answer: each builds no mode-dependent layer."""
+        key = (fn.qualname, expr, i)
+        if key not in self._mode_free:
+            self._mode_free[key] = self._mode_free_uncached(fn, expr, i)
+        return self._mode_free[key]
+
+    def _mode_free_uncached(self, fn: FunctionInfo, expr: str, i: int) -> bool:
+        classes = instance_classes(self.project, fn, expr, i)
+        if classes and all(c in self.project.classes for c in classes):
+            return all(self._class_mode_free(c, set()) for c in sorted(classes))
         if "." not in expr:
             found = self._assignment(fn, expr, i)
             builds = [found] if found else []
@@ -679,6 +701,8 @@ class Training:
         if base in self.project.classes or (base.rsplit(".", 1)[-1][:1].isupper()
                                             and "." in base and base.split(".")[0] in ("torch", "dgl")):
             return [Origin("new", base, fn.qualname, k, call.span)]
+        if base.startswith(SPARSE_OPTIMIZERS):
+            return [Origin("new", base, fn.qualname, k, call.span)]  # a library's factory
         owner = base.rsplit(".", 1)[0]
         if owner in self.project.classes and "()" not in func.removesuffix("()"):
             return [Origin("new", owner, fn.qualname, k, call.span)]  # Class.from_config(...)
@@ -814,6 +838,32 @@ class Training:
                     and set(e.conditions) <= set(step.conditions):
                 return True
         return False
+
+    def saved_alike(self, fn: FunctionInfo, expr: str, i: int) -> list[Site]:
+        """``torch.save(m.state_dict(), ...)`` calls of the project, in other functions than
+        ``fn``, where ``m`` is an instance (or a copy of one) of the class ``expr`` at event ``i``
+        is built as: a state the project itself writes for a module like it (a pretraining stage
+        saving what the fine-tuning stage loads)."""
+        mine = {o.cls for o in self.origins(fn, expr, i) if o.known and o.cls}
+        if not mine:
+            return []
+        self.project.load_mentioning("torch.save(")
+        out: list[Site] = []
+        for other in list(self.project.functions.values()):
+            if other is fn:
+                continue
+            for k, e in enumerate(other.events):
+                saved = re.fullmatch(r"([\w.]+)\.state_dict\(\)", (e.args or [""])[0].strip()) \
+                    if e.kind == "call" and e.func == "torch.save" else None
+                if saved and mine & {o.cls for o in self.origins(other, saved.group(1), k) if o.known}:
+                    out.append((other, k))
+        return out
+
+    def keeps_no_grad(self, step: Action) -> bool:
+        """The optimizer of a ``step`` action is a sparse embedding optimizer on every path
+        (:data:`SPARSE_OPTIMIZERS`): it reads no ``.grad``."""
+        found = self.origins(step.fn, step.receiver, step.index)
+        return all(o.kind == "new" and o.cls.startswith(SPARSE_OPTIMIZERS) for o in found)
 
     def stepped_after(self, fn: FunctionInfo, i: int) -> Optional[list[OptimizerBuild]]:
         """The optimizers stepped after the backward at event ``i`` of ``fn`` with its gradient

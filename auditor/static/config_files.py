@@ -1,0 +1,133 @@
+"""Configuration files a program reads by a literal path: YAML and JSON, parsed as data only.
+
+``cfg = yaml.safe_load(open("configs/train.yaml"))`` then ``cfg["loss"]["reduction"]``: the
+value is written in the YAML file. :func:`config_file` reads such a file of the checked tree
+(the literal path taken from the tree's root, where a run starts, else from the folder of the
+script that opens it) and answers its data with the line of each key.
+
+The tree is untrusted input: the path must be relative and stay inside the tree (no ``..``, no
+link out of it), the file is read without following a final link, never more than
+``MAX_CONFIG_BYTES``, and parsed as plain data (PyYAML's safe loader, ``json``): no tag builds an
+object, nothing is executed. Aliases are walked to at most ``MAX_CONFIG_VALUES`` values (a YAML
+alias bomb stays small).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any, Optional
+
+from auditor.static.reading import read_source
+
+MAX_CONFIG_BYTES = 256 * 1024
+MAX_CONFIG_VALUES = 4096
+SUFFIXES = {".yaml": "yaml", ".yml": "yaml", ".json": "json"}
+
+
+@dataclass
+class ConfigFile:
+    """A parsed configuration file: ``path`` (relative, POSIX), its ``data`` and the line that
+    writes each key, by key path (``("loss", "reduction")``)."""
+
+    path: str
+    data: Any
+    lines: dict[tuple, int] = field(default_factory=dict)
+
+
+def config_file(literal: str, opener: str, root: Path) -> Optional[ConfigFile]:
+    """The configuration file a program whose file is ``opener`` opens as ``literal``, found
+    from ``root`` (the tree's root) or from ``opener``'s folder; None when it is not a readable
+    YAML/JSON file inside the tree, too large, or not valid."""
+    rel = PurePosixPath(literal.replace("\\", "/"))
+    kind = SUFFIXES.get(rel.suffix.lower())
+    if kind is None or rel.is_absolute() or ".." in rel.parts or not rel.parts:
+        return None
+    top = root.resolve()
+    for candidate in (rel, PurePosixPath(opener).parent / rel):
+        path = root / Path(*candidate.parts)
+        try:
+            if not path.resolve().is_relative_to(top):
+                continue  # a link out of the tree
+            data = read_source(path, MAX_CONFIG_BYTES, follow_symlinks=False)
+        except (OSError, RuntimeError):
+            continue
+        if len(data) > MAX_CONFIG_BYTES:
+            return None
+        text = data.decode("utf-8", errors="replace")
+        parsed = _parse_yaml(text) if kind == "yaml" else _parse_json(text)
+        if parsed is not None:
+            return ConfigFile(candidate.as_posix(), *parsed)
+    return None
+
+
+def _parse_yaml(text: str) -> Optional[tuple[Any, dict[tuple, int]]]:
+    try:
+        import yaml
+    except ImportError:  # PyYAML is a dependency; a broken install reads no YAML
+        return None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return None
+    lines: dict[tuple, int] = {}
+    budget = [MAX_CONFIG_VALUES]
+    return _yaml_value(node, (), lines, budget), lines
+
+
+def _yaml_value(node: Any, at: tuple, lines: dict[tuple, int], budget: list[int]) -> Any:
+    """The plain value of a composed YAML node (mappings and scalars; sequences and anything
+    past the budget are None), recording each key's line."""
+    import yaml
+
+    budget[0] -= 1
+    if node is None or budget[0] < 0:
+        return None
+    if isinstance(node, yaml.MappingNode):
+        out: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            key = _yaml_scalar(key_node)
+            if isinstance(key, (str, int, float, bool)):
+                lines[(*at, key)] = key_node.start_mark.line + 1
+                out[key] = _yaml_value(value_node, (*at, key), lines, budget)
+        return out
+    return _yaml_scalar(node)
+
+
+def _yaml_scalar(node: Any) -> Any:
+    """A scalar node's value as the safe loader resolves it (``0.5`` a float, ``sum`` a str)."""
+    import yaml
+
+    if not isinstance(node, yaml.ScalarNode):
+        return None
+    try:
+        return yaml.SafeLoader("").construct_object(node, deep=False)
+    except yaml.YAMLError:
+        return None
+
+
+def _parse_json(text: str) -> Optional[tuple[Any, dict[tuple, int]]]:
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    lines: dict[tuple, int] = {}
+    _json_lines(data, (), text, 0, lines, [MAX_CONFIG_VALUES])
+    return data, lines
+
+
+def _json_lines(data: Any, at: tuple, text: str, start: int, lines: dict[tuple, int],
+                budget: list[int]) -> None:
+    """The line of each key: its first ``"key":`` after where its parent's was written."""
+    if not isinstance(data, dict):
+        return
+    for key, value in data.items():
+        budget[0] -= 1
+        if budget[0] < 0:
+            return
+        found = re.compile(re.escape(json.dumps(key)) + r"\s*:").search(text, start)
+        offset = found.start() if found else start
+        lines[(*at, key)] = text.count("\n", 0, offset) + 1
+        _json_lines(value, (*at, key), text, offset, lines, budget)

@@ -24,6 +24,7 @@ from auditor.static.reading import read_source
 
 MAX_CONFIG_BYTES = 256 * 1024
 MAX_CONFIG_VALUES = 4096
+MAX_FLOW_DEPTH = 64  # nesting no configuration needs
 SUFFIXES = {".yaml": "yaml", ".yml": "yaml", ".json": "json"}
 
 
@@ -68,13 +69,25 @@ def _parse_yaml(text: str) -> Optional[tuple[Any, dict[tuple, int]]]:
         import yaml
     except ImportError:  # PyYAML is a dependency; a broken install reads no YAML
         return None
+    if _flow_depth(text) > MAX_FLOW_DEPTH:
+        return None  # PyYAML's pure-Python composer recurses per level: slow, then a crash
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError):
         return None
     lines: dict[tuple, int] = {}
     budget = [MAX_CONFIG_VALUES]
     return _yaml_value(node, (), lines, budget), lines
+
+
+def _flow_depth(text: str) -> int:
+    """How deep ``[`` and ``{`` nest in ``text`` (brackets in strings counted too: a bound, not
+    a parse)."""
+    depth = deepest = 0
+    for ch in re.findall(r"[\[\]{}]", text):
+        depth = depth + 1 if ch in "[{" else max(0, depth - 1)
+        deepest = max(deepest, depth)
+    return deepest
 
 
 def _yaml_value(node: Any, at: tuple, lines: dict[tuple, int], budget: list[int]) -> Any:

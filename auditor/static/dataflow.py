@@ -1272,6 +1272,13 @@ def _derive_one(project: Project, fn: FunctionInfo, name: str, index: int,
             found = derives_from_module(project, where, uses, stmt.index, depth + 1)
             if found is not None:
                 return found
+            value = stmt.text if stmt.kind == "augassign" else _value_split(stmt.text)[1]
+            if where is fn and mentions(value, name) and _carries(value, name):
+                # rebound from itself (`x = F.normalize(x)`, `loss += reg`): what it was before,
+                # down to the parameter and the callers' arguments
+                found = derives_from_module(project, fn, [name], stmt.index, depth + 1)
+                if found is not None:
+                    return found
     if not defs and name in fn.params and name not in ("self", "cls"):
         for caller, call in callers_of(project, fn.qualname)[:20]:
             pos = fn.params.index(name) - _bound(fn, call)

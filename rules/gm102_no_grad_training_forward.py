@@ -279,6 +279,35 @@ parameters only).
                 "    opt.step()\n"
             ),
         }, path="model.py", line=9),
+        # the loss module returns the loss beside its parts as numbers: the loss itself still
+        # carries the model's gradient
+        Invalid(
+            "import torch\nfrom torch import nn\n"
+            "class Loss(nn.Module):\n"
+            "    def forward(self, pred, target):\n"
+            "        parts = {'mse': ((pred - target) ** 2).mean()}\n"
+            "        total = sum(parts.values())\n"
+            "        return total, {k: v.item() for k, v in parts.items()}\n"
+            "class MAE(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.encoder = nn.Linear(4, 4)\n"
+            "        self.decoder = nn.Linear(4, 4)\n"
+            "    def forward(self, x):\n"
+            "        with torch.no_grad():\n"
+            "            h = self.encoder(x)\n"
+            "        return self.decoder(h)\n"
+            "model = MAE()\n"
+            "loss_fn = Loss()\n"
+            "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+            "for x in data:\n"
+            "    pred = model(x)\n"
+            "    loss, logs = loss_fn(pred, x)\n"
+            "    opt.zero_grad()\n"
+            "    loss.backward()\n"
+            "    opt.step()\n",
+            line=14,
+        ),
     ]
 
     @classmethod

@@ -1145,6 +1145,15 @@ def _returns_cut(fn: FunctionInfo) -> bool:
         value = fn.events[i].text.removeprefix("return").lstrip()
         if value.startswith(("{", "[", "(")):
             return False  # `return {"loss": loss, "err": err.detach()}`: a part is detached
-        if call is None or call.method not in NON_DIFFERENTIABLE:
-            return False
+        if call is None or call.method not in NON_DIFFERENTIABLE or not _is_whole(call.text, value):
+            return False  # `return total, {k: v.item() ...}`, `a + b.detach()`: a part is cut
     return True
+
+
+def _is_whole(call_text: str, value: str) -> bool:
+    """The call is the whole returned expression (texts shortened with ``…`` compared as far
+    as both go)."""
+    a, b = call_text.removesuffix("…"), value.removesuffix("…")
+    if a == b:
+        return True
+    return (call_text.endswith("…") and b.startswith(a)) or (value.endswith("…") and a.startswith(b))

@@ -94,6 +94,9 @@ SHARING_WRAPPERS = ("DistributedDataParallel", "DataParallel", "torch.compile", 
 NOT_MODULE_PACKAGES = frozenset(sys.stdlib_module_names) | {
     "numpy", "scipy", "sklearn", "pandas", "tqdm", "yaml", "matplotlib", "networkx", "wandb",
     "tensorboardX", "omegaconf", "hydra", "rich", "PIL"}
+# a library class named for the data it serves (`DglGraphPropPredDataset`, `GraphDataLoader`,
+# `NeighborSampler`, an `Evaluator`): no parameters, whatever its package
+DATA_CLASS_SUFFIXES = ("Dataset", "DataLoader", "Loader", "Sampler", "Evaluator")
 MODEL_NAMES = {"model", "net", "network", "module", "student", "encoder", "decoder", "backbone",
                "gnn", "graphmae", "mae", "autoencoder"}
 LOSS_FUNC_RE = re.compile(
@@ -838,8 +841,8 @@ def is_module_class(project: Project, qualname: str, _seen: Optional[set[str]] =
         return True
     if qualname not in project.classes:
         last = qualname.rsplit(".", 1)[-1]
-        if qualname.split(".")[0] in NOT_MODULE_PACKAGES or last.endswith("Tensor") \
-                or hasattr(builtins, qualname):
+        if qualname.split(".")[0] in NOT_MODULE_PACKAGES or hasattr(builtins, qualname) \
+                or last.endswith(("Tensor", *DATA_CLASS_SUFFIXES)):
             # `argparse.ArgumentParser`, `torch.LongTensor(ids)`, a factory's `return
             # ValueError(...)`: no parameters
             return False

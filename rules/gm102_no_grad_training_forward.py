@@ -308,6 +308,55 @@ parameters only).
             "    opt.step()\n",
             line=14,
         ),
+        # the model made by a registry lookup and the class's own classmethod constructor
+        Invalid({
+            "registry.py": (
+                "MODELS = {}\n"
+                "def register(name):\n"
+                "    def deco(cls):\n"
+                "        MODELS[name] = cls\n"
+                "        return cls\n"
+                "    return deco\n"
+                "def get_class(name):\n"
+                "    return MODELS[name]\n"
+                "def build(cfg):\n"
+                "    return get_class(cfg['model']).from_config(cfg)\n"
+            ),
+            "models.py": (
+                "import torch\nfrom torch import nn\nfrom registry import register\n"
+                "@register('mae')\n"
+                "class MAE(nn.Module):\n"
+                "    def __init__(self, dim):\n"
+                "        super().__init__()\n"
+                "        self.encoder = nn.Linear(dim, dim)\n"
+                "        self.decoder = nn.Linear(dim, dim)\n"
+                "    @classmethod\n"
+                "    def from_config(cls, cfg):\n"
+                "        return cls(cfg['dim'])\n"
+                "    def forward(self, x):\n"
+                "        with torch.no_grad():\n"
+                "            h = self.encoder(x)\n"
+                "        return self.decoder(h)\n"
+            ),
+            "train.py": (
+                "import torch\nimport models\nfrom registry import build\n"
+                "class Trainer:\n"
+                "    def __init__(self, model):\n"
+                "        self.model = model\n"
+                "        self.opt = torch.optim.Adam(model.parameters())\n"
+                "    def step(self, x):\n"
+                "        pred = self.model(x)\n"
+                "        loss = (pred - x).pow(2).mean()\n"
+                "        self.opt.zero_grad()\n"
+                "        loss.backward()\n"
+                "        self.opt.step()\n"
+                "def main(cfg, data):\n"
+                "    model = build(cfg)\n"
+                "    trainer = Trainer(model)\n"
+                "    for x in data:\n"
+                "        trainer.step(x)\n"
+            ),
+        }, path="models.py", line=14),
     ]
 
     @classmethod

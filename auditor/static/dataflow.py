@@ -956,9 +956,7 @@ def _made_instances(project: Project, fn: FunctionInfo, stmt: Statement, depth: 
     if re.fullmatch(r"\w+", local) and not project.resolve_call(call, fn):
         classes = class_objects(project, fn, local, stmt.index, depth)
     elif call.method and "(" in call.receiver:
-        inner = _receiver_call(stmt, call)
-        owners = _returned_class_objects(project, fn, inner, depth) if inner else set()
-        classes = {c for c in owners if _builds_own_class(project, c, call.method)}
+        classes = classmethod_instances(project, fn, call, depth)
     elif call.method and re.fullmatch(r"\w+", call.receiver) and not project.resolve_call(call, fn):
         owners = class_objects(project, fn, call.receiver, stmt.index, depth)
         classes = {c for c in owners if _builds_own_class(project, c, call.method)}
@@ -968,6 +966,16 @@ def _made_instances(project: Project, fn: FunctionInfo, stmt: Statement, depth: 
     for attr in read.group(1)[1:].split(".") if read and classes else ():
         classes = set().union(*(_attribute_classes(project, c, attr, depth) for c in classes))
     return _bounded(classes, MAX_INSTANCE_CLASSES)
+
+
+def classmethod_instances(project: Project, fn: FunctionInfo, call: Event, depth: int = 0) -> set[str]:
+    """The classes ``call`` makes instances of when it is a classmethod returning ``cls(...)``
+    called on the classes another call returns (``get_class(key).from_config(cfg)``: a
+    registry lookup, then the class's own constructor)."""
+    stmt = statement_of(fn, call)
+    inner = _receiver_call(stmt, call) if stmt is not None and call.method else None
+    owners = _returned_class_objects(project, fn, inner, depth) if inner else set()
+    return {c for c in owners if _builds_own_class(project, c, call.method)}
 
 
 def _builds_own_class(project: Project, cls: str, method: str) -> bool:

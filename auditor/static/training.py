@@ -55,7 +55,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from auditor.static.dataflow import SHARING_METHODS, SHARING_WRAPPERS, callee_text
+from auditor.static.dataflow import SHARING_METHODS, SHARING_WRAPPERS, callee_text, classmethod_instances
 from auditor.static.facts import MODULE_SCOPE, Event, FunctionInfo, Span
 from auditor.static.paths import BACKWARD_METHODS, NO_GRAD_CONTEXTS, NOT_FORWARD, bindings, rebase
 from auditor.static.project import Project
@@ -683,6 +683,10 @@ class Training:
         if owner in self.project.classes and "()" not in func.removesuffix("()"):
             return [Origin("new", owner, fn.qualname, k, call.span)]  # Class.from_config(...)
         callees = [c for c in self.resolve(fn, call) if not c.endswith("__init__")]
+        if not callees and "(" in call.receiver:  # `get_model_class(key).from_config(cfg)`
+            built = classmethod_instances(self.project, fn, call)
+            if built:
+                return [Origin("new", c, fn.qualname, k, call.span) for c in sorted(built)]
         if callees:
             out: list[Origin] = []
             for qual in callees:

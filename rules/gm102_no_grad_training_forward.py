@@ -357,6 +357,34 @@ parameters only).
                 "        trainer.step(x)\n"
             ),
         }, path="models.py", line=14),
+        # the model class imported from the package that re-exports it (`from .sub import *`)
+        Invalid({
+            "mypkg/__init__.py": "from .sub import *\n",
+            "mypkg/sub/__init__.py": "from .net import Net\n__all__ = ['Net']\n",
+            "mypkg/sub/net.py": (
+                "import torch\nfrom torch import nn\n"
+                "class Net(nn.Module):\n"
+                "    def __init__(self):\n"
+                "        super().__init__()\n"
+                "        self.emb, self.lin = nn.Embedding(4, 4), nn.Linear(4, 4)\n"
+                "    def forward(self, x):\n"
+                "        with torch.no_grad():\n"
+                "            e = self.emb(x)\n"
+                "        return self.lin(e)\n"
+            ),
+            "main.py": (
+                "import torch\nfrom mypkg import Net\n"
+                "def train(model, loader, opt):\n"
+                "    for x, y in loader:\n"
+                "        loss = torch.nn.functional.mse_loss(model(x), y)\n"
+                "        opt.zero_grad()\n"
+                "        loss.backward()\n"
+                "        opt.step()\n"
+                "def main(loader):\n"
+                "    model = Net().to('cpu')\n"
+                "    train(model, loader, torch.optim.Adam(model.parameters()))\n"
+            ),
+        }, path="mypkg/sub/net.py", line=8),
     ]
 
     @classmethod

@@ -676,6 +676,8 @@ class Training:
             src = self.origins(fn, arg, before, depth + 1) if re.fullmatch(r"[\w.]+", arg) else []
             return [Origin("copy", next((o.cls for o in src if o.cls), ""), fn.qualname, k, call.span)]
         base = func.split("()")[0]
+        if base not in self.project.classes and "." in base:  # `from pkg import Net`, re-exported
+            base = self.project.reexported(base) or base
         if base in self.project.classes or (base.rsplit(".", 1)[-1][:1].isupper()
                                             and "." in base and base.split(".")[0] in ("torch", "dgl")):
             return [Origin("new", base, fn.qualname, k, call.span)]

@@ -44,8 +44,30 @@ def _freezes(project: Project, fn: FunctionInfo) -> Iterator[tuple[int, str, boo
             if flag is not None:
                 yield i, _through_loop(fn, i, e.targets[0].rsplit(".", 1)[0]), not flag, _read(text)
         elif e.kind == "call" and e.func in PARAMETER_CLASSES and \
-                e.kwargs.get("requires_grad") == "False" and len(e.targets) == 1:
+                e.kwargs.get("requires_grad") == "False" and len(e.targets) == 1 and \
+                _fresh(fn, i):
             yield i, e.targets[0], True, ""
+
+
+# a tensor made to be learned from: a frozen Parameter built from one is a placeholder left
+# frozen (a mask token); one built from data (`torch.tensor(centers)`) is a constant by design
+FRESH_INITS = ("torch.zeros", "torch.ones", "torch.empty", "torch.randn", "torch.rand",
+               "torch.full", "torch.Tensor", "torch.FloatTensor")
+
+
+def _fresh(fn: FunctionInfo, i: int) -> bool:
+    """The Parameter call at event ``i`` wraps a freshly initialised tensor."""
+    e = fn.events[i]
+    arg = (e.args[:1] or [e.kwargs.get("data", "")])[0]
+    if not arg.endswith(")"):
+        return False  # a name: a tensor made elsewhere
+    # the argument's own call event (the first call inside this one), its function as imports
+    # resolve it (`th.zeros`)
+    inside = [x for x in fn.events[i + 1:] if x.kind == "call"
+              and (e.span.line, e.span.column) < (x.span.line, x.span.column)
+              and (x.span.end_line, x.span.end_column) <= (e.span.end_line, e.span.end_column)]
+    first = min(inside, key=lambda x: (x.span.line, x.span.column), default=None)
+    return first is not None and first.func in FRESH_INITS
 
 
 def _read(text: str) -> str:
@@ -150,6 +172,26 @@ No automatic fix: whether the freeze is intended is the author's decision.
 """
 
     VALID = [
+        # constants kept as frozen Parameters, built from data (RBF centres, feature statistics),
+        # here and when reset: nothing meant to train is frozen
+        Valid({
+            "rbf.py": (
+                "import numpy as np\nimport torch\nfrom torch import nn\n"
+                "class RBF(nn.Module):\n"
+                "    def __init__(self, low=0., high=30., gap=0.1):\n"
+                "        super().__init__()\n"
+                "        centers = np.linspace(low, high, int((high - low) / gap))\n"
+                "        self.centers = nn.Parameter(torch.tensor(centers).float(), requires_grad=False)\n"
+                "        self.fc = nn.Linear(len(centers), 8)\n"
+                "    def reset_parameters(self):\n"
+                "        self.centers = nn.Parameter(self.centers.clone().detach(), requires_grad=False)\n"
+            ),
+            "train.py": (
+                "import torch\nfrom rbf import RBF\n"
+                "model = RBF()\n"
+                "optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)\n"
+            ),
+        }),
         Valid(_WRAPPED.replace("self.model.parameters()", "self.model.encoder.parameters()")),
         # a configuration read whose key the tree's configuration sets
         Valid({

@@ -135,6 +135,9 @@ class _Evaluator:
         self.nodes: dict[str, dict[tuple[int, int], list[ast.AST]]] = {}
         self.lines: dict[str, list[str]] = {}
         self.active: set[tuple[str, int, int]] = set()  # questions being answered: cycles
+        # argparse options by dest, indexed once per project generation: looking each up by a
+        # scan of every call made the configuration values quadratic in the tree
+        self._options: tuple[int, dict[str, list[tuple[FunctionInfo, Event]]]] = (-1, {})
 
     # -- source -----------------------------------------------------------------------------------
     def _tree(self, path: str) -> Optional[ast.Module]:
@@ -368,10 +371,7 @@ class _Evaluator:
     def _option(self, options: Options, dest: str) -> list[Value]:
         """The default of the argparse option whose dest is ``dest`` (those the parsing file adds,
         else any file's)."""
-        found: list[tuple[FunctionInfo, Event]] = []
-        for fn, event in self.project.events("call"):
-            if event.method == "add_argument" and _dest(event) == dest:
-                found.append((fn, event))
+        found = self._options_by_dest().get(dest, [])
         local = [item for item in found if item[0].path == options.path]
         out = []
         for fn, event in local or found:
@@ -392,6 +392,16 @@ class _Evaluator:
             else:
                 out.append(Value(None, source))
         return out
+
+    def _options_by_dest(self) -> dict[str, list[tuple[FunctionInfo, Event]]]:
+        generation, index = self._options
+        if generation != self.project._generation:
+            index = {}
+            for fn, event in self.project.events("call"):
+                if event.method == "add_argument":
+                    index.setdefault(_dest(event), []).append((fn, event))
+            self._options = (self.project._generation, index)
+        return index
 
     def _class_default(self, cls: str, attr: str, depth: int) -> list[Value]:
         info = self.project.classes.get(cls)

@@ -44,6 +44,8 @@ from auditor.static.values import UNKNOWN_VALUE, config_default
 MAX_DEPTH = 24  # links followed for one answer (names, attributes, calls)
 MAX_CALLERS = 20
 MAX_VALUES = 16
+# expressions evaluated for one answer: a bound for trees whose names chain without end
+MAX_STEPS = 5000
 LITERAL = "a literal"  # a constant written in code, not as a configuration's setting
 # what parses a configuration file's text into data (the file is read here as data only)
 FILE_LOADERS = {"yaml.safe_load", "yaml.load", "yaml.full_load", "json.load", "json.loads"}
@@ -121,6 +123,7 @@ def values_of(project: Project, fn: FunctionInfo, node: Union[str, ast.expr], li
         evaluator = memo["evaluator"] = _Evaluator(project)
     stmt = statement_at(fn, line)
     index = stmt.index if stmt is not None else len(statements(fn))
+    evaluator.steps = MAX_STEPS
     return _scalars(evaluator.expr(fn, node, index, None, 0))
 
 
@@ -135,6 +138,10 @@ class _Evaluator:
         self.nodes: dict[str, dict[tuple[int, int], list[ast.AST]]] = {}
         self.lines: dict[str, list[str]] = {}
         self.active: set[tuple[str, int, int]] = set()  # questions being answered: cycles
+        self.function_nodes: dict[str, Optional[ast.AST]] = {}
+        self.answers: dict[tuple, list[Value]] = {}
+        self.steps = MAX_STEPS
+        self.with_names: dict[str, list[tuple[str, int, ast.expr]]] = {}  # `with open(p) as f`
         # argparse options by dest, indexed once per project generation: looking each up by a
         # scan of every call made the configuration values quadratic in the tree
         self._options: tuple[int, dict[str, list[tuple[FunctionInfo, Event]]]] = (-1, {})
@@ -167,12 +174,13 @@ class _Evaluator:
                     found[0] if found else None)
 
     def _function_node(self, fn: FunctionInfo) -> Optional[ast.AST]:
-        tree = self._tree(fn.path)
-        if tree is None or fn.span is None:
-            return None
-        found = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                 and n.name == fn.name and n.lineno >= fn.span.line]
-        return min(found, key=lambda n: n.lineno, default=None)
+        if fn.qualname not in self.function_nodes:
+            tree = self._tree(fn.path)
+            found = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     and n.name == fn.name and n.lineno >= fn.span.line] \
+                if tree is not None and fn.span is not None else []
+            self.function_nodes[fn.qualname] = min(found, key=lambda n: n.lineno, default=None)
+        return self.function_nodes[fn.qualname]
 
     def _module_fn(self, fn: FunctionInfo) -> Optional[FunctionInfo]:
         return self.project.functions.get(f"{fn.module}.{MODULE_SCOPE}")
@@ -182,18 +190,27 @@ class _Evaluator:
 
     # -- expressions ------------------------------------------------------------------------------
     def expr(self, fn: FunctionInfo, node: ast.expr, index: int, env: Optional[Env], depth: int) -> list[Value]:
-        if depth > MAX_DEPTH:
+        self.steps -= 1
+        if depth > MAX_DEPTH or self.steps < 0:
             return []
         key = (fn.qualname, id(node), index)  # trees are kept: a node's id is stable
         if key in self.active:
             return []
+        # answers outside any call's bindings are kept: without them the same definitions are
+        # followed again from every use, exponentially in the chains of names
+        done = (key, depth) if env is None else None
+        if done in self.answers:
+            return self.answers[done]
         self.active.add(key)
         try:
             # a link (a name's definition, an attribute, a call) costs depth; a literal's parts do not
             link = isinstance(node, (ast.Name, ast.Attribute, ast.Call))
-            return self._expr(fn, node, index, env, depth + link)[:MAX_VALUES * 2]
+            out = self._expr(fn, node, index, env, depth + link)[:MAX_VALUES * 2]
         finally:
             self.active.discard(key)
+        if done is not None:
+            self.answers[done] = out
+        return out
 
     def _expr(self, fn: FunctionInfo, node: ast.expr, index: int, env: Optional[Env], depth: int) -> list[Value]:
         if isinstance(node, ast.Constant):
@@ -491,11 +508,15 @@ class _Evaluator:
 
     def _opened_as(self, fn: FunctionInfo, name: ast.Name) -> Optional[ast.expr]:
         """The ``open(...)`` call of the nearest ``with ... as <name>:`` of ``fn`` above ``name``."""
-        body = self._function_node(fn) if fn.name != MODULE_SCOPE else self._tree(fn.path)
-        found = [(item.context_expr, node.lineno) for node in ast.walk(body) if body is not None
-                 and isinstance(node, (ast.With, ast.AsyncWith)) and node.lineno <= name.lineno
-                 for item in node.items if isinstance(item.optional_vars, ast.Name)
-                 and item.optional_vars.id == name.id]
+        if fn.qualname not in self.with_names:  # walked once per function: asked per loader call
+            body = self._function_node(fn) if fn.name != MODULE_SCOPE else self._tree(fn.path)
+            self.with_names[fn.qualname] = [
+                (item.optional_vars.id, node.lineno, item.context_expr)
+                for node in (ast.walk(body) if body is not None else ())
+                if isinstance(node, (ast.With, ast.AsyncWith))
+                for item in node.items if isinstance(item.optional_vars, ast.Name)]
+        found = [(expr, line) for bound, line, expr in self.with_names[fn.qualname]
+                 if bound == name.id and line <= name.lineno]
         return max(found, key=lambda pair: pair[1])[0] if found else None
 
     def _event_of(self, fn: FunctionInfo, node: ast.Call) -> Optional[Event]:

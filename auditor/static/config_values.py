@@ -208,7 +208,7 @@ class _Evaluator:
             out = self._expr(fn, node, index, env, depth + link)[:MAX_VALUES * 2]
         finally:
             self.active.discard(key)
-        if done is not None:
+        if done is not None and self.steps >= 0:  # an answer cut by the step bound is partial
             self.answers[done] = out
         return out
 

@@ -330,6 +330,8 @@ class Project:
             if cls is not None:
                 candidates += self.method_candidates(cls, event.method)
             candidates += dispatched
+        if func == "cls" and caller.class_name:  # `cls(...)` in a classmethod builds the class
+            candidates += self.method_candidates(caller.class_name, "__init__")
         candidates += [func, f"{func}.__init__"]
         if "." not in func:
             # a name defined in the caller's module (nested scopes included)
@@ -384,7 +386,21 @@ class Project:
                     self._load_module_of(callee)
                 if callee not in self.classes:  # `from pkg import Model`: pkg re-exports it
                     callee = self.reexported(callee) or callee
-                yield callee
+                yield self._constructor_class(callee) or callee
+
+    def _constructor_class(self, callee: str) -> Optional[str]:
+        """The class an alternative constructor ``Cls.make`` builds: a classmethod that returns
+        ``cls(...)`` (``GraphMAE.from_config(cfg)``)."""
+        owner, _, name = callee.rpartition(".")
+        if owner and owner not in self.classes:
+            owner = self.reexported(owner) or owner
+        if owner not in self.classes:
+            return None
+        method = self.function(f"{owner}.{name}")
+        if method is None or "classmethod" not in method.decorators:
+            return None
+        built = any(e.kind == "call" and e.func == "cls" for e in method.events)
+        return owner if built else None
 
     def instance_class(self, fn: FunctionInfo, name: str, before_line: int) -> Optional[str]:
         """The project class a local name (or ``self.attr``) was last built from, if known."""

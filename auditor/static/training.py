@@ -27,7 +27,8 @@ API (``fn`` is a :class:`FunctionInfo`, ``i`` the index of an event in ``fn.even
                               backward at ``(back, i)`` may hold the parameters of the module
                               the call event ``call`` of ``fn`` runs.
 * ``saved_alike(fn, m, i)``    the project's ``torch.save(x.state_dict())`` calls elsewhere of
-                              a module of ``m``'s class (or a copy of one).
+                              a module of ``m``'s class (or a copy of one) built with fewer
+                              arguments than ``m`` (a pretraining stage without the new head).
 * ``keeps_no_grad(step)``      a step action's optimizer updates sparse embeddings from what
                               their forward recorded, not from ``.grad`` (DGL, WholeGraph).
 * ``trains_module(fn, i, m)`` the backward at ``i`` may train module ``m``: False only when
@@ -844,7 +845,7 @@ class Training:
         ``fn``, where ``m`` is an instance (or a copy of one) of the class ``expr`` at event ``i``
         is built as: a state the project itself writes for a module like it (a pretraining stage
         saving what the fine-tuning stage loads)."""
-        mine = {o.cls for o in self.origins(fn, expr, i) if o.known and o.cls}
+        mine = [o for o in self.origins(fn, expr, i) if o.known and o.cls]
         if not mine:
             return []
         self.project.load_mentioning("torch.save(")
@@ -855,9 +856,24 @@ class Training:
             for k, e in enumerate(other.events):
                 saved = re.fullmatch(r"([\w.]+)\.state_dict\(\)", (e.args or [""])[0].strip()) \
                     if e.kind == "call" and e.func == "torch.save" else None
-                if saved and mine & {o.cls for o in self.origins(other, saved.group(1), k) if o.known}:
+                theirs = [o for o in self.origins(other, saved.group(1), k) if o.known] if saved else []
+                if any(a.cls == b.cls and self._adds_to(a, b) for a in mine for b in theirs):
                     out.append((other, k))
         return out
+
+    def _adds_to(self, mine: Origin, saved: Origin) -> bool:
+        """Is ``mine`` built with arguments the build of ``saved`` lacks (a fine-tuning head:
+        ``get_model(d, num_class=4)`` against the pretraining stage's ``get_model(d)``)? The same
+        recipe twice is a warm start of the same model, not a handoff between stages."""
+        def arguments(o: Origin) -> Optional[tuple[int, set[str]]]:
+            qual, index = o.site
+            built = self.project.functions.get(qual)
+            if built is None or not 0 <= index < len(built.events):
+                return None
+            e = built.events[index]
+            return (len(e.args), set(e.kwargs)) if e.kind == "call" else None
+        a, b = arguments(mine), arguments(saved)
+        return a is None or b is None or a[0] > b[0] or not a[1] <= b[1]
 
     def keeps_no_grad(self, step: Action) -> bool:
         """The optimizer of a ``step`` action is a sparse embedding optimizer on every path

@@ -137,7 +137,7 @@ class _Evaluator:
         self.trees: dict[str, Optional[ast.Module]] = {}
         self.nodes: dict[str, dict[tuple[int, int], list[ast.AST]]] = {}
         self.lines: dict[str, list[str]] = {}
-        self.active: set[tuple[str, int, int]] = set()  # questions being answered: cycles
+        self.active: set[tuple] = set()  # questions being answered: cycles
         self.function_nodes: dict[str, Optional[ast.AST]] = {}
         self.answers: dict[tuple, list[Value]] = {}
         self.steps = MAX_STEPS
@@ -259,8 +259,30 @@ class _Evaluator:
         return table
 
     def _name(self, fn: FunctionInfo, name: str, index: int, env: Optional[Env], depth: int) -> list[Value]:
+        """What ``name`` may hold before statement ``index`` of ``fn``. Asked of every earlier
+        ``cfg["k"] = v`` of a chain of them, each with the definitions its branches leave: kept
+        per (name, index), or the chain is walked once per path through it, exponentially."""
         if name in ("True", "False", "None"):
             return []
+        self.steps -= 1
+        if self.steps < 0:
+            return []
+        key = ("name", fn.qualname, name, index, depth)
+        if env is None and key in self.answers:
+            return self.answers[key]
+        if key in self.active:
+            return []
+        self.active.add(key)
+        try:
+            out = self._name_uncached(fn, name, index, env, depth)
+        finally:
+            self.active.discard(key)
+        if env is None and self.steps >= 0:
+            self.answers[key] = out
+        return out
+
+    def _name_uncached(self, fn: FunctionInfo, name: str, index: int, env: Optional[Env],
+                       depth: int) -> list[Value]:
         found = definitions(fn, name, index)
         if found:
             out: list[Value] = []

@@ -24,13 +24,19 @@ def _graph_names(t: Training, fn: FunctionInfo, depth: int = 0) -> set[str]:
                       and (u in assigned or not u.startswith("self."))}
             names |= {x for f, j in t.loss_slice(fn, i) if f is fn and j >= 0
                       for x in f.events[j].targets}
-        elif e.kind == "call" and e.targets and (t.module_call(fn, i) or "loss" in e.func.lower()):
+        elif e.kind == "call" and e.targets and (t.module_call(fn, i) or _names_a_loss(e.func)):
             names |= set(e.targets)
         elif e.kind == "call" and e.targets and depth < 3 and any(
                 _returns_graph(t, t.project.function(q), depth + 1)
                 for q in t.resolve(fn, e) if t.project.function(q) is not None):
             names |= set(e.targets)
     return names
+
+
+def _names_a_loss(func: str) -> bool:
+    """A loss function's call (``F.mse_loss``, ``model.loss``, ``self.loss_fn``), by the name
+    of what is called: ``loss.detach().item()`` calls ``item`` on the loss, and is a number."""
+    return "loss" in func.removesuffix("()").rsplit(".", 1)[-1].lower()
 
 
 def _returns_graph(t: Training, fn: Optional[FunctionInfo], depth: int) -> bool:
@@ -193,6 +199,31 @@ automatically because a tensor total may be used later on purpose.
             "            epoch_loss = self.train_epoch()\n"
             "            self.train_losses.append(epoch_loss)\n"
         ),
+        # the epoch helper returns a float built from the loss's `.item()`, with the optimizer
+        Valid({
+            "steps.py": (
+                "def train_epoch(model, optimizer, loader):\n"
+                "    total_loss = total_examples = 0\n"
+                "    for g in loader:\n"
+                "        optimizer.zero_grad()\n"
+                "        loss = model.loss(model(g))\n"
+                "        loss.backward()\n"
+                "        optimizer.step()\n"
+                "        total_loss += loss.detach().item() * g.num\n"
+                "        total_examples += g.num\n"
+                "    return total_loss / total_examples, optimizer\n"
+            ),
+            "main.py": (
+                "import torch\n"
+                "from steps import train_epoch\n"
+                "def main(model, loader):\n"
+                "    optimizer = torch.optim.Adam(model.parameters())\n"
+                "    losses = []\n"
+                "    for epoch in range(10):\n"
+                "        epoch_loss, optimizer = train_epoch(model, optimizer, loader)\n"
+                "        losses.append(epoch_loss)\n"
+            ),
+        }),
     ]
     INVALID = [
         Invalid(

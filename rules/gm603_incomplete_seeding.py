@@ -36,8 +36,9 @@ class IncompleteSeeding(Rule):
     severity = Severity.WARNING
     fix_safety = "safe"
     summary = "an RNG (random, numpy, torch, CUDA, dgl) is drawn from but never seeded while others are"
+    # "backward": which programs train decides which of them must reproduce
     prefilter = (
-        "rand", "seed", "shuffle", "ropout", "sampling", "Sampler", "Linear", "Conv", "Embedding",
+        "backward", "rand", "seed", "shuffle", "ropout", "sampling", "Sampler", "Linear", "Conv", "Embedding",
         "init.", "normal_", "uniform_", "bernoulli", "multinomial", "DropEdge", "DropNode",
         "FeatMask",
     )
@@ -226,6 +227,33 @@ drawn, never what the code computes with them.
                 "if __name__ == '__main__':\n"
                 "    main(None, None, None, 'edge')\n",
         }),
+        # no call reaches the shuffle, and of the two training programs importing its file one
+        # seeds nothing: that one may be what runs it, an unseeded tool, whatever the other seeds
+        Valid({
+            "lib/__init__.py": "",
+            "lib/parts.py":
+                "import numpy as np\n"
+                "class Partitioner:\n"
+                "    def split(self, parts):\n"
+                "        np.random.shuffle(parts)\n"
+                "        return parts\n",
+            "serve.py":
+                "import torch\n"
+                "import lib.parts\n"
+                "def main(model, x):\n"
+                "    torch.manual_seed(0)\n"
+                "    loss = model(x).sum()\n"
+                "    loss.backward()\n"
+                "if __name__ == '__main__':\n"
+                "    main(None, None)\n",
+            "partition.py":
+                "import lib.parts\n"
+                "def main(model, x):\n"
+                "    loss = model(x).sum()\n"
+                "    loss.backward()\n"
+                "if __name__ == '__main__':\n"
+                "    main(None, None)\n",
+        }),
     ]
     INVALID = [
         # a seeding program that imports the sampler's file and runs none of it: it may reach
@@ -396,19 +424,25 @@ drawn, never what the code computes with them.
                     here = set()
             else:
                 # no call reaches it (a dataset method, a process target): the programs whose
-                # imports hold its file. One that trains and whose run seeds other RNGs but not
-                # this one, nor does any code of its own (a seeding helper its run reaches only
-                # through a registry), is reported; else they are judged by the seeding their own
-                # code holds, and code whose programs seed nothing (a library) leaves seeding to
-                # the caller
+                # imports hold its file, any of which may be the one that runs it. When every one
+                # that trains seeds other RNGs but not this one, nor does any code of its own (a
+                # seeding helper its run reaches only through a registry), it is reported; else
+                # they are judged by the seeding all of their own code holds: one that seeds
+                # nothing may be what runs it (an unseeded tool), and a seed in another
+                # program's code says nothing of that. Code whose programs seed nothing (a
+                # library) leaves seeding to the caller
                 runs = [(p.entry, seeding.seeded_from(p.entry), seeding.seeded_within(p.files))
                         for p in programs if p.entry in training]
                 lacking = [(e, run) for e, run, own in runs if run and draw.family not in run | own]
-                if lacking:
+                if lacking and len(lacking) == len(runs):
                     entries, here = [lacking[0][0]], lacking[0][1]
                 else:
-                    here = set().union(*(seeding.seeded_within(p.files) for p in programs
-                                         if p.kind != LIBRARY))
+                    owned = [seeding.seeded_from(p.entry) | seeding.seeded_within(p.files)
+                             for p in programs if p.kind != LIBRARY]
+                    seeded_by_one = set().union(*owned)
+                    here = set.intersection(*map(set, owned)) if owned else set()
+                    if draw.family in seeded_by_one:
+                        continue
                     if not here and any(p.kind == LIBRARY for p in programs):
                         # library code no entry program runs: only seeding done where it is
                         # called (its own function, what that calls) says its runs must

@@ -14,6 +14,10 @@ from auditor.static.frameworks import add_framework_loops
 from auditor.static.imports import Layout
 from auditor.static.programs import Program, entry_programs, import_graph, programs_with
 
+# calls followed up from a parameter to what the callers pass: a trainer's ``self.model`` from
+# ``Trainer(model)``, that ``model`` from ``main(model)``'s caller
+MAX_PASSED = 2
+
 def canonicalise(facts: FileFacts, layout: Layout) -> None:
     """Rewrite the names a file imports to the modules they reach from that file (in place):
     ``layers.GraphMAE`` in ``exp1/train.py`` is ``exp1.layers.GraphMAE``."""
@@ -118,6 +122,10 @@ class Project:
         # Linking never loads skipped files (that would analyse half the tree for nothing);
         # a rule's own queries do, and `_pending` then adds the edges into what was loaded.
         self._loading = False
+        self._link_all()
+        # again, now that every constructor's callers are known: what a parameter or an
+        # attribute bound from one holds comes from them (`self.model(g)` in a Trainer)
+        self._generation += 1
         self._link_all()
         self._loading = True
         add_framework_loops(self)
@@ -369,11 +377,45 @@ class Project:
         return [q for q, fn in list(self.functions.items()) if fn.name == name and fn.instance_argument
                 and self.share_program(caller.path, fn.path)]
 
-    def _built_from(self, fn: FunctionInfo, name: str, before_line: int) -> Iterator[str]:
+    def _built_from(self, fn: FunctionInfo, name: str, before_line: int, up: int = 0) -> Iterator[str]:
         """What a local name (or ``self.attr``) was built from, latest first: project classes
-        (re-exports followed) and other callees as the call names them."""
+        (re-exports followed) and other callees as the call names them; for a parameter, or an
+        attribute the constructor binds from one (``self.model = model``), what the callers
+        pass, up to :data:`MAX_PASSED` calls up."""
         if not name:
             return
+        built = False
+        for callee in self._constructed_as(fn, name, before_line):
+            built = True
+            yield callee
+        if built or up >= MAX_PASSED:
+            return
+        for caller, argument, line in self._passed_as(fn, name):
+            yield from self._built_from(caller, argument, line, up + 1)
+
+    def _passed_as(self, fn: FunctionInfo, name: str) -> Iterator[tuple[FunctionInfo, str, int]]:
+        """(caller, argument, line) of the calls whose argument ``name`` holds in ``fn``: a
+        parameter of ``fn``, or ``self.attr`` that the class's constructor binds from its own."""
+        target, param = fn, name if name in fn.params else ""
+        if name.startswith("self.") and fn.class_name and "." not in name[5:]:
+            init = next((self.functions[q] for q in self.method_candidates(fn.class_name, "__init__")
+                         if q in self.functions), None)
+            bound = [e.value_names[0] for e in (init.events if init else ()) if e.kind == "assign"
+                     and name in e.targets and len(e.value_names) == 1]
+            target, param = init, bound[0] if bound and init and bound[0] in init.params else ""
+        if not param or param in ("self", "cls") or target is None:
+            return
+        position = target.params.index(param) - (1 if target.class_name and target.params[:1] == ["self"] else 0)
+        for caller in self.graph.predecessors(target.qualname):
+            caller_fn = self.functions.get(caller)
+            for event in self.graph.calls(caller, target.qualname) if caller_fn else ():
+                argument = event.argument(param, position)
+                if re.fullmatch(r"[\w.]+", argument):
+                    yield caller_fn, argument, event.span.line
+
+    def _constructed_as(self, fn: FunctionInfo, name: str, before_line: int) -> Iterator[str]:
+        """The callees whose result ``fn`` (or, for ``self.attr``, its class) assigns to
+        ``name``, latest first."""
         scopes = [fn]
         cls_info = self.classes.get(fn.class_name) if name.startswith("self.") else None
         if cls_info is not None:

@@ -216,6 +216,25 @@ review that the value was not meant to be a frozen target.
             "            loss.backward()\n"
             "            h = h.detach()\n"
         ),
+        # a recurrent cell unrolled in forward: the state cut each step, the outputs kept whole
+        Valid(
+            "import torch\nimport torch.nn as nn\n"
+            "class Seq(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.cell = nn.GRUCell(4, 4)\n"
+            "    def forward(self, xs):\n"
+            "        h, outs = None, []\n"
+            "        for x in xs:\n"
+            "            h = self.cell(x, h)\n"
+            "            outs.append(h)\n"
+            "            h = h.detach()\n"
+            "        return torch.stack(outs)\n"
+            "def train(model, xs, opt):\n"
+            "    loss = model(xs).pow(2).mean()\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+        ),
         # a custom autograd.Function defines the gradient by hand
         Valid(
             "import torch\n"
@@ -491,6 +510,27 @@ review that the value was not meant to be a frozen target.
             "    loss.backward()\n",
             line=9, message_contains="example.py:12",
         ),
+        # every layer's output cut in the encoder's loop, then returned: fed back into the same
+        # wrapper module, yet no output of the stack reaches the loss uncut
+        Invalid(
+            "import torch.nn as nn\n"
+            "class Encoder(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.layers = nn.ModuleList([nn.Linear(4, 4), nn.Linear(4, 4)])\n"
+            "        self.act, self.drop = nn.ReLU(), nn.Dropout(0.1)\n"
+            "    def forward(self, x):\n"
+            "        h = x\n"
+            "        for layer in self.layers:\n"
+            "            h = self.drop(self.act(layer(h)))\n"
+            "            h = h.detach()\n"
+            "        return h\n"
+            "def train(model, x, opt):\n"
+            "    loss = model(x).pow(2).mean()\n"
+            "    loss.backward()\n"
+            "    opt.step()\n",
+            line=11,
+        ),
         # the reconstruction detached in a helper module, backward in a Trainer method
         Invalid({
             "losses.py": (
@@ -712,7 +752,7 @@ review that the value was not meant to be a frozen target.
             flow = df.flows_from_statement(project, fn, stmt)
         live = [s for s in flow.sinks if not _reused_across_steps(project, fn, stmt, s)
                 and _may_train(t, origin, s)]
-        if not live or _is_target(project, flow, inner, call, receiver, origin, live):
+        if not live or _is_target(project, fn, stmt, flow, inner, call, receiver, origin, live):
             return None
         # 3. and the cut must be the only way from the module to the loss
         if _other_route(project, fn, stmt, cut, origin):
@@ -836,14 +876,25 @@ def _reused_across_steps(project: Project, fn: FunctionInfo, stmt: df.Statement,
             and fn.qualname not in project.reachable_from(sink.fn.qualname))
 
 
-def _is_target(project: Project, flow: df.Flow, inner: list[Event], cut: Optional[Event],
-               receiver: str, origin: df.Origin, sinks: list[df.Sink]) -> bool:
+def _trains_past(project: Project, fn: FunctionInfo, call: Event, fn_cut: FunctionInfo,
+                 stmt_cut: df.Statement) -> bool:
+    """The output of ``call`` reaches a backward by a way that does not pass the cut statement
+    (an RNN's output beside its detached state); a stack of layers whose every output is cut
+    (``h = layer(h).detach()`` in a loop, then returned) does not."""
+    return bool(df.flows_from(project, fn, call,
+                              stop=lambda f, s, _: f is fn_cut and s is stmt_cut).sinks)
+
+
+def _is_target(project: Project, fn_cut: FunctionInfo, stmt_cut: df.Statement, flow: df.Flow,
+               inner: list[Event], cut: Optional[Event], receiver: str, origin: df.Origin,
+               sinks: list[df.Sink]) -> bool:
     """Decide, walking the flow in order, whether the cut value first meets a prediction that
     still carries gradient (a target: benign) or feeds a module (the cut hurts). Fed back into
     the very module that produced it (a recurrent state, truncated backpropagation through
-    time) it is benign too: that module still gets its gradient from the new step. Statements
-    after the backward the value reaches (the loss logged beside other outputs) are not on its
-    way to the loss."""
+    time) it is benign too when that module still gets its gradient from the new step: its
+    new output reaches a backward without passing the cut again. Statements after the
+    backward the value reaches (the loss logged beside other outputs) are not on its way to
+    the loss."""
     for step in flow.steps:
         stmt, fn = step.stmt, step.fn
         here = [s.event.span.line for s in sinks if s.fn.qualname == fn.qualname]
@@ -855,14 +906,18 @@ def _is_target(project: Project, flow: df.Flow, inner: list[Event], cut: Optiona
         if _under_no_grad(stmt.head.context):
             continue  # still inside the gradient-free region (a target built by a frozen head)
         callee_names = stmt.callee_names()
+        # where the value enters the statement: the flow's expression, or the calls whose own
+        # arguments name it; a call around one of those (`self.drop(self.act(norm(h)))`, whose
+        # arguments read shortened) takes the value too
+        entries = [step.inner.span] if step.inner is not None else []
+        entries += [c.span for c in stmt.calls if any(
+            df.mentions(a, h) for a in [*c.args, *c.kwargs.values()] for h in step.hit)]
         for call in stmt.calls:
             if id(call) in excluded or not df.is_module_output(project, fn, call):
                 continue
-            carries = (step.inner is not None and df.contains(call.span, step.inner.span)) or any(
-                df.mentions(a, h) for a in [*call.args, *call.kwargs.values()] for h in step.hit
-            )
-            if carries:  # the cut value is an input of a module: its gradient is lost
-                return df.callee_text(call) == origin.what.removesuffix("(...)")
+            if any(df.contains(call.span, e) for e in entries):  # the cut value is an input of a module: its gradient is lost
+                return df.callee_text(call) == origin.what.removesuffix("(...)") and \
+                    _trains_past(project, fn, call, fn_cut, stmt_cut)
         # calls around the flow's expression (`mse(student(x), <cut>)`) are live inputs; calls
         # inside it (`remask(self.proj(h))`, a callee's arguments) fed the cut value itself
         live_calls = [c for c in stmt.calls if id(c) not in excluded and df.is_module_output(project, fn, c)

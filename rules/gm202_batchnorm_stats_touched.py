@@ -78,7 +78,8 @@ Finds code that changes a BatchNorm layer's running statistics other than by its
   of a BatchNorm layer (a receiver named like one, or inside an
   `isinstance(m, nn.BatchNorm*)` test), `bn.eval()` on a BatchNorm inside such a test (frozen
   statistics), and `bn.load_state_dict(...)` on one (statistics from another model);
-* `nn.BatchNorm*d(..., momentum=0)` (statistics frozen at their initial 0/1), and, as warnings,
+* `nn.BatchNorm*d(..., momentum=0)` (statistics frozen at their initial 0/1) or
+  `momentum=None` (a cumulative average over the whole run), and, as warnings,
   `track_running_stats=False` (batch statistics at evaluation too) and a loader that feeds the
   model one graph at a time (`batch_size=1`, or a `GraphDataLoader` without `batch_size`) in a
   project whose model has a `BatchNorm`: the statistics are then those of one part's few nodes;
@@ -254,6 +255,8 @@ by a person, and the reference script must then do the same.
         Invalid("def fix(enc):\n    enc.norms[0].running_var.fill_(1.0)\n", line=2),
         Invalid("def tweak(model):\n    model.encoder.bn1.track_running_stats = False\n", line=2),
         Invalid("import torch.nn as nn\nbn = nn.BatchNorm1d(128, momentum=0.0)\n", line=2),
+        # a cumulative average: the early, untrained activations weigh as much as the last ones
+        Invalid("import torch.nn as nn\nbn = nn.BatchNorm1d(128, momentum=None)\n", line=2),
         Invalid(
             "from torch import nn\n\nclass Enc(nn.Module):\n    def __init__(self):\n"
             "        super().__init__()\n        self.bn = nn.BatchNorm1d(64, track_running_stats=False)\n",
@@ -460,7 +463,12 @@ by a person, and the reference script must then do the same.
         if momentum is not None and _is_literal(momentum, 0.0):
             self.report(node, f"`{name}(momentum=0)` never updates its running statistics: "
                         "evaluation uses mean 0 / var 1 whatever the embeddings' scale",
-                        fix="use the default momentum (0.1), or `momentum=None` for a cumulative average")
+                        fix="use the default momentum (0.1)")
+        elif isinstance(momentum, cst.Name) and momentum.value == "None":
+            self.report(node, f"`{name}(momentum=None)` keeps a cumulative average over the "
+                        "whole run: the statistics used at evaluation are dominated by the "
+                        "untrained encoder's early activations",
+                        fix="use the default momentum (0.1), the running average the reference keeps")
         track = _kwarg(node, "track_running_stats")
         if isinstance(track, cst.Name) and track.value == "False":
             finding = self.make_finding(

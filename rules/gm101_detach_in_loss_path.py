@@ -216,6 +216,76 @@ review that the value was not meant to be a frozen target.
             "            loss.backward()\n"
             "            h = h.detach()\n"
         ),
+        # two heads over one stem, compared by a loss helper: the target head's output is
+        # detached (a stop-gradient target), the other head's still trains the stem
+        Valid(
+            "import torch.nn as nn\nimport torch.nn.functional as F\n"
+            "def sce_loss(x, y):\n"
+            "    x = F.normalize(x, dim=-1)\n"
+            "    y = F.normalize(y, dim=-1)\n"
+            "    return (1 - (x * y).sum(dim=-1)).mean()\n"
+            "class Twin(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.stem = nn.Linear(4, 4)\n"
+            "        self.a, self.b = nn.Linear(4, 4), nn.Linear(4, 4)\n"
+            "        self.act = nn.PReLU()\n"
+            "    def forward(self, x):\n"
+            "        h = self.stem(x)\n"
+            "        z1 = self.act(self.a(h))\n"
+            "        z2 = self.b(h)\n"
+            "        z2 = self.act(z2)\n"
+            "        return sce_loss(z1, z2.detach())\n"
+            "def train(model, x, opt):\n"
+            "    loss = model(x)\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+        ),
+        # a straight-through estimator on a selection, written over two lines: the value is 1,
+        # the gradient that of the undetached term
+        Valid(
+            "import torch\nimport torch.nn as nn\n"
+            "class Sampler(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.score, self.out = nn.Linear(4, 1), nn.Linear(4, 1)\n"
+            "    def forward(self, h, k):\n"
+            "        logits = self.score(h).squeeze(-1)\n"
+            "        logits = torch.softmax(logits, dim=0)\n"
+            "        top = torch.topk(logits, k).indices\n"
+            "        h = h[top] * (1 - logits[top].detach() + logits[\n"
+            "            top]).unsqueeze(1)\n"
+            "        return self.out(h).mean()\n"
+            "def train(model, h, opt):\n"
+            "    loss = model(h, 2)\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+        ),
+        # class weights computed in NumPy by a helper class from the predictions: a weight,
+        # the prediction itself still reaches the loss whole
+        Valid(
+            "import numpy as np\nimport torch\nimport torch.nn as nn\n"
+            "class Weight:\n"
+            "    @staticmethod\n"
+            "    def per_class(labels):\n"
+            "        vec = labels.cpu().data.numpy()[:8, :]\n"
+            "        return vec / np.maximum(vec.sum(0), 1.0)\n"
+            "class Net(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.enc, self.cls = nn.Linear(4, 4), nn.Linear(4, 3)\n"
+            "    def forward(self, x):\n"
+            "        h = self.enc(x)\n"
+            "        return h, self.cls(h)\n"
+            "def mmd(h, probs):\n"
+            "    w = torch.from_numpy(Weight.per_class(probs)).float()\n"
+            "    return (w.sum(1, keepdim=True) * h[:8]).pow(2).mean()\n"
+            "def train(model, x, opt):\n"
+            "    h, logits = model(x)\n"
+            "    loss = mmd(h, torch.softmax(logits, dim=1))\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+        ),
         # a recurrent cell unrolled in forward: the state cut each step, the outputs kept whole
         Valid(
             "import torch\nimport torch.nn as nn\n"
@@ -837,14 +907,16 @@ def _other_route(project: Project, fn: FunctionInfo, stmt: df.Statement, cut: st
     undetached value itself flows on (``bw = sum(d.data)``, then ``exp(-d / bw)``: a
     stop-gradient on a scale; ``hard - soft.detach() + soft``: a straight-through estimator), or the module that made it runs again into the loss (a
     meta-learner's task losses detached into attention weights over its own outputs)."""
-    if re.fullmatch(r"[\w.]+", cut) and cut not in stmt.targets:
+    if re.fullmatch(r"[\w.]+(\[[^\[\]]*\])*", _tight(cut)) and cut not in stmt.targets:
         # the same value, undetached, beside the cut in the statement: a straight-through
-        # estimator (`hard - soft.detach() + soft` passes the soft value's gradient)
-        undetached = rf"(?<![\w.]){re.escape(cut)}(?!\w|\s*\.\s*(?:detach_?\s*\(|data\b))"
-        code = re.sub(r"\"[^\"]*\"|'[^']*'", "''", stmt.head.text)  # `{"loss": loss.detach()}`: a key
-        if re.search(undetached, code):
+        # estimator (`hard - soft.detach() + soft` passes the soft value's gradient; so does
+        # `1 - p[idx].detach() + p[idx]`, the selection written over two lines)
+        undetached = rf"(?<![\w.]){re.escape(_tight(cut))}(?!\w|\.(?:detach_?\(|data\b))"
+        code = project.text_at(fn.path, stmt.head.span) or stmt.head.text
+        code = re.sub(r"\"[^\"]*\"|'[^']*'", "''", code)  # `{"loss": loss.detach()}`: a key
+        if re.search(undetached, _tight(code)):
             return True
-        if df.flows_to(project, fn, [cut], stmt.index + 1).sinks:
+        if re.fullmatch(r"[\w.]+", cut) and df.flows_to(project, fn, [cut], stmt.index + 1).sinks:
             return True
     callee = df.callee_text(origin.event) if origin.event.kind == "call" else ""
     for other in origin.fn.events if callee else ():
@@ -854,6 +926,11 @@ def _other_route(project: Project, fn: FunctionInfo, stmt: df.Statement, cut: st
         if flow.sinks and not any(step.fn is fn and step.stmt is stmt for step in flow.steps):
             return True
     return False
+
+
+def _tight(code: str) -> str:
+    """``code`` without the spaces and line breaks around brackets, dots and commas."""
+    return re.sub(r"\s*([\[\]().,])\s*", r"\1", code)
 
 
 def _reused_across_steps(project: Project, fn: FunctionInfo, stmt: df.Statement,
@@ -885,6 +962,18 @@ def _trains_past(project: Project, fn: FunctionInfo, call: Event, fn_cut: Functi
                               stop=lambda f, s, _: f is fn_cut and s is stmt_cut).sinks)
 
 
+def _helper_function(project: Project, fn: FunctionInfo, call: Event) -> bool:
+    """``call`` runs a function of the project outside any module class
+    (``sce_loss(pred, target.detach())``, a static method of a helper class): it owns no
+    parameters, and the flow walks into it, so what the value meets there (the prediction it
+    is compared with, or a module it feeds) is judged at its statements."""
+    targets = [t for t in df.call_targets(project, fn, call) if not t.endswith(".__init__")]
+    functions = [project.function(t) for t in targets]
+    return bool(functions) and all(
+        f is not None and not (f.class_name and df.is_module_class(project, f.class_name))
+        for f in functions)
+
+
 def _is_target(project: Project, fn_cut: FunctionInfo, stmt_cut: df.Statement, flow: df.Flow,
                inner: list[Event], cut: Optional[Event], receiver: str, origin: df.Origin,
                sinks: list[df.Sink]) -> bool:
@@ -913,7 +1002,8 @@ def _is_target(project: Project, fn_cut: FunctionInfo, stmt_cut: df.Statement, f
         entries += [c.span for c in stmt.calls if any(
             df.mentions(a, h) for a in [*c.args, *c.kwargs.values()] for h in step.hit)]
         for call in stmt.calls:
-            if id(call) in excluded or not df.is_module_output(project, fn, call):
+            if id(call) in excluded or not df.is_module_output(project, fn, call) \
+                    or _helper_function(project, fn, call):
                 continue
             if any(df.contains(call.span, e) for e in entries):  # the cut value is an input of a module: its gradient is lost
                 return df.callee_text(call) == origin.what.removesuffix("(...)") and \

@@ -61,6 +61,29 @@ _BN_MODEL = ("import torch\nfrom torch import nn\n\nclass Enc(nn.Module):\n    d
              "    def forward(self, x):\n        return self.norm(self.lin(x))\n")
 
 
+# a registry of many model classes, one with BatchNorm; a trainer that builds whichever the
+# configuration names (the registry alone does not say which)
+_REGISTRY = ("MODELS = {}\ndef register(name):\n    def deco(cls):\n        MODELS[name] = cls\n"
+             "        return cls\n    return deco\ndef get_class(name):\n    return MODELS[name]\n")
+_REGISTERED = "import torch.nn as nn\nfrom registry import register\n" + "".join(
+    f"@register('m{i}')\nclass M{i}(nn.Module):\n    def __init__(self):\n"
+    f"        super().__init__()\n        self.lin = {layer}\n"
+    "    @classmethod\n    def from_config(cls, cfg):\n        return cls()\n"
+    "    def forward(self, x):\n        return self.lin(x)\n"
+    for i, layer in enumerate(["nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4))"]
+                              + ["nn.Linear(4, 4)"] * 16))
+_REGISTRY_TRAINER = (
+    "import torch\nimport models\nfrom registry import get_class\n"
+    "class Trainer:\n    def __init__(self, cfg):\n"
+    "        self.model = get_class(cfg['model']).from_config(cfg)\n"
+    "        self.opt = torch.optim.Adam(self.model.parameters())\n"
+    "    def fit(self, probe, loader, epochs):\n        for _ in range(epochs):\n"
+    "            self.model.train()\n            with torch.no_grad():\n"
+    "                scores = self.model(probe)\n            for x in loader:\n"
+    "                loss = self.model(x).pow(2).mean()\n                self.opt.zero_grad()\n"
+    "                loss.backward()\n                self.opt.step()\n")
+
+
 class BatchNormStatsTouched(Rule):
     code = "GM202"
     name = "batchnorm-stats-touched"
@@ -126,6 +149,9 @@ by a person, and the reference script must then do the same.
 """
 
     VALID = [
+        # the model may be any of seventeen registered classes: none of them is known to be it
+        # (one has BatchNorm; the extra gradient-free forward says nothing about the others)
+        Valid({"registry.py": _REGISTRY, "models.py": _REGISTERED, "train.py": _REGISTRY_TRAINER}),
         # a method of the model that only moves the EMA target's weights: no forward
         Valid(
             "import torch\nfrom torch import nn\n"

@@ -60,8 +60,8 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from auditor.static.dataflow import (SHARING_METHODS, SHARING_WRAPPERS, callee_text,
-                                     classmethod_instances, instance_classes)
+from auditor.static.dataflow import (MAX_INSTANCE_CLASSES, SHARING_METHODS, SHARING_WRAPPERS,
+                                     callee_text, classmethod_instances, instance_classes)
 from auditor.static.facts import MODULE_SCOPE, Event, FunctionInfo, Span
 from auditor.static.paths import BACKWARD_METHODS, NO_GRAD_CONTEXTS, NOT_FORWARD, bindings, rebase
 from auditor.static.project import Project
@@ -712,8 +712,10 @@ class Training:
             return [Origin("new", owner, fn.qualname, k, call.span)]  # Class.from_config(...)
         callees = [c for c in self.resolve(fn, call) if not c.endswith("__init__")]
         if not callees and "(" in call.receiver:  # `get_model_class(key).from_config(cfg)`
+            # a lookup that may give any of many registered classes names none of them (the
+            # bound instance_classes keeps)
             built = classmethod_instances(self.project, fn, call)
-            if built:
+            if 0 < len(built) <= MAX_INSTANCE_CLASSES:
                 return [Origin("new", c, fn.qualname, k, call.span) for c in sorted(built)]
         if callees:
             out: list[Origin] = []

@@ -965,13 +965,26 @@ def _trains_past(project: Project, fn: FunctionInfo, call: Event, fn_cut: Functi
 def _helper_function(project: Project, fn: FunctionInfo, call: Event) -> bool:
     """``call`` runs a function of the project outside any module class
     (``sce_loss(pred, target.detach())``, a static method of a helper class): it owns no
-    parameters, and the flow walks into it, so what the value meets there (the prediction it
-    is compared with, or a module it feeds) is judged at its statements."""
+    parameters, so what decides is what the cut value is given beside."""
     targets = [t for t in df.call_targets(project, fn, call) if not t.endswith(".__init__")]
     functions = [project.function(t) for t in targets]
     return bool(functions) and all(
         f is not None and not (f.class_name and df.is_module_class(project, f.class_name))
         for f in functions)
+
+
+def _beside_live_value(project: Project, fn: FunctionInfo, stmt: df.Statement, call: Event,
+                       step: df.Step) -> bool:
+    """Another argument of ``call`` than the one carrying the cut value derives from a
+    module's output (``sce_loss(z1, z2.detach())``)."""
+    cut = step.inner.func if step.inner is not None else None
+    args = [*call.args, *call.kwargs.values()]
+    carrying = [a for a in args if (cut and cut in a) or any(df.mentions(a, h) for h in step.hit)]
+    others = [a for a in args if a not in carrying]
+    # names the cut argument reads too (the mask both sides are indexed by) are not the other side
+    names = [u for u in stmt.uses if any(df.mentions(a, u) for a in others)
+             and not any(df.mentions(a, u) for a in carrying)]
+    return bool(names) and df.derives_from_module(project, fn, names, stmt.index) is not None
 
 
 def _is_target(project: Project, fn_cut: FunctionInfo, stmt_cut: df.Statement, flow: df.Flow,
@@ -1002,12 +1015,17 @@ def _is_target(project: Project, fn_cut: FunctionInfo, stmt_cut: df.Statement, f
         entries += [c.span for c in stmt.calls if any(
             df.mentions(a, h) for a in [*c.args, *c.kwargs.values()] for h in step.hit)]
         for call in stmt.calls:
-            if id(call) in excluded or not df.is_module_output(project, fn, call) \
-                    or _helper_function(project, fn, call):
+            if id(call) in excluded or not df.is_module_output(project, fn, call):
                 continue
-            if any(df.contains(call.span, e) for e in entries):  # the cut value is an input of a module: its gradient is lost
-                return df.callee_text(call) == origin.what.removesuffix("(...)") and \
-                    _trains_past(project, fn, call, fn_cut, stmt_cut)
+            if not any(df.contains(call.span, e) for e in entries):
+                continue
+            if _helper_function(project, fn, call):
+                # a loss helper given the cut value beside a module's output: the cut value is
+                # the target the output is compared with
+                return _beside_live_value(project, fn, stmt, call, step)
+            # the cut value is an input of a module: its gradient is lost
+            return df.callee_text(call) == origin.what.removesuffix("(...)") and \
+                _trains_past(project, fn, call, fn_cut, stmt_cut)
         # calls around the flow's expression (`mse(student(x), <cut>)`) are live inputs; calls
         # inside it (`remask(self.proj(h))`, a callee's arguments) fed the cut value itself
         live_calls = [c for c in stmt.calls if id(c) not in excluded and df.is_module_output(project, fn, c)

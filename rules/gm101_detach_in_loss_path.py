@@ -216,6 +216,95 @@ review that the value was not meant to be a frozen target.
             "            loss.backward()\n"
             "            h = h.detach()\n"
         ),
+        # two heads over one stem, compared by a loss helper: the target head's output is
+        # detached (a stop-gradient target), the other head's still trains the stem
+        Valid(
+            "import torch.nn as nn\nimport torch.nn.functional as F\n"
+            "def sce_loss(x, y):\n"
+            "    x = F.normalize(x, dim=-1)\n"
+            "    y = F.normalize(y, dim=-1)\n"
+            "    return (1 - (x * y).sum(dim=-1)).mean()\n"
+            "class Twin(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.stem = nn.Linear(4, 4)\n"
+            "        self.a, self.b = nn.Linear(4, 4), nn.Linear(4, 4)\n"
+            "        self.act = nn.PReLU()\n"
+            "    def forward(self, x):\n"
+            "        h = self.stem(x)\n"
+            "        z1 = self.act(self.a(h))\n"
+            "        z2 = self.b(h)\n"
+            "        z2 = self.act(z2)\n"
+            "        return sce_loss(z1, z2.detach())\n"
+            "def train(model, x, opt):\n"
+            "    loss = model(x)\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+        ),
+        # a straight-through estimator on a selection, written over two lines: the value is 1,
+        # the gradient that of the undetached term
+        Valid(
+            "import torch\nimport torch.nn as nn\n"
+            "class Sampler(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.score, self.out = nn.Linear(4, 1), nn.Linear(4, 1)\n"
+            "    def forward(self, h, k):\n"
+            "        logits = self.score(h).squeeze(-1)\n"
+            "        logits = torch.softmax(logits, dim=0)\n"
+            "        top = torch.topk(logits, k).indices\n"
+            "        h = h[top] * (1 - logits[top].detach() + logits[\n"
+            "            top]).unsqueeze(1)\n"
+            "        return self.out(h).mean()\n"
+            "def train(model, h, opt):\n"
+            "    loss = model(h, 2)\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+        ),
+        # class weights computed in NumPy by a helper class from the predictions: a weight,
+        # the prediction itself still reaches the loss whole
+        Valid(
+            "import numpy as np\nimport torch\nimport torch.nn as nn\n"
+            "class Weight:\n"
+            "    @staticmethod\n"
+            "    def per_class(labels):\n"
+            "        vec = labels.cpu().data.numpy()[:8, :]\n"
+            "        return vec / np.maximum(vec.sum(0), 1.0)\n"
+            "class Net(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.enc, self.cls = nn.Linear(4, 4), nn.Linear(4, 3)\n"
+            "    def forward(self, x):\n"
+            "        h = self.enc(x)\n"
+            "        return h, self.cls(h)\n"
+            "def mmd(h, probs):\n"
+            "    w = torch.from_numpy(Weight.per_class(probs)).float()\n"
+            "    return (w.sum(1, keepdim=True) * h[:8]).pow(2).mean()\n"
+            "def train(model, x, opt):\n"
+            "    h, logits = model(x)\n"
+            "    loss = mmd(h, torch.softmax(logits, dim=1))\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+        ),
+        # a recurrent cell unrolled in forward: the state cut each step, the outputs kept whole
+        Valid(
+            "import torch\nimport torch.nn as nn\n"
+            "class Seq(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.cell = nn.GRUCell(4, 4)\n"
+            "    def forward(self, xs):\n"
+            "        h, outs = None, []\n"
+            "        for x in xs:\n"
+            "            h = self.cell(x, h)\n"
+            "            outs.append(h)\n"
+            "            h = h.detach()\n"
+            "        return torch.stack(outs)\n"
+            "def train(model, xs, opt):\n"
+            "    loss = model(xs).pow(2).mean()\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+        ),
         # a custom autograd.Function defines the gradient by hand
         Valid(
             "import torch\n"
@@ -491,6 +580,27 @@ review that the value was not meant to be a frozen target.
             "    loss.backward()\n",
             line=9, message_contains="example.py:12",
         ),
+        # every layer's output cut in the encoder's loop, then returned: fed back into the same
+        # wrapper module, yet no output of the stack reaches the loss uncut
+        Invalid(
+            "import torch.nn as nn\n"
+            "class Encoder(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.layers = nn.ModuleList([nn.Linear(4, 4), nn.Linear(4, 4)])\n"
+            "        self.act, self.drop = nn.ReLU(), nn.Dropout(0.1)\n"
+            "    def forward(self, x):\n"
+            "        h = x\n"
+            "        for layer in self.layers:\n"
+            "            h = self.drop(self.act(layer(h)))\n"
+            "            h = h.detach()\n"
+            "        return h\n"
+            "def train(model, x, opt):\n"
+            "    loss = model(x).pow(2).mean()\n"
+            "    loss.backward()\n"
+            "    opt.step()\n",
+            line=11,
+        ),
         # the reconstruction detached in a helper module, backward in a Trainer method
         Invalid({
             "losses.py": (
@@ -712,7 +822,7 @@ review that the value was not meant to be a frozen target.
             flow = df.flows_from_statement(project, fn, stmt)
         live = [s for s in flow.sinks if not _reused_across_steps(project, fn, stmt, s)
                 and _may_train(t, origin, s)]
-        if not live or _is_target(project, flow, inner, call, receiver, origin, live):
+        if not live or _is_target(project, fn, stmt, flow, inner, call, receiver, origin, live):
             return None
         # 3. and the cut must be the only way from the module to the loss
         if _other_route(project, fn, stmt, cut, origin):
@@ -797,14 +907,16 @@ def _other_route(project: Project, fn: FunctionInfo, stmt: df.Statement, cut: st
     undetached value itself flows on (``bw = sum(d.data)``, then ``exp(-d / bw)``: a
     stop-gradient on a scale; ``hard - soft.detach() + soft``: a straight-through estimator), or the module that made it runs again into the loss (a
     meta-learner's task losses detached into attention weights over its own outputs)."""
-    if re.fullmatch(r"[\w.]+", cut) and cut not in stmt.targets:
+    if re.fullmatch(r"[\w.]+(\[[^\[\]]*\])*", _tight(cut)) and cut not in stmt.targets:
         # the same value, undetached, beside the cut in the statement: a straight-through
-        # estimator (`hard - soft.detach() + soft` passes the soft value's gradient)
-        undetached = rf"(?<![\w.]){re.escape(cut)}(?!\w|\s*\.\s*(?:detach_?\s*\(|data\b))"
-        code = re.sub(r"\"[^\"]*\"|'[^']*'", "''", stmt.head.text)  # `{"loss": loss.detach()}`: a key
-        if re.search(undetached, code):
+        # estimator (`hard - soft.detach() + soft` passes the soft value's gradient; so does
+        # `1 - p[idx].detach() + p[idx]`, the selection written over two lines)
+        undetached = rf"(?<![\w.]){re.escape(_tight(cut))}(?!\w|\.(?:detach_?\(|data\b))"
+        code = project.text_at(fn.path, stmt.head.span) or stmt.head.text
+        code = re.sub(r"\"[^\"]*\"|'[^']*'", "''", code)  # `{"loss": loss.detach()}`: a key
+        if re.search(undetached, _tight(code)):
             return True
-        if df.flows_to(project, fn, [cut], stmt.index + 1).sinks:
+        if re.fullmatch(r"[\w.]+", cut) and df.flows_to(project, fn, [cut], stmt.index + 1).sinks:
             return True
     callee = df.callee_text(origin.event) if origin.event.kind == "call" else ""
     for other in origin.fn.events if callee else ():
@@ -814,6 +926,11 @@ def _other_route(project: Project, fn: FunctionInfo, stmt: df.Statement, cut: st
         if flow.sinks and not any(step.fn is fn and step.stmt is stmt for step in flow.steps):
             return True
     return False
+
+
+def _tight(code: str) -> str:
+    """``code`` without the spaces and line breaks around brackets, dots and commas."""
+    return re.sub(r"\s*([\[\]().,])\s*", r"\1", code)
 
 
 def _reused_across_steps(project: Project, fn: FunctionInfo, stmt: df.Statement,
@@ -836,14 +953,50 @@ def _reused_across_steps(project: Project, fn: FunctionInfo, stmt: df.Statement,
             and fn.qualname not in project.reachable_from(sink.fn.qualname))
 
 
-def _is_target(project: Project, flow: df.Flow, inner: list[Event], cut: Optional[Event],
-               receiver: str, origin: df.Origin, sinks: list[df.Sink]) -> bool:
+def _trains_past(project: Project, fn: FunctionInfo, call: Event, fn_cut: FunctionInfo,
+                 stmt_cut: df.Statement) -> bool:
+    """The output of ``call`` reaches a backward by a way that does not pass the cut statement
+    (an RNN's output beside its detached state); a stack of layers whose every output is cut
+    (``h = layer(h).detach()`` in a loop, then returned) does not."""
+    return bool(df.flows_from(project, fn, call,
+                              stop=lambda f, s, _: f is fn_cut and s is stmt_cut).sinks)
+
+
+def _helper_function(project: Project, fn: FunctionInfo, call: Event) -> bool:
+    """``call`` runs a function of the project outside any module class
+    (``sce_loss(pred, target.detach())``, a static method of a helper class): it owns no
+    parameters, so what decides is what the cut value is given beside."""
+    targets = [t for t in df.call_targets(project, fn, call) if not t.endswith(".__init__")]
+    functions = [project.function(t) for t in targets]
+    return bool(functions) and all(
+        f is not None and not (f.class_name and df.is_module_class(project, f.class_name))
+        for f in functions)
+
+
+def _beside_live_value(project: Project, fn: FunctionInfo, stmt: df.Statement, call: Event,
+                       step: df.Step) -> bool:
+    """Another argument of ``call`` than the one carrying the cut value derives from a
+    module's output (``sce_loss(z1, z2.detach())``)."""
+    cut = step.inner.func if step.inner is not None else None
+    args = [*call.args, *call.kwargs.values()]
+    carrying = [a for a in args if (cut and cut in a) or any(df.mentions(a, h) for h in step.hit)]
+    others = [a for a in args if a not in carrying]
+    # names the cut argument reads too (the mask both sides are indexed by) are not the other side
+    names = [u for u in stmt.uses if any(df.mentions(a, u) for a in others)
+             and not any(df.mentions(a, u) for a in carrying)]
+    return bool(names) and df.derives_from_module(project, fn, names, stmt.index) is not None
+
+
+def _is_target(project: Project, fn_cut: FunctionInfo, stmt_cut: df.Statement, flow: df.Flow,
+               inner: list[Event], cut: Optional[Event], receiver: str, origin: df.Origin,
+               sinks: list[df.Sink]) -> bool:
     """Decide, walking the flow in order, whether the cut value first meets a prediction that
     still carries gradient (a target: benign) or feeds a module (the cut hurts). Fed back into
     the very module that produced it (a recurrent state, truncated backpropagation through
-    time) it is benign too: that module still gets its gradient from the new step. Statements
-    after the backward the value reaches (the loss logged beside other outputs) are not on its
-    way to the loss."""
+    time) it is benign too when that module still gets its gradient from the new step: its
+    new output reaches a backward without passing the cut again. Statements after the
+    backward the value reaches (the loss logged beside other outputs) are not on its way to
+    the loss."""
     for step in flow.steps:
         stmt, fn = step.stmt, step.fn
         here = [s.event.span.line for s in sinks if s.fn.qualname == fn.qualname]
@@ -855,14 +1008,24 @@ def _is_target(project: Project, flow: df.Flow, inner: list[Event], cut: Optiona
         if _under_no_grad(stmt.head.context):
             continue  # still inside the gradient-free region (a target built by a frozen head)
         callee_names = stmt.callee_names()
+        # where the value enters the statement: the flow's expression, or the calls whose own
+        # arguments name it; a call around one of those (`self.drop(self.act(norm(h)))`, whose
+        # arguments read shortened) takes the value too
+        entries = [step.inner.span] if step.inner is not None else []
+        entries += [c.span for c in stmt.calls if any(
+            df.mentions(a, h) for a in [*c.args, *c.kwargs.values()] for h in step.hit)]
         for call in stmt.calls:
             if id(call) in excluded or not df.is_module_output(project, fn, call):
                 continue
-            carries = (step.inner is not None and df.contains(call.span, step.inner.span)) or any(
-                df.mentions(a, h) for a in [*call.args, *call.kwargs.values()] for h in step.hit
-            )
-            if carries:  # the cut value is an input of a module: its gradient is lost
-                return df.callee_text(call) == origin.what.removesuffix("(...)")
+            if not any(df.contains(call.span, e) for e in entries):
+                continue
+            if _helper_function(project, fn, call):
+                # a loss helper given the cut value beside a module's output: the cut value is
+                # the target the output is compared with
+                return _beside_live_value(project, fn, stmt, call, step)
+            # the cut value is an input of a module: its gradient is lost
+            return df.callee_text(call) == origin.what.removesuffix("(...)") and \
+                _trains_past(project, fn, call, fn_cut, stmt_cut)
         # calls around the flow's expression (`mse(student(x), <cut>)`) are live inputs; calls
         # inside it (`remask(self.proj(h))`, a callee's arguments) fed the cut value itself
         live_calls = [c for c in stmt.calls if id(c) not in excluded and df.is_module_output(project, fn, c)

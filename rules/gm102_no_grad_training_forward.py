@@ -279,6 +279,112 @@ parameters only).
                 "    opt.step()\n"
             ),
         }, path="model.py", line=9),
+        # the loss module returns the loss beside its parts as numbers: the loss itself still
+        # carries the model's gradient
+        Invalid(
+            "import torch\nfrom torch import nn\n"
+            "class Loss(nn.Module):\n"
+            "    def forward(self, pred, target):\n"
+            "        parts = {'mse': ((pred - target) ** 2).mean()}\n"
+            "        total = sum(parts.values())\n"
+            "        return total, {k: v.item() for k, v in parts.items()}\n"
+            "class MAE(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.encoder = nn.Linear(4, 4)\n"
+            "        self.decoder = nn.Linear(4, 4)\n"
+            "    def forward(self, x):\n"
+            "        with torch.no_grad():\n"
+            "            h = self.encoder(x)\n"
+            "        return self.decoder(h)\n"
+            "model = MAE()\n"
+            "loss_fn = Loss()\n"
+            "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+            "for x in data:\n"
+            "    pred = model(x)\n"
+            "    loss, logs = loss_fn(pred, x)\n"
+            "    opt.zero_grad()\n"
+            "    loss.backward()\n"
+            "    opt.step()\n",
+            line=14,
+        ),
+        # the model made by a registry lookup and the class's own classmethod constructor
+        Invalid({
+            "registry.py": (
+                "MODELS = {}\n"
+                "def register(name):\n"
+                "    def deco(cls):\n"
+                "        MODELS[name] = cls\n"
+                "        return cls\n"
+                "    return deco\n"
+                "def get_class(name):\n"
+                "    return MODELS[name]\n"
+                "def build(cfg):\n"
+                "    return get_class(cfg['model']).from_config(cfg)\n"
+            ),
+            "models.py": (
+                "import torch\nfrom torch import nn\nfrom registry import register\n"
+                "@register('mae')\n"
+                "class MAE(nn.Module):\n"
+                "    def __init__(self, dim):\n"
+                "        super().__init__()\n"
+                "        self.encoder = nn.Linear(dim, dim)\n"
+                "        self.decoder = nn.Linear(dim, dim)\n"
+                "    @classmethod\n"
+                "    def from_config(cls, cfg):\n"
+                "        return cls(cfg['dim'])\n"
+                "    def forward(self, x):\n"
+                "        with torch.no_grad():\n"
+                "            h = self.encoder(x)\n"
+                "        return self.decoder(h)\n"
+            ),
+            "train.py": (
+                "import torch\nimport models\nfrom registry import build\n"
+                "class Trainer:\n"
+                "    def __init__(self, model):\n"
+                "        self.model = model\n"
+                "        self.opt = torch.optim.Adam(model.parameters())\n"
+                "    def step(self, x):\n"
+                "        pred = self.model(x)\n"
+                "        loss = (pred - x).pow(2).mean()\n"
+                "        self.opt.zero_grad()\n"
+                "        loss.backward()\n"
+                "        self.opt.step()\n"
+                "def main(cfg, data):\n"
+                "    model = build(cfg)\n"
+                "    trainer = Trainer(model)\n"
+                "    for x in data:\n"
+                "        trainer.step(x)\n"
+            ),
+        }, path="models.py", line=14),
+        # the model class imported from the package that re-exports it (`from .sub import *`)
+        Invalid({
+            "mypkg/__init__.py": "from .sub import *\n",
+            "mypkg/sub/__init__.py": "from .net import Net\n__all__ = ['Net']\n",
+            "mypkg/sub/net.py": (
+                "import torch\nfrom torch import nn\n"
+                "class Net(nn.Module):\n"
+                "    def __init__(self):\n"
+                "        super().__init__()\n"
+                "        self.emb, self.lin = nn.Embedding(4, 4), nn.Linear(4, 4)\n"
+                "    def forward(self, x):\n"
+                "        with torch.no_grad():\n"
+                "            e = self.emb(x)\n"
+                "        return self.lin(e)\n"
+            ),
+            "main.py": (
+                "import torch\nfrom mypkg import Net\n"
+                "def train(model, loader, opt):\n"
+                "    for x, y in loader:\n"
+                "        loss = torch.nn.functional.mse_loss(model(x), y)\n"
+                "        opt.zero_grad()\n"
+                "        loss.backward()\n"
+                "        opt.step()\n"
+                "def main(loader):\n"
+                "    model = Net().to('cpu')\n"
+                "    train(model, loader, torch.optim.Adam(model.parameters()))\n"
+            ),
+        }, path="mypkg/sub/net.py", line=8),
     ]
 
     @classmethod

@@ -88,6 +88,29 @@ def _through_loop(fn: FunctionInfo, i: int, chain: str) -> str:
     return chain
 
 
+# a LightningModule wrapping the model whose own constructor freezes a parameter; the wrapper's
+# optimizer is given the model's parameters (or, in the valid twin, its encoder's only)
+_WRAPPED = (
+    "import torch\nimport torch.nn as nn\nimport pytorch_lightning as pl\n"
+    "class MAE(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.encoder = nn.Linear(8, 8)\n"
+    "        self.mask_token = nn.Parameter(torch.zeros(1, 8))\n"
+    "        self.mask_token.requires_grad_(False)\n"
+    "    def forward(self, x):\n"
+    "        return self.encoder(x + self.mask_token)\n"
+    "class Lit(pl.LightningModule):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.model = MAE()\n"
+    "    def training_step(self, batch, i):\n"
+    "        return self.model(batch).pow(2).mean()\n"
+    "    def configure_optimizers(self):\n"
+    "        return torch.optim.Adam(self.model.parameters(), lr=1e-3)\n"
+)
+
+
 # a trainer that freezes the encoder unless its configuration says to train it (the examples)
 _TRAINER_FROM_CONFIG = (
     "class Trainer:\n"
@@ -169,6 +192,7 @@ No automatic fix: whether the freeze is intended is the author's decision.
                 "optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)\n"
             ),
         }),
+        Valid(_WRAPPED.replace("self.model.parameters()", "self.model.encoder.parameters()")),
         # a configuration read whose key the tree's configuration sets
         Valid({
             "trainer.py": _TRAINER_FROM_CONFIG,
@@ -231,6 +255,7 @@ No automatic fix: whether the freeze is intended is the author's decision.
         }),
     ]
     INVALID = [
+        Invalid(_WRAPPED, line=9),
         # a configuration read whose key nothing sets: every run takes the default, False
         Invalid({
             "trainer.py": _TRAINER_FROM_CONFIG,
@@ -327,17 +352,24 @@ No automatic fix: whether the freeze is intended is the author's decision.
             if build.fn is fn and (chain == module or chain.startswith(module + ".")):
                 return True
             m_root, _, m_path = module.partition(".")
-            if m_path and not (path == m_path or path.startswith(m_path + ".")):
-                continue
-            if root == "self" and m_root == "self" and cls._same_instance(t.project, fn, build.fn):
+            under = not m_path or path == m_path or path.startswith(m_path + ".")
+            if under and root == "self" and m_root == "self" and \
+                    cls._same_instance(t.project, fn, build.fn):
                 # built in one method of the class over `self.model.parameters()`, frozen in
                 # another (`__init__` / `configure_optimizers` of a LightningModule)
                 return not re.search(r"copy", cls._made_by(t, fn, chain))
-            given = [o for o in t.origins(build.fn, m_root, build.index) if o.known]
             if root == "self" and fn.class_name:
+                # frozen in its own class's method: the optimizer holds an object of that class,
+                # or one that builds it (`model.parameters()`, a wrapper's
+                # `self.model.parameters()` where the model is the freezing class)
+                given = [o for o in t.origins(build.fn, m_root if under else module, build.index)
+                         if o.known]
                 if any(t.contains_class(o.cls, fn.class_name) for o in given):
                     return not re.search(r"copy", cls._made_by(t, fn, chain))
                 continue
+            if not under:
+                continue
+            given = [o for o in t.origins(build.fn, m_root, build.index) if o.known]
             frozen = [o for o in t.origins(fn, re.sub(r"\[.*$", "", root), i) if o.known]
             if m_path == "" and set(frozen) & set(given):
                 return True

@@ -61,6 +61,29 @@ _BN_MODEL = ("import torch\nfrom torch import nn\n\nclass Enc(nn.Module):\n    d
              "    def forward(self, x):\n        return self.norm(self.lin(x))\n")
 
 
+# a registry of many model classes, one with BatchNorm; a trainer that builds whichever the
+# configuration names (the registry alone does not say which)
+_REGISTRY = ("MODELS = {}\ndef register(name):\n    def deco(cls):\n        MODELS[name] = cls\n"
+             "        return cls\n    return deco\ndef get_class(name):\n    return MODELS[name]\n")
+_REGISTERED = "import torch.nn as nn\nfrom registry import register\n" + "".join(
+    f"@register('m{i}')\nclass M{i}(nn.Module):\n    def __init__(self):\n"
+    f"        super().__init__()\n        self.lin = {layer}\n"
+    "    @classmethod\n    def from_config(cls, cfg):\n        return cls()\n"
+    "    def forward(self, x):\n        return self.lin(x)\n"
+    for i, layer in enumerate(["nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4))"]
+                              + ["nn.Linear(4, 4)"] * 16))
+_REGISTRY_TRAINER = (
+    "import torch\nimport models\nfrom registry import get_class\n"
+    "class Trainer:\n    def __init__(self, cfg):\n"
+    "        self.model = get_class(cfg['model']).from_config(cfg)\n"
+    "        self.opt = torch.optim.Adam(self.model.parameters())\n"
+    "    def fit(self, probe, loader, epochs):\n        for _ in range(epochs):\n"
+    "            self.model.train()\n            with torch.no_grad():\n"
+    "                scores = self.model(probe)\n            for x in loader:\n"
+    "                loss = self.model(x).pow(2).mean()\n                self.opt.zero_grad()\n"
+    "                loss.backward()\n                self.opt.step()\n")
+
+
 class BatchNormStatsTouched(Rule):
     code = "GM202"
     name = "batchnorm-stats-touched"
@@ -78,7 +101,8 @@ Finds code that changes a BatchNorm layer's running statistics other than by its
   of a BatchNorm layer (a receiver named like one, or inside an
   `isinstance(m, nn.BatchNorm*)` test), `bn.eval()` on a BatchNorm inside such a test (frozen
   statistics), and `bn.load_state_dict(...)` on one (statistics from another model);
-* `nn.BatchNorm*d(..., momentum=0)` (statistics frozen at their initial 0/1), and, as warnings,
+* `nn.BatchNorm*d(..., momentum=0)` (statistics frozen at their initial 0/1) or
+  `momentum=None` (a cumulative average over the whole run), and, as warnings,
   `track_running_stats=False` (batch statistics at evaluation too) and a loader that feeds the
   model one graph at a time (`batch_size=1`, or a `GraphDataLoader` without `batch_size`) in a
   project whose model has a `BatchNorm`: the statistics are then those of one part's few nodes;
@@ -125,6 +149,9 @@ by a person, and the reference script must then do the same.
 """
 
     VALID = [
+        # the model may be any of seventeen registered classes: none of them is known to be it
+        # (one has BatchNorm; the extra gradient-free forward says nothing about the others)
+        Valid({"registry.py": _REGISTRY, "models.py": _REGISTERED, "train.py": _REGISTRY_TRAINER}),
         # a method of the model that only moves the EMA target's weights: no forward
         Valid(
             "import torch\nfrom torch import nn\n"
@@ -254,6 +281,8 @@ by a person, and the reference script must then do the same.
         Invalid("def fix(enc):\n    enc.norms[0].running_var.fill_(1.0)\n", line=2),
         Invalid("def tweak(model):\n    model.encoder.bn1.track_running_stats = False\n", line=2),
         Invalid("import torch.nn as nn\nbn = nn.BatchNorm1d(128, momentum=0.0)\n", line=2),
+        # a cumulative average: the early, untrained activations weigh as much as the last ones
+        Invalid("import torch.nn as nn\nbn = nn.BatchNorm1d(128, momentum=None)\n", line=2),
         Invalid(
             "from torch import nn\n\nclass Enc(nn.Module):\n    def __init__(self):\n"
             "        super().__init__()\n        self.bn = nn.BatchNorm1d(64, track_running_stats=False)\n",
@@ -460,7 +489,12 @@ by a person, and the reference script must then do the same.
         if momentum is not None and _is_literal(momentum, 0.0):
             self.report(node, f"`{name}(momentum=0)` never updates its running statistics: "
                         "evaluation uses mean 0 / var 1 whatever the embeddings' scale",
-                        fix="use the default momentum (0.1), or `momentum=None` for a cumulative average")
+                        fix="use the default momentum (0.1)")
+        elif isinstance(momentum, cst.Name) and momentum.value == "None":
+            self.report(node, f"`{name}(momentum=None)` keeps a cumulative average over the "
+                        "whole run: the statistics used at evaluation are dominated by the "
+                        "untrained encoder's early activations",
+                        fix="use the default momentum (0.1), the running average the reference keeps")
         track = _kwarg(node, "track_running_stats")
         if isinstance(track, cst.Name) and track.value == "False":
             finding = self.make_finding(

@@ -262,6 +262,28 @@ loss weights tuned against the summed loss must be revisited.
             "        opt.step()\n",
             line=6, message_contains="batched graph `bg`",
         ),
+        # a loss helper that rebinds its inputs (normalised) before summing the error
+        Invalid(
+            "import torch.nn as nn\nimport torch.nn.functional as F\n"
+            "def cos_loss(x, y):\n"
+            "    x = F.normalize(x, dim=-1)\n"
+            "    y = F.normalize(y, dim=-1)\n"
+            "    loss = (1 - (x * y).sum(dim=-1)).pow_(2)\n"
+            "    return loss.sum()\n"
+            "class MAE(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.enc = nn.Linear(8, 8)\n"
+            "    def forward(self, x, mask_nodes):\n"
+            "        return cos_loss(self.enc(x)[mask_nodes], x[mask_nodes])\n"
+            "def fit(model, x, masks, opt):\n"
+            "    for mask in masks:\n"
+            "        loss = model(x, mask)\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n",
+            line=7, message_contains="mask_nodes",
+        ),
         # a loss module returned by a factory, called on the masked nodes in the model
         Invalid(
             "import torch.nn as nn\n"

@@ -189,6 +189,25 @@ No automatic fix: the dataset statistics have to be computed and passed in.
             "    g.ndata['feat'] = (x - x.mean(dim=0)) / x.std(dim=0)\n    return g\n",
             line=6, column=23,
         ),
+        # the batches of a library dataset's loader (a `...Dataset` class is no module: what its
+        # split indexes is the data, not a model's output)
+        Invalid(
+            "import torch\nfrom ogb.graphproppred import DglGraphPropPredDataset, collate_dgl\n"
+            "from torch.utils.data import DataLoader\n"
+            "def train(model, loader, opt):\n"
+            "    for bg, labels in loader:\n"
+            "        e = bg.edata['feat']\n"
+            "        e = (e - e.mean(0)) / (e.std(0) + 1e-6)\n"
+            "        loss = torch.nn.functional.cross_entropy(model(bg, e), labels)\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+            "def main(model, opt):\n"
+            "    dataset = DglGraphPropPredDataset(name='ogbg-ppa')\n"
+            "    split = dataset.get_idx_split()\n"
+            "    loader = DataLoader(dataset[split['train']], batch_size=32, collate_fn=collate_dgl)\n"
+            "    train(model, loader, opt)\n",
+            line=7,
+        ),
         Invalid(
             "import torch\n\ndef train(model, loader, opt):\n    for g in loader:\n"
             "        x = g.ndata['feat']\n        mu = x.mean(0, keepdim=True)\n        sd = x.std(0)\n"

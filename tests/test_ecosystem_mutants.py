@@ -390,3 +390,26 @@ def test_a_site_is_reached_when_the_code_beside_it_ran(tmp_path: Path) -> None:
         return Mutant("m", "r", "op", "GM101", False, {"m.py": "\n".join(new) + "\n"})
     assert reached(inserted(2), tmp_path, ran)
     assert not reached(inserted(6), tmp_path, ran)
+
+
+def test_rescore_checks_recorded_mutants_again_without_running_them(scratch: Path, tmp_path: Path) -> None:
+    # the oracle's verdicts are kept; each live mutant is rebuilt from its id and checked anew
+    from benchmarks.ecosystem import live_score
+    source = static_score.source_root(corpus.FIXTURE, scratch / "rescore")
+    [mutant] = [m for m in generate(corpus.FIXTURE, source, ["GM101"], cap=100)
+                if m.description == "`.detach()` on `self.encoder(...)` in `reconstruct`"]
+    recorded = {"id": mutant.id, "operator": mutant.operator, "rule": "GM101", "benign": False,
+                "truth": [[t.path, t.line] for t in mutant.truth], "status": "live",
+                "reason": "recorded", "static": False, "probe": None}
+    never = {**recorded, "id": "fixture:never", "status": "never-ran", "static": None}
+    record = tmp_path / "record.json"
+    record.write_text(json.dumps({"steps": 3, "cap": 1, "per_rule": 1, "probe": False, "pipelines": [
+        {"pipeline": corpus.FIXTURE, "clean": {"files": []}, "mutants": [recorded, never]}]}))
+    out = tmp_path / "again.json"
+    assert live_score.main(["--rescore", str(record), "--pipeline", corpus.FIXTURE,
+                            "--json", str(out)]) == 0
+    [pipeline] = json.loads(out.read_text())["pipelines"]
+    live, kept = pipeline["mutants"]
+    assert live["status"] == "live" and live["static"] is True and live["static_findings"]
+    assert kept == never
+    assert "| GM101 | 2 | 1 | 1 |" in out.with_suffix(".txt").read_text()

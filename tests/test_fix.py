@@ -92,9 +92,9 @@ EXPECTED = [
     ("GM401", 1, "def step(model, g, x, mask):\n    recon = model(g, x)\n"
                  "    loss = ((recon[mask] - x[mask]) ** 2).mean() / 2\n    loss.backward()\n"),
     ("GM101", 0, None),  # checked below: only the detach goes
-    ("GM101", 1, {"losses.py": "import torch.nn.functional as F\ndef masked_mse(pred, target, mask):\n"
+    ("GM101", 2, {"losses.py": "import torch.nn.functional as F\ndef masked_mse(pred, target, mask):\n"
                   "    pred = pred[mask]\n    return F.mse_loss(pred, target[mask])\n"}),
-    ("GM101", 2, "import torch.nn.functional as F\ndef step(model, g, x, scaler):\n    out = model(g, x)\n"
+    ("GM101", 3, "import torch.nn.functional as F\ndef step(model, g, x, scaler):\n    out = model(g, x)\n"
                  "    loss = F.mse_loss(out, x)\n    scaler.scale(loss).backward()\n"),
 ]
 

@@ -97,6 +97,9 @@ SHARING_WRAPPERS = ("DistributedDataParallel", "DataParallel", "torch.compile", 
 NOT_MODULE_PACKAGES = frozenset(sys.stdlib_module_names) | {
     "numpy", "scipy", "sklearn", "pandas", "tqdm", "yaml", "matplotlib", "networkx", "wandb",
     "tensorboardX", "omegaconf", "hydra", "rich", "PIL"}
+# a library class named for the data it serves (`DglGraphPropPredDataset`, `GraphDataLoader`,
+# `NeighborSampler`, an `Evaluator`): no parameters, whatever its package
+DATA_CLASS_SUFFIXES = ("Dataset", "DataLoader", "Loader", "Sampler", "Evaluator")
 MODEL_NAMES = {"model", "net", "network", "module", "student", "encoder", "decoder", "backbone",
                "gnn", "graphmae", "mae", "autoencoder"}
 LOSS_FUNC_RE = re.compile(
@@ -841,8 +844,8 @@ def is_module_class(project: Project, qualname: str, _seen: Optional[set[str]] =
         return True
     if qualname not in project.classes:
         last = qualname.rsplit(".", 1)[-1]
-        if qualname.split(".")[0] in NOT_MODULE_PACKAGES or last.endswith("Tensor") \
-                or hasattr(builtins, qualname):
+        if qualname.split(".")[0] in NOT_MODULE_PACKAGES or hasattr(builtins, qualname) \
+                or last.endswith(("Tensor", *DATA_CLASS_SUFFIXES)):
             # `argparse.ArgumentParser`, `torch.LongTensor(ids)`, a factory's `return
             # ValueError(...)`: no parameters
             return False
@@ -956,9 +959,7 @@ def _made_instances(project: Project, fn: FunctionInfo, stmt: Statement, depth: 
     if re.fullmatch(r"\w+", local) and not project.resolve_call(call, fn):
         classes = class_objects(project, fn, local, stmt.index, depth)
     elif call.method and "(" in call.receiver:
-        inner = _receiver_call(stmt, call)
-        owners = _returned_class_objects(project, fn, inner, depth) if inner else set()
-        classes = {c for c in owners if _builds_own_class(project, c, call.method)}
+        classes = classmethod_instances(project, fn, call, depth)
     elif call.method and re.fullmatch(r"\w+", call.receiver) and not project.resolve_call(call, fn):
         owners = class_objects(project, fn, call.receiver, stmt.index, depth)
         classes = {c for c in owners if _builds_own_class(project, c, call.method)}
@@ -986,6 +987,16 @@ def _by_methods_called(project: Project, fn: FunctionInfo, target: str, classes:
 
     own = {m for m in called if any(defines(c, m) for c in classes)}
     return {c for c in classes if all(defines(c, m) for m in own)}
+
+
+def classmethod_instances(project: Project, fn: FunctionInfo, call: Event, depth: int = 0) -> set[str]:
+    """The classes ``call`` makes instances of when it is a classmethod returning ``cls(...)``
+    called on the classes another call returns (``get_class(key).from_config(cfg)``: a
+    registry lookup, then the class's own constructor)."""
+    stmt = statement_of(fn, call)
+    inner = _receiver_call(stmt, call) if stmt is not None and call.method else None
+    owners = _returned_class_objects(project, fn, inner, depth) if inner else set()
+    return {c for c in owners if _builds_own_class(project, c, call.method)}
 
 
 def _builds_own_class(project: Project, cls: str, method: str) -> bool:
@@ -1293,6 +1304,13 @@ def _derive_one(project: Project, fn: FunctionInfo, name: str, index: int,
             found = derives_from_module(project, where, uses, stmt.index, depth + 1)
             if found is not None:
                 return found
+            value = stmt.text if stmt.kind == "augassign" else _value_split(stmt.text)[1]
+            if where is fn and mentions(value, name) and _carries(value, name):
+                # rebound from itself (`x = F.normalize(x)`, `loss += reg`): what it was before,
+                # down to the parameter and the callers' arguments
+                found = derives_from_module(project, fn, [name], stmt.index, depth + 1)
+                if found is not None:
+                    return found
     if not defs and name in fn.params and name not in ("self", "cls"):
         for caller, call in callers_of(project, fn.qualname)[:20]:
             pos = fn.params.index(name) - _bound(fn, call)

@@ -60,7 +60,8 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from auditor.static.dataflow import SHARING_METHODS, SHARING_WRAPPERS, callee_text, instance_classes
+from auditor.static.dataflow import (MAX_INSTANCE_CLASSES, SHARING_METHODS, SHARING_WRAPPERS,
+                                     callee_text, classmethod_instances, instance_classes)
 from auditor.static.facts import MODULE_SCOPE, Event, FunctionInfo, Span
 from auditor.static.paths import BACKWARD_METHODS, NO_GRAD_CONTEXTS, NOT_FORWARD, bindings, rebase
 from auditor.static.project import Project
@@ -699,6 +700,8 @@ class Training:
             src = self.origins(fn, arg, before, depth + 1) if re.fullmatch(r"[\w.]+", arg) else []
             return [Origin("copy", next((o.cls for o in src if o.cls), ""), fn.qualname, k, call.span)]
         base = func.split("()")[0]
+        if base not in self.project.classes and "." in base:  # `from pkg import Net`, re-exported
+            base = self.project.reexported(base) or base
         if base in self.project.classes or (base.rsplit(".", 1)[-1][:1].isupper()
                                             and "." in base and base.split(".")[0] in ("torch", "dgl")):
             return [Origin("new", base, fn.qualname, k, call.span)]
@@ -708,6 +711,12 @@ class Training:
         if owner in self.project.classes and "()" not in func.removesuffix("()"):
             return [Origin("new", owner, fn.qualname, k, call.span)]  # Class.from_config(...)
         callees = [c for c in self.resolve(fn, call) if not c.endswith("__init__")]
+        if not callees and "(" in call.receiver:  # `get_model_class(key).from_config(cfg)`
+            # a lookup that may give any of many registered classes names none of them (the
+            # bound instance_classes keeps)
+            built = classmethod_instances(self.project, fn, call)
+            if 0 < len(built) <= MAX_INSTANCE_CLASSES:
+                return [Origin("new", c, fn.qualname, k, call.span) for c in sorted(built)]
         if callees:
             out: list[Origin] = []
             for qual in callees:
@@ -1211,6 +1220,15 @@ def _returns_cut(fn: FunctionInfo) -> bool:
         value = fn.events[i].text.removeprefix("return").lstrip()
         if value.startswith(("{", "[", "(")):
             return False  # `return {"loss": loss, "err": err.detach()}`: a part is detached
-        if call is None or call.method not in NON_DIFFERENTIABLE:
-            return False
+        if call is None or call.method not in NON_DIFFERENTIABLE or not _is_whole(call.text, value):
+            return False  # `return total, {k: v.item() ...}`, `a + b.detach()`: a part is cut
     return True
+
+
+def _is_whole(call_text: str, value: str) -> bool:
+    """The call is the whole returned expression (texts shortened with ``…`` compared as far
+    as both go)."""
+    a, b = call_text.removesuffix("…"), value.removesuffix("…")
+    if a == b:
+        return True
+    return (call_text.endswith("…") and b.startswith(a)) or (value.endswith("…") and a.startswith(b))

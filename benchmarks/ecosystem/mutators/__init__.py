@@ -88,15 +88,37 @@ def generate(repo: str, root: Path, rules: Optional[Iterable[str]] = None, cap: 
         for key, src, edit in found[op.name]:
             if kept == cap:
                 break
-            try:
-                applied = apply(src, edit)
-            except cst.ParserSyntaxError:
+            mutant = _mutant(repo, op, key, src, edit)
+            if mutant is None:
                 continue  # the operator's text does not fit this site (a keyword for a name)
-            mutant = Mutant(
-                id=key, repo=repo, operator=op.name, rule=op.rule, benign=op.benign,
-                files={src.path: applied.text}, truth=[Truth(src.path, n) for n in applied.truth],
-                description=edit.description)
             if keep is None or keep(mutant):
                 chosen.append(mutant)
                 kept += 1
     return chosen
+
+
+def _mutant(repo: str, op: Operator, key: str, src: Source, edit: Edit) -> Optional[Mutant]:
+    try:
+        applied = apply(src, edit)
+    except cst.ParserSyntaxError:
+        return None
+    return Mutant(id=key, repo=repo, operator=op.name, rule=op.rule, benign=op.benign,
+                  files={src.path: applied.text}, truth=[Truth(src.path, n) for n in applied.truth],
+                  description=edit.description)
+
+
+def rebuild(repo: str, root: Path, ids: Iterable[str]) -> dict[str, Mutant]:
+    """The mutants of ``root`` with these ids, made again (a site's id names its operator, file
+    and index, and sites are found by syntax alone: the same source gives the same edit)."""
+    wanted = set(ids)
+    rules = {op.rule for op in operators() if any(f":{op.name}:" in i for i in wanted)}
+    by_name = {op.name: op for op in operators(rules)}
+    files = {i[len(repo) + 1:].split(":", 1)[1].rsplit(":", 1)[0] for i in wanted}
+    out = {}
+    for name, found in sites(repo, root, rules, files).items():
+        for key, src, edit in found:
+            if key in wanted:
+                mutant = _mutant(repo, by_name[name], key, src, edit)
+                if mutant is not None:
+                    out[key] = mutant
+    return out

@@ -1020,6 +1020,8 @@ def _is_target(project: Project, fn_cut: FunctionInfo, stmt_cut: df.Statement, f
             if not any(df.contains(call.span, e) for e in entries):
                 continue
             if _helper_function(project, fn, call):
+                if step.inner is not None and call.span == step.inner.span:
+                    continue  # the helper that returned the cut value, not one given it
                 # a loss helper given the cut value beside a module's output: the cut value is
                 # the target the output is compared with
                 return _beside_live_value(project, fn, stmt, call, step)

@@ -69,15 +69,15 @@ EXPECTED = [
     ("GM604", 6, {"train.py": "import torch\nfrom utils import set_seed\n\n"
                   "def main():\n    set_seed(0)\n    torch.backends.cudnn.deterministic = True\n\n"
                   "main()\n"}),
-    ("GM603", 2, "import random\nimport numpy as np\nimport torch\nrandom.seed(0)\nnp.random.seed(0)\n"
+    ("GM603", 1, "import random\nimport numpy as np\nimport torch\nrandom.seed(0)\nnp.random.seed(0)\n"
                  "torch.manual_seed(0)\nmask = torch.randperm(100)[:40]\n"),
     # dgl not imported yet: the import is added with the seed call
-    ("GM603", 3, "import numpy as np\nimport torch\nimport dgl\ntorch.manual_seed(0)\nnp.random.seed(0)\n"
+    ("GM603", 2, "import numpy as np\nimport torch\nimport dgl\ntorch.manual_seed(0)\nnp.random.seed(0)\n"
                  "dgl.seed(0)\nsg = dgl.sampling.sample_neighbors(g, nodes, 10)\n"),
-    ("GM603", 4, "import random\nimport torch\ntorch.manual_seed(0)\nrandom.seed(0)\n\ndef augment(x):\n"
+    ("GM603", 3, "import random\nimport torch\ntorch.manual_seed(0)\nrandom.seed(0)\n\ndef augment(x):\n"
                  "    if random.random() < 0.5:\n        x = -x\n    return x\n"),
     # the seeding helper in another file: the seed call goes there, numpy imported there
-    ("GM603", 7, {"utils.py": "import random\nimport torch\nimport numpy as np\n\n"
+    ("GM603", 6, {"utils.py": "import random\nimport torch\nimport numpy as np\n\n"
                   "def seed_everything(s):\n    random.seed(s)\n    torch.manual_seed(s)\n"
                   "    np.random.seed(s)\n"}),
     ("GM201", 2, "import torch\nfor step, g in enumerate(loader):\n    model.train()\n    loss = model(g)\n"

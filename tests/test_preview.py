@@ -27,11 +27,11 @@ if __name__ == "__main__":
 """
 
 
-def findings(root: Path, *args: str) -> list[tuple[str, int, bool]]:
-    run = subprocess.run([sys.executable, "-m", "auditor", "check", ".", "--format", "json",
-                          "--no-cache", "--select", "GM106", *args], cwd=root,
+def findings(root: Path, *args: str, rule: str = "GM106") -> list[tuple[str, int, bool]]:
+    run = subprocess.run([sys.executable, "-P", "-m", "auditor", "check", ".", "--format", "json",
+                          "--no-cache", "--select", rule, *args], cwd=root,
                          capture_output=True, text=True, timeout=120)
-    assert run.returncode == 1, run.stdout + run.stderr
+    assert run.returncode in (0, 1), run.stdout + run.stderr
     return [(f["rule"], f["line"], f.get("preview", False))
             for f in json.loads(run.stdout)["findings"]]
 
@@ -44,6 +44,42 @@ def test_a_preview_kind_is_reported_only_with_preview(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[tool.gm-audit]\npreview = true\n")
     assert findings(tmp_path) == both
     assert findings(tmp_path, "--no-preview") == [("GM106", 14, False)]
+
+
+# a sampler in a module that no call reaches; a program importing it seeds torch and numpy, the
+# one that trains seeds nothing and reaches samplers through a registry
+LOADERS = {
+    "lib/__init__.py": "",
+    "lib/loaders.py": (
+        "import dgl\n"
+        "class EdgeLoader:\n"
+        "    def __init__(self, g, fanout):\n"
+        "        self.sampler = dgl.dataloading.MultiLayerNeighborSampler(fanout)\n"
+    ),
+    "lib/registry.py": "LOADERS = {}\ndef get_loader(name):\n    return LOADERS[name]\n",
+    "infer.py": (
+        "import numpy as np\nimport torch\nfrom lib.loaders import EdgeLoader\n"
+        "def main(g, model):\n    np.random.seed(0)\n    torch.manual_seed(0)\n"
+        "    with torch.no_grad():\n        return model(g, None)\n"
+        "if __name__ == '__main__':\n    main(None, None)\n"
+    ),
+    "train.py": (
+        "from lib.registry import get_loader\n"
+        "def main(g, model, opt, name):\n"
+        "    for batch in get_loader(name)(g, [10, 5]):\n"
+        "        loss = model(batch)\n        opt.zero_grad()\n        loss.backward()\n"
+        "        opt.step()\n"
+        "if __name__ == '__main__':\n    main(None, None, None, 'edge')\n"
+    ),
+}
+
+
+def test_an_unreached_draw_judged_by_the_programs_importing_it_is_a_preview_kind(tmp_path):
+    for name, text in LOADERS.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert findings(tmp_path, rule="GM603") == []
+    assert findings(tmp_path, "--preview", rule="GM603") == [("GM603", 4, True)]
 
 
 def test_the_rule_table_and_rules_command_say_which_rules_have_a_preview_kind():

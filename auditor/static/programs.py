@@ -204,19 +204,40 @@ PROTOCOL_METHODS = ("__getitem__", "__iter__", "__next__", "__len__", "__call__"
 
 
 def runs(project: "Project", roots: Iterable[str]) -> set[str]:
-    """The functions a program runs: what calls from ``roots`` reach, and the protocol methods
-    of every project class it builds (a dataset's ``__getitem__`` runs when its loader is
-    iterated), with what those reach in turn."""
+    """The functions a program runs: what calls from ``roots`` reach, the protocol methods of
+    every project class it builds (a dataset's ``__getitem__`` runs when its loader is
+    iterated) and the functions it hands to a call by name (``mp.spawn(main)``,
+    ``Process(target=worker)``, ``DataLoader(collate_fn=collate)``), with what those reach in
+    turn."""
     seen = project.reachable_from_all(roots)
     todo = list(seen)
     while todo:
-        for cls in _built_classes(project, todo.pop()):
-            starts = [m for name in PROTOCOL_METHODS for m in project.method_candidates(cls, name)
-                      if m in project.functions and m not in seen]
-            for qual in project.reachable_from_all(starts) - seen:
-                seen.add(qual)
-                todo.append(qual)
+        qualname = todo.pop()
+        starts = [m for cls in _built_classes(project, qualname) for name in PROTOCOL_METHODS
+                  for m in project.method_candidates(cls, name) if m in project.functions]
+        starts += _handed_over(project, qualname)
+        for qual in project.reachable_from_all(q for q in starts if q not in seen) - seen:
+            seen.add(qual)
+            todo.append(qual)
     return seen
+
+
+def _handed_over(project: "Project", qualname: str) -> list[str]:
+    """Project functions the function ``qualname`` passes by name as a call's argument: a
+    callback the callee runs (a process target, a collate function, a hook)."""
+    fn = project.functions.get(qualname)
+    facts = project.files.get(fn.path) if fn is not None else None
+    out: list[str] = []
+    for event in fn.events if facts is not None else ():
+        if event.kind != "call":
+            continue
+        for arg in [*event.args, *event.kwargs.values()]:
+            if arg.startswith("self.") and fn.class_name and arg[5:].isidentifier():
+                out += project.method_candidates(fn.class_name, arg[5:])
+            elif arg.isidentifier() and arg not in fn.params:
+                qual = facts.imports.get(arg) or f"{fn.module}.{arg}"
+                out += [f"{fn.qualname}.{arg}", qual, project.reexported(qual) or qual]
+    return [q for q in dict.fromkeys(out) if q in project.functions]
 
 
 def _built_classes(project: "Project", qualname: str) -> set[str]:

@@ -375,6 +375,36 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
                 "        lld.backward()\n"
                 "        opt_mi.step()\n",
         }),
+        # the model derives from a base its package re-exports (`from .base import Base` in
+        # models/__init__.py); it builds only Linear and Embedding layers: eval changes nothing
+        Valid({
+            "models/__init__.py": "from .base import Base\n",
+            "models/base.py": "from torch import nn\nclass Base(nn.Module):\n    pass\n",
+            "models/scorer.py":
+                "from torch import nn\nfrom models import Base\n"
+                "class Scorer(Base):\n"
+                "    def __init__(self, n, d):\n"
+                "        super().__init__()\n"
+                "        self.emb = nn.Embedding(n, d)\n"
+                "        self.out = nn.Linear(d, 1)\n"
+                "    def forward(self, ids):\n"
+                "        return self.out(self.emb(ids)).mean()\n",
+            "train.py":
+                "import torch\nfrom models.scorer import Scorer\n"
+                "def keep_best(model, path):\n"
+                "    model.eval()\n"
+                "    torch.save(model.state_dict(), path)\n"
+                "def main(loader):\n"
+                "    model = Scorer(10, 4)\n"
+                "    opt = torch.optim.Adam(model.parameters())\n"
+                "    for ids in loader:\n"
+                "        loss = model(ids)\n"
+                "        loss.backward()\n"
+                "        opt.step()\n"
+                "        keep_best(model, 'best.pt')\n"
+                "if __name__ == '__main__':\n"
+                "    main([])\n",
+        }),
         # a method of the same name in a sibling experiment: another program, not this call
         Valid({
             "exp1/probe.py":

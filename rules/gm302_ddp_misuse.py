@@ -10,7 +10,7 @@ from typing import Callable, Iterable, Optional
 from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.context import MODULE_SCOPE
-from auditor.static.conditions import conditions_of, constant_truth, implies, innermost
+from auditor.static.conditions import conditions_of, constant_truth, excludes, implies, innermost
 from auditor.static.facts import Event, FunctionInfo
 from auditor.static.paths import call_sites_of, under_no_grad
 from auditor.static.programs import is_test_code
@@ -59,6 +59,19 @@ def is_pg_init(event: Event) -> bool:
         TORCHRUN_ENV.search(event.text))
 
 
+def forms_a_world(event: Event) -> bool:
+    """A set-up that can make a process group in a plain ``python train.py``: it names the world
+    size, the rendezvous (``init_method``) or a store. One given only a backend reads the world
+    from a launcher's environment (``env://``) and fails without one: a wrap after it is a
+    program meant to run under a launcher, however many processes that starts."""
+    if event.kind != "call" or not (event.func.removesuffix("()") in PG_INIT
+                                    or event.method == "init_process_group"):
+        return False
+    positional = [a for a in event.args if not a.startswith("*")]
+    return bool({"world_size", "init_method", "store"} & set(event.kwargs)) or len(positional) > 1 \
+        or any(a.startswith("*") for a in [*event.args, *event.kwargs])
+
+
 def classify_guard(branch: Optional[str]) -> str:
     """``none`` | ``always`` (a condition that always holds) | ``dist`` | ``other``."""
     if branch is None or "__name__" in branch:  # the script's main guard is no guard
@@ -89,7 +102,10 @@ DistributedDataParallel`, `nn.parallel.DistributedDataParallel`, a `DDP` alias):
 - a DDP-wrapped model whose `.module` is called directly in the training forward.
 
 It stays silent when the wrap is guarded by the world size, the rank, a `--distributed` flag or
-a multi-GPU count, and a process group is initialised on that path. The probe settles the
+a multi-GPU count, and a process group is initialised on that path; and when every set-up on
+the way is given only a backend (`init_process_group("nccl")`): that reads the world from a
+launcher's environment and fails in a plain run, so the program is meant to run under a
+launcher and its wrap is no leftover. The probe settles the
 rest: it records the world size every wrap actually ran in.
 
 ## Why is this bad?
@@ -197,6 +213,20 @@ No automatic fix: whether the run is meant to be distributed is the author's dec
             "        model.module(g)\n"
             "    torch.save(model.module.state_dict(), 'm.pt')\n"
         ),
+        # a program meant for a launcher: the group takes its world from torchrun's
+        # environment (a plain run fails at the set-up), so wrapping every run is its design
+        Valid({
+            "launch.py":
+                "import torch.distributed as dist\n"
+                "def start(cfg):\n"
+                "    dist.init_process_group(backend=cfg.backend)\n",
+            "fit.py":
+                "from torch.nn.parallel import DistributedDataParallel\nfrom launch import start\n"
+                "def fit(cfg, net, device):\n"
+                "    start(cfg)\n"
+                "    net = DistributedDataParallel(net, device_ids=[device])\n"
+                "    return net\n",
+        }),
         # the name DDP for something else entirely
         Valid("def DDP(x):\n    return x\nmodel = DDP(model)\n"),
     ]
@@ -252,22 +282,29 @@ No automatic fix: whether the run is meant to be distributed is the author's dec
 
     # -- static ------------------------------------------------------------------------------------
     @classmethod
-    def _init_before(cls, project: Project, fn: FunctionInfo, index: int, up: int = 0) -> bool:
-        """A process group is set up before event ``index`` of ``fn``: earlier in ``fn``, in a
+    def _inits_before(cls, project: Project, fn: FunctionInfo, index: int, up: int = 0) -> list[Event]:
+        """The process-group set-ups before event ``index`` of ``fn``: earlier in ``fn``, in a
         function an earlier call runs, or (walking up) before a call site of ``fn``."""
+        found: list[Event] = []
         for event in fn.events[:index]:
             if is_pg_init(event):
-                return True
-            if event.kind == "call":
+                found.append(event)
+            elif event.kind == "call":
                 for callee in project.resolve_call(event, fn):
                     for qual in project.reachable_from(callee):
                         sub = project.function(qual)
-                        if sub is not None and any(is_pg_init(e) for e in sub.events):
-                            return True
-        if up >= MAX_UP:
-            return False
-        return any(cls._init_before(project, caller, i, up + 1)
-                   for caller, i in call_sites_of(project, fn))
+                        found += [e for e in sub.events if is_pg_init(e)] if sub is not None else []
+        if up < MAX_UP:
+            for caller, i in call_sites_of(project, fn):
+                found += cls._inits_before(project, caller, i, up + 1)
+        return found
+
+    @staticmethod
+    def _meant_for_a_launcher(wrap: Event, inits: list[Event]) -> bool:
+        """Every set-up on the way reads its world from a launcher (:func:`forms_a_world`), and
+        none lies on the other side of a test from the wrap (`if not args.standalone:` set-up,
+        `if args.standalone:` wrap: the wrap runs exactly where no group exists)."""
+        return not any(forms_a_world(e) or excludes(wrap, e) for e in inits)
 
     @staticmethod
     def _inits_in(project: Project, fn: FunctionInfo, index: int) -> list[Event]:
@@ -347,7 +384,8 @@ No automatic fix: whether the run is meant to be distributed is the author's dec
     @classmethod
     def _check_wrap(cls, project: Project, fn: FunctionInfo, i: int, event: Event,
                     project_inits: Callable[[], bool]) -> Iterable[Finding]:
-        initialised = cls._init_before(project, fn, i)
+        inits = cls._inits_before(project, fn, i)
+        initialised = bool(inits)
         if (not call_sites_of(project, fn) or cls._in_test_code(project, fn)) \
                 and fn.name != MODULE_SCOPE and project_inits():
             # a test runner, `mp.spawn` or a launcher runs this (nothing in the project calls
@@ -371,7 +409,7 @@ No automatic fix: whether the run is meant to be distributed is the author's dec
                 "on the way here): it fails, or someone makes it construct with a world of size 1",
                 fix=fix,
             )
-        elif guard in ("none", "always", "other"):
+        elif guard in ("none", "always", "other") and not cls._meant_for_a_launcher(event, inits):
             why = {
                 "none": "the wrap is unconditional",
                 "always": f"the wrap is guarded by a condition that always holds (`{text}`)",

@@ -56,11 +56,23 @@ def implies(event: Event, other: Event) -> bool:
     return all(c in mine for c in conditions_of(other))
 
 
+def _polarity(test: str) -> tuple[str, bool]:
+    """A test without its leading ``not`` (``not x``, ``not (x)``, an ``else``'s ``not (test)``),
+    normalised, and whether it was positive."""
+    negated = _NEGATED.match(test.strip())
+    inner = (negated.group(1) or negated.group(2)) if negated else ""
+    # `not a and b` is `(not a) and b`; `not (a) or (b)` is no negation of one test
+    if inner and _balanced(inner) and (negated.group(1) or all(
+            len(_split_top(inner, w)) == 1 for w in ("and", "or"))):
+        return normalise(inner), False
+    return normalise(test), True
+
+
 def excludes(event: Event, other: Event) -> bool:
     """``event`` and ``other`` lie on opposite sides of one test."""
-    mine = set(conditions_of(event))
-    return any(f"not({c})" in mine or (c.startswith("not(") and c.endswith(")") and c[4:-1] in mine)
-               for c in conditions_of(other))
+    mine = {_polarity(c) for c in event.conditions if not _MAIN_GUARD.search(c)}
+    return any((test, not positive) in mine
+               for test, positive in (_polarity(c) for c in other.conditions if not _MAIN_GUARD.search(c)))
 
 
 def constant_truth(project: Project, module: str, test: str) -> Optional[bool]:

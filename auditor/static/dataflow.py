@@ -862,7 +862,7 @@ def is_module_class(project: Project, qualname: str, _seen: Optional[set[str]] =
         return False
     if any(m.endswith(".forward") for m in info.methods):
         return True
-    return any(is_module_class(project, b, seen) for b in info.bases)
+    return any(is_module_class(project, b, seen) for b in project.bases_of(qualname))
 
 
 def is_autograd_function(project: Project, qualname: str) -> bool:
@@ -870,7 +870,7 @@ def is_autograd_function(project: Project, qualname: str) -> bool:
     info = project.classes.get(qualname)
     return info is not None and any(
         b.endswith("autograd.Function") or b.endswith("autograd.function.Function")
-        or is_autograd_function(project, b) for b in info.bases if b != qualname
+        or is_autograd_function(project, b) for b in project.bases_of(qualname) if b != qualname
     )
 
 

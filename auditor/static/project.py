@@ -346,6 +346,13 @@ class Project:
             candidates += [f"{caller.module}.{func}", f"{caller.qualname}.{func}"]
         return list(dict.fromkeys(candidates))
 
+    def bases_of(self, class_qualname: str) -> list[str]:
+        """The bases of a project class, each where it is defined: a base imported from a
+        package that only re-exports it (``from pkg import BaseModel``) is that class."""
+        info = self.classes.get(class_qualname)
+        return [b if b in self.classes else self.reexported(b) or b
+                for b in info.bases] if info is not None else []
+
     def method_candidates(self, class_qualname: str, method: str) -> list[str]:
         """``Class.method`` and the same method on the class's known bases (nearest first)."""
         out, todo, seen = [], [class_qualname], set()
@@ -359,7 +366,7 @@ class Project:
             if cls is None:
                 self._load_module_of(cls_name + ".x")
                 cls = self.classes.get(cls_name)
-            todo += list(cls.bases) if cls else []
+            todo += self.bases_of(cls_name)
         return out
 
     def _dispatched(self, event: Event, caller: FunctionInfo) -> list[str]:

@@ -419,13 +419,12 @@ class Training:
         last = cls.rsplit(".", 1)[-1]
         if cls.startswith(("torch.nn.", "dgl.nn.", "torch_geometric.nn.")):
             return not last.endswith("Loss") and last[:1].isupper() and "functional" not in cls
-        info = self.project.classes.get(cls)
-        if info is None:  # `from pkg import BaseModel`, re-exported by pkg/__init__.py
-            target = self.project.reexported(cls)
-            info = self.project.classes.get(target) if target else None
-        if info is None:
+        if cls not in self.project.classes:  # `from pkg import BaseModel`, re-exported by pkg
+            cls = self.project.reexported(cls) or ""
+        if cls not in self.project.classes:
             return False
-        return any(b.endswith("Module") or self.is_module_class(b, seen) for b in info.bases)
+        return any(b.endswith("Module") or self.is_module_class(b, seen)
+                   for b in self.project.bases_of(cls))
 
     def mode_free(self, fn: FunctionInfo, expr: str, i: int) -> bool:
         """Putting ``expr`` in eval or train mode changes nothing: every statement that builds
@@ -480,7 +479,7 @@ class Training:
         seen.add(cls)
         info = self.project.classes[cls]
         if not all(b.endswith("Module") or (b in self.project.classes and self._class_mode_free(b, seen))
-                   for b in info.bases):
+                   for b in self.project.bases_of(cls)):
             return False
         for qual in info.methods:
             method = self.project.function(qual)
@@ -504,7 +503,7 @@ class Training:
             return False
         return bool(info.bases) and all(
             b in ("torch.nn.Module", "torch.nn.modules.module.Module")
-            or (b in self.project.classes and self.holds_no_parameters(b)) for b in info.bases)
+            or (b in self.project.classes and self.holds_no_parameters(b)) for b in self.project.bases_of(cls))
 
     def contains_class(self, outer: str, inner: str, depth: int = 0) -> bool:
         """``outer`` is ``inner`` or builds an ``inner`` among its attributes (nested modules)."""

@@ -10,7 +10,7 @@
      first optimizer (a global optimizer step hook: the same in both runs).
    Wall and CPU times (``time.process_time``: less sensitive to the load of a shared machine)
    go to a JSON file (the probe captures the program's output). Reported for each: median
-   ms/step after the first step, the ratio (target: at most 1.3x); and the 1-minute load average.
+   ms/step after the first step, the ratio (target: at most 1.2x); and the 1-minute load average.
 2. Total wall time of `gm-audit probe --steps auto` on each, against the bare run.
 """
 

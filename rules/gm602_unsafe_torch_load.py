@@ -9,6 +9,7 @@ import libcst as cst
 from auditor.findings import Finding, Severity, Status
 from auditor.fix import Fix, Fixer, set_keyword
 from auditor.rule import Invalid, Rule, Valid, Verdict
+from auditor.static.private_dirs import PrivateDirs
 
 LOADERS = {"torch.load", "torch.serialization.load"}
 
@@ -24,6 +25,7 @@ class UnsafeTorchLoad(Rule):
     fix_safety = "safe"
     summary = "`torch.load` without `weights_only=True` unpickles arbitrary code"
     prefilter = ("load(",)
+    preview_kind = "files read back from a private temporary directory the same function made"
 
     @classmethod
     def matches_text(cls, text: str) -> bool:
@@ -43,7 +45,10 @@ model (see GM601): loading tensors only keeps that step auditable.
 A checkpoint the same run saved and loads back (the best-epoch restore after training) is
 reported too: it is still a pickle read from a path, and between the save and the load the file
 can be replaced by whoever can write there (a shared checkpoint folder, `/tmp`), while
-`weights_only=True` loads any `state_dict` the run saved at no cost.
+`weights_only=True` loads any `state_dict` the run saved at no cost. A file read from a private
+temporary directory the same function made (`tempfile.TemporaryDirectory()`, `mkdtemp()`,
+pytest's `tmp_path`/`tmpdir`: mode 0700, nobody else can write there), as a test reading back
+what it has just written, is reported only with `--preview`.
 
 ## Example
 ```python
@@ -80,6 +85,16 @@ plain containers will then fail to load, loudly, instead of executing code.
             {"util.py": "import torch\n\ndef restore(p):\n    return torch.load(p)\n"},
             line=4, path="util.py",
         ),
+        # a private temporary directory: behind --preview (tests/test_preview.py), and a path
+        # rebound to a shared folder afterwards is a path like any other
+        Invalid(
+            "import os, tempfile, torch\n\ndef test_roundtrip(save):\n"
+            "    with tempfile.TemporaryDirectory() as d:\n"
+            "        save(os.path.join(d, 'a.pt'))\n"
+            "        d = '/tmp/shared'\n"
+            "        return torch.load(os.path.join(d, 'a.pt'))\n",
+            line=7,
+        ),
         # the run's own best checkpoint, restored after training: still a pickle from a path
         Invalid(
             "import torch\n\ndef fit(model, epochs, path):\n    for epoch in range(epochs):\n"
@@ -89,6 +104,22 @@ plain containers will then fail to load, loudly, instead of executing code.
         ),
     ]
 
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.private = PrivateDirs(ctx.qualify)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.private.enter_function(node)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.private.leave_function()
+
+    def visit_With(self, node: cst.With) -> None:
+        self.private.bind_with(node)
+
+    def leave_Assign(self, original_node: cst.Assign) -> None:
+        self.private.bind_assign(original_node)
+
     def visit_Call(self, node: cst.Call) -> None:
         if self.ctx.qualify(node.func) not in LOADERS:
             return
@@ -97,12 +128,16 @@ plain containers will then fail to load, loudly, instead of executing code.
             return
         if flag is not None and not (isinstance(flag.value, cst.Name) and flag.value.value == "False"):
             return  # a variable: the caller decides; nothing to prove statically
-        self.report(
-            node,
+        source = next((a.value for a in node.args if a.keyword is None or a.keyword.value == "f"), None)
+        private = source is not None and self.private.holds_path_in(source)
+        self.findings.append(self.make_finding(
+            self.ctx.path, self.ctx.span(node),
             "`torch.load` without `weights_only=True` unpickles arbitrary objects"
-            + (" (explicitly disabled)" if flag is not None else ""),
-            fix="pass `weights_only=True` so only tensors and plain containers are loaded",
-        )
+            + (" (explicitly disabled)" if flag is not None else "")
+            + (" (from a private temporary directory this function made)" if private else ""),
+            "pass `weights_only=True` so only tensors and plain containers are loaded",
+            preview=private,
+        ))
 
     @classmethod
     def fix(cls, finding: Finding, fixer: Fixer) -> Optional[Fix]:

@@ -82,6 +82,38 @@ def test_an_unreached_draw_judged_by_the_programs_importing_it_is_a_preview_kind
     assert findings(tmp_path, "--preview", rule="GM603") == [("GM603", 4, True)]
 
 
+# a test reading back what it wrote: into folders only it can write (a TemporaryDirectory, a
+# path built in pytest's tmp_path, a mkdtemp), and into a shared /tmp path (stable)
+ROUNDTRIP = """\
+import os
+import tempfile
+from pathlib import Path
+
+import torch
+
+
+def test_save(tmp_path):
+    with tempfile.TemporaryDirectory() as d:
+        torch.save({}, os.path.join(d, "a.pt"))
+        a = torch.load(os.path.join(d, "a.pt"))
+    path = tmp_path / "b.pt"
+    b = torch.load(str(path))
+    c = torch.load(f"{tempfile.mkdtemp()}/c.pt")
+    shared = torch.load(os.path.join("/tmp/prediction", "d.pt"))
+    e_dir = tempfile.mkdtemp()
+    e = torch.load(Path(e_dir).joinpath("e.pt"))
+    return a, b, c, shared, e
+"""
+
+
+def test_a_read_back_from_a_private_temporary_directory_is_a_preview_kind(tmp_path):
+    (tmp_path / "test_io.py").write_text(ROUNDTRIP)
+    assert findings(tmp_path, rule="GM602") == [("GM602", 15, False)]
+    assert findings(tmp_path, "--preview", rule="GM602") == [
+        ("GM602", 11, True), ("GM602", 13, True), ("GM602", 14, True), ("GM602", 15, False),
+        ("GM602", 17, True)]
+
+
 def test_the_rule_table_and_rules_command_say_which_rules_have_a_preview_kind():
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
     rows = json.loads(subprocess.run([sys.executable, "-m", "auditor", "rules", "--format", "json"],

@@ -64,6 +64,38 @@ def _is_docstring(statement: cst.BaseStatement) -> bool:
             and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))
 
 
+# an early stopper saving the best model, put in eval mode only when it has a save path
+STOPPER = (
+    "import copy\nimport torch\n"
+    "class EarlyStopping:\n"
+    "    def __init__(self, patience=10, save_path=None):\n"
+    "        self.patience = patience\n"
+    "        self.best = None\n"
+    "        self.save_path = save_path\n"
+    "    def step(self, loss, model):\n"
+    "        if self.best is None or loss < self.best:\n"
+    "            self.best = loss\n"
+    "            self.save(model)\n"
+    "    def save(self, model):\n"
+    "        if self.save_path is None:\n"
+    "            self.best_model = copy.deepcopy(model)\n"
+    "        else:\n"
+    "            model.eval()\n"
+    "            torch.save(model.state_dict(), self.save_path)\n"
+    "def main():\n"
+    "    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.5))\n"
+    "    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+    "    stopper = EarlyStopping({args})\n"
+    "    model.train()\n"
+    "    for epoch in range(10):\n"
+    "        loss = model(torch.randn(8, 4)).mean()\n"
+    "        opt.zero_grad()\n"
+    "        loss.backward()\n"
+    "        opt.step()\n"
+    "        stopper.step(loss.item(), model)\n"
+)
+
+
 class EvalModeLeak(Rule):
     code = "GM201"
     name = "eval-mode-leak"
@@ -531,8 +563,11 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
                 "                self.opt.step()\n"
                 '            save_best(self.model, "best.pt")\n',
         }),
+        # the eval runs only with a save path; this stopper was built without one
+        Valid(STOPPER.format(args="5")),
     ]
     INVALID = [
+        Invalid(STOPPER.format(args='5, save_path="best.pt"'), line=16),
         # the same trainer calling only `forward`: the registry's model may be the one with
         # Dropout
         Invalid({

@@ -15,6 +15,8 @@ API:
   other under ``not (test)``): no single pass runs both.
 * :func:`constant_truth` — a test on a constant resolves (``if False:``, ``if not DEBUG`` with a
   module constant ``DEBUG = False``): True / False, or None when it depends on the run.
+* :func:`attribute_none_tests` — the ``self.attr is None`` tests an event runs under, for the
+  path search to weigh against what the object's construction bound (construction.py).
 * :func:`ruled_out` — an event of a callee cannot run when the callee is entered through one
   call: its tests ask ``param is None`` of an argument the caller's own tests at that call
   show is not None (``if loader is not None:``, or a project predicate such as
@@ -123,6 +125,21 @@ def _balanced(text: str) -> bool:
         if depth < 0:
             return False
     return depth == 0
+
+
+def attribute_none_tests(event: Event) -> list[tuple[str, bool]]:
+    """The tests on whether an attribute of ``self`` is None that ``event`` runs under: (attr,
+    True) under ``self.attr is None`` (an operand of an ``and``), (attr, False) under
+    ``self.attr is not None`` or in the ``else`` of ``if self.attr is None``."""
+    out: list[tuple[str, bool]] = []
+    for condition in event.conditions:
+        test, positive = _polarity(condition)
+        # a negation holds of its whole test: only a test that is one comparison says anything
+        for part in _split_top(condition, "and") if positive else [test]:
+            match = re.fullmatch(r"self\.(\w+)is(not)?None", part)
+            if match:
+                out.append((match.group(1), positive != bool(match.group(2))))
+    return out
 
 
 def _none_tested(test: str, falsy: bool = False) -> Optional[str]:

@@ -117,14 +117,38 @@ def values_of(project: Project, fn: FunctionInfo, node: Union[str, ast.expr], li
         except SyntaxError:
             return []
         ast.increment_lineno(node, line - 1)  # sources name the file's lines
+    evaluator = _evaluator(project)
+    return _scalars(evaluator.expr(fn, node, _index_at(fn, line), None, 0))
+
+
+def argument_values(project: Project, caller: FunctionInfo, call: Event, callee: FunctionInfo,
+                    param: str) -> list[Value]:
+    """The constants ``callee``'s parameter ``param`` may hold when ``call`` of ``caller``
+    enters it: what the argument may hold there, or the parameter's default when the call leaves
+    it out; empty when none is known (an unpacked ``*args``/``**kwargs`` may pass it)."""
+    evaluator = _evaluator(project)
+    node = evaluator._node_at(caller.path, call.span, (ast.Call,))
+    arg = _argument(callee, call, node, param) if isinstance(node, ast.Call) else _STARRED
+    if arg is _STARRED:
+        return []
+    if arg is None:
+        return _scalars(evaluator._default(callee, param, 0))
+    return _scalars(evaluator.expr(caller, arg, _index_at(caller, call.span.line), None, 0))
+
+
+def _evaluator(project: Project) -> "_Evaluator":
+    """The project's evaluator (its answers kept across questions), with a fresh step bound."""
     memo = project.memo("config_values")
     evaluator = memo.get("evaluator")
     if evaluator is None or evaluator.project is not project:
         evaluator = memo["evaluator"] = _Evaluator(project)
-    stmt = statement_at(fn, line)
-    index = stmt.index if stmt is not None else len(statements(fn))
     evaluator.steps = MAX_STEPS
-    return _scalars(evaluator.expr(fn, node, index, None, 0))
+    return evaluator
+
+
+def _index_at(fn: FunctionInfo, line: int) -> int:
+    stmt = statement_at(fn, line)
+    return stmt.index if stmt is not None else len(statements(fn))
 
 
 def _scalars(values: list[Value]) -> list[Value]:

@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Callable, Hashable, Iterable, Optional
 
-from auditor.static.conditions import innermost, ruled_out
+from auditor.static.conditions import attribute_none_tests, innermost, ruled_out
 from auditor.static.dataflow import callers_of, contains
 from auditor.static.facts import Event, FunctionInfo
 from auditor.static.project import Project
@@ -423,6 +423,9 @@ class PathSearch:
         self.max_up = max_up
         self.budget = max_events
         self._seen_up: set[tuple] = set()
+        # the start event's tests on its object's attributes (`if self.save_path is None:
+        # ... else: <start>`): a caller holding an object built so that they fail has no path
+        self.start_tests: list[tuple[str, bool]] = []
 
     # -- mapping the tracked name across calls ------------------------------------------------
     def map_into(self, caller: FunctionInfo, event: Event, callee: FunctionInfo,
@@ -474,10 +477,13 @@ class PathSearch:
     def run(self, fn: FunctionInfo, index: int, tracked: Optional[str],
             state: Hashable) -> list[Outcome]:
         names = (tracked, *aliases(fn, index, tracked)) if tracked else ()
-        return self._continue(fn, index, names, state, up=0, trail=())
+        self.start_tests = attribute_none_tests(fn.events[index]) if fn.class_name else []
+        return self._continue(fn, index, names, state, up=0, trail=(),
+                              holder="self" if self.start_tests else None)
 
     def _continue(self, fn: FunctionInfo, index: int, names: Names, state: Hashable,
-                  up: int, trail: tuple[str, ...]) -> list[Outcome]:
+                  up: int, trail: tuple[str, ...], holder: Optional[str] = None) -> list[Outcome]:
+        """``holder``: ``self`` while ``fn`` is a method of the start event's object."""
         """Everything after event ``index`` of ``fn``: the loop wrap-arounds and the straight
         path to the end, which then continues in the callers."""
         start = fn.events[index]
@@ -497,15 +503,17 @@ class PathSearch:
                     outcomes.append(Outcome(LOOP, step, trail))
                 elif kind in ("return", "wrapped"):
                     left_at = step.event if kind == "return" and step is not None else None
-                    outcomes += self._up(fn, left, st, up, trail, left_at)
+                    outcomes += self._up(fn, left, st, up, trail, left_at, holder)
                 else:
                     outcomes.append(Outcome(kind, step, trail))
         return outcomes
 
     def _up(self, fn: FunctionInfo, names: Names, state: Hashable, up: int,
-            trail: tuple[str, ...], left_at: Optional[Event] = None) -> list[Outcome]:
+            trail: tuple[str, ...], left_at: Optional[Event] = None,
+            holder: Optional[str] = None) -> list[Outcome]:
         """The paths on from each caller of ``fn``, left at the ``return`` event ``left_at``
-        (None: its end); not through a caller whose tests at the call rule that return out."""
+        (None: its end); not through a caller whose tests at the call rule that return out, nor
+        through one calling ``fn`` on an object built so that the start event cannot run."""
         if up >= self.max_up:
             return [Outcome(END, None, trail)]
         sites = self.callers(fn)
@@ -516,17 +524,32 @@ class PathSearch:
             event = caller.events[i]
             if left_at is not None and ruled_out(self.project, fn, left_at, caller, event):
                 continue
+            same = holder == "self" and event.receiver == "self" and bool(caller.class_name)
+            if holder == "self" and not same and self._built_to_skip(caller, event):
+                continue
             mapped = self.map_up(fn, event, names)
             if names and not mapped:
                 outcomes.append(Outcome(LOST, None, trail))
                 continue
-            key = (caller.qualname, i, mapped, state)
+            key = (caller.qualname, i, mapped, state, same)
             if key in self._seen_up:
                 continue
             self._seen_up.add(key)
             where = f"{caller.path}:{event.span.line}"
-            outcomes += self._continue(caller, i, mapped, state, up + 1, (where, *trail))
+            outcomes += self._continue(caller, i, mapped, state, up + 1, (where, *trail),
+                                       "self" if same else None)
         return outcomes
+
+    def _built_to_skip(self, caller: FunctionInfo, event: Event) -> bool:
+        """``event`` calls into the start's object held by a local of ``caller`` that a
+        constructor call there built with attributes the start event's tests rule out."""
+        # construction.py answers through configuration values, which are built on this module
+        from auditor.static.construction import attribute_values
+        for attr, is_none in self.start_tests:
+            values = attribute_values(self.project, caller, event.receiver, event.span.line, attr)
+            if values and all((v.value is None) != is_none for v in values):
+                return True
+        return False
 
     def _walk(self, fn: FunctionInfo, order: list[int], names: Names, state: Hashable,
               start_branch: Optional[str], no_grad: bool, depth: int,

@@ -25,6 +25,20 @@ ERROR_TEXT = re.compile(r"(?<![-+*/(,=\[]\s)(?<![-+*/(,=\[])-(?!\s*1\b)|\*\*\s*2
                         r"square|norm\(|loss|err|diff|\bdists?\b|cdist|distance|mse|sce",
                         re.IGNORECASE)
 
+# a difference of two plain names (not a call's or a subscript's prefix): `pos - neg`
+DIFFERENCE = re.compile(r"([A-Za-z_][\w.]*)\s*-\s*([A-Za-z_][\w.]*)(?![\w.(\[])")
+
+
+def _margin_only(project: Project, fn: FunctionInfo, texts: list[str], index: int) -> bool:
+    """The summed value's only error-like part is a difference of two of the model's outputs
+    (``pos_scores - neg_scores`` under a log-sigmoid): a ranking margin compares the model with
+    itself, not a reconstruction with its target."""
+    if any(m.group(0) != "-" for t in texts for m in ERROR_TEXT.finditer(t)):
+        return False
+    pairs = [m.groups() for t in texts for m in DIFFERENCE.finditer(t)]
+    return bool(pairs) and all(df.derives_from_module(project, fn, [side], index) is not None
+                               for pair in pairs for side in pair)
+
 
 def _normalised(fn: FunctionInfo, stmt: df.Statement, hit: set[str]) -> bool:
     if not stmt.text.endswith("…"):
@@ -194,6 +208,18 @@ loss weights tuned against the summed loss must be revisited.
             "        opt.zero_grad()\n"
             "        loss.backward()\n"
             "        opt.step()\n"
+        ),
+        # a BPR sum over one user's selected items: a margin between two of the model's scores
+        Valid(
+            "def step(model, g, emb, user_ids, item_ids, neg_ids, opt):\n"
+            "    users = model(g, emb)[user_ids]\n"
+            "    items = model(g, emb)\n"
+            "    pos_scores = (users * items[item_ids]).sum(dim=-1)\n"
+            "    neg_scores = (users * items[neg_ids]).sum(dim=-1)\n"
+            "    loss = -(pos_scores - neg_scores).sigmoid().log().sum()\n"
+            "    opt.zero_grad()\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
         ),
         # a BPR sum over selected users, divided by the batch size in a later, long statement
         Valid(
@@ -404,7 +430,7 @@ loss weights tuned against the summed loss must be revisited.
             d.text.split("=", 1)[-1] for n in names for d in df.definitions(fn, n, stmt.index)
             if not any(df.constructed_class(project, c) for c in d.calls)
         ]
-        if not any(ERROR_TEXT.search(t) for t in texts):
+        if not any(ERROR_TEXT.search(t) for t in texts) or _margin_only(project, fn, texts, stmt.index):
             return False
         if names and all(fixed_size_name(fn, n, stmt.index) for n in names):
             return False  # a sum over a feature x feature matrix: no count to divide by

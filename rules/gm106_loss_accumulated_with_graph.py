@@ -68,9 +68,10 @@ the loop (summing component losses within one step before the backward); loops w
 backward and a step (an inner loop over micro-batches of one step).
 
 ## Why is this bad?
-Each stored loss keeps its whole graph alive — every intermediate activation of the GAT
-encoder and decoder for that batch — until the total is dropped, usually at the end of the
-epoch. Memory grows with the number of steps, the run slows down or dies with out-of-memory
+Each stored loss keeps its whole graph alive until the total is dropped, usually at the end
+of the epoch: every step's graph nodes, and every intermediate activation of the GAT encoder
+and decoder for that batch where no `backward()` has freed them (a backward frees the tensors
+its graph saved, not the graph). Memory grows with the number of steps, the run slows down or dies with out-of-memory
 on the full dataset although batch_size=1 "works", and a later `total.backward()` would
 backpropagate through every stale graph again. It does not change a single gradient of a
 correct step, so it is a warning: but it is often why a pipeline was "fixed" by shrinking the
@@ -330,7 +331,8 @@ automatically because a tensor total may be used later on purpose.
                 yield cls.make_finding(
                     fn.path, fn.events[i].span,
                     f"`{acc}` accumulates `{value}` across training steps with its autograd "
-                    f"graph: every step's activations stay in memory until `{acc}` is dropped",
+                    f"graph: every step's graph stays in memory until `{acc}` is dropped (with its "
+                    f"activations, where no backward has freed them)",
                     fix=f"accumulate `{value}.item()` (or `{value}.detach()`)",
                     # readers judged totals of the loss right; other tensors kept per step
                     # (logits of an evaluation head) mostly not: those are a preview kind

@@ -567,7 +567,6 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
         Valid(STOPPER.format(args="5")),
     ]
     INVALID = [
-        Invalid(STOPPER.format(args='5, save_path="best.pt"'), line=16),
         # the same trainer calling only `forward`: the registry's model may be the one with
         # Dropout
         Invalid({
@@ -824,6 +823,8 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
             "        print(model(loader[0]))\n",
             line=18,
         ),
+        # the stopper built with a save path: its eval() runs
+        Invalid(STOPPER.format(args='5, save_path="best.pt"'), line=16),
     ]
 
     @classmethod

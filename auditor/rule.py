@@ -92,8 +92,9 @@ class Rule(Visitor):
         self.findings: list[Finding] = []
 
     # -- per-file stage ----------------------------------------------------------------------------
-    def report(self, node: cst.CSTNode, message: str, fix: str = "") -> None:
-        self.findings.append(self.make_finding(self.ctx.path, self.ctx.span(node), message, fix))
+    def report(self, node: cst.CSTNode, message: str, fix: str = "", preview: bool = False) -> None:
+        self.findings.append(self.make_finding(self.ctx.path, self.ctx.span(node), message, fix,
+                                               preview=preview))
 
     def fact(self, value: Any) -> None:
         """Keep a picklable fact for :meth:`check_project` (cached with the file)."""

@@ -71,8 +71,8 @@ backward and a step (an inner loop over micro-batches of one step).
 Each stored loss keeps its whole graph alive until the total is dropped, usually at the end
 of the epoch: every step's graph nodes, and every intermediate activation of the GAT encoder
 and decoder for that batch where no `backward()` has freed them (a backward frees the tensors
-its graph saved, not the graph). Memory grows with the number of steps, the run slows down or dies with out-of-memory
-on the full dataset although batch_size=1 "works", and a later `total.backward()` would
+its graph saved, not the graph). Memory grows with the number of steps, the run slows down or
+dies with out-of-memory on the full dataset although batch_size=1 "works", and a later `total.backward()` would
 backpropagate through every stale graph again. It does not change a single gradient of a
 correct step, so it is a warning: but it is often why a pipeline was "fixed" by shrinking the
 model or the data until the reconstruction got worse.

@@ -130,14 +130,14 @@ plain containers will then fail to load, loudly, instead of executing code.
             return  # a variable: the caller decides; nothing to prove statically
         source = next((a.value for a in node.args if a.keyword is None or a.keyword.value == "f"), None)
         private = source is not None and self.private.holds_path_in(source)
-        self.findings.append(self.make_finding(
-            self.ctx.path, self.ctx.span(node),
+        self.report(
+            node,
             "`torch.load` without `weights_only=True` unpickles arbitrary objects"
             + (" (explicitly disabled)" if flag is not None else "")
             + (" (from a private temporary directory this function made)" if private else ""),
-            "pass `weights_only=True` so only tensors and plain containers are loaded",
+            fix="pass `weights_only=True` so only tensors and plain containers are loaded",
             preview=private,
-        ))
+        )
 
     @classmethod
     def fix(cls, finding: Finding, fixer: Fixer) -> Optional[Fix]:

@@ -483,9 +483,9 @@ class PathSearch:
 
     def _continue(self, fn: FunctionInfo, index: int, names: Names, state: Hashable,
                   up: int, trail: tuple[str, ...], holder: Optional[str] = None) -> list[Outcome]:
-        """``holder``: ``self`` while ``fn`` is a method of the start event's object."""
         """Everything after event ``index`` of ``fn``: the loop wrap-arounds and the straight
-        path to the end, which then continues in the callers."""
+        path to the end, which then continues in the callers. ``holder``: ``self`` while ``fn``
+        is a method of the start event's object."""
         start = fn.events[index]
         no_grad = is_no_grad_function(fn)  # each later event answers for its own `with`
         outcomes: list[Outcome] = []

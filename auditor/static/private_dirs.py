@@ -43,7 +43,7 @@ class PrivateDirs:
                 self._bind(item.asname.name.value, self._made_here(item.item))
 
     def bind_assign(self, node: cst.Assign) -> None:
-        private = self._made_here(node.value) or self.holds_path_in(node.value)
+        private = self.holds_path_in(node.value)  # a maker's call is its own folder
         for target in node.targets:
             if isinstance(target.target, cst.Name):
                 self._bind(target.target.value, private)

@@ -14,7 +14,9 @@ from auditor.static.facts import Event, FunctionInfo
 from auditor.static.programs import LIBRARY, TEST, is_test_code
 from auditor.static.project import Project
 from auditor.static.training import is_backward
-from auditor.static.rng import FAMILIES, Draw, draw_of, project_seeding, takes_every_neighbour
+from auditor.static.rng import (
+    FAMILIES, Draw, SeedCall, draw_of, project_seeding, takes_every_neighbour,
+)
 
 if TYPE_CHECKING:  # the probe's evidence types cost a check run's start; used in annotations only
     from auditor.probe.evidence import Evidence
@@ -326,6 +328,17 @@ drawn, never what the code computes with them.
             "aug = dgl.transforms.DropEdge(0.2)\n",
             line=5, message_contains="the torch RNG",
         ),
+        # the helper seeds CUDA's generators and not torch's own: the CPU draws are unseeded, and
+        # the line to mend is the seed taken for torch's
+        Invalid(
+            {
+                "utils.py": "import random\nimport torch\n\ndef set_seed(s):\n    random.seed(s)\n"
+                "    torch.cuda.manual_seed_all(s)\n",
+                "train.py": "import torch\nfrom utils import set_seed\n\nset_seed(0)\n"
+                "model = torch.nn.Linear(4, 4)\nloss = model(x).sum()\nloss.backward()\n",
+            },
+            line=6, path="utils.py", message_contains="CUDA generators only",
+        ),
     ]
 
     @classmethod
@@ -418,11 +431,16 @@ drawn, never what the code computes with them.
                         continue
             if draw.family in here:
                 continue
-            key = (fn.path, draw.family) if here else ("", draw.family)
+            # a seed of the library's narrower generator taken for its own: the line to mend
+            narrower = _NARROWER.get(draw.family)
+            near = seeding.call_for(narrower[0], entries, None if entries else files) \
+                if narrower and narrower[0] in here else None
+            key = ((near.function.path, str(near.event.span.line)) if near
+                   else (fn.path, draw.family) if here else ("", draw.family))
             if key in reported or not (here or trains):
                 continue
             reported.add(key)
-            finding = cls._unseeded(fn, event, draw, here, seeding, entries, files)
+            finding = cls._unseeded(fn, event, draw, here, seeding, entries, files, near)
             # no call reaches a draw in a module other programs import: which of them runs it
             # is a guess (readers judged such findings right 0 of 3 times)
             finding.preview = not reached and bool(here) and fn.path not in {p.entry for p in programs}
@@ -436,15 +454,25 @@ drawn, never what the code computes with them.
 
     @classmethod
     def _unseeded(cls, fn: FunctionInfo, event: Event, draw: Draw, seeded: set[str], seeding,
-                  entries: list[str], files: frozenset[str]) -> Finding:
+                  entries: list[str], files: frozenset[str],
+                  near: Optional[SeedCall] = None) -> Finding:
         """``entries``: the programs running the draw (none: judged by the ``files`` of the
-        programs importing it); only their sites are named."""
+        programs importing it); only their sites are named. ``near``: the call seeding only a
+        narrower generator of the draw's library, where the finding goes."""
         unreached = [c for c in seeding.unreached_for(draw.family) if c.function.path in files]
         note = ""
         if unreached:
             helper = unreached[0].function
             note = f"; `{helper.display}` would seed it but is never called"
         fix = f"seed it with the others: `{_SEED_CALL[draw.family]}`"
+        if near is not None:
+            return cls.make_finding(
+                near.function.path, near.event.span,
+                f"`{near.event.func}` seeds {_NARROWER[draw.family][1]} only: the {draw.family} RNG, "
+                f"which is never seeded, is what `{draw.what}` draws from "
+                f"({fn.path}:{event.span.line}): runs with the same seed differ{note}",
+                fix=fix,
+            )
         if seeded:
             where = seeding.where(next(iter(sorted(seeded))), entries, None if entries else files)
             finding = cls.make_finding(
@@ -541,4 +569,7 @@ _SEEDER = {
     "torch.cuda": ("torch", "{name}.cuda.manual_seed_all({seed})", None),
     "dgl": ("dgl", "{name}.seed({seed})", None),
 }
+# family -> the narrower generator of its library whose seed is taken for the family's, and
+# what that seed covers (`torch.cuda.manual_seed_all` leaves the CPU generator as it was)
+_NARROWER = {"torch": ("torch.cuda", "the CUDA generators")}
 _PROBE_NAMES = {"torch.cuda": "cuda"}  # the probe's names of the RNGs (auditor.probe.evidence)

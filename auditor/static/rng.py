@@ -280,14 +280,20 @@ class Seeding:
         return set().union(*(self.seeded_from(p.entry) | self.seeded_within(p.files)
                              for p in project.programs_with(fn.path)))
 
+    def call_for(self, family: str, entries: Optional[list[str]] = None,
+                 files: Optional[frozenset[str]] = None) -> Optional[SeedCall]:
+        """The first reached call seeding ``family`` (in one of the programs ``entries``, or in
+        the ``files``, when given), or None."""
+        reached = set().union(*(self.reach[e] for e in entries)) if entries else None
+        return next((c for c in self.calls if family in c.families
+                     and (c.function.path in files if files is not None else c.reached)
+                     and (reached is None or c.function.qualname in reached)), None)
+
     def where(self, family: str, entries: Optional[list[str]] = None,
               files: Optional[frozenset[str]] = None) -> str:
-        """``utils.py:seed_everything`` (first reached function seeding ``family``; in one of
-        the programs ``entries``, or of the ``files``, when given), or ''."""
-        reached = set().union(*(self.reach[e] for e in entries)) if entries else None
-        return next((c.function.display for c in self.calls if family in c.families
-                     and (c.function.path in files if files is not None else c.reached)
-                     and (reached is None or c.function.qualname in reached)), "")
+        """``utils.py:seed_everything`` (the function of :meth:`call_for`), or ''."""
+        call = self.call_for(family, entries, files)
+        return call.function.display if call is not None else ""
 
 
 def project_seeding(project: Project) -> Seeding:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -99,6 +98,8 @@ def write_atomic(path: str, text: str) -> None:
             fh.write(text)
         return
     target.parent.mkdir(parents=True, exist_ok=True)
+    import tempfile  # only a run writing a file pays for it
+
     # a short name: the target's own may already be near NAME_MAX (255 bytes)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".gm-audit-", suffix=".tmp")
     try:

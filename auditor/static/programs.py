@@ -20,7 +20,6 @@ imports are followed once they are analysed (rules load them on demand).
 
 from __future__ import annotations
 
-import configparser
 import posixpath
 import re
 from dataclasses import dataclass
@@ -135,6 +134,8 @@ def _declared(base: Path) -> Iterator[tuple[str, str]]:
             yield module.strip(), func.strip()
     text = _packaging_text(base / "setup.cfg")
     if text:
+        import configparser  # only a tree with a setup.cfg pays for it
+
         parser = configparser.ConfigParser()
         try:
             parser.read_string(text)

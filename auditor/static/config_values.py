@@ -30,6 +30,7 @@ events (:mod:`auditor.static.dataflow`), so reaching definitions are the ones ev
 from __future__ import annotations
 
 import ast
+import bisect
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional, Union
@@ -161,6 +162,8 @@ class _Evaluator:
         self.trees: dict[str, Optional[ast.Module]] = {}
         self.nodes: dict[str, dict[tuple[int, int], list[ast.AST]]] = {}
         self.lines: dict[str, list[str]] = {}
+        # path -> (first line, last line, the statement until it is indexed, then None)
+        self.tops: dict[str, list[tuple[int, int, Optional[ast.stmt]]]] = {}
         self.active: set[tuple] = set()  # questions being answered: cycles
         self.function_nodes: dict[str, Optional[ast.AST]] = {}
         self.answers: dict[tuple, list[Value]] = {}
@@ -178,20 +181,34 @@ class _Evaluator:
                 self.trees[path] = ast.parse(text) if text is not None else None
             except (SyntaxError, ValueError):
                 self.trees[path] = None
-            index: dict[tuple[int, int], list[ast.AST]] = {}
-            lines = text.splitlines() if text else []
-            for node in ast.walk(self.trees[path]) if self.trees[path] else ():
+            self.nodes[path] = {}
+            self.lines[path] = text.splitlines() if text else []
+            tree = self.trees[path]
+            # the module's statements by the lines they cover (decorators included), each indexed
+            # when first asked about: most of a file is never asked about
+            self.tops[path] = [(min([s.lineno, *(d.lineno for d in getattr(s, "decorator_list", ()))]),
+                                s.end_lineno or s.lineno, s) for s in (tree.body if tree else [])]
+        return self.trees[path]
+
+    def _index_line(self, path: str, line: int) -> dict[tuple[int, int], list[ast.AST]]:
+        """The statement and expression nodes of ``path`` by where they start (line, column as
+        events count it), with those of the module statement covering ``line`` included."""
+        self._tree(path)
+        index, lines, tops = self.nodes[path], self.lines[path], self.tops[path]
+        i = bisect.bisect_right(tops, line, key=lambda top: top[0]) - 1
+        if i >= 0 and tops[i][0] <= line <= tops[i][1] and tops[i][2] is not None:
+            stmt = tops[i][2]
+            tops[i] = (*tops[i][:2], None)  # indexed
+            for node in ast.walk(stmt):
                 if isinstance(node, (ast.stmt, ast.expr)):
                     index.setdefault((node.lineno, _char(lines, node.lineno, node.col_offset)), []).append(node)
-            self.nodes[path] = index
-            self.lines[path] = lines
-        return self.trees[path]
+        return index
 
     def _node_at(self, path: str, span: Span, kinds: tuple[type, ...]) -> Optional[ast.AST]:
         """The node of one of ``kinds`` at an event's span (``f(x).to(d)`` and ``f(x)`` start
         at the same place: the end tells them apart)."""
-        self._tree(path)
-        found = [n for n in self.nodes[path].get((span.line, span.column), []) if isinstance(n, kinds)]
+        index = self._index_line(path, span.line)
+        found = [n for n in index.get((span.line, span.column), []) if isinstance(n, kinds)]
         lines = self.lines[path]
         return next((n for n in found if n.end_lineno == span.end_line
                      and _char(lines, n.end_lineno, n.end_col_offset) == span.end_column),
@@ -659,6 +676,8 @@ def _dest(event: Event) -> str:
 def _char(lines: list[str], line: int, offset: Optional[int]) -> int:
     """A column as events count it (characters, from 1) from ast's (UTF-8 bytes, from 0)."""
     text = lines[line - 1] if 0 < line <= len(lines) else ""
+    if text.isascii():
+        return (offset or 0) + 1
     return len(text.encode()[:offset or 0].decode(errors="replace")) + 1
 
 

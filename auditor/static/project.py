@@ -124,9 +124,10 @@ class Project:
         self._loading = False
         self._link_all()
         # again, now that every constructor's callers are known: what a parameter or an
-        # attribute bound from one holds comes from them (`self.model(g)` in a Trainer)
+        # attribute bound from one holds comes from them (`self.model(g)` in a Trainer); no
+        # other call can resolve differently
         self._generation += 1
-        self._link_all()
+        self._link_all(handed_only=True)
         self._loading = True
         add_framework_loops(self)
 
@@ -166,13 +167,18 @@ class Project:
         self._generation += 1
         self._link_all()
 
-    def _link_all(self) -> None:
+    def _link_all(self, handed_only: bool = False) -> None:
         for fn in list(self.functions.values()):
-            self._link(fn)
+            self._link(fn, handed_only)
 
-    def _link(self, fn: FunctionInfo) -> None:
+    def _link(self, fn: FunctionInfo, handed_only: bool = False) -> None:
+        """Edges for ``fn``'s calls (``handed_only``: for those that call what ``fn`` was handed,
+        a parameter or ``self.attr``, whose class only the callers' edges tell)."""
         for event in fn.events:
             if event.kind != "call":
+                continue
+            if handed_only and not any(name.startswith("self.") or name in fn.params for name in
+                                       (event.func.removesuffix("()"), event.receiver) if name):
                 continue
             for callee in self._candidates(event, fn):
                 if callee not in self.functions and callee.split(".")[0] in self._roots:

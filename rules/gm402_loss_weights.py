@@ -175,6 +175,13 @@ confirm.
         Valid(
             "def total(parts, weights):\n    return sum(weights[k] * v for k, v in parts.items())\n"
         ),
+        # a weight looked up by each component's name: the 0.0 is for a key the configuration
+        # lacks, and which keys it holds is the configuration's
+        Valid(
+            "def step(losses, cfg):\n"
+            "    loss = sum(cfg.loss_weights.get(k, 0.0) * v for k, v in losses.items())\n"
+            "    loss.backward()\n"
+        ),
         # -1 turns a log-likelihood into a loss: a negation, not a weight
         Valid(
             "def context_loss(k_node, log_prior):\n"

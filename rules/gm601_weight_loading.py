@@ -50,6 +50,12 @@ def _is_strict_false(event: Event) -> bool:
     return event.kwargs.get("strict") == "False" or event.args[1:2] == ["False"]
 
 
+def _may_skip_keys(event: Event) -> bool:
+    """Can this load leave keys out? A strict one (the default) loads every key or raises."""
+    strict = event.kwargs.get("strict", event.args[1] if len(event.args) > 1 else "True")
+    return strict != "True"
+
+
 def _statement_text(project: Project, fn: FunctionInfo, event: Event) -> str:
     """The whole source of the statement an event belongs to (its summary keeps it shortened)."""
     if "…" not in event.text:
@@ -210,6 +216,46 @@ checkpoint off changes what the run starts from; both change results on purpose.
 """
 
     VALID = [
+        # a sub-module's keys picked from a whole model's checkpoint and loaded strictly: every
+        # key of the encoder is there, or the load raises
+        Valid({
+            "model.py":
+                "from torch import nn\n"
+                "class Enc(nn.Module):\n"
+                "    def __init__(self):\n"
+                "        super().__init__()\n"
+                "        self.lin = nn.Linear(4, 4)\n"
+                "    def forward(self, x):\n"
+                "        return self.lin(x)\n",
+            "probe.py":
+                "import torch\n"
+                "from torch import nn\n"
+                "from model import Enc\n"
+                "def load_encoder(path):\n"
+                "    enc = Enc()\n"
+                "    sd = torch.load(path, weights_only=True)['model']\n"
+                "    enc_sd = {k[len('encoder.'):]: v for k, v in sd.items() if k.startswith('encoder.')}\n"
+                "    enc.load_state_dict(enc_sd)\n"
+                "    return enc\n"
+                "def embed(enc, x):\n"
+                "    with torch.no_grad():\n"
+                "        return enc(x)\n"
+                "def main(x, y, path):\n"
+                "    enc = load_encoder(path)\n"
+                "    enc.eval()\n"
+                "    z = embed(enc, x)\n"
+                "    head = nn.Linear(4, 2)\n"
+                "    opt = torch.optim.Adam(head.parameters())\n"
+                "    for _ in range(10):\n"
+                "        opt.zero_grad()\n"
+                "        loss = nn.functional.cross_entropy(head(z), y)\n"
+                "        loss.backward()\n"
+                "        opt.step()\n",
+            "run.py":
+                "import probe\n"
+                "if __name__ == '__main__':\n"
+                "    probe.main(None, None, 'pre.pt')\n",
+        }),
         # a module picked by key, its whole state dict loaded strictly: no key is dropped
         Valid(
             "import torch\nfrom torch import nn\n"
@@ -689,6 +735,10 @@ checkpoint off changes what the run starts from; both change results on purpose.
                       and " ".join(e.text.split()).startswith(start)), arg)
         filtered = event if arg and filters_keys(whole) else next(
             (e for e in origins if filters_keys(_statement_text(project, fn, e))), None)
+        if not _may_skip_keys(event) and not updates:
+            # loaded strictly, a filtered dict is a sub-module's whole state or an error; one
+            # completed from the module's own (`own.update(filtered)`) keeps what it held
+            filtered = None
         trained = trains_after(project, fn, i, target)
         if trained is None and not cls._optimised_here(fn, target):
             if filtered is None or not cls._runs_later(project, fn, i, target):

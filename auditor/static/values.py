@@ -289,7 +289,7 @@ class Constants:
 
     def evaluate(self, node: cst.BaseExpression, fallback: bool = False) -> Any:
         """``fallback``: ``m.get("k", d)`` on a mapping not known here answers its default ``d``
-        (what the run uses unless its configuration sets ``k``)."""
+        (what the run uses unless its configuration sets ``k``) when the key ``"k"`` is known."""
         self.fallback = fallback
         return self._value(node)
 
@@ -349,7 +349,9 @@ class Constants:
             default = self._value(node.args[1].value) if len(node.args) > 1 else None
             if isinstance(base, dict) and key is not UNKNOWN_VALUE:
                 return base.get(key, default)
-            if self.fallback and base is UNKNOWN_VALUE and len(node.args) > 1:
+            # the default of a key read by name; a key known only at run time (`w.get(k, 0.0)`
+            # over a loop's keys) may be any the mapping holds
+            if self.fallback and base is UNKNOWN_VALUE and len(node.args) > 1 and isinstance(key, str):
                 return default
         return UNKNOWN_VALUE
 

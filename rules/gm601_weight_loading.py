@@ -28,6 +28,11 @@ STATE_OF = re.compile(r"^([\w.]+)\.state_dict\(\)$")
 KEY_FILTER = re.compile(r"\bfor\s+\w+\s*,\s*\w+\s+in\s+[^:]*\.items\(\)\s+if\b")
 # ... then `.state_dict()` of what the filter picked: a module chosen by key, loaded whole
 _PICKED_THEN_WHOLE = re.compile(r"\)\s*\.\s*state_dict\(\s*\)")
+# `{k[len(p):]: v for k, v in sd.items() if k.startswith(p)}`: one sub-module's keys, under the
+# sub-module's own names (a prefix cut off): what it holds is taken whole, not some of it
+_REBASED = re.compile(
+    r"\{\s*(\w+)\s*(?:\[[^\]]*:\s*\]|\.\s*(?:removeprefix|replace|partition|split)\s*\()[^}]*"
+    r"\bfor\s+\1\s*,\s*\w+\s+in\s+[^:]*\.items\(\)\s+if\s+\1\s*\.\s*startswith\(")
 
 
 def filters_keys(text: str) -> bool:
@@ -35,7 +40,8 @@ def filters_keys(text: str) -> bool:
     sd.items() if ...}``)? Not when the filter picks a module whose whole state dict is taken
     (``next(m for k, m in models.items() if ...).state_dict()``)."""
     found = KEY_FILTER.search(text)
-    return found is not None and not _PICKED_THEN_WHOLE.search(text, found.end())
+    return found is not None and not _PICKED_THEN_WHOLE.search(text, found.end()) \
+        and not _REBASED.search(text)
 BY_REFERENCE = re.compile(r"^\s*([\w.]+)\s*=\s*([\w.]+)\.state_dict\(\)\s*$")
 # identifiers a gate tests: args.pretrained, cfg["init_from"], config.get("resume")
 GATE_NAME = re.compile(
@@ -156,9 +162,11 @@ Finds `load_state_dict` calls that put other weights into the model the pipeline
   `.clone()`) and later loaded back.
 
 "The trained model" is followed across calls and files: a module that runs forward with
-gradients before a backward after the load whose optimizer holds its parameters (a frozen
-teacher loaded with `strict=False`, or a model whose embeddings then train a separate linear
-probe, is not reported). Silent as well: a strict resume of a checkpoint behind an opt-in flag
+gradients before a backward after the load whose optimizer holds its parameters. A module the
+pipeline runs without training it (a frozen feature extractor under a linear probe, a teacher)
+is reported for a `strict=False` load at `info` when its keys cannot be seen, and for a
+key-filtered one. Picking one sub-module's keys under its own names
+(`{k[len(p):]: v for k, v in sd.items() if k.startswith(p)}`) is no partial load. Silent as well: a strict resume of a checkpoint behind an opt-in flag
 whose default is off; `strict=False` between two modules built by the same constructor or
 factory (every key matches); and, for the checkpoint kind, a load that restores what this run
 trained or saved before it (the best epoch restored after the training loop, or a file written
@@ -315,16 +323,6 @@ checkpoint off changes what the run starts from; both change results on purpose.
             "    loss.backward()\n"
             "    best = copy.deepcopy(model.state_dict())\n"
             "model.load_state_dict(best)\n"
-        ),
-        # a frozen teacher loaded leniently: never trained
-        Valid(
-            "import torch\n"
-            "teacher.load_state_dict(torch.load('t.pt', weights_only=True), strict=False)\n"
-            "for g in loader:\n"
-            "    with torch.no_grad():\n"
-            "        t = teacher(g)\n"
-            "    loss = model(g, t)\n"
-            "    loss.backward()\n"
         ),
         # opt-in through a config dict in another module, off by default
         Valid({
@@ -689,6 +687,58 @@ checkpoint off changes what the run starts from; both change results on purpose.
             "        opt.step()\n",
             line=6, message_contains="strict=False",
         ),
+        # one sub-module's keys under its own names, loaded with strict=False into a frozen
+        # feature extractor: not a partial load, but whether the keys match is the run's to show
+        Invalid({
+            "model.py":
+                "from torch import nn\n"
+                "class Enc(nn.Module):\n"
+                "    def __init__(self):\n"
+                "        super().__init__()\n"
+                "        self.lin = nn.Linear(4, 4)\n"
+                "    def forward(self, x):\n"
+                "        return self.lin(x)\n",
+            "probe.py":
+                "import torch\n"
+                "from torch import nn\n"
+                "from model import Enc\n"
+                "def load_encoder(path):\n"
+                "    enc = Enc()\n"
+                "    sd = torch.load(path, weights_only=True)['model']\n"
+                "    enc_sd = {k[len('encoder.'):]: v for k, v in sd.items() if k.startswith('encoder.')}\n"
+                "    enc.load_state_dict(enc_sd, strict=False)\n"
+                "    return enc\n"
+                "def embed(enc, x):\n"
+                "    with torch.no_grad():\n"
+                "        return enc(x)\n"
+                "def main(x, y, path):\n"
+                "    enc = load_encoder(path)\n"
+                "    enc.eval()\n"
+                "    z = embed(enc, x)\n"
+                "    head = nn.Linear(4, 2)\n"
+                "    opt = torch.optim.Adam(head.parameters())\n"
+                "    for _ in range(10):\n"
+                "        opt.zero_grad()\n"
+                "        loss = nn.functional.cross_entropy(head(z), y)\n"
+                "        loss.backward()\n"
+                "        opt.step()\n",
+            "run.py":
+                "import probe\n"
+                "if __name__ == '__main__':\n"
+                "    probe.main(None, None, 'pre.pt')\n",
+        }, path="probe.py", line=8, message_contains="cannot be seen statically"),
+        # a frozen teacher loaded leniently from a file: never trained, and what it holds after
+        # the load (its targets) is the run's to show
+        Invalid(
+            "import torch\n"
+            "teacher.load_state_dict(torch.load('t.pt', weights_only=True), strict=False)\n"
+            "for g in loader:\n"
+            "    with torch.no_grad():\n"
+            "        t = teacher(g)\n"
+            "    loss = model(g, t)\n"
+            "    loss.backward()\n",
+            line=2, message_contains="cannot be seen statically",
+        ),
     ]
 
     # -- static ------------------------------------------------------------------------------------
@@ -741,8 +791,14 @@ checkpoint off changes what the run starts from; both change results on purpose.
             filtered = None
         trained = trains_after(project, fn, i, target)
         if trained is None and not cls._optimised_here(fn, target):
-            if filtered is None or not cls._runs_later(project, fn, i, target):
+            if not cls._runs_later(project, fn, i, target):
                 return None
+            if filtered is None:
+                # a frozen feature extractor or a teacher: with strict=False and keys no static
+                # pass sees, what it runs with is the run's to show
+                keys = cls._keys_match(project, fn, i, arg, target) if _is_strict_false(event) else True
+                return cls._unseen_keys(fn, event, target, "on a module the pipeline runs after it") \
+                    if keys is None else None
             # a frozen teacher or an EMA target: the dropped layers are never trained at all
             return cls.make_finding(
                 fn.path, event.span,
@@ -760,21 +816,10 @@ checkpoint off changes what the run starts from; both change results on purpose.
         keys = cls._keys_match(project, fn, i, arg, target)
         lenient: Optional[Finding] = None  # strict=False where no static pass sees the keys
         if _is_strict_false(event) and keys is not True:
-            lenient = cls.make_finding(
-                fn.path, event.span,
-                f"`{target}.load_state_dict(..., strict=False)` on the trained model: missing and "
-                "unexpected keys are ignored silently, so some layers keep their fresh "
-                "initialisation (or nothing is loaded at all)",
-                fix="load strictly, and map renamed keys explicitly if the checkpoint differs",
-            )
             if filtered is not None or keys is False:
-                return lenient  # keys dropped, or another class's: some surely do not match
-            # a file's keys, or those of a module made where the program model cannot follow,
-            # are the run's to show: the probe confirms a load that skipped keys and refutes
-            # one that matched them all
-            lenient.severity = Severity.INFO
-            lenient.message += ("; which keys the state dict holds cannot be seen statically: "
-                                "`gm-audit probe` reports the keys the load skipped")
+                # keys dropped, or another class's: some surely do not match
+                return cls._lenient(fn, event, target, "on the trained model")
+            lenient = cls._unseen_keys(fn, event, target, "on the trained model")
         if filtered is not None:
             return cls.make_finding(
                 fn.path, event.span,
@@ -835,6 +880,27 @@ checkpoint off changes what the run starts from; both change results on purpose.
             if (between or same_loop) and steps(e):
                 return True
         return False
+
+    @classmethod
+    def _lenient(cls, fn: FunctionInfo, event: Event, target: str, where: str) -> Finding:
+        return cls.make_finding(
+            fn.path, event.span,
+            f"`{target}.load_state_dict(..., strict=False)` {where}: missing and unexpected keys "
+            "are ignored silently, so some layers keep their fresh initialisation (or nothing is "
+            "loaded at all)",
+            fix="load strictly, and map renamed keys explicitly if the checkpoint differs",
+        )
+
+    @classmethod
+    def _unseen_keys(cls, fn: FunctionInfo, event: Event, target: str, where: str) -> Finding:
+        """A file's keys, or those of a module made where the program model cannot follow, are
+        the run's to show: the probe confirms a load that skipped keys and refutes one that
+        matched them all."""
+        finding = cls._lenient(fn, event, target, where)
+        finding.severity = Severity.INFO
+        finding.message += ("; which keys the state dict holds cannot be seen statically: "
+                            "`gm-audit probe` reports the keys the load skipped")
+        return finding
 
     @staticmethod
     def _runs_later(project: Project, fn: FunctionInfo, i: int, target: str) -> bool:

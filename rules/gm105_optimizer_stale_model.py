@@ -315,6 +315,33 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
             "        opt.step()\n",
             line=5, message_contains="deep copy",
         ),
+        # the step is a closure a factory returns, handed to an engine that calls it: the model
+        # it trains is the one rebuilt after the optimizer was made over the first
+        Invalid(
+            "import torch\n"
+            "class Engine:\n"
+            "    def __init__(self, process_fn):\n"
+            "        self.process_fn = process_fn\n"
+            "    def run(self, data, steps):\n"
+            "        for _ in range(steps):\n"
+            "            self.process_fn(self, data)\n"
+            "def make_train_step(model, optimizer):\n"
+            "    def train_step(engine, x):\n"
+            "        optimizer.zero_grad()\n"
+            "        loss = model(x).pow(2).mean()\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "    return train_step\n"
+            "def main(x):\n"
+            "    model = torch.nn.Linear(4, 4)\n"
+            "    optimizer = torch.optim.Adam(model.parameters())\n"
+            "    model = torch.nn.Linear(4, 4)\n"
+            "    trainer = Engine(make_train_step(model, optimizer))\n"
+            "    trainer.run(x, 10)\n"
+            "if __name__ == '__main__':\n"
+            "    main(torch.randn(8, 4))\n",
+            line=18, message_contains="new instance",
+        ),
     ]
 
     @classmethod

@@ -825,6 +825,37 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
         ),
         # the stopper built with a save path: its eval() runs
         Invalid(STOPPER.format(args='5, save_path="best.pt"'), line=16),
+        # the model reached through a training state passed around, unpacked in parallel by
+        # the step (`model, opt = state.model, state.optimizer`): the evaluation helper's
+        # eval() reaches the next step's backward
+        Invalid(
+            "from typing import NamedTuple\n"
+            "import torch\n"
+            "class State(NamedTuple):\n"
+            "    model: torch.nn.Module\n"
+            "    optimizer: torch.optim.Optimizer\n"
+            "def train_step(state, x):\n"
+            "    model, opt = state.model, state.optimizer\n"
+            "    loss = model(x).pow(2).mean()\n"
+            "    opt.zero_grad()\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+            "    return state\n"
+            "def eval_step(state, x):\n"
+            "    model = state.model\n"
+            "    model.eval()\n"
+            "    with torch.no_grad():\n"
+            "        return model(x).mean().item()\n"
+            "def main(model, x):\n"
+            "    state = State(model, torch.optim.Adam(model.parameters()))\n"
+            "    for step in range(100):\n"
+            "        state = train_step(state, x)\n"
+            "        if step % 10 == 0:\n"
+            "            eval_step(state, x)\n"
+            "if __name__ == '__main__':\n"
+            "    main(torch.nn.BatchNorm1d(4), torch.randn(8, 4))\n",
+            line=15, message_contains="eval mode",
+        ),
     ]
 
     @classmethod

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from typing import Optional, Union
+from typing import Optional, Sequence, Union
 
 import libcst as cst
 from auditor.static.visitor import Visitor
@@ -75,6 +75,23 @@ def value_names(node: cst.BaseExpression) -> list[str]:
         return [*body, *orelse] if body and orelse else []
     text = dotted(node)
     return [text] if text is not None else []
+
+
+def paired_names(targets: Sequence[cst.AssignTarget], value: cst.BaseExpression) -> dict[str, str]:
+    """``a, b = x, y``: each target name to the name its element of the value is (elements
+    that are not names are left out); empty for any other assignment."""
+    if len(targets) != 1 or not isinstance(targets[0].target, (cst.Tuple, cst.List)) \
+            or not isinstance(value, (cst.Tuple, cst.List)):
+        return {}
+    left, right = targets[0].target.elements, value.elements
+    if len(left) != len(right) or any(isinstance(e, cst.StarredElement) for e in [*left, *right]):
+        return {}
+    out: dict[str, str] = {}
+    for t, v in zip(left, right):
+        target, name = dotted(t.value), dotted(v.value)
+        if target is not None and name is not None:
+            out[target] = name
+    return out
 
 
 def target_names(node: cst.CSTNode) -> list[str]:
@@ -341,8 +358,9 @@ class FactCollector(Visitor):
             if isinstance(node, cst.AugAssign):
                 self._event("augassign", node, targets=targets, uses=names_in(value))
             else:
+                paired = paired_names(node.targets, value) if isinstance(node, cst.Assign) else {}
                 self._event("assign", node, targets=targets, uses=names_in(value),
-                            value_names=value_names(value))
+                            value_names=value_names(value), paired=paired)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self.ctx.number(node, "assign")

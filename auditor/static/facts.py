@@ -58,6 +58,15 @@ class Event:
     # an assignment whose value is a name or a choice between names: ``a = b`` -> [b],
     # ``a = x.module if ddp else x`` -> [x.module, x]; empty for any other value
     value_names: list[str] = field(default_factory=list)
+    # a parallel assignment, target -> the name its element of the value is:
+    # ``model, opt = state.model, state.optimizer`` -> {model: state.model, opt: state.optimizer}
+    paired: dict[str, str] = field(default_factory=dict)
+
+    def bound_to(self, target: str) -> list[str]:
+        """The names an assignment makes ``target`` another name of (see ``value_names``)."""
+        if self.targets == [target]:
+            return self.value_names
+        return [self.paired[target]] if target in self.paired else []
 
     def argument(self, keyword: str, position: int = 0) -> str:
         """The argument of a call bound to the parameter ``keyword`` (at ``position``), or ""."""

@@ -152,10 +152,12 @@ def bound_alias(event: Event, names: tuple[str, ...]) -> tuple[str, ...]:
     """The name an assignment makes another name of the tracked object, met on the path:
     ``model = self.model`` (or a choice between its names, a wrapper's ``.module``) in a method
     the walk entered holding ``self.model``."""
-    if event.kind != "assign" or len(event.targets) != 1 or not event.value_names:
+    if event.kind != "assign":
         return ()
-    if all(n.removesuffix(".module") in names or n in names for n in event.value_names):
-        return (event.targets[0],)
+    for target in event.targets:
+        bound = event.bound_to(target)
+        if bound and all(n.removesuffix(".module") in names or n in names for n in bound):
+            return (target,)
     return ()
 
 
@@ -351,10 +353,10 @@ def aliases(fn: FunctionInfo, index: int, name: str) -> tuple[str, ...]:
     at = fn.events[index]
     j = next((k for k in range(index - 1, -1, -1) if fn.events[k].kind in ("assign", "augassign")
               and name in fn.events[k].targets), None)
-    if j is None or not fn.events[j].value_names:
+    if j is None or not fn.events[j].bound_to(name):
         return ()
     binding = fn.events[j]
-    names = binding.value_names
+    names = binding.bound_to(name)
     if len({n.removesuffix(".module") for n in names}) != 1 \
             or at.conditions[:len(binding.conditions)] != binding.conditions:
         return ()

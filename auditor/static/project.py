@@ -347,7 +347,11 @@ class Project:
         if func == "cls" and caller.class_name:  # `cls(...)` in a classmethod builds the class
             candidates += self.method_candidates(caller.class_name, "__init__")
         candidates += [func, f"{func}.__init__"]
-        if "." not in func:
+        if "." not in func or func.startswith("self."):
+            # `step = make_step(model, opt)` then `step(x)`, or a callable an object was handed
+            # (`self.process_fn(batch)`): the closure the factory returns
+            for callee in self._built_from(caller, func, event.span.line):
+                candidates += self._returned_closures(callee)
             # a name defined in the caller's module (nested scopes included)
             candidates += [f"{caller.module}.{func}", f"{caller.qualname}.{func}"]
         return list(dict.fromkeys(candidates))
@@ -397,6 +401,11 @@ class Project:
         pass, up to :data:`MAX_PASSED` calls up."""
         if not name:
             return
+        made = re.fullmatch(r"([\w.]+)\(.*\)", name, re.S)
+        if made:  # an argument that is a call: `Engine(make_step(model, opt))`
+            yield self.reexported(made.group(1)) or made.group(1) \
+                if made.group(1) not in self.functions else made.group(1)
+            return
         built = False
         for callee in self._constructed_as(fn, name, before_line):
             built = True
@@ -413,8 +422,8 @@ class Project:
         if name.startswith("self.") and fn.class_name and "." not in name[5:]:
             init = next((self.functions[q] for q in self.method_candidates(fn.class_name, "__init__")
                          if q in self.functions), None)
-            bound = [e.value_names[0] for e in (init.events if init else ()) if e.kind == "assign"
-                     and name in e.targets and len(e.value_names) == 1]
+            bound = [e.bound_to(name)[0] for e in (init.events if init else ()) if e.kind == "assign"
+                     and len(e.bound_to(name)) == 1]
             target, param = init, bound[0] if bound and init and bound[0] in init.params else ""
         if not param or param in ("self", "cls") or target is None:
             return
@@ -423,7 +432,13 @@ class Project:
             caller_fn = self.functions.get(caller)
             for event in self.graph.calls(caller, target.qualname) if caller_fn else ():
                 argument = event.argument(param, position)
-                if re.fullmatch(r"[\w.]+", argument):
+                made = re.fullmatch(r"([\w.]+)\(.*\)", argument, re.S)
+                if made:  # the call's own event names its callee as imports resolve it
+                    argument = next((f"{e.func}(...)" for e in caller_fn.events if e.kind == "call"
+                                     and e is not event and e.span.within(event.span)
+                                     and e.func.rsplit(".", 1)[-1] == made.group(1).rsplit(".", 1)[-1]),
+                                    "")
+                if re.fullmatch(r"[\w.]+|[\w.]+\(.*\)", argument, re.S):
                     yield caller_fn, argument, event.span.line
 
     def _constructed_as(self, fn: FunctionInfo, name: str, before_line: int) -> Iterator[str]:
@@ -473,6 +488,19 @@ class Project:
                         table.setdefault(target, []).append((event.span.line, callee))
             self._constructed[fn.qualname] = table
         return table
+
+    def enclosing(self, fn: FunctionInfo) -> Optional[FunctionInfo]:
+        """The function ``fn`` is defined in (a closure's), or None."""
+        outer = self.functions.get(fn.qualname.rsplit(".", 1)[0])
+        return outer if outer is not None and outer.name != MODULE_SCOPE else None
+
+    def _returned_closures(self, callee: str) -> list[str]:
+        """The functions defined in ``callee`` that it returns by name (``return train_step``):
+        what a call of its result runs."""
+        fn = self.functions.get(callee)
+        names = [e.text.removeprefix("return").strip() for e in (fn.events if fn else ())
+                 if e.kind == "return"]
+        return [f"{callee}.{name}" for name in names if f"{callee}.{name}" in self.functions]
 
     def members(self, qualname: str) -> list[str]:
         """The functions defined inside ``qualname`` (a class's methods, the functions nested in

@@ -621,6 +621,10 @@ class Training:
         root = expr.split(".")[0]
         if root in fn.params and root not in ("self", "cls"):
             return self._from_callers(fn, expr, depth)
+        outer = self.project.enclosing(fn)
+        if outer is not None and root != "self" and self._assignment(fn, root, i) is None:
+            # a closure's free variable: what the function defining it binds the name to
+            return self.origins(outer, expr, len(outer.events), depth + 1)
         if "." in expr and root != "self":
             return self.origins(fn, expr.rsplit(".", 1)[0], i, depth + 1)
         return [Origin("unknown")]

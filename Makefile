@@ -46,6 +46,8 @@ validate: venv
 
 validate-floor: venv
 	$(PY) -m benchmarks.validation --mode static --floor
+	$(PY) -m benchmarks.validation --mode static --floor --heldout engine
+	$(PY) -m benchmarks.validation --mode static --floor --heldout functional
 
 bench: venv
 	$(PY) benchmarks/static_bench.py

@@ -62,6 +62,20 @@ def _may_skip_keys(event: Event) -> bool:
     return strict != "True"
 
 
+# the entries of a module's own state dict that a top-level name may be (`sd["weight"]`)
+_PARAMETER_NAMES = {"weight", "bias", "running_mean", "running_var", "num_batches_tracked"}
+
+
+def _section_read(fn: FunctionInfo, name: str) -> Optional[Event]:
+    """An event of ``fn`` reading ``name`` by a key no parameter has (``ckpt["iteration"]``,
+    ``ckpt["model"]``): ``name`` is a checkpoint of named sections, not a state dict."""
+    if not re.fullmatch(r"[\w.]+", name):
+        return None
+    read = re.compile(rf"\b{re.escape(name)}\s*\[\s*[\"'](\w+)[\"']\s*\]")
+    return next((e for e in fn.events for m in read.finditer(e.text)
+                 if m.group(1) not in _PARAMETER_NAMES), None)
+
+
 def _statement_text(project: Project, fn: FunctionInfo, event: Event) -> str:
     """The whole source of the statement an event belongs to (its summary keeps it shortened)."""
     if "…" not in event.text:
@@ -739,6 +753,27 @@ checkpoint off changes what the run starts from; both change results on purpose.
             "    loss.backward()\n",
             line=2, message_contains="cannot be seen statically",
         ),
+        # the whole checkpoint (sections "model", "iteration") given as the state dict: with
+        # strict=False nothing matches and the best model is left as it was
+        Invalid(
+            "import torch\n"
+            "def load_best(model, path):\n"
+            "    ckpt = torch.load(path, weights_only=True)\n"
+            "    model.load_state_dict(ckpt, strict=False)\n"
+            "    return ckpt['iteration']\n"
+            "def main(model, opt, loader, x):\n"
+            "    for g in loader:\n"
+            "        loss = model(g)\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+            "    torch.save({'model': model.state_dict(), 'iteration': 1}, 'best.pt')\n"
+            "    load_best(model, 'best.pt')\n"
+            "    return model(x)\n"
+            "if __name__ == '__main__':\n"
+            "    main(None, None, [], None)\n",
+            line=4, message_contains="checkpoint of sections",
+        ),
     ]
 
     # -- static ------------------------------------------------------------------------------------
@@ -796,9 +831,13 @@ checkpoint off changes what the run starts from; both change results on purpose.
             if filtered is None:
                 # a frozen feature extractor or a teacher: with strict=False and keys no static
                 # pass sees, what it runs with is the run's to show
-                keys = cls._keys_match(project, fn, i, arg, target) if _is_strict_false(event) else True
-                return cls._unseen_keys(fn, event, target, "on a module the pipeline runs after it") \
-                    if keys is None else None
+                if not _is_strict_false(event):
+                    return None
+                keys = cls._keys_match(project, fn, i, arg, target)
+                where = "on a module the pipeline runs after it"
+                if keys is False:
+                    return cls._lenient(fn, event, target, where, _section_read(fn, arg))
+                return cls._unseen_keys(fn, event, target, where) if keys is None else None
             # a frozen teacher or an EMA target: the dropped layers are never trained at all
             return cls.make_finding(
                 fn.path, event.span,
@@ -818,7 +857,7 @@ checkpoint off changes what the run starts from; both change results on purpose.
         if _is_strict_false(event) and keys is not True:
             if filtered is not None or keys is False:
                 # keys dropped, or another class's: some surely do not match
-                return cls._lenient(fn, event, target, "on the trained model")
+                return cls._lenient(fn, event, target, "on the trained model", _section_read(fn, arg))
             lenient = cls._unseen_keys(fn, event, target, "on the trained model")
         if filtered is not None:
             return cls.make_finding(
@@ -882,7 +921,17 @@ checkpoint off changes what the run starts from; both change results on purpose.
         return False
 
     @classmethod
-    def _lenient(cls, fn: FunctionInfo, event: Event, target: str, where: str) -> Finding:
+    def _lenient(cls, fn: FunctionInfo, event: Event, target: str, where: str,
+                 section: Optional[Event] = None) -> Finding:
+        """``section``: where the loaded dict is read by a section's name: no key matches."""
+        if section is not None:
+            return cls.make_finding(
+                fn.path, event.span,
+                f"`{target}.load_state_dict(..., strict=False)` {where} is given a checkpoint of "
+                f"sections, not a state dict (`{section.text.strip()}` at {fn.path}:"
+                f"{section.span.line} reads one by name): no key matches, nothing is loaded",
+                fix="load the section that holds the weights, strictly",
+            )
         return cls.make_finding(
             fn.path, event.span,
             f"`{target}.load_state_dict(..., strict=False)` {where}: missing and unexpected keys "
@@ -923,7 +972,10 @@ checkpoint off changes what the run starts from; both change results on purpose.
         """For ``target.load_state_dict(other.state_dict())``: True when both modules were built
         by the same constructor (or factory, or one is a deep copy of the other), so the keys
         match; False when they are of other classes. None when the keys cannot be known
-        statically: a state dict from a file, or a module whose making is not followed."""
+        statically: a state dict from a file, or a module whose making is not followed. False
+        as well for a checkpoint of named sections (:func:`_section_read`)."""
+        if _section_read(fn, arg) is not None:
+            return False
         m = STATE_OF.match(arg.strip())
         if m is None:
             return None

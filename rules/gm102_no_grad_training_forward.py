@@ -385,6 +385,62 @@ parameters only).
                 "    train(model, loader, torch.optim.Adam(model.parameters()))\n"
             ),
         }, path="mypkg/sub/net.py", line=8),
+        # the model reached as a field of the training state the loop passes around (a
+        # NamedTuple built from it): its encoder runs under no_grad in the step
+        Invalid(
+            "from typing import NamedTuple\n"
+            "\n"
+            "import torch\n"
+            "import torch.nn.functional as F\n"
+            "\n"
+            "\n"
+            "def loss_fn(outputs, x):\n"
+            '    rec = F.mse_loss(outputs["recon"], x)\n'
+            "    total = 1.0 * rec\n"
+            '    return total, {"recon": rec.item()}\n'
+            "\n"
+            "\n"
+            "class State(NamedTuple):\n"
+            "    model: torch.nn.Module\n"
+            "    optimizer: torch.optim.Optimizer\n"
+            "\n"
+            "\n"
+            "def train_step(state, x):\n"
+            "    model, opt = state.model, state.optimizer\n"
+            "    with torch.no_grad():\n"
+            "        h = model.encode(x)\n"
+            '    outputs = {"recon": model.decode(h)}\n'
+            "    loss, parts = loss_fn(outputs, x)\n"
+            "    opt.zero_grad()\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+            "\n"
+            "\n"
+            "class AE(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.enc = torch.nn.Linear(4, 4)\n"
+            "        self.dec = torch.nn.Linear(4, 4)\n"
+            "\n"
+            "    def encode(self, x):\n"
+            "        return self.enc(x)\n"
+            "\n"
+            "    def decode(self, h):\n"
+            "        return self.dec(h)\n"
+            "\n"
+            "\n"
+            "def main(x):\n"
+            "    model = AE()\n"
+            "    opt = torch.optim.Adam(model.parameters())\n"
+            "    state = State(model, opt)\n"
+            "    for _ in range(10):\n"
+            "        train_step(state, x)\n"
+            "\n"
+            "\n"
+            'if __name__ == "__main__":\n'
+            "    main(torch.randn(8, 4))\n",
+            line=20, message_contains="model.encode",
+        ),
     ]
 
     @classmethod

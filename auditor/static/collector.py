@@ -256,8 +256,12 @@ class FactCollector(Visitor):
         self.ctx.number(node, "class")
         qual = ".".join([self.ctx.module_name, *self.classes, node.name.value])
         bases = [self.ctx.qualify(arg.value) for arg in node.bases]
+        fields = [s.target.value for line in getattr(node.body, "body", ())
+                  if isinstance(line, cst.SimpleStatementLine) for s in line.body
+                  if isinstance(s, cst.AnnAssign) and isinstance(s.target, cst.Name)]
         self.facts.classes[qual] = ClassInfo(qual, bases, [], self.ctx.span(node),
-                                             [self.ctx.qualify(d.decorator) for d in node.decorators])
+                                             [self.ctx.qualify(d.decorator) for d in node.decorators],
+                                             fields)
         self.classes.append(node.name.value)
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:

@@ -124,6 +124,9 @@ class ClassInfo:
     # qualified like a function's (``@register_model('gat')`` -> ``pkg.register_model()``): a
     # decorator that files the class in a registry
     decorators: list[str] = field(default_factory=list)
+    # the names the class body declares with an annotation, in order: a NamedTuple's or a
+    # dataclass's fields, which its constructor takes in that order
+    fields: list[str] = field(default_factory=list)
 
 
 @dataclass

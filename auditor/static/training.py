@@ -62,7 +62,7 @@ from typing import Callable, Optional
 
 from auditor.static.dataflow import (MAX_INSTANCE_CLASSES, SHARING_METHODS, SHARING_WRAPPERS,
                                      callee_text, classmethod_instances, instance_classes)
-from auditor.static.facts import MODULE_SCOPE, Event, FunctionInfo, Span
+from auditor.static.facts import MODULE_SCOPE, ClassInfo, Event, FunctionInfo, Span
 from auditor.static.paths import BACKWARD_METHODS, NO_GRAD_CONTEXTS, NOT_FORWARD, bindings, rebase
 from auditor.static.project import Project
 
@@ -626,8 +626,39 @@ class Training:
             # a closure's free variable: what the function defining it binds the name to
             return self.origins(outer, expr, len(outer.events), depth + 1)
         if "." in expr and root != "self":
-            return self.origins(fn, expr.rsplit(".", 1)[0], i, depth + 1)
+            base, attr = expr.rsplit(".", 1)
+            return self._held(fn, base, attr, i, depth) or self.origins(fn, base, i, depth + 1)
         return [Origin("unknown")]
+
+    def _held(self, fn: FunctionInfo, base: str, attr: str, i: int, depth: int) -> list[Origin]:
+        """``state.model``: what the objects ``base`` holds were built holding as ``attr``: the
+        argument their construction passed for that field (a NamedTuple's or a dataclass's,
+        in order) or for the ``__init__`` parameter bound to ``self.attr``. Empty when no
+        construction of ``base`` says."""
+        out: list[Origin] = []
+        for o in self.origins(fn, base, i, depth + 1):
+            info = self.project.classes.get(o.cls) if o.kind == "new" else None
+            maker = self.project.functions.get(o.fn) if info is not None else None
+            if info is None or maker is None or not 0 <= o.index < len(maker.events):
+                continue
+            param, position = self._field_param(info, attr)
+            arg = maker.events[o.index].argument(param, position) if param else ""
+            if re.fullmatch(r"[\w.]+", arg):
+                out += [h for h in self.origins(maker, arg, statement_start(maker, o.index), depth + 1)
+                        if h.known]
+        return out
+
+    def _field_param(self, info: ClassInfo, attr: str) -> tuple[str, int]:
+        """The constructor parameter (name, position after ``self``) that sets ``attr``, or
+        ("", -1)."""
+        if attr in info.fields and f"{info.qualname}.__init__" not in self.project.functions:
+            return attr, info.fields.index(attr)
+        init = self.project.functions.get(f"{info.qualname}.__init__")
+        for e in init.events if init is not None else ():
+            bound = e.bound_to(f"self.{attr}") if e.kind == "assign" else []
+            if len(bound) == 1 and bound[0] in init.params[1:]:
+                return bound[0], init.params.index(bound[0]) - 1
+        return "", -1
 
     @staticmethod
     def _assignment(fn: FunctionInfo, expr: str, i: int) -> Optional[Site]:

@@ -572,6 +572,31 @@ def monitor(model):
                    for f in at(data, "GM202", "train.py", line) for e in f["evidence"])
 
 
+@pytest.mark.parametrize("frozen, error", [(True, False), (False, True)])
+def test_a_frozen_copys_forward_outside_the_step_is_no_gm202(cli, tmp_path, frozen, error):
+    # an EMA teacher: a deep copy run in train mode under no_grad after each step. Frozen, its
+    # running statistics are its own, not the trained model's; a copy that still requires grad
+    # is not told apart from the model (the twin keeps the finding)
+    freeze = "    for p in teacher.parameters():\n        p.requires_grad_(False)\n" if frozen else ""
+    teacher = f"""
+import copy
+
+def make_teacher(model):
+    teacher = copy.deepcopy(model)
+{freeze}    return teacher
+
+def target(teacher):
+    with torch.no_grad():
+        return teacher(torch.randn(64, 6))
+"""
+    loop = LOOP.replace("def train(model, opt, steps=12):\n",
+                        "def train(model, opt, steps=12):\n    teacher = make_teacher(model)\n") \
+        .replace("        opt.step()\n", "        opt.step()\n        target(teacher)\n")
+    train, data = run_net(cli, tmp_path, BN_NET + teacher + loop)
+    line = line_of(train, "return teacher(torch.randn(64, 6))")
+    assert bool(at(data, "GM202", "train.py", line)) == error, data["findings"]
+
+
 @pytest.mark.parametrize("keep, grows", [
     ("            total += loss\n", "total += loss"),
     ("            self.history.append(loss)\n", "self.history.append(loss)"),

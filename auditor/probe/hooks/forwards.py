@@ -152,6 +152,9 @@ def install(rec, torch) -> None:
         moved = [n for (n, m), old in zip(bns, before) if rec.bn_state(m) != old]
         if not moved:
             return
+        params = list(module.parameters())
+        if params and not any(p.requires_grad for p in params):
+            return  # a frozen copy (an EMA teacher, a target network): no trained model's statistics
         # the call that made the extra forward, not the model's own method that ran it
         stack = rec.stack_outside(module, 3)
         if not stack or tuple(stack[0]) in rec.bn_outside_seen:

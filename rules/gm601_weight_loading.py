@@ -52,6 +52,53 @@ OFF_VALUES = {"None", "False", '""', "''", "0", "[]", "{}"}
 MAX_UP = 3
 
 
+def _probed_encoder(load: str) -> dict[str, str]:
+    """A linear probe over an encoder whose keys are picked from a whole model's checkpoint
+    (under the encoder's own names) and loaded by ``load``; the encoder runs frozen after it
+    (the rule's examples)."""
+    return {k: v.replace("{load}", load) for k, v in _PROBED_ENCODER.items()}
+
+
+_PROBED_ENCODER = {
+    "model.py":
+        "from torch import nn\n"
+        "class Enc(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.lin = nn.Linear(4, 4)\n"
+        "    def forward(self, x):\n"
+        "        return self.lin(x)\n",
+    "probe.py":
+        "import torch\n"
+        "from torch import nn\n"
+        "from model import Enc\n"
+        "def load_encoder(path):\n"
+        "    enc = Enc()\n"
+        "    sd = torch.load(path, weights_only=True)['model']\n"
+        "    enc_sd = {k[len('encoder.'):]: v for k, v in sd.items() if k.startswith('encoder.')}\n"
+        "    {load}\n"
+        "    return enc\n"
+        "def embed(enc, x):\n"
+        "    with torch.no_grad():\n"
+        "        return enc(x)\n"
+        "def main(x, y, path):\n"
+        "    enc = load_encoder(path)\n"
+        "    enc.eval()\n"
+        "    z = embed(enc, x)\n"
+        "    head = nn.Linear(4, 2)\n"
+        "    opt = torch.optim.Adam(head.parameters())\n"
+        "    for _ in range(10):\n"
+        "        opt.zero_grad()\n"
+        "        loss = nn.functional.cross_entropy(head(z), y)\n"
+        "        loss.backward()\n"
+        "        opt.step()\n",
+    "run.py":
+        "import probe\n"
+        "if __name__ == '__main__':\n"
+        "    probe.main(None, None, 'pre.pt')\n",
+}
+
+
 def _is_strict_false(event: Event) -> bool:
     return event.kwargs.get("strict") == "False" or event.args[1:2] == ["False"]
 
@@ -240,44 +287,7 @@ checkpoint off changes what the run starts from; both change results on purpose.
     VALID = [
         # a sub-module's keys picked from a whole model's checkpoint and loaded strictly: every
         # key of the encoder is there, or the load raises
-        Valid({
-            "model.py":
-                "from torch import nn\n"
-                "class Enc(nn.Module):\n"
-                "    def __init__(self):\n"
-                "        super().__init__()\n"
-                "        self.lin = nn.Linear(4, 4)\n"
-                "    def forward(self, x):\n"
-                "        return self.lin(x)\n",
-            "probe.py":
-                "import torch\n"
-                "from torch import nn\n"
-                "from model import Enc\n"
-                "def load_encoder(path):\n"
-                "    enc = Enc()\n"
-                "    sd = torch.load(path, weights_only=True)['model']\n"
-                "    enc_sd = {k[len('encoder.'):]: v for k, v in sd.items() if k.startswith('encoder.')}\n"
-                "    enc.load_state_dict(enc_sd)\n"
-                "    return enc\n"
-                "def embed(enc, x):\n"
-                "    with torch.no_grad():\n"
-                "        return enc(x)\n"
-                "def main(x, y, path):\n"
-                "    enc = load_encoder(path)\n"
-                "    enc.eval()\n"
-                "    z = embed(enc, x)\n"
-                "    head = nn.Linear(4, 2)\n"
-                "    opt = torch.optim.Adam(head.parameters())\n"
-                "    for _ in range(10):\n"
-                "        opt.zero_grad()\n"
-                "        loss = nn.functional.cross_entropy(head(z), y)\n"
-                "        loss.backward()\n"
-                "        opt.step()\n",
-            "run.py":
-                "import probe\n"
-                "if __name__ == '__main__':\n"
-                "    probe.main(None, None, 'pre.pt')\n",
-        }),
+        Valid(_probed_encoder("enc.load_state_dict(enc_sd)")),
         # a module picked by key, its whole state dict loaded strictly: no key is dropped
         Valid(
             "import torch\nfrom torch import nn\n"
@@ -703,44 +713,8 @@ checkpoint off changes what the run starts from; both change results on purpose.
         ),
         # one sub-module's keys under its own names, loaded with strict=False into a frozen
         # feature extractor: not a partial load, but whether the keys match is the run's to show
-        Invalid({
-            "model.py":
-                "from torch import nn\n"
-                "class Enc(nn.Module):\n"
-                "    def __init__(self):\n"
-                "        super().__init__()\n"
-                "        self.lin = nn.Linear(4, 4)\n"
-                "    def forward(self, x):\n"
-                "        return self.lin(x)\n",
-            "probe.py":
-                "import torch\n"
-                "from torch import nn\n"
-                "from model import Enc\n"
-                "def load_encoder(path):\n"
-                "    enc = Enc()\n"
-                "    sd = torch.load(path, weights_only=True)['model']\n"
-                "    enc_sd = {k[len('encoder.'):]: v for k, v in sd.items() if k.startswith('encoder.')}\n"
-                "    enc.load_state_dict(enc_sd, strict=False)\n"
-                "    return enc\n"
-                "def embed(enc, x):\n"
-                "    with torch.no_grad():\n"
-                "        return enc(x)\n"
-                "def main(x, y, path):\n"
-                "    enc = load_encoder(path)\n"
-                "    enc.eval()\n"
-                "    z = embed(enc, x)\n"
-                "    head = nn.Linear(4, 2)\n"
-                "    opt = torch.optim.Adam(head.parameters())\n"
-                "    for _ in range(10):\n"
-                "        opt.zero_grad()\n"
-                "        loss = nn.functional.cross_entropy(head(z), y)\n"
-                "        loss.backward()\n"
-                "        opt.step()\n",
-            "run.py":
-                "import probe\n"
-                "if __name__ == '__main__':\n"
-                "    probe.main(None, None, 'pre.pt')\n",
-        }, path="probe.py", line=8, message_contains="cannot be seen statically"),
+        Invalid(_probed_encoder("enc.load_state_dict(enc_sd, strict=False)"),
+                path="probe.py", line=8, message_contains="cannot be seen statically"),
         # a frozen teacher loaded leniently from a file: never trained, and what it holds after
         # the load (its targets) is the run's to show
         Invalid(

@@ -227,8 +227,8 @@ gradients before a backward after the load whose optimizer holds its parameters.
 pipeline runs without training it (a frozen feature extractor under a linear probe, a teacher)
 is reported for a `strict=False` load at `info` when its keys cannot be seen, and for a
 key-filtered one. Picking one sub-module's keys under its own names
-(`{k[len(p):]: v for k, v in sd.items() if k.startswith(p)}`) is no partial load. Silent as well: a strict resume of a checkpoint behind an opt-in flag
-whose default is off; `strict=False` between two modules built by the same constructor or
+(`{k[len(p):]: v for k, v in sd.items() if k.startswith(p)}`) is no partial load. Silent as
+well: a strict resume of a checkpoint behind an opt-in flag whose default is off; `strict=False` between two modules built by the same constructor or
 factory (every key matches); and, for the checkpoint kind, a load that restores what this run
 trained or saved before it (the best epoch restored after the training loop, or a file written
 by `torch.save` earlier in the run: `pretrain()` saves, `finetune()` loads) and a strict load of

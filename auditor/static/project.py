@@ -17,6 +17,9 @@ from auditor.static.programs import Program, entry_programs, import_graph, progr
 # calls followed up from a parameter to what the callers pass: a trainer's ``self.model`` from
 # ``Trainer(model)``, that ``model`` from ``main(model)``'s caller
 MAX_PASSED = 2
+# an argument that is a call (`Engine(make_step(model, opt))`): the callee as written
+CALL_ARGUMENT = re.compile(r"([\w.]+)\(.*\)", re.S)
+
 
 def canonicalise(facts: FileFacts, layout: Layout) -> None:
     """Rewrite the names a file imports to the modules they reach from that file (in place):
@@ -401,8 +404,8 @@ class Project:
         pass, up to :data:`MAX_PASSED` calls up."""
         if not name:
             return
-        made = re.fullmatch(r"([\w.]+)\(.*\)", name, re.S)
-        if made:  # an argument that is a call: `Engine(make_step(model, opt))`
+        made = CALL_ARGUMENT.fullmatch(name)
+        if made:
             yield self.reexported(made.group(1)) or made.group(1) \
                 if made.group(1) not in self.functions else made.group(1)
             return
@@ -432,13 +435,13 @@ class Project:
             caller_fn = self.functions.get(caller)
             for event in self.graph.calls(caller, target.qualname) if caller_fn else ():
                 argument = event.argument(param, position)
-                made = re.fullmatch(r"([\w.]+)\(.*\)", argument, re.S)
+                made = CALL_ARGUMENT.fullmatch(argument)
                 if made:  # the call's own event names its callee as imports resolve it
                     argument = next((f"{e.func}(...)" for e in caller_fn.events if e.kind == "call"
                                      and e is not event and e.span.within(event.span)
                                      and e.func.rsplit(".", 1)[-1] == made.group(1).rsplit(".", 1)[-1]),
                                     "")
-                if re.fullmatch(r"[\w.]+|[\w.]+\(.*\)", argument, re.S):
+                if re.fullmatch(r"[\w.]+", argument) or CALL_ARGUMENT.fullmatch(argument):
                     yield caller_fn, argument, event.span.line
 
     def _constructed_as(self, fn: FunctionInfo, name: str, before_line: int) -> Iterator[str]:

@@ -20,6 +20,9 @@ def _same_optimizer(reset: Action, step: Action, loop: TrainingLoop) -> bool:
     return not looks_optimizer(reset.receiver) and len({a.receiver for a in loop.of("step")}) == 1
 
 
+NEVER_RESET = "never reset in the training loop"
+
+
 class ZeroGradPlacement(Rule):
     code = "GM104"
     name = "zero-grad-placement"
@@ -176,6 +179,19 @@ purpose.
                 "        loss.backward()\n"
                 "        opt.step(lr)\n",
         }),
+        # an EMA teacher reset beside the optimizer's own reset
+        Valid(
+            "import copy\n"
+            "import torch\n"
+            "def fit(model, loader):\n"
+            "    teacher = copy.deepcopy(model)\n"
+            "    opt = torch.optim.Adam(model.parameters())\n"
+            "    for g in loader:\n"
+            "        teacher.zero_grad()\n"
+            "        opt.zero_grad()\n"
+            "        model(g).backward()\n"
+            "        opt.step()\n"
+        ),
     ]
     INVALID = [
         # a sparse optimizer beside a dense one that is never reset
@@ -260,6 +276,19 @@ purpose.
             "        scaler.update()\n",
             line=4,
         ),
+        # the loop resets an EMA teacher's gradients, never the optimizer's (the student's)
+        Invalid(
+            "import copy\n"
+            "import torch\n"
+            "def fit(model, loader):\n"
+            "    teacher = copy.deepcopy(model)\n"
+            "    opt = torch.optim.Adam(model.parameters())\n"
+            "    for g in loader:\n"
+            "        teacher.zero_grad()\n"
+            "        model(g).backward()\n"
+            "        opt.step()\n",
+            line=7, message_contains="a copy made at",
+        ),
     ]
 
     @classmethod
@@ -269,21 +298,34 @@ purpose.
             where = f"{loop.fn.path}:{min(e.span.line for e in loop.fn.events if loop.loop_id in e.loop_ids)}"
             if all(training.keeps_no_grad(step) for step in loop.of("step")):
                 continue  # sparse embedding optimizers only: no `.grad` to accumulate
-            for action, message, fix in cls._problems(loop, where):
+            for action, message, fix in cls._problems(training, loop, where):
                 yield cls.make_finding(action.fn.path, action.event.span, message, fix)
 
     @classmethod
-    def _problems(cls, loop: TrainingLoop, where: str) -> Iterable[tuple[Action, str, str]]:
+    def _problems(cls, training: Training, loop: TrainingLoop,
+                  where: str) -> Iterable[tuple[Action, str, str]]:
+        back = loop.of("backward")[0]
+        # `teacher.zero_grad()`: a reset of a module the optimizers do not step is no reset
+        others = {id(a): what for a in loop.of("reset")
+                  if (what := training.resets_others(a, back)) is not None}
+        if others and len(others) == len(loop.of("reset")):
+            reset = next(a for a in loop.of("reset") if id(a) in others)
+            yield (reset,
+                   f"`{reset.event.text}` resets the gradients of `{reset.receiver}` "
+                   f"({others[id(reset)]}), not those of the parameters the optimizer steps: the "
+                   f"trained model's gradients are {NEVER_RESET}",
+                   f"reset the stepped optimizer's gradients (`{loop.of('step')[0].receiver}."
+                   f"zero_grad()`) once per step")
+            return
         if not loop.of("reset"):
-            back = loop.of("backward")[0]
             yield (back,
-                   f"gradients are never reset in the training loop at {where}: this backward "
+                   f"gradients are {NEVER_RESET} at {where}: this backward "
                    f"adds into `.grad` every iteration, so each optimizer step applies the sum "
                    f"of all gradients so far",
                    "call `optimizer.zero_grad()` once per optimizer step (before the backward, or "
                    "right after `optimizer.step()`)")
             return
-        actions = loop.actions
+        actions = [a for a in loop.actions if id(a) not in others]
         n = len(actions)
         for s, step in enumerate(actions):
             if step.kind != "step":
@@ -304,6 +346,8 @@ purpose.
     def confirm(cls, finding: Finding, evidence: Any) -> Optional[Verdict]:
         if not evidence.ran(finding.path, finding.line, finding.end_line):
             return Verdict(Status.UNEXERCISED, ["the line never ran"])
+        if NEVER_RESET in finding.message:  # at the backward, or at a reset of other parameters
+            return cls._accumulated(evidence)
         resets = evidence.calls_at(finding.path, finding.line, kind="zero_grad",
                                    end_line=finding.end_line)
         if resets:  # the reset itself was reported: between backward and step
@@ -313,12 +357,19 @@ purpose.
                                                   f"backward and before the optimizer step "
                                                   f"({late[0].count} times)"])
             return Verdict(Status.REFUTED, ["zero_grad never ran between a backward and a step"])
-        stepped = [s for s in evidence.steps if s.optimizer_steps > 0]
-        if len(stepped) >= 2:
-            unreset = [s for s in stepped[1:] if s.zero_grad_calls == 0]
-            if len(unreset) == len(stepped) - 1:
-                return Verdict(Status.CONFIRMED, [f"no zero_grad in {len(unreset)} of "
-                                                  f"{len(stepped)} steps: gradients accumulated "
-                                                  f"across steps"])
-            return Verdict(Status.REFUTED, ["gradients were reset between optimizer steps"])
         return None
+
+    @staticmethod
+    def _accumulated(evidence: Any) -> Optional[Verdict]:
+        """From the trained parameters' gradients at the start of each backward after an
+        optimizer step: still non-zero means nothing reset them."""
+        stepped = [s for s in evidence.steps if s.optimizer_steps > 0]
+        if len(stepped) < 2:
+            return None
+        stale = [s for s in stepped[1:] if s.stale_grads]
+        if stale:
+            return Verdict(Status.CONFIRMED, [
+                f"at {len(stale)} of {len(stepped) - 1} later steps the trained parameters still "
+                f"held the previous gradient when the backward started ({stale[0].stale_grads} "
+                f"parameters): gradients accumulated across steps"])
+        return Verdict(Status.REFUTED, ["gradients were reset between optimizer steps"])

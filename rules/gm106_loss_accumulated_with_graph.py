@@ -8,6 +8,7 @@ from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.facts import FunctionInfo
 from auditor.static.project import Project
+from auditor.static.texts import dict_entries, entries_read, entry, top_level_items
 from auditor.static.training import Training, TrainingLoop, detached_text, is_backward
 from auditor.static.values import holds_graph
 
@@ -30,7 +31,45 @@ def _graph_names(t: Training, fn: FunctionInfo, depth: int = 0) -> set[str]:
                 _returns_graph(t, t.project.function(q), depth + 1)
                 for q in t.resolve(fn, e) if t.project.function(q) is not None):
             names |= set(e.targets)
-    return names
+    return names | _graph_entries(t, fn, names, depth)
+
+
+def _graph_entries(t: Training, fn: FunctionInfo, names: set[str], depth: int) -> set[str]:
+    """The entries of containers ``fn`` builds or gets that hold one of ``names``
+    (``metrics = {"loss": loss, ...}``; ``state, metrics = train_step(...)`` whose ``metrics``
+    is built so): ``metrics["loss"]``, as :func:`entry` spells it."""
+    out: set[str] = set()
+    for e in fn.events:
+        if e.kind == "assign" and len(e.targets) == 1 and "=" in e.text:
+            for key, value in dict_entries(e.text.split("=", 1)[1]).items():
+                if value in names:
+                    out.add(entry(e.targets[0], key))
+        elif e.kind == "call" and e.targets and depth < 3:
+            for position, target in enumerate(e.targets):
+                for qual in t.resolve(fn, e):
+                    callee = t.project.function(qual)
+                    element = position if len(e.targets) > 1 else None
+                    out |= {entry(target, k) for k in _returned_entries(t, callee, element, depth + 1)}
+    return out
+
+
+def _returned_entries(t: Training, fn: Optional[FunctionInfo], element: Optional[int],
+                      depth: int) -> set[str]:
+    """The keys of the container a project function returns (at ``element`` of the tuple it
+    returns) whose entries hold a tensor with a graph."""
+    if fn is None or not t.contains(fn.qualname, "backward"):
+        return set()
+    graph = _graph_names(t, fn, depth)
+    keys: set[str] = set()
+    for e in fn.events:
+        if e.kind != "return":
+            continue
+        value = e.text.removeprefix("return").strip()
+        parts = top_level_items(value) if element is not None else [value]
+        one = parts[element].strip() if element is not None and len(parts) > element else parts[0]
+        keys |= {k for k, v in dict_entries(one).items() if v in graph}
+        keys |= {n[len(one) + 2:-2] for n in graph if n.startswith(f"{one}[")}
+    return keys
 
 
 def _names_a_loss(func: str) -> bool:
@@ -225,6 +264,27 @@ automatically because a tensor total may be used later on purpose.
                 "        losses.append(epoch_loss)\n"
             ),
         }),
+        # the metrics dict holds the loss as a number; another entry kept is a number too
+        Valid({
+            "steps.py": (
+                "def train_step(model, opt, g):\n"
+                "    loss = model(g)\n"
+                "    opt.zero_grad()\n"
+                "    loss.backward()\n"
+                "    opt.step()\n"
+                "    metrics = {\"loss\": loss.item(), \"nodes\": g.num_nodes()}\n"
+                "    return model, metrics\n"
+            ),
+            "train.py": (
+                "from steps import train_step\n"
+                "def main(model, opt, loader):\n"
+                "    history, sizes = [], []\n"
+                "    for g in loader:\n"
+                "        model, metrics = train_step(model, opt, g)\n"
+                "        history.append(metrics[\"loss\"])\n"
+                "        sizes.append(metrics[\"nodes\"])\n"
+            ),
+        }),
     ]
     INVALID = [
         Invalid(
@@ -313,6 +373,26 @@ automatically because a tensor total may be used later on purpose.
                 "        trainer.training_step(g)\n"
             ),
         }, path="trainer.py", line=10),
+        # the step returns its loss tensor in a metrics dict; the loop keeps that entry
+        Invalid({
+            "steps.py": (
+                "def train_step(model, opt, g):\n"
+                "    loss = model(g)\n"
+                "    opt.zero_grad()\n"
+                "    loss.backward()\n"
+                "    opt.step()\n"
+                "    metrics = {\"loss\": loss, \"nodes\": g.num_nodes()}\n"
+                "    return model, metrics\n"
+            ),
+            "train.py": (
+                "from steps import train_step\n"
+                "def main(model, opt, loader):\n"
+                "    history = []\n"
+                "    for g in loader:\n"
+                "        model, metrics = train_step(model, opt, g)\n"
+                "        history.append(metrics[\"loss\"])\n"
+            ),
+        }, path="train.py", line=6, message_contains='metrics["loss"]'),
     ]
 
     preview_kind = "tensors other than the loss kept across steps"
@@ -349,7 +429,7 @@ automatically because a tensor total may be used later on purpose.
             if e.kind == "call" and e.targets and any(
                     t.contains(q, "backward") for q in t.resolve(fn, e)):
                 out |= set(e.targets)
-            out |= {n for n in (*e.targets, *e.uses) if "loss" in n.lower()}
+            out |= {n for n in (*e.targets, *e.uses, *entries_read(e.text)) if "loss" in n.lower()}
         # `loss, parts = model(g)`: what comes with the loss (its components) shares its graph
         for e in fn.events:
             if e.kind == "assign" and set(e.targets) & out:
@@ -419,6 +499,12 @@ automatically because a tensor total may be used later on purpose.
                         and holds_graph(t, fn, value, i):
                     yield i, acc, value
                     break
+            else:
+                # `history.append(metrics["loss"])`: an entry that holds the loss tensor
+                for value in entries_read(e.text):
+                    if value in graph and not detached_text(e.text, value.split("[")[0]):
+                        yield i, acc, value
+                        break
 
     @classmethod
     def confirm(cls, finding: Finding, evidence: Any) -> Optional[Verdict]:

@@ -364,6 +364,20 @@ loss weights tuned against the summed loss must be revisited.
                 "    pretrain(model, x, masks, opt)\n"
             ),
         }, path="models.py", line=7, message_contains="main.py:6"),
+        # a registry of loss functions looked up by a configured name
+        Invalid(
+            "import torch.nn.functional as F\n"
+            "def sce(pred, target):\n"
+            "    return (1 - F.cosine_similarity(pred, target)).mean()\n"
+            "def mse(pred, target):\n"
+            "    return F.mse_loss(pred, target, reduction='sum')\n"
+            "LOSSES = {'sce': sce, 'mse': mse}\n"
+            "def step(model, g, x, mask, cfg):\n"
+            "    recon = model(g, x)\n"
+            "    loss = LOSSES[cfg['loss']](recon[mask], x[mask])\n"
+            "    loss.backward()\n",
+            line=5,
+        ),
     ]
 
     # -- per file: the `reduction=` arguments, for precise positions

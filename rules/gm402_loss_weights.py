@@ -220,6 +220,25 @@ confirm.
             "        return -(pos - neg).sigmoid().log().mean() + self.lambda_reg * params.norm()\n"
             "crit = BPRLoss(lambda_reg=1e-4)\n"
         ),
+        # the key read is one the configuration sets
+        Valid({
+            "config.py": "DEFAULTS = {'loss': {'weights': {'rec': 1.0, 'latent': 0.1}}}\n",
+            "steps.py": (
+                "import torch.nn.functional as F\n"
+                "from config import DEFAULTS\n"
+                "def loss_fn(pred, target, lat, cfg):\n"
+                "    w = cfg['loss']['weights']\n"
+                "    rec = F.mse_loss(pred, target)\n"
+                "    return w.get('rec', 0.0) * rec + w['latent'] * lat\n"
+                "def fit(model, opt, loader):\n"
+                "    for x in loader:\n"
+                "        pred, lat = model(x)\n"
+                "        loss = loss_fn(pred, x, lat, DEFAULTS)\n"
+                "        opt.zero_grad()\n"
+                "        loss.backward()\n"
+                "        opt.step()\n"
+            ),
+        }),
     ]
     INVALID = [
         Invalid("LOSS_WEIGHTS = {'coord': 1.0, 'tangent': 0.5, 'normal': 0.0}\n", line=1, column=57),
@@ -273,6 +292,25 @@ confirm.
         ),
         # a weight of -2 still maximises the term
         Invalid("def f(loss_rec, loss_kl):\n    loss = loss_rec + -2.0 * loss_kl\n    return loss\n", line=2),
+        # the weight is read under a key the configuration does not have: its default, 0
+        Invalid({
+            "config.py": "DEFAULTS = {'loss': {'weights': {'recon': 1.0, 'latent': 0.1}}}\n",
+            "steps.py": (
+                "import torch.nn.functional as F\n"
+                "from config import DEFAULTS\n"
+                "def loss_fn(pred, target, lat, cfg):\n"
+                "    w = cfg['loss']['weights']\n"
+                "    rec = F.mse_loss(pred, target)\n"
+                "    return w.get('rec', 0.0) * rec + w['latent'] * lat\n"
+                "def fit(model, opt, loader):\n"
+                "    for x in loader:\n"
+                "        pred, lat = model(x)\n"
+                "        loss = loss_fn(pred, x, lat, DEFAULTS)\n"
+                "        opt.zero_grad()\n"
+                "        loss.backward()\n"
+                "        opt.step()\n"
+            ),
+        }, path="steps.py", line=6, message_contains="the default of `rec`"),
     ]
 
     def __init__(self, ctx) -> None:
@@ -397,6 +435,7 @@ confirm.
                 if name:
                     self.fact(WeightUse(name))
                 number = _number(weight)
+                literal = number is not None
                 if number is None:  # a weight read from a configuration this file builds
                     value = self.constants.evaluate(weight, fallback=True)
                     number = value if isinstance(value, float) else None
@@ -405,12 +444,17 @@ confirm.
                 # -1 is a negation (`-1.0 * ll` is `-ll`: a log-likelihood turned into a loss)
                 if isinstance(term, cst.Name) and term.value in self.penalties[-1]:
                     continue
-                if number is None and _configured(weight) and self._lossy(term) \
+                reported = number is not None and (
+                    number == 0 and self._lossy(term)
+                    or number < 0 and number != -1 and self._loss_value(term))
+                # a value this file alone does not settle (`w.get("rec", 0.0)` of a dict it is
+                # handed): the project's configuration says what it is
+                if not (literal or reported) and _configured(weight) \
+                        and (self._lossy(term) or self._loss_value(term)) \
                         and not NOT_A_LOSS_WEIGHT.search(name):
                     self.fact(ConfiguredWeight(self.ctx.code(weight), self.ctx.span(weight),
                                                self.ctx.code(term, 60)))
-                if number is not None and (number == 0 and self._lossy(term)
-                                           or number < 0 and number != -1 and self._loss_value(term)):
+                if reported:
                     self.report(node, f"`{self.ctx.code(node, 60)}`: a loss term weighted by "
                                 f"{number:g} " + ("contributes nothing" if number == 0 else
                                                   "is maximised"),
@@ -428,6 +472,8 @@ confirm.
             func = node.func
             if isinstance(func, cst.Attribute) and func.attr.value in ("mean", "sum"):
                 return self._loss_value(func.value)
+            if isinstance(func, cst.Subscript):  # `LOSSES[cfg["loss"]](pred, target)`: a registry's
+                func = func.value
             last = (_last(func) or "").lower()
             return "loss" in last or "criterion" in last or last in ("sce", "mse")
         return False

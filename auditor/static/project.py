@@ -13,12 +13,15 @@ from auditor.static.facts import Event, FileFacts, FunctionInfo, Span
 from auditor.static.frameworks import add_framework_loops
 from auditor.static.imports import Layout
 from auditor.static.programs import Program, entry_programs, import_graph, programs_with
+from auditor.static.texts import container_items
 
 # calls followed up from a parameter to what the callers pass: a trainer's ``self.model`` from
 # ``Trainer(model)``, that ``model`` from ``main(model)``'s caller
 MAX_PASSED = 2
 # an argument that is a call (`Engine(make_step(model, opt))`): the callee as written
 CALL_ARGUMENT = re.compile(r"([\w.]+)\(.*\)", re.S)
+# a call of what a container holds under some key: `LOSSES[cfg["loss"]](pred, target)`
+_LOOKUP = re.compile(r"([\w.]+)\[.+\]")
 
 
 def canonicalise(facts: FileFacts, layout: Layout) -> None:
@@ -61,7 +64,6 @@ def canonicalise(facts: FileFacts, layout: Layout) -> None:
         for event in fn.events:
             if event.kind == "call":
                 event.func = canon(event.func)
-
 
 class Project:
     """Functions by qualified name, classes, rule facts, and a call graph.
@@ -357,7 +359,25 @@ class Project:
                 candidates += self._returned_closures(callee)
             # a name defined in the caller's module (nested scopes included)
             candidates += [f"{caller.module}.{func}", f"{caller.qualname}.{func}"]
+        candidates += self._registered(caller, func, event.span.line)
         return list(dict.fromkeys(candidates))
+
+    def _registered(self, caller: FunctionInfo, func: str, line: int) -> list[str]:
+        """``LOSSES[cfg.loss](pred, target)``: the functions the container display it looks up
+        holds (a registry of losses, models or handlers), assigned in the caller before the call
+        or at its module's top level."""
+        lookup = _LOOKUP.fullmatch(func)
+        if lookup is None:
+            return []
+        name = lookup.group(1)
+        for scope in (caller, self.functions.get(f"{caller.module}.{MODULE_SCOPE}")):
+            found = [e for e in scope.events if e.kind == "assign" and e.targets == [name]
+                     and (scope is not caller or e.span.line < line)] if scope is not None else []
+            if found:
+                items = container_items(found[-1].text.split("=", 1)[-1])
+                return [c for x in items if re.fullmatch(r"[\w.]+", x)
+                        for c in (f"{caller.module}.{x}", x)]
+        return []
 
     def bases_of(self, class_qualname: str) -> list[str]:
         """The bases of a project class, each where it is defined: a base imported from a

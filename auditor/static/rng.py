@@ -27,7 +27,7 @@ from auditor.static.context import MODULE_SCOPE
 from auditor.static.facts import Event, FunctionInfo
 from auditor.static.programs import runs
 from auditor.static.project import Project
-from auditor.static.training import top_level_items
+from auditor.static.texts import top_level_items
 
 RANDOM, NUMPY, TORCH, CUDA, DGL = "random", "numpy", "torch", "torch.cuda", "dgl"
 FAMILIES = (RANDOM, NUMPY, TORCH, CUDA, DGL)

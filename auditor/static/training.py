@@ -65,6 +65,7 @@ from auditor.static.dataflow import (MAX_INSTANCE_CLASSES, SHARING_METHODS, SHAR
 from auditor.static.facts import MODULE_SCOPE, ClassInfo, Event, FunctionInfo, Span
 from auditor.static.paths import BACKWARD_METHODS, NO_GRAD_CONTEXTS, NOT_FORWARD, bindings, rebase
 from auditor.static.project import Project
+from auditor.static.texts import top_level_items
 
 Site = tuple[FunctionInfo, int]
 
@@ -104,20 +105,6 @@ NON_DIFFERENTIABLE = {"argmax", "argmin", "argsort", "long", "int", "bool", "ite
 # function names too common to find a step function's callers by (a module's own body, entry
 # points, a module's forward): searching for them would load most of a large tree
 _COMMON_NAMES = frozenset({MODULE_SCOPE, "main", "run", "forward", "__call__", "__init__", "step"})
-
-
-def top_level_items(value: str) -> list[str]:
-    """``a, (b, c), f(d, e)`` -> its comma-separated items outside brackets."""
-    items, depth, start = [], 0, 0
-    for k, ch in enumerate(value):
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            items.append(value[start:k])
-            start = k + 1
-    return [*items, value[start:]]
 
 
 def is_backward(event: Event) -> bool:
@@ -979,10 +966,12 @@ class Training:
                 self.holds(b, fn, tracked) is not False for b in builds)
         return self._trains[key]
 
-    def stepped_modules(self, fn: FunctionInfo, i: int) -> Optional[list[Origin]]:
+    def stepped_modules(self, fn: FunctionInfo, i: int,
+                        partial: bool = False) -> Optional[list[Origin]]:
         """Where the modules were made whose parameters the optimizers stepped after the
         backward at event ``i`` of ``fn`` hold (in its loop, else after it in ``fn``): what that
-        backward trains. None when a step or its optimizer cannot be followed."""
+        backward trains. None when a step or its optimizer cannot be followed (``partial``: or
+        the modules they were given, else those are unknown origins)."""
         steps = self.steps_reached(fn, i, lambda k: self._classify(fn, k) == "step")
         if not steps:
             return None
@@ -994,7 +983,7 @@ class Training:
                 if build is None:
                     return None
                 given = self.param_origins(build, o.via[-1] if o.via else None)
-                if not given or not all(g.known for g in given):
+                if not given or not (partial or all(g.known for g in given)):
                     return None
                 out += given
         return out
@@ -1022,6 +1011,33 @@ class Training:
             return True
         return any(self.contains_class(h.cls, m) or self.contains_class(m, h.cls)
                    for h in held for m in made)
+
+    def resets_others(self, reset: Action, back: Action) -> Optional[str]:
+        """A module's ``zero_grad()`` that clears none of the parameters the optimizers stepped
+        after ``back`` hold: every object it may be is a copy of a module (an EMA teacher made by
+        ``deepcopy``) or a module whose class neither holds nor is held by a stepped one. The
+        answer says what the reset clears ("a copy made at file:line"); None when it may clear
+        the stepped parameters or cannot be told."""
+        if reset.event.kind != "call" or reset.event.method != "zero_grad" \
+                or looks_optimizer(reset.receiver) or not re.fullmatch(r"[\w.]+", reset.receiver):
+            return None
+        # a copy is no object made before it: only the copy itself, given to the optimizer,
+        # is one of its modules, whatever else it was given
+        held = self.stepped_modules(back.fn, back.index, partial=True)
+        mine = self.origins(reset.fn, reset.receiver, reset.index)
+        if not held or not all(o.known for o in mine):
+            return None
+        for o in mine:
+            if o.kind == "copy":
+                if o in held:
+                    return None
+            elif not o.cls or not all(h.known for h in held) or any(self.contains_class(h.cls, o.cls) or self.contains_class(o.cls, h.cls)
+                     for h in held):
+                return None
+        o = mine[0]
+        site = self.project.functions.get(o.fn)
+        where = f"{site.path}:{o.span.line}" if site is not None and o.span is not None else o.fn
+        return f"a copy made at {where}" if o.kind == "copy" else f"a `{o.cls}` made at {where}"
 
     # -- backward and its loss -----------------------------------------------------------------
     def backward_sites(self) -> list[Site]:

@@ -32,8 +32,8 @@ import libcst as cst
 from auditor.static.dataflow import _bound, callers_of, definitions, statement_of
 from auditor.static.facts import Event, FunctionInfo
 from auditor.static.project import Project
-from auditor.static.training import (NON_DIFFERENTIABLE, Training, outer_call, statement_start,
-                                     top_level_items)
+from auditor.static.texts import top_level_items
+from auditor.static.training import NON_DIFFERENTIABLE, Training, outer_call, statement_start
 
 NUMBER, DATA, GRAD, UNKNOWN = "number", "data", "grad", "unknown"
 UNKNOWN_VALUE = object()  # what :class:`Constants` answers for a value it cannot know

@@ -95,7 +95,10 @@ def install(rec, torch) -> None:
     def note_zero_grad(obj, args, kwargs):
         path, line = rec.site()
         set_to_none = kwargs.get("set_to_none", args[0] if args else True)
-        rec.cur["zero_grad"] += 1
+        # a module without trainable parameters (a frozen EMA teacher) resets no gradient the
+        # optimizer steps: counting it would hide gradients accumulating across steps
+        if not isinstance(obj, nn.Module) or any(p.requires_grad for p in obj.parameters()):
+            rec.cur["zero_grad"] += 1
         rec.record("zero_grad", path, line, {"set_to_none": bool(set_to_none),
                                              "step": rec.step_count, "owner": type(obj).__name__,
                                              "after_backward": rec.opt_after_backward})

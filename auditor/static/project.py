@@ -13,7 +13,7 @@ from auditor.static.facts import Event, FileFacts, FunctionInfo, Span
 from auditor.static.frameworks import add_framework_loops
 from auditor.static.imports import Layout
 from auditor.static.programs import Program, entry_programs, import_graph, programs_with
-from auditor.static.texts import container_items
+from auditor.static.texts import container_items, top_level_items
 
 # calls followed up from a parameter to what the callers pass: a trainer's ``self.model`` from
 # ``Trainer(model)``, that ``model`` from ``main(model)``'s caller
@@ -64,6 +64,29 @@ def canonicalise(facts: FileFacts, layout: Layout) -> None:
         for event in fn.events:
             if event.kind == "call":
                 event.func = canon(event.func)
+
+# `for a, b in self.items[k]:` -> `self.items[k]`
+_FOR_HEADER = re.compile(r"(?:async\s+)?for\s+.+?\s+in\s+(.+):\s*$")
+_STORING = ("append", "add", "insert", "appendleft")
+
+
+def _loop_targets(fn: FunctionInfo) -> set[str]:
+    return {t for e in fn.events if e.kind == "assign" and e.text.startswith(("for ", "async for "))
+            for t in e.targets}
+
+
+def _stored_item(event: Event, base: str) -> str:
+    """What ``event`` puts into the container ``base`` (or into one of its entries):
+    ``base.append(x)``, ``base[k].append(x)``, ``base[k] = x``; "" for anything else."""
+    if event.kind == "call" and event.method in _STORING and event.args \
+            and re.sub(r"(\[[^\[\]]*\])+$", "", event.receiver) == base:
+        return event.args[-1]
+    if event.kind == "assign" and event.text.startswith(base + "["):
+        head, _, value = event.text.partition("=")
+        if re.fullmatch(rf"{re.escape(base)}(\[[^\[\]]*\])+\s*", head):
+            return value.strip()
+    return ""
+
 
 class Project:
     """Functions by qualified name, classes, rule facts, and a call graph.
@@ -182,7 +205,8 @@ class Project:
         for event in fn.events:
             if event.kind != "call":
                 continue
-            if handed_only and not any(name.startswith("self.") or name in fn.params for name in
+            if handed_only and not any(name.startswith("self.") or name in fn.params
+                                       or name in _loop_targets(fn) for name in
                                        (event.func.removesuffix("()"), event.receiver) if name):
                 continue
             for callee in self._candidates(event, fn):
@@ -360,7 +384,54 @@ class Project:
             # a name defined in the caller's module (nested scopes included)
             candidates += [f"{caller.module}.{func}", f"{caller.qualname}.{func}"]
         candidates += self._registered(caller, func, event.span.line)
+        if "." not in func and func in _loop_targets(caller):
+            candidates += self._contained(caller, func, event.span.line)
         return list(dict.fromkeys(candidates))
+
+    def _contained(self, fn: FunctionInfo, name: str, line: int) -> list[str]:
+        """``for flt, handler in self._handlers[event]: handler(self)``: the callables the
+        container the loop walks was filled with (``.append``, ``.add``, ``.insert``,
+        ``c[k] = f``), in any method of the class for ``self.attr``: handlers and callbacks
+        registered on an object."""
+        loop = next((e for e in reversed(fn.events) if e.span.line <= line and e.kind == "assign"
+                     and name in e.targets and e.text.startswith(("for ", "async for "))), None)
+        header = _FOR_HEADER.match(loop.text.split("\n", 1)[0]) if loop is not None else None
+        if header is None:
+            return []
+        base = re.sub(r"(\[[^\[\]]*\]|\.values\(\))+$", "", header.group(1).strip())
+        position = loop.targets.index(name) if len(loop.targets) > 1 else None
+        scopes = [fn]
+        if base.startswith("self.") and fn.class_name:
+            scopes = [self.functions[q] for q in self.members(fn.class_name) if q in self.functions]
+        out: list[str] = []
+        for scope in scopes:
+            for e in scope.events:
+                item = _stored_item(e, base)
+                if item and position is not None:
+                    parts = top_level_items(item[1:-1]) if item.startswith("(") else []
+                    item = parts[position].strip() if len(parts) > position else ""
+                if item:
+                    out += self._callables(scope, self._argument_text(scope, e, item), e.span.line)
+        return out
+
+    def _callables(self, fn: FunctionInfo, name: str, line: int, up: int = 0) -> list[str]:
+        """The functions a call of what ``name`` holds in ``fn`` runs: a function defined by that
+        name, an instance's ``__call__`` (``self``, an object built from a project class), a
+        closure a factory returned; for a parameter, what the callers pass."""
+        if name == "self" and fn.class_name:
+            return self.method_candidates(fn.class_name, "__call__")
+        defined = [q for q in (f"{fn.qualname}.{name}", f"{fn.module}.{name}") if q in self.functions]
+        if defined:
+            return defined
+        out: list[str] = []
+        if up < MAX_PASSED:
+            for caller, argument, at in self._passed_as(fn, name):
+                out += self._callables(caller, argument, at, up + 1)
+        if not out:
+            for built in self._built_from(fn, name, line):
+                out += self.method_candidates(built, "__call__") if built in self.classes \
+                    else self._returned_closures(built)
+        return out
 
     def _registered(self, caller: FunctionInfo, func: str, line: int) -> list[str]:
         """``LOSSES[cfg.loss](pred, target)``: the functions the container display it looks up
@@ -454,15 +525,20 @@ class Project:
         for caller in self.graph.predecessors(target.qualname):
             caller_fn = self.functions.get(caller)
             for event in self.graph.calls(caller, target.qualname) if caller_fn else ():
-                argument = event.argument(param, position)
-                made = CALL_ARGUMENT.fullmatch(argument)
-                if made:  # the call's own event names its callee as imports resolve it
-                    argument = next((f"{e.func}(...)" for e in caller_fn.events if e.kind == "call"
-                                     and e is not event and e.span.within(event.span)
-                                     and e.func.rsplit(".", 1)[-1] == made.group(1).rsplit(".", 1)[-1]),
-                                    "")
+                argument = self._argument_text(caller_fn, event, event.argument(param, position))
                 if re.fullmatch(r"[\w.]+", argument) or CALL_ARGUMENT.fullmatch(argument):
                     yield caller_fn, argument, event.span.line
+
+    @staticmethod
+    def _argument_text(fn: FunctionInfo, event: Event, argument: str) -> str:
+        """An argument of ``event`` as written, a call in it named by its own event, as imports
+        resolve it (``Handler(...)`` -> ``pkg.handlers.Handler(...)``); "" when none is."""
+        made = CALL_ARGUMENT.fullmatch(argument)
+        if not made:
+            return argument
+        return next((f"{e.func}(...)" for e in fn.events if e.kind == "call"
+                     and e is not event and e.span.within(event.span)
+                     and e.func.rsplit(".", 1)[-1] == made.group(1).rsplit(".", 1)[-1]), "")
 
     def _constructed_as(self, fn: FunctionInfo, name: str, before_line: int) -> Iterator[str]:
         """The callees whose result ``fn`` (or, for ``self.attr``, its class) assigns to

@@ -378,6 +378,30 @@ loss weights tuned against the summed loss must be revisited.
             "    loss.backward()\n",
             line=5,
         ),
+        # a registry filled by a decorator in another file
+        Invalid({
+            "losses.py": (
+                "import torch.nn.functional as F\n"
+                "LOSSES = {}\n"
+                "def register(name):\n"
+                "    def deco(fn):\n"
+                "        LOSSES[name] = fn\n"
+                "        return fn\n"
+                "    return deco\n"
+                "@register('mse')\n"
+                "def mse(pred, target):\n"
+                "    return F.mse_loss(pred, target, reduction='sum')\n"
+            ),
+            "train.py": (
+                "from losses import LOSSES\n"
+                "def step(model, g, x, mask, cfg, opt):\n"
+                "    recon = model(g, x)\n"
+                "    loss = LOSSES[cfg['loss']](recon[mask], x[mask])\n"
+                "    opt.zero_grad()\n"
+                "    loss.backward()\n"
+                "    opt.step()\n"
+            ),
+        }, path="losses.py", line=10, message_contains="train.py:6"),
     ]
 
     # -- per file: the `reduction=` arguments, for precise positions

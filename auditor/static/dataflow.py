@@ -479,6 +479,8 @@ def callers_of(project: Project, qualname: str) -> list[tuple[FunctionInfo, Even
         project.load_mentioning(fn.class_name.rsplit(".", 1)[-1])
     else:
         project.load_mentioning(fn.name)
+        for registry in project.registries_of(fn):  # `LOSSES[cfg.loss](...)` calls it too
+            project.load_mentioning(registry.rsplit(".", 1)[-1])
     # The index grows with the project (files are loaded on demand): each call event is resolved
     # once; an event nothing resolves yet is tried again, directly and through instance data
     # flow, when more functions are known. Calls into imported libraries are never retried.
@@ -1115,15 +1117,11 @@ def _registry_classes(project: Project, fn: FunctionInfo, name: str, depth: int)
 def _decorated_with(project: Project, fn: FunctionInfo) -> set[str]:
     """The classes decorated with ``fn`` (``@fn``), or with a call of the function that returns
     it (``@register("gcn")`` where ``register`` returns ``fn``): what ``fn``'s parameter holds."""
-    makers = {fn.qualname}
-    outer = project.function(fn.qualname.rsplit(".", 1)[0])
-    if outer is not None and any(s.kind == "return" and _value_text(s) == fn.name
-                                 for s in statements(outer)):
-        makers.add(outer.qualname)
+    outer = project.enclosing(fn)
+    if outer is not None:
         project.load_mentioning(outer.name)  # decorated classes in files no rule read yet
     project.load_mentioning(fn.name)
-    return {q for q, info in list(project.classes.items())
-            if any(d.removesuffix("()") in makers for d in info.decorators)}
+    return {q for q in project.decorated_by(fn) if q in project.classes}
 
 
 def _made_by(stmt: Statement, call: Event) -> Event:

@@ -88,6 +88,17 @@ def _stored_item(event: Event, base: str) -> str:
     return ""
 
 
+def _containers_of(event: Event, items: list[str]) -> list[str]:
+    """The containers ``event`` puts one of ``items`` in (``LOSSES[name] = fn``: LOSSES)."""
+    head = event.receiver if event.kind == "call" else event.text.split("=", 1)[0]
+    base = re.sub(r"(\[[^\[\]]*\])+\s*$", "", head.strip())
+    if not re.fullmatch(r"[\w.]+", base):
+        return []
+    stored = container_items(event.text.split("=", 1)[-1]) if event.kind == "assign" and base == head.strip() \
+        else [_stored_item(event, base)]
+    return [base] if any(x in items for x in stored) else []
+
+
 class Project:
     """Functions by qualified name, classes, rule facts, and a call graph.
 
@@ -434,21 +445,73 @@ class Project:
         return out
 
     def _registered(self, caller: FunctionInfo, func: str, line: int) -> list[str]:
-        """``LOSSES[cfg.loss](pred, target)``: the functions the container display it looks up
-        holds (a registry of losses, models or handlers), assigned in the caller before the call
-        or at its module's top level."""
+        """``LOSSES[cfg.loss](pred, target)``: the functions the container it looks up holds (a
+        registry of losses, models or handlers): those of its display, those stored in it
+        (``LOSSES["mse"] = mse``), and those decorated by a function that stores its argument
+        there (``@register("mse")``). The container is a local assigned before the call, else
+        a global of its module (imported ones followed)."""
         lookup = _LOOKUP.fullmatch(func)
         if lookup is None:
             return []
         name = lookup.group(1)
-        for scope in (caller, self.functions.get(f"{caller.module}.{MODULE_SCOPE}")):
-            found = [e for e in scope.events if e.kind == "assign" and e.targets == [name]
-                     and (scope is not caller or e.span.line < line)] if scope is not None else []
-            if found:
-                items = container_items(found[-1].text.split("=", 1)[-1])
-                return [c for x in items if re.fullmatch(r"[\w.]+", x)
-                        for c in (f"{caller.module}.{x}", x)]
-        return []
+        local = [e for e in caller.events if e.kind == "assign" and e.targets == [name]
+                 and e.span.line < line]
+        if local:
+            return self._held_callables(caller, name)
+        imports = self.files[caller.path].imports if caller.path in self.files else {}
+        home, _, var = imports.get(name, f"{caller.module}.{name}").rpartition(".")
+        self._load_module_of(f"{home}.{var}", force=True)
+        out: list[str] = []
+        for qual in [f"{home}.{MODULE_SCOPE}", *self.members(home)]:
+            scope = self.functions.get(qual)
+            if scope is not None and scope.module == home:
+                out += self._held_callables(scope, var)
+        return out
+
+    def _held_callables(self, scope: FunctionInfo, name: str) -> list[str]:
+        """The functions ``scope`` puts in the container ``name`` (see :meth:`_registered`)."""
+        out: list[str] = []
+        for item in self._stored_in(scope, name):
+            if item in scope.params:  # a decorator storing what it decorates
+                out += [q for q in self.decorated_by(scope) if q in self.functions]
+            else:
+                out += [f"{scope.module}.{item}", item]
+        return out
+
+    @staticmethod
+    def _stored_in(scope: FunctionInfo, name: str) -> list[str]:
+        """The names ``scope`` puts in the container ``name``: its display's items, what is
+        stored in it (``name[k] = x``, ``name.append(x)``)."""
+        display = re.compile(rf"{re.escape(name)}\s*=[^=]")
+        out: list[str] = []
+        for e in scope.events:
+            items = container_items(e.text.split("=", 1)[-1]) \
+                if e.kind == "assign" and display.match(e.text) else [_stored_item(e, name)]
+            out += [x for x in items if x and re.fullmatch(r"[\w.]+", x)]
+        return out
+
+    def decorated_by(self, deco: FunctionInfo) -> list[str]:
+        """The functions and classes decorated with ``deco`` (``@deco``), or with the function
+        that returns it (``@register("mse")``)."""
+        makers = {deco.qualname}
+        outer = self.enclosing(deco)
+        if outer is not None and deco.qualname in self._returned_closures(outer.qualname):
+            makers.add(outer.qualname)
+        return [q for q, info in [*self.functions.items(), *self.classes.items()]
+                if any(d.removesuffix("()") in makers for d in info.decorators)]
+
+    def registries_of(self, fn: FunctionInfo) -> set[str]:
+        """The containers of ``fn``'s module that hold it (by display, by store, or stored by a
+        decorator it has): a call of it may be written as a lookup in one of them."""
+        makers = [m for d in fn.decorators if (m := self.functions.get(d.removesuffix("()")))]
+        makers += [self.functions[q] for m in list(makers) for q in self._returned_closures(m.qualname)]
+        out: set[str] = set()
+        for maker in makers:
+            out |= {c for e in maker.events for c in _containers_of(e, maker.params)}
+        for qual in [f"{fn.module}.{MODULE_SCOPE}", *self.members(fn.module)]:
+            scope = self.functions.get(qual)
+            out |= {c for e in (scope.events if scope else ()) for c in _containers_of(e, [fn.name])}
+        return out
 
     def bases_of(self, class_qualname: str) -> list[str]:
         """The bases of a project class, each where it is defined: a base imported from a

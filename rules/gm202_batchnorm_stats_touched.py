@@ -15,6 +15,7 @@ from auditor.static.context import dotted
 from auditor.static.dataflow import function_of
 from auditor.static.facts import FunctionInfo, Span
 from auditor.static.project import Project
+from auditor.static.texts import top_level_items
 from auditor.static.training import Training
 
 if TYPE_CHECKING:  # the probe's evidence types cost a check run's start; used in annotations only
@@ -264,6 +265,25 @@ by a person, and the reference script must then do the same.
             "        loss = nn.functional.cross_entropy(head(feats), labels)\n"
             "        opt.zero_grad()\n        loss.backward()\n        opt.step()\n"
             "        with torch.no_grad():\n            acc = head(feats).argmax(-1)\n")),
+        # the EMA teacher takes the trained model's buffers
+        Valid(
+            _BN_MODEL + "import copy\n"
+            "def ema_update(teacher, student, decay):\n"
+            "    for pt, ps in zip(teacher.parameters(), student.parameters()):\n"
+            "        pt.data.mul_(decay).add_(ps.data, alpha=1 - decay)\n"
+            "    for bt, bs in zip(teacher.buffers(), student.buffers()):\n"
+            "        bt.copy_(bs)\n"
+            "def main(loader):\n"
+            "    model = Enc()\n"
+            "    teacher = copy.deepcopy(model)\n"
+            "    opt = torch.optim.Adam(model.parameters())\n"
+            "    for x in loader:\n"
+            "        loss = model(x).pow(2).mean()\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+            "        ema_update(teacher, model, 0.99)\n"
+        ),
     ]
     INVALID = [
         Invalid(
@@ -390,6 +410,26 @@ by a person, and the reference script must then do the same.
                 "    trainer.training_step(x)\n"
             ),
         }, path="trainer.py", line=11, message_contains="after the step's backward"),
+        # an EMA update that copies the buffers the wrong way: into the trained model
+        Invalid(
+            _BN_MODEL + "import copy\n"
+            "def ema_update(teacher, student, decay):\n"
+            "    for pt, ps in zip(teacher.parameters(), student.parameters()):\n"
+            "        pt.data.mul_(decay).add_(ps.data, alpha=1 - decay)\n"
+            "    for bt, bs in zip(teacher.buffers(), student.buffers()):\n"
+            "        bs.copy_(bt)\n"
+            "def main(loader):\n"
+            "    model = Enc()\n"
+            "    teacher = copy.deepcopy(model)\n"
+            "    opt = torch.optim.Adam(model.parameters())\n"
+            "    for x in loader:\n"
+            "        loss = model(x).pow(2).mean()\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+            "        ema_update(teacher, model, 0.99)\n",
+            line=16, message_contains="buffers of `student`",
+        ),
     ]
 
     def __init__(self, ctx) -> None:
@@ -532,6 +572,16 @@ by a person, and the reference script must then do the same.
                 "statistics with a batch the training step never used",
                 fix="call `.eval()` before an extra forward (and `.train()` after it), or reuse "
                     "the training forward's output"))
+        for fn, i, module in _buffer_writes(project):
+            if training.may_be_trained(fn, module, i) and holds_batchnorm(project, fn, i, module):
+                event = fn.events[i]
+                out.append(cls.make_finding(
+                    fn.path, event.span,
+                    f"`{event.text}` writes into the buffers of `{module}`, a model the optimizer "
+                    "trains, outside its forward: its BatchNorm running statistics are replaced "
+                    "by another model's",
+                    fix="copy in the other direction (into the EMA/target copy), or leave the "
+                        "trained model's buffers to its own forward"))
         trained_in = {loop.fn.qualname for loop in training.training_loops()}
         for file, loader in _facts(project, SingleGraphBatch):
             if not _feeds_training(project, file.path, loader.span.line, trained_in):
@@ -586,15 +636,51 @@ by a person, and the reference script must then do the same.
         return None
 
 
-def holds_batchnorm(project: Project, fn: FunctionInfo, i: int) -> bool:
-    """The module called at event ``i`` of ``fn`` holds a BatchNorm, by where it was made: its
-    class, or a class it builds among its attributes, constructs one. A forward of it in train
-    mode moves running statistics; False for a module without one (a linear probe's head) and
-    for one whose making is not known."""
+# `for bt, bs in zip(teacher.buffers(), student.buffers()):`, `for n, b in m.named_buffers():`
+_BUFFER_LOOP = re.compile(r"for\s+(.+?)\s+in\s+(.+):\s*$")
+_BUFFERS_OF = re.compile(r"([\w.]+)\.(buffers|named_buffers)\(\)")
+
+
+def _buffer_writes(project: Project) -> Iterable[tuple[FunctionInfo, int, str]]:
+    """In-place writes (``b.copy_(x)``, ``b.mul_(m)``) into the buffers a loop walks, with the
+    module whose buffers they are: ``(fn, event index, module expression)``."""
+    for fn in list(project.functions.values()):
+        for k, header in enumerate(fn.events):
+            match = _BUFFER_LOOP.match(header.text.split("\n", 1)[0]) \
+                if header.kind == "assign" and header.text.startswith("for ") else None
+            if match is None or k + 1 >= len(fn.events):
+                continue
+            walked = match.group(2).strip()
+            walked = walked[4:-1] if walked.startswith("zip(") and walked.endswith(")") else walked
+            sources = [_BUFFERS_OF.fullmatch(x.strip()) for x in top_level_items(walked)]
+            if not sources or not all(sources):
+                continue
+            targets = [t.strip("() ") for t in top_level_items(match.group(1))]
+            if len(targets) != len(sources):
+                if len(sources) == 1 and sources[0].group(2) == "named_buffers" and len(targets) == 2:
+                    targets = targets[1:]  # `for name, buf in m.named_buffers()`
+                else:
+                    continue
+            held = {t: m.group(1) for t, m in zip(targets, sources)}
+            inner = set(fn.events[k + 1].loop_ids) - set(header.loop_ids)
+            for i in range(k + 1, len(fn.events)):
+                e = fn.events[i]
+                if not inner & set(e.loop_ids):
+                    break
+                written = e.receiver.removesuffix(".data")
+                if e.kind == "call" and e.method in INPLACE and written in held:
+                    yield fn, i, held[written]
+
+
+def holds_batchnorm(project: Project, fn: FunctionInfo, i: int, module: str = "") -> bool:
+    """The module called at event ``i`` of ``fn`` (or ``module`` there) holds a BatchNorm, by
+    where it was made: its class, or a class it builds among its attributes, constructs one. A
+    forward of it in train mode moves running statistics; False for a module without one (a
+    linear probe's head) and for one whose making is not known."""
     training = Training.of(project)
     holders = {f.qualname for file, bn in _facts(project, BatchNormBuilt)
                if (f := function_of(project, file.path, bn.span.line)) is not None}
-    made = {o.cls for o in training.origins(fn, fn.events[i].func, i) if o.known}
+    made = {o.cls for o in training.origins(fn, module or fn.events[i].func, i) if o.known}
     return any(_builds_batchnorm(project, training, cls, holders) for cls in made)
 
 

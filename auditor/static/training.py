@@ -1012,6 +1012,19 @@ class Training:
         return any(self.contains_class(h.cls, m) or self.contains_class(m, h.cls)
                    for h in held for m in made)
 
+    def may_be_trained(self, fn: FunctionInfo, expr: str, i: int) -> bool:
+        """The module ``expr`` names at event ``i`` of ``fn`` may be one whose parameters an
+        optimizer steps: one of its origins is a module some optimizer was given (seen from
+        further out: the same construction reached through more factory calls). False when
+        no origin can be followed, or all are other objects (an EMA teacher's copy)."""
+        mine = [o for o in self.origins(fn, expr, i) if o.known]
+        trained = [h for b in self.optimizers() for h in self.param_origins(b) if h.known]
+        def outer(a: tuple, b: tuple) -> bool:  # `b` is `a` reached through more calls
+            return len(a) <= len(b) and b[len(b) - len(a):] == a
+
+        return any((o.kind, o.cls, o.fn, o.index) == (h.kind, h.cls, h.fn, h.index)
+                   and (outer(h.via, o.via) or outer(o.via, h.via)) for o in mine for h in trained)
+
     def resets_others(self, reset: Action, back: Action) -> Optional[str]:
         """A module's ``zero_grad()`` that clears none of the parameters the optimizers stepped
         after ``back`` hold: every object it may be is a copy of a module (an EMA teacher made by

@@ -11,18 +11,29 @@ from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.facts import FunctionInfo
 from auditor.static.project import Project
 from auditor.static.training import UNTRAINED_NAME, OptimizerBuild, Training
+from auditor.static.config_values import values_of
 from auditor.static.values import config_default
 
 PARAMETER_CLASSES = ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
 
 
-def _value(project: Project, text: str) -> Optional[bool]:
-    """A requires_grad flag as written: a literal, or a configuration read whose key nothing in
-    the tree sets (``cfg.get("train_encoder", False)``: every run gets the default)."""
+def _value(project: Project, fn: FunctionInfo, line: int, text: str) -> Optional[tuple[bool, str]]:
+    """A requires_grad flag as written, with why it is known: a literal, a configuration read
+    whose key nothing in the tree sets (``cfg.get("train_encoder", False)``: every run gets the
+    default), or one whose every configured value on the program is the same flag (``not
+    cfg.freeze_encoder`` with ``freeze_encoder`` set true); negated by ``not``."""
+    if text.startswith("not "):
+        inner = _value(project, fn, line, text[4:].strip())
+        return None if inner is None else (not inner[0], inner[1])
     if text in ("True", "False"):
-        return text == "True"
+        return text == "True", ""
     value = config_default(project, text)
-    return value if isinstance(value, bool) else None
+    if isinstance(value, bool):
+        return value, "nothing in the tree sets that key"
+    found = values_of(project, fn, text, line)
+    if len({v.value for v in found}) == 1 and isinstance(found[0].value, bool):
+        return found[0].value, f"{found[0].source.what} is {found[0].value} ({found[0].source.where})"
+    return None
 
 
 def _freezes(project: Project, fn: FunctionInfo) -> Iterator[tuple[int, str, bool, str]]:
@@ -35,14 +46,15 @@ def _freezes(project: Project, fn: FunctionInfo) -> Iterator[tuple[int, str, boo
                 inner = next((x for x in fn.events[i + 1:] if x.kind == "call"
                               and x.span.line == e.span.line and text.startswith(x.func)), None)
                 text = f"{inner.func}({', '.join(inner.args)})" if inner is not None else text
-            flag = _value(project, text)
+            flag = _value(project, fn, e.span.line, text)
             if flag is not None:
-                yield i, _through_loop(fn, i, e.receiver), not flag, _read(text)
+                yield i, _through_loop(fn, i, e.receiver), not flag[0], _read(text, flag[1])
         elif e.kind == "assign" and len(e.targets) == 1 and e.targets[0].endswith(".requires_grad"):
             text = e.text.split("=", 1)[-1].strip()
-            flag = _value(project, text)
+            flag = _value(project, fn, e.span.line, text)
             if flag is not None:
-                yield i, _through_loop(fn, i, e.targets[0].rsplit(".", 1)[0]), not flag, _read(text)
+                yield i, _through_loop(fn, i, e.targets[0].rsplit(".", 1)[0]), not flag[0], \
+                    _read(text, flag[1])
         elif e.kind == "call" and e.func in PARAMETER_CLASSES and \
                 e.kwargs.get("requires_grad") == "False" and len(e.targets) == 1 and \
                 _fresh(fn, i):
@@ -70,8 +82,9 @@ def _fresh(fn: FunctionInfo, i: int) -> bool:
     return first is not None and first.func in FRESH_INITS
 
 
-def _read(text: str) -> str:
-    return "" if text in ("True", "False") else text
+def _read(text: str, why: str) -> str:
+    """The flag as the message shows it: a configuration read and what decides it."""
+    return f"`{text}`: {why}" if why else ""
 
 
 def _through_loop(fn: FunctionInfo, i: int, chain: str) -> str:
@@ -253,6 +266,23 @@ No automatic fix: whether the freeze is intended is the author's decision.
                 "opt = torch.optim.Adam(model.parameters())\n"
             ),
         }),
+        # the same switch, set so that the encoder trains
+        Valid({
+            "config.py": "DEFAULTS = {'probe': {'freeze_encoder': False}, 'lr': 0.01}\n",
+            "train.py": (
+                "import torch\n"
+                "from config import DEFAULTS\n"
+                "def make(model, cfg):\n"
+                "    model.encoder.requires_grad_(not cfg['probe']['freeze_encoder'])\n"
+                "    return torch.optim.Adam(model.parameters(), lr=cfg['lr'])\n"
+                "def main(model, loader):\n"
+                "    opt = make(model, DEFAULTS)\n"
+                "    for g in loader:\n"
+                "        opt.zero_grad()\n"
+                "        model(g).backward()\n"
+                "        opt.step()\n"
+            ),
+        }),
     ]
     INVALID = [
         Invalid(_WRAPPED, line=9),
@@ -312,6 +342,23 @@ No automatic fix: whether the freeze is intended is the author's decision.
             "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n",
             line=4,
         ),
+        # a later stage's switch read while building the stage that trains the encoder
+        Invalid({
+            "config.py": "DEFAULTS = {'probe': {'freeze_encoder': True}, 'lr': 0.01}\n",
+            "train.py": (
+                "import torch\n"
+                "from config import DEFAULTS\n"
+                "def make(model, cfg):\n"
+                "    model.encoder.requires_grad_(not cfg['probe']['freeze_encoder'])\n"
+                "    return torch.optim.Adam(model.parameters(), lr=cfg['lr'])\n"
+                "def main(model, loader):\n"
+                "    opt = make(model, DEFAULTS)\n"
+                "    for g in loader:\n"
+                "        opt.zero_grad()\n"
+                "        model(g).backward()\n"
+                "        opt.step()\n"
+            ),
+        }, path="train.py", line=4, message_contains="is True (config.py:1)"),
     ]
 
     @classmethod
@@ -334,7 +381,7 @@ No automatic fix: whether the freeze is intended is the author's decision.
                 yield cls.make_finding(
                     fn.path, fn.events[i].span,
                     f"`{chain}` is frozen (requires_grad=False"
-                    + (f": `{read}` and nothing in the tree sets that key" if read else "")
+                    + (f", {read}" if read else "")
                     + ") but the optimizer built at "
                     f"{build.fn.path}:{build.event.span.line} is given all of the model's "
                     f"parameters: the frozen ones never train",

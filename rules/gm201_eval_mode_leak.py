@@ -96,6 +96,50 @@ STOPPER = (
 )
 
 
+# an engine that fires the handlers registered on it after each step, a validation handler
+# (restoring train mode or not), and the script that wires them
+_ENGINE = (
+    "class Engine:\n"
+    "    def __init__(self, step):\n"
+    "        self.step = step\n"
+    "        self.handlers = []\n"
+    "    def add_handler(self, handler):\n"
+    "        self.handlers.append(handler)\n"
+    "    def run(self, data):\n"
+    "        for batch in data:\n"
+    "            self.step(batch)\n"
+    "            for handler in self.handlers:\n"
+    "                handler(self)\n"
+)
+_HANDLER = (
+    "class Validate:\n"
+    "    def __init__(self, model, loader):\n"
+    "        self.model, self.loader = model, loader\n"
+    "    def __call__(self, engine):\n"
+    "        self.model.eval()\n"
+    "        for g in self.loader:\n"
+    "            self.model(g)\n"
+    "{restore}"
+)
+_FIRED = (
+    "import torch\n"
+    "from torch import nn\n"
+    "from engine import Engine\n"
+    "from handlers import Validate\n"
+    "def main(loader):\n"
+    "    model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))\n"
+    "    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+    "    def step(batch):\n"
+    "        opt.zero_grad()\n"
+    "        model(batch).pow(2).mean().backward()\n"
+    "        opt.step()\n"
+    "    engine = Engine(step)\n"
+    "    engine.add_handler(Validate(model, loader))\n"
+    "    model.train()\n"
+    "    engine.run(loader)\n"
+)
+
+
 class EvalModeLeak(Rule):
     code = "GM201"
     name = "eval-mode-leak"
@@ -565,6 +609,9 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
         }),
         # the eval runs only with a save path; this stopper was built without one
         Valid(STOPPER.format(args="5")),
+        # the handler puts the model back in train mode
+        Valid({"engine.py": _ENGINE, "handlers.py": _HANDLER.format(restore="        self.model.train()\n"),
+               "train.py": _FIRED}),
     ]
     INVALID = [
         # the same trainer calling only `forward`: the registry's model may be the one with
@@ -856,6 +903,9 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
             "    main(torch.nn.BatchNorm1d(4), torch.randn(8, 4))\n",
             line=15, message_contains="eval mode",
         ),
+        # a validation handler registered on an engine; the engine fires it between steps
+        Invalid({"engine.py": _ENGINE, "handlers.py": _HANDLER.format(restore=""), "train.py": _FIRED},
+                path="handlers.py", line=5, message_contains="train.py:10"),
     ]
 
     @classmethod
@@ -869,7 +919,11 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
                     starts.append((fn, i, target))
         training = Training.of(project)
         for fn, i, target in starts:
-            trained = [o for o in PathSearch(project, visit).run(fn, i, target, False)
+            # the model put in eval mode, by where it was made: named again past a caller that
+            # holds it under no name (a handler object's `self.model`, fired by an engine)
+            made = training.origins(fn, target, i)
+            same = training.same_object(made) if all(o.known for o in made) else None
+            trained = [o for o in PathSearch(project, visit, same_object=same).run(fn, i, target, False)
                        if o.verdict == TRAINED and o.step is not None]
             if not trained or training.mode_free(fn, target, i):
                 continue  # mode_free: no Dropout, no BatchNorm in it, eval changes nothing

@@ -577,9 +577,9 @@ by a person, and the reference script must then do the same.
                 event = fn.events[i]
                 out.append(cls.make_finding(
                     fn.path, event.span,
-                    f"`{event.text}` writes into the buffers of `{module}`, a model the optimizer "
-                    "trains, outside its forward: its BatchNorm running statistics are replaced "
-                    "by another model's",
+                    f"`{event.text}` overwrites in place the buffers of `{module}`, a model the "
+                    "optimizer trains, outside its forward: its BatchNorm running statistics are "
+                    "replaced by another model's",
                     fix="copy in the other direction (into the EMA/target copy), or leave the "
                         "trained model's buffers to its own forward"))
         trained_in = {loop.fn.qualname for loop in training.training_loops()}

@@ -637,7 +637,7 @@ confirm.
         if not ran and not steps:
             return Verdict(Status.UNEXERCISED, ["the line never ran"])
         if not steps:
-            return None
+            return cls._zero_gradients(finding, evidence)
         comps = steps[0].components
         named = [c for c in comps if _matches(finding.message, c.name)]
         shares = ", ".join(f"{c.name} {c.share:.0%} (x{c.coef:.3g})" for c in comps
@@ -681,6 +681,20 @@ confirm.
             return Verdict(Status.REFUTED, [
                 f"{', '.join(c.name for c in named[:4])} weighted positively in the loss", context])
         return None
+
+
+    @staticmethod
+    def _zero_gradients(finding: Finding, evidence: Evidence) -> Optional[Verdict]:
+        """A zero weight without recorded loss components: the parameters only its term reaches
+        get exactly zero gradient at every step."""
+        if any(w in finding.message for w in ("negative", "maximised", "dominates", "extra term")):
+            return None
+        zero, graded = evidence.zero_gradient_params()
+        if not zero:
+            return None
+        return Verdict(Status.CONFIRMED, [
+            f"{len(zero)} parameters reached by the loss got exactly zero gradient at all "
+            f"{len(graded)} steps ({', '.join(zero[:4])}{', ...' if len(zero) > 4 else ''})"])
 
 
 EXTRA_SHARE = 0.05  # an extra term carrying this share of the loss or more weighs in it

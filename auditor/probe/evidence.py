@@ -960,6 +960,24 @@ class Evidence:
                     f"{'/'.join(s.param_dtypes)} at the backward of step {s.index}"]
         return []
 
+    def zero_gradient_params(self) -> tuple[list[str], list[StepFacts]]:
+        """Parameters that the loss reaches but whose gradient is exactly zero at every backward
+        with recorded gradients (at least two), and those steps. A weight scales a module's
+        output as a whole, so a parameter whose siblings in its module get gradient is left out:
+        that zero is the module's own arithmetic (a GAT's destination attention, constant
+        within each softmax group, has an exactly zero gradient)."""
+        graded = [s for s in self.steps if s.kind == "backward" and s.grads]
+        if len(graded) < 2:
+            return [], graded
+        zero: Optional[set[str]] = None
+        for s in graded:
+            reached = set(s.params_reached)
+            now = {n for n, g in s.grads.items() if g.state == "zero" and n in reached}
+            zero = now if zero is None else zero & now
+        module = lambda name: name.rpartition(".")[0]  # noqa: E731
+        return sorted(n for n in zero or () if all(p in zero for p in graded[-1].grads
+                                                   if module(p) == module(n))), graded
+
     def growing_holders(self) -> list[tuple[str, list[RetainedGraph]]]:
         """Holders whose retained graph grew from one recorded step to the next and ended
         larger than one step's loss graph: graphs accumulated across steps."""

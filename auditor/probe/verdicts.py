@@ -175,7 +175,7 @@ def runtime_findings(evidence: Evidence, static: Sequence[Finding],
     _accumulating(steps, add)
     _held_graphs(evidence, add)
     _sum_reductions(evidence, add)
-    _zero_gradients(steps, add)
+    _zero_gradients(evidence, add)
     _nonfinite(steps, add)
     _optimizers(evidence, steps, add)
     _ddp(evidence, add)
@@ -435,30 +435,17 @@ def _sum_reductions(evidence: Evidence, add) -> None:
                      if r.node_rows else "")])
 
 
-def _zero_gradients(steps: list[StepFacts], add) -> None:
-    """Parameters that the loss reaches but whose gradient is exactly zero at every backward:
-    the only loss term through them is weighted 0 (GM402). A weight scales a module's output as
-    a whole, so a parameter whose siblings in its module get gradient is left out: that zero
-    is the module's own arithmetic (a GAT's destination attention, constant within each
-    softmax group, has an exactly zero gradient)."""
-    graded = [s for s in steps if s.grads]
-    if len(graded) < 2:
-        return
-    zero = None
-    for s in graded:
-        reached = set(s.params_reached)
-        now = {n for n, g in s.grads.items() if g.state == "zero" and n in reached}
-        zero = now if zero is None else zero & now
-    module = lambda name: name.rpartition(".")[0]  # noqa: E731
-    zero = {n for n in zero or () if all(p in zero for p in graded[-1].grads
-                                         if module(p) == module(n))}
+def _zero_gradients(evidence: Evidence, add) -> None:
+    """Parameters the loss reaches whose gradient is exactly zero at every backward
+    (``Evidence.zero_gradient_params``): the only loss term through them is weighted 0 (GM402)."""
+    zero, graded = evidence.zero_gradient_params()
     if zero:
         s = graded[-1]
         add("GM402", s.path, s.line,
             f"{len(zero)} parameters reached by the loss get exactly zero gradient at every "
             f"step: the loss term through them is weighted 0",
             "give the loss term a non-zero weight, or leave it out of the model",
-            [f"zero gradient at all {len(graded)} steps: {_names(sorted(zero))}"])
+            [f"zero gradient at all {len(graded)} steps: {_names(zero)}"])
 
 
 def _nonfinite(steps: list[StepFacts], add) -> None:

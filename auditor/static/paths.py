@@ -86,6 +86,9 @@ Visitor = Callable[[Step, Hashable], tuple[Optional[str], Hashable]]
 Names = tuple[str, ...]  # the names of the tracked object in one function, the primary first
 # one path's end in a function: (verdict or "return" / "wrapped", state, step, names there)
 Walked = tuple[str, Hashable, Optional[Step], Names]
+# is the object an expression names at an event of a function the tracked one? (by where it
+# was made: auditor/static/training.py answers it, which builds on this module)
+SameObject = Callable[[FunctionInfo, str, int], bool]
 
 
 def _distinct(names: Iterable[Optional[str]]) -> Names:
@@ -418,9 +421,14 @@ class PathSearch:
         max_depth: int = 6,
         max_up: int = 4,
         max_events: int = 6000,
+        same_object: Optional[SameObject] = None,
     ) -> None:
         self.project = project
         self.visitor = visitor
+        # where no name reaches the tracked object (up from a callback an object was handed: the
+        # handler's `self.model` in the loop that fires it), the walk goes on without one and
+        # names it again where a call's callee is the same object
+        self.same_object = same_object
         self.max_depth = max_depth
         self.max_up = max_up
         self.budget = max_events
@@ -530,7 +538,7 @@ class PathSearch:
             if holder == "self" and not same and self._built_to_skip(caller, event):
                 continue
             mapped = self.map_up(fn, event, names)
-            if names and not mapped:
+            if names and not mapped and self.same_object is None:
                 outcomes.append(Outcome(LOST, None, trail))
                 continue
             key = (caller.qualname, i, mapped, state, same)
@@ -565,6 +573,8 @@ class PathSearch:
             if not states:
                 break
             event = fn.events[i]
+            if not names and self.same_object is not None:
+                names = self._named_again(fn, i)
             branch = innermost(event)
             conditional = branch is not None and branch != start_branch
             ng = no_grad or under_no_grad(event)
@@ -601,6 +611,17 @@ class PathSearch:
             states, names = next_states, kept
         results += [("wrapped", st, None, names) for st in states]
         return results
+
+    def _named_again(self, fn: FunctionInfo, i: int) -> Names:
+        """The tracked object's name at event ``i`` of ``fn`` when the call there runs it (its
+        callee or receiver is the same object): the walk lost its name on the way here."""
+        event = fn.events[i]
+        if event.kind != "call" or self.same_object is None:
+            return ()
+        for expr in (event.func.removesuffix("()"), event.receiver):
+            if expr and re.fullmatch(r"[\w.]+", expr) and self.same_object(fn, expr, i):
+                return (expr,)
+        return ()
 
     def _descend(self, fn: FunctionInfo, event: Event, names: Names, state: Hashable,
                  conditional: bool, no_grad: bool, depth: int, stack: tuple[str, ...]

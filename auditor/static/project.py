@@ -390,8 +390,7 @@ class Project:
         if "." not in func or func.startswith("self."):
             # `step = make_step(model, opt)` then `step(x)`, or a callable an object was handed
             # (`self.process_fn(batch)`): the closure the factory returns
-            for callee in self._built_from(caller, func, event.span.line):
-                candidates += self._returned_closures(callee)
+            candidates += self._callables(caller, func, event.span.line)
             # a name defined in the caller's module (nested scopes included)
             candidates += [f"{caller.module}.{func}", f"{caller.qualname}.{func}"]
         candidates += self._registered(caller, func, event.span.line)

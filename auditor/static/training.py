@@ -249,6 +249,16 @@ class Origin:
     def site_span(self) -> Optional[Span]:
         return self.via_spans[0] if self.via_spans else self.span
 
+    def same_as(self, other: "Origin") -> bool:
+        """The same construction, one of them seen through more factory calls than the other
+        (``build_model`` inside ``make_state``, and ``make_state(cfg)`` in the script)."""
+        def outer(a: tuple, b: tuple) -> bool:
+            return len(a) <= len(b) and b[len(b) - len(a):] == a
+
+        return self.known and (self.kind, self.cls, self.fn, self.index) == \
+            (other.kind, other.cls, other.fn, other.index) \
+            and (outer(self.via, other.via) or outer(other.via, self.via))
+
     def through(self, fn: str, index: int, span: Span) -> "Origin":
         """The same object, as returned by the call at ``index`` of ``fn``."""
         if not self.known:
@@ -1019,11 +1029,13 @@ class Training:
         no origin can be followed, or all are other objects (an EMA teacher's copy)."""
         mine = [o for o in self.origins(fn, expr, i) if o.known]
         trained = [h for b in self.optimizers() for h in self.param_origins(b) if h.known]
-        def outer(a: tuple, b: tuple) -> bool:  # `b` is `a` reached through more calls
-            return len(a) <= len(b) and b[len(b) - len(a):] == a
+        return any(o.same_as(h) for o in mine for h in trained)
 
-        return any((o.kind, o.cls, o.fn, o.index) == (h.kind, h.cls, h.fn, h.index)
-                   and (outer(h.via, o.via) or outer(o.via, h.via)) for o in mine for h in trained)
+    def same_object(self, made: list[Origin]) -> Callable[[FunctionInfo, str, int], bool]:
+        """A question for :class:`PathSearch`: may an expression name one of the objects
+        ``made``?"""
+        return lambda fn, expr, i: any(o.same_as(m) for o in self.origins(fn, expr, i)
+                                       if o.known for m in made)
 
     def resets_others(self, reset: Action, back: Action) -> Optional[str]:
         """A module's ``zero_grad()`` that clears none of the parameters the optimizers stepped

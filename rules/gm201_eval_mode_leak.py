@@ -922,8 +922,8 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
             # the model put in eval mode, by where it was made: named again past a caller that
             # holds it under no name (a handler object's `self.model`, fired by an engine)
             made = training.origins(fn, target, i)
-            same = training.same_object(made) if all(o.known for o in made) else None
-            trained = [o for o in PathSearch(project, visit, same_object=same).run(fn, i, target, False)
+            identity = training.identity(made) if all(o.known for o in made) else None
+            trained = [o for o in PathSearch(project, visit, identity=identity).run(fn, i, target, False)
                        if o.verdict == TRAINED and o.step is not None]
             if not trained or training.mode_free(fn, target, i):
                 continue  # mode_free: no Dropout, no BatchNorm in it, eval changes nothing

@@ -60,6 +60,9 @@ class Step:
     resolved: bool = False  # a call the walk followed the tracked object into (its events came first)
     project: Optional[Project] = field(default=None, compare=False, repr=False)
     aliases: tuple[str, ...] = ()  # other names of the tracked object in ``fn`` (see aliases)
+    # the walk follows the object by where it was made and no name reaches it here: what runs
+    # here cannot be said to use it (see PathSearch's identity)
+    unnamed: bool = False
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -86,9 +89,16 @@ Visitor = Callable[[Step, Hashable], tuple[Optional[str], Hashable]]
 Names = tuple[str, ...]  # the names of the tracked object in one function, the primary first
 # one path's end in a function: (verdict or "return" / "wrapped", state, step, names there)
 Walked = tuple[str, Hashable, Optional[Step], Names]
-# is the object an expression names at an event of a function the tracked one? (by where it
-# was made: auditor/static/training.py answers it, which builds on this module)
-SameObject = Callable[[FunctionInfo, str, int], bool]
+
+
+@dataclass(frozen=True)
+class Identity:
+    """The tracked object by where it was made (auditor/static/training.py builds it, on this
+    module): does an expression at an event of a function name it, and which events (its
+    constructor's call, the factory calls that returned it) make it anew."""
+
+    names_it: Callable[[FunctionInfo, str, int], bool]
+    made_at: frozenset  # of (function qualname, event index)
 
 
 def _distinct(names: Iterable[Optional[str]]) -> Names:
@@ -179,7 +189,7 @@ def training_visitor(step: "Step", forwarded: Hashable) -> tuple[Optional[str], 
     gradients on the same path (a frozen teacher run under no_grad never counts)."""
     event, tracked = step.event, step.tracked
     if is_backward(event):
-        trains = forwarded and not step.no_grad and backward_trains(step)
+        trains = forwarded and not step.no_grad and not step.unnamed and backward_trains(step)
         return (TRAINED, forwarded) if trains else (None, forwarded)
     if tracked and not step.no_grad and not step.resolved \
             and any(forward_use(event, name) for name in step.names):
@@ -421,14 +431,14 @@ class PathSearch:
         max_depth: int = 6,
         max_up: int = 4,
         max_events: int = 6000,
-        same_object: Optional[SameObject] = None,
+        identity: Optional[Identity] = None,
     ) -> None:
         self.project = project
         self.visitor = visitor
         # where no name reaches the tracked object (up from a callback an object was handed: the
         # handler's `self.model` in the loop that fires it), the walk goes on without one and
-        # names it again where a call's callee is the same object
-        self.same_object = same_object
+        # names it again where a call's callee or receiver is the same object
+        self.identity = identity
         self.max_depth = max_depth
         self.max_up = max_up
         self.budget = max_events
@@ -538,7 +548,7 @@ class PathSearch:
             if holder == "self" and not same and self._built_to_skip(caller, event):
                 continue
             mapped = self.map_up(fn, event, names)
-            if names and not mapped and self.same_object is None:
+            if names and not mapped and self.identity is None:
                 outcomes.append(Outcome(LOST, None, trail))
                 continue
             key = (caller.qualname, i, mapped, state, same)
@@ -573,7 +583,12 @@ class PathSearch:
             if not states:
                 break
             event = fn.events[i]
-            if not names and self.same_object is not None:
+            if not names and self.identity is not None:
+                if (fn.qualname, i) in self.identity.made_at:
+                    # made anew here: a later use is of another object than the one tracked
+                    results += [(LOST, st, None, names) for st in states]
+                    states = set()
+                    break
                 names = self._named_again(fn, i)
             branch = innermost(event)
             conditional = branch is not None and branch != start_branch
@@ -598,7 +613,7 @@ class PathSearch:
                     continue
                 for est in entry_states:
                     step = Step(fn, i, kept[0] if kept else None, conditional, ng, resolved,
-                                self.project, kept[1:])
+                                self.project, kept[1:], self.identity is not None and not kept)
                     verdict, new = self.visitor(step, est)
                     if verdict is not None:
                         results.append((verdict, new, step, kept))
@@ -615,11 +630,17 @@ class PathSearch:
     def _named_again(self, fn: FunctionInfo, i: int) -> Names:
         """The tracked object's name at event ``i`` of ``fn`` when the call there runs it (its
         callee or receiver is the same object): the walk lost its name on the way here."""
-        event = fn.events[i]
-        if event.kind != "call" or self.same_object is None:
+        if fn.events[i].kind != "call" or self.identity is None:
             return ()
-        for expr in (event.func.removesuffix("()"), event.receiver):
-            if expr and re.fullmatch(r"[\w.]+", expr) and self.same_object(fn, expr, i):
+        span = fn.events[i].span
+        # the calls nested in this one run first (`model(g).sum().backward()`)
+        for k in range(i, len(fn.events)):
+            event = fn.events[k]
+            if not event.span.within(span):
+                break
+            expr = event.receiver if event.receiver and event.method else event.func.removesuffix("()")
+            if event.kind == "call" and re.fullmatch(r"[\w.]+", expr or "-") \
+                    and self.identity.names_it(fn, expr, k):
                 return (expr,)
         return ()
 

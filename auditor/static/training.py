@@ -63,7 +63,8 @@ from typing import Callable, Optional
 from auditor.static.dataflow import (MAX_INSTANCE_CLASSES, SHARING_METHODS, SHARING_WRAPPERS,
                                      callee_text, classmethod_instances, instance_classes)
 from auditor.static.facts import MODULE_SCOPE, ClassInfo, Event, FunctionInfo, Span
-from auditor.static.paths import BACKWARD_METHODS, NO_GRAD_CONTEXTS, NOT_FORWARD, bindings, rebase
+from auditor.static.paths import (BACKWARD_METHODS, NO_GRAD_CONTEXTS, NOT_FORWARD, Identity, bindings,
+                                  rebase)
 from auditor.static.project import Project
 from auditor.static.texts import top_level_items
 
@@ -1031,11 +1032,12 @@ class Training:
         trained = [h for b in self.optimizers() for h in self.param_origins(b) if h.known]
         return any(o.same_as(h) for o in mine for h in trained)
 
-    def same_object(self, made: list[Origin]) -> Callable[[FunctionInfo, str, int], bool]:
-        """A question for :class:`PathSearch`: may an expression name one of the objects
-        ``made``?"""
-        return lambda fn, expr, i: any(o.same_as(m) for o in self.origins(fn, expr, i)
-                                       if o.known for m in made)
+    def identity(self, made: list[Origin]) -> Identity:
+        """The objects ``made`` as :class:`PathSearch` follows them past where no name reaches
+        them: an expression names one when one of its origins is one of them."""
+        return Identity(lambda fn, expr, i: any(o.same_as(m) for o in self.origins(fn, expr, i)
+                                                if o.known for m in made),
+                        frozenset((o.fn, o.index) for o in made) | {v for o in made for v in o.via})
 
     def resets_others(self, reset: Action, back: Action) -> Optional[str]:
         """A module's ``zero_grad()`` that clears none of the parameters the optimizers stepped

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from auditor.registry import all_rules
 
 TRAIN = """\
@@ -92,7 +94,7 @@ from pathlib import Path
 import torch
 
 
-def test_save(tmp_path):
+def {name}(tmp_path):
     with tempfile.TemporaryDirectory() as d:
         torch.save({}, os.path.join(d, "a.pt"))
         a = torch.load(os.path.join(d, "a.pt"))
@@ -107,11 +109,21 @@ def test_save(tmp_path):
 
 
 def test_a_read_back_from_a_private_temporary_directory_is_a_preview_kind(tmp_path):
-    (tmp_path / "test_io.py").write_text(ROUNDTRIP)
+    (tmp_path / "roundtrip.py").write_text(ROUNDTRIP.replace("{name}", "roundtrip"))
     assert findings(tmp_path, rule="GM602") == [("GM602", 15, False)]
     assert findings(tmp_path, "--preview", rule="GM602") == [
         ("GM602", 11, True), ("GM602", 13, True), ("GM602", 14, True), ("GM602", 15, False),
         ("GM602", 17, True)]
+
+
+@pytest.mark.parametrize("path, name", [("test_io.py", "roundtrip"), ("io_check.py", "test_save"),
+                                        ("tests/io_check.py", "roundtrip")])
+def test_every_load_in_test_code_is_a_preview_kind(tmp_path, path, name):
+    (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / path).write_text(ROUNDTRIP.replace("{name}", name))
+    assert findings(tmp_path, rule="GM602") == []
+    assert [line for _, line, preview in findings(tmp_path, "--preview", rule="GM602") if preview] \
+        == [11, 13, 14, 15, 17]
 
 
 def test_the_rule_table_and_rules_command_say_which_rules_have_a_preview_kind():

@@ -78,14 +78,18 @@ def _is_test(path: str) -> bool:
     return name.startswith("test_") or name.endswith("_test.py")
 
 
+def is_test_path(path: str) -> bool:
+    """A file of a test suite: under a tests/ folder, or named like a test module."""
+    return any(p in ("tests", "test", "testing") for p in path.split("/")[:-1]) or _is_test(path)
+
+
 def is_test_code(fn: FunctionInfo) -> bool:
     """``fn`` belongs to a test suite: a ``test*`` function, a method of a ``Test*`` class, code
     in a file under a tests/ folder or named like a test module. Its fixed seeds and its draws
     serve the test's own fixtures, not a run that must reproduce."""
-    parts = fn.path.split("/")
     owner = fn.class_name.rsplit(".", 1)[-1]
     return (fn.name.startswith("test") or owner.startswith("Test") or owner.endswith("Test")
-            or any(p in ("tests", "test", "testing") for p in parts[:-1]) or _is_test(fn.path))
+            or is_test_path(fn.path))
 
 
 def _test_functions(facts: FileFacts) -> tuple[str, ...]:

@@ -92,7 +92,7 @@ plain containers will then fail to load, loudly, instead of executing code.
         # a private temporary directory: behind --preview (tests/test_preview.py), and a path
         # rebound to a shared folder afterwards is a path like any other
         Invalid(
-            "import os, tempfile, torch\n\ndef test_roundtrip(save):\n"
+            "import os, tempfile, torch\n\ndef roundtrip(save):\n"
             "    with tempfile.TemporaryDirectory() as d:\n"
             "        save(os.path.join(d, 'a.pt'))\n"
             "        d = '/tmp/shared'\n"

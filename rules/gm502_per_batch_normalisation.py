@@ -59,12 +59,23 @@ def _axis_arg(call: cst.Call, positional: int) -> tuple[bool, Optional[cst.BaseE
     return False, None
 
 
+# what keeps a statistic the statistic: a floor against division by zero, a cast, a move
+_KEEPS = {"clamp", "clamp_min", "clip", "float", "double", "to", "detach", "sqrt"}
+
+
 def _unwrap(node: cst.BaseExpression) -> cst.BaseExpression:
-    """``x.min(0)[0]`` / ``x.max(0).values`` -> the reduction call."""
+    """``x.min(0)[0]`` / ``x.max(0).values`` / ``x.std(0).clamp_min(eps)`` / ``x.std(0) + eps``
+    -> the reduction call."""
     if isinstance(node, cst.Subscript):
         return node.value
     if isinstance(node, cst.Attribute) and node.attr.value in ("values", "data"):
         return node.value
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+            and node.func.attr.value in _KEEPS:
+        return _unwrap(node.func.value)
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add) \
+            and isinstance(node.right, (cst.Float, cst.Integer, cst.Name)):
+        return _unwrap(node.left)
     return node
 
 
@@ -172,6 +183,24 @@ No automatic fix: the dataset statistics have to be computed and passed in.
         ),
         # one-off preprocessing script, not per batch
         Valid("import numpy as np\nx = np.load('a.npy')\nx = (x - x.mean(0)) / x.std(0)\nnp.save('b.npy', x)\n"),
+        # the same collate object with the training split's statistics
+        Valid({
+            "data.py": (
+                "import dgl\nimport torch\n"
+                "class Normalizer:\n"
+                "    def __init__(self, graphs):\n"
+                "        feats = torch.cat([g.ndata['feat'] for g in graphs])\n"
+                "        self.mean, self.std = feats.mean(0), feats.std(0).clamp_min(1e-6)\n"
+                "    def __call__(self, graphs):\n"
+                "        bg = dgl.batch(graphs)\n"
+                "        feat = bg.ndata['feat']\n"
+                "        bg.ndata['x'] = (feat - self.mean) / self.std\n"
+                "        return bg\n"
+                "def loaders(train_set):\n"
+                "    norm = Normalizer(train_set.graphs)\n"
+                "    return dgl.dataloading.GraphDataLoader(train_set, batch_size=32, collate_fn=norm)\n"
+            ),
+        }),
     ]
     INVALID = [
         # the model standardises the input features it is called with
@@ -236,6 +265,25 @@ No automatic fix: the dataset statistics have to be computed and passed in.
             "    feats = StandardScaler().fit_transform(batch)\n    return feats\n",
             line=4,
         ),
+        # a collate object standardising each batch with the batch's own statistics
+        Invalid({
+            "data.py": (
+                "import dgl\nimport torch\n"
+                "class Normalizer:\n"
+                "    def __init__(self, graphs):\n"
+                "        feats = torch.cat([g.ndata['feat'] for g in graphs])\n"
+                "        self.mean, self.std = feats.mean(0), feats.std(0).clamp_min(1e-6)\n"
+                "    def __call__(self, graphs):\n"
+                "        bg = dgl.batch(graphs)\n"
+                "        feat = bg.ndata['feat']\n"
+                "        mean, std = feat.mean(0), feat.std(0).clamp_min(1e-6)\n"
+                "        bg.ndata['x'] = (feat - mean) / std\n"
+                "        return bg\n"
+                "def loaders(train_set):\n"
+                "    norm = Normalizer(train_set.graphs)\n"
+                "    return dgl.dataloading.GraphDataLoader(train_set, batch_size=32, collate_fn=norm)\n"
+            ),
+        }, path="data.py", line=11),
     ]
 
     def __init__(self, ctx) -> None:
@@ -315,13 +363,21 @@ No automatic fix: the dataset statistics have to be computed and passed in.
     # -- statements ------------------------------------------------------------------------------
     def visit_Assign(self, node: cst.Assign) -> None:
         self._check_value(node.value)
-        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
-            red = self._reduction(node.value)
-            name = node.targets[0].target.value
+        if len(node.targets) != 1:
+            return
+        target, value = node.targets[0].target, node.value
+        # `mean, std = x.mean(0), x.std(0)`: each name with its own value
+        pairs = [(t.value, v.value) for t, v in zip(target.elements, value.elements)] \
+            if isinstance(target, cst.Tuple) and isinstance(value, cst.Tuple) \
+            and len(target.elements) == len(value.elements) else [(target, value)]
+        for name, v in pairs:
+            if not isinstance(name, cst.Name):
+                continue
+            red = self._reduction(v)
             if red is not None:
-                self.bound[-1][name] = red
+                self.bound[-1][name.value] = red
             else:
-                self.bound[-1].pop(name, None)
+                self.bound[-1].pop(name.value, None)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         red = self._reduction(node.value)

@@ -39,15 +39,17 @@ _TRANSFORM_WORDS = ("transform", "augment", "jitter")
 def _roots(project: Project) -> list[tuple[str, str]]:
     passed_collate: set[str] = set()
     passed_transform: set[str] = set()
-    for _, event in project.events("call"):
+    for fn, event in project.events("call"):
         for key, value in event.kwargs.items():
             # `collate_fn=collate`, `collate_fn=RandomRotation(seed)`: the function, or the class
-            # whose instances are called
+            # whose instances are called; `collate_fn=norm` with `norm = Normalizer(stats)`
             name = re.sub(r"\((\.\.\.)?\)$", "", value).rsplit(".", 1)[-1]
-            if key == "collate_fn":
-                passed_collate.add(name)
-            elif key in ("transform", "transforms"):
-                passed_transform.add(name)
+            if key not in ("collate_fn", "transform", "transforms"):
+                continue
+            built = project.instance_class(fn, value, event.span.line) \
+                if re.fullmatch(r"[\w.]+", value) else None
+            names = {name, built.rsplit(".", 1)[-1]} if built else {name}
+            (passed_collate if key == "collate_fn" else passed_transform).update(names)
     roots: list[tuple[str, str]] = []
     for qual, fn in list(project.functions.items()):
         cls = fn.class_name.rsplit(".", 1)[-1] if fn.class_name else ""

@@ -348,6 +348,9 @@ class LossCall:
     pred_rms: Optional[float] = None
     target_rms: Optional[float] = None
     input_dtype: str = ""  # the prediction's dtype (float16/bfloat16: cast to low precision)
+    # computed with an autograd graph (a training loss), not a metric of fixed tensors (an
+    # evaluation's mean-predictor baseline, a loss under no_grad)
+    graded: bool = True
     pid: int = 0
     rank: Optional[int] = None
 

@@ -540,8 +540,8 @@ def _outputs(evidence: Evidence, add) -> None:
         for (path, line), calls in by_site.items():
             last = [x for x in calls if x.step == last_step] or calls[-1:]
             x = last[-1]
-            if x.pred_std is None or not x.target_std:
-                continue
+            if x.pred_std is None or not x.target_std or not x.graded:
+                continue  # a collapsed or mis-scaled prediction is a symptom of what trains
             if last_step >= 1 and x.pred_std < COLLAPSE_RATIO * x.target_std:
                 add("GM702", path, line,
                     f"prediction collapsed to a near-constant: std across nodes {x.pred_std:.2e} "

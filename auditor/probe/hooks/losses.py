@@ -62,7 +62,8 @@ def install(rec, torch) -> None:
         tgt = arg(idx, args, kwargs, "target")
         item = {"path": path or "", "line": line, "fn": fname, "reduction": str(reduction),
                 "dtype": rec.short(out.dtype) if isinstance(out, torch.Tensor) else "",
-                "step": rec.step_count, "autocast": rec.autocast_state()}
+                "step": rec.step_count, "autocast": rec.autocast_state(),
+                "graded": isinstance(out, torch.Tensor) and out.grad_fn is not None}
         if isinstance(out, torch.Tensor) and out.numel() == 1:
             item["value"] = float(out.detach().float().item())
         if isinstance(inp, torch.Tensor):

@@ -2,6 +2,7 @@ import os
 
 import dgl
 import pytorch_lightning as pl
+import torch
 from dgl.utils import set_num_threads
 
 
@@ -11,6 +12,8 @@ def seed_everything(seed, deterministic=True):
     pl.seed_everything(seed, workers=True)
     dgl.seed(seed)
     if deterministic:
-        # DGL's CPU message-passing kernels reduce with OpenMP threads in a
-        # nondeterministic order; a single thread keeps reruns bit-identical.
+        # DGL's CPU message-passing kernels and some torch CPU kernels reduce
+        # across threads in a nondeterministic order; one thread keeps reruns
+        # bit-identical (the graphs are small, the cost is low).
         set_num_threads(1)
+        torch.set_num_threads(1)

@@ -65,14 +65,10 @@ def canonicalise(facts: FileFacts, layout: Layout) -> None:
             if event.kind == "call":
                 event.func = canon(event.func)
 
+
 # `for a, b in self.items[k]:` -> `self.items[k]`
 _FOR_HEADER = re.compile(r"(?:async\s+)?for\s+.+?\s+in\s+(.+):\s*$")
 _STORING = ("append", "add", "insert", "appendleft")
-
-
-def _loop_targets(fn: FunctionInfo) -> set[str]:
-    return {t for e in fn.events if e.kind == "assign" and e.text.startswith(("for ", "async for "))
-            for t in e.targets}
 
 
 def _stored_item(event: Event, base: str) -> str:
@@ -94,8 +90,8 @@ def _containers_of(event: Event, items: list[str]) -> list[str]:
     base = re.sub(r"(\[[^\[\]]*\])+\s*$", "", head.strip())
     if not re.fullmatch(r"[\w.]+", base):
         return []
-    stored = container_items(event.text.split("=", 1)[-1]) if event.kind == "assign" and base == head.strip() \
-        else [_stored_item(event, base)]
+    display = event.kind == "assign" and base == head.strip()
+    stored = container_items(event.text.split("=", 1)[-1]) if display else [_stored_item(event, base)]
     return [base] if any(x in items for x in stored) else []
 
 
@@ -133,6 +129,7 @@ class Project:
         self._reexports: dict[tuple[str, int], tuple[int, bool, Optional[str]]] = {}
         self._members: tuple[int, dict[str, list[str]]] = (-1, {})
         self._constructed: dict[str, dict[str, list[tuple[int, str]]]] = {}
+        self._bound_by_loops: dict[str, frozenset[str]] = {}  # qualname -> names its loops bind
         self._not_skipped: set[str] = set()
         self._memos: dict[str, dict[str, Any]] = {}
         # a framework's method that runs a synthetic method of the instance handed to it
@@ -217,7 +214,7 @@ class Project:
             if event.kind != "call":
                 continue
             if handed_only and not any(name.startswith("self.") or name in fn.params
-                                       or name in _loop_targets(fn) for name in
+                                       or name in self._loop_targets(fn) for name in
                                        (event.func.removesuffix("()"), event.receiver) if name):
                 continue
             for callee in self._candidates(event, fn):
@@ -394,9 +391,18 @@ class Project:
             # a name defined in the caller's module (nested scopes included)
             candidates += [f"{caller.module}.{func}", f"{caller.qualname}.{func}"]
         candidates += self._registered(caller, func, event.span.line)
-        if "." not in func and func in _loop_targets(caller):
+        if "." not in func and func in self._loop_targets(caller):
             candidates += self._contained(caller, func, event.span.line)
         return list(dict.fromkeys(candidates))
+
+    def _loop_targets(self, fn: FunctionInfo) -> frozenset[str]:
+        """The names ``fn``'s ``for`` loops bind (asked at each of its calls: kept)."""
+        found = self._bound_by_loops.get(fn.qualname)
+        if found is None:
+            found = frozenset(t for e in fn.events if e.kind == "assign"
+                              and e.text.startswith(("for ", "async for ")) for t in e.targets)
+            self._bound_by_loops[fn.qualname] = found
+        return found
 
     def _contained(self, fn: FunctionInfo, name: str, line: int) -> list[str]:
         """``for flt, handler in self._handlers[event]: handler(self)``: the callables the
@@ -502,6 +508,12 @@ class Project:
     def registries_of(self, fn: FunctionInfo) -> set[str]:
         """The containers of ``fn``'s module that hold it (by display, by store, or stored by a
         decorator it has): a call of it may be written as a lookup in one of them."""
+        memo = self.memo("registries_of")
+        if fn.qualname not in memo:
+            memo[fn.qualname] = self._registries_of(fn)
+        return memo[fn.qualname]
+
+    def _registries_of(self, fn: FunctionInfo) -> set[str]:
         makers = [m for d in fn.decorators if (m := self.functions.get(d.removesuffix("()")))]
         makers += [self.functions[q] for m in list(makers) for q in self._returned_closures(m.qualname)]
         out: set[str] = set()

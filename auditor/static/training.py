@@ -1058,8 +1058,8 @@ class Training:
             if o.kind == "copy":
                 if o in held:
                     return None
-            elif not o.cls or not all(h.known for h in held) or any(self.contains_class(h.cls, o.cls) or self.contains_class(o.cls, h.cls)
-                     for h in held):
+            elif not o.cls or not all(h.known for h in held) or any(
+                    self.contains_class(h.cls, o.cls) or self.contains_class(o.cls, h.cls) for h in held):
                 return None
         o = mine[0]
         site = self.project.functions.get(o.fn)

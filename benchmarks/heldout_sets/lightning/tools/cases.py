@@ -95,7 +95,7 @@ CASES = [
                      "with unmasked validation inputs (3 batches every 25 steps) outside the training "
                      "step, and dropout is applied in the probe."),
         edits=[(CB, "        pl_module.eval()\n        spreads = []\n", "        spreads = []\n")],
-        entries=[dict(rule="GM202", path=CB, marks=["spreads = []", "z = pl_module.embed(g, x)"])],
+        entries=[dict(rule="GM202", path=CB, marks=["spreads = []", "z = pl_module.embed(g,"])],
     ),
     dict(
         case="c09", slug="bf16_true_precision", kind="bug", divergence="init",

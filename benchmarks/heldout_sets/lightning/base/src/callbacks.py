@@ -17,7 +17,7 @@ class EmbeddingProbe(pl.Callback):
         pl_module.eval()
         spreads = []
         for g, x in trainer.datamodule.val_dataloader():
-            z = pl_module.embed(g, x)
+            z = pl_module.embed(g, x.to(pl_module.dtype))
             spreads.append(z.std(dim=0).mean())
         pl_module.train()
         self.history.append((step, float(torch.stack(spreads).mean())))

@@ -48,6 +48,7 @@ validate-floor: venv
 	$(PY) -m benchmarks.validation --mode static --floor
 	$(PY) -m benchmarks.validation --mode static --floor --heldout engine
 	$(PY) -m benchmarks.validation --mode static --floor --heldout functional
+	$(PY) -m benchmarks.validation --mode static --floor --heldout lightning
 
 bench: venv
 	$(PY) benchmarks/static_bench.py

@@ -440,13 +440,13 @@ class Project:
         if defined:
             return defined
         out: list[str] = []
-        if up < MAX_PASSED:
+        for built in self._built_from(fn, name, line):
+            out += self.method_candidates(built, "__call__") if built in self.classes \
+                else self._returned_closures(built)
+        if up < MAX_PASSED and (name in fn.params or not out and name.startswith("self.")):
+            # what the callers hand over that no construction names: `self`, a `def`
             for caller, argument, at in self._passed_as(fn, name):
                 out += self._callables(caller, argument, at, up + 1)
-        if not out:
-            for built in self._built_from(fn, name, line):
-                out += self.method_candidates(built, "__call__") if built in self.classes \
-                    else self._returned_closures(built)
         return out
 
     def _registered(self, caller: FunctionInfo, func: str, line: int) -> list[str]:

@@ -171,7 +171,7 @@ CASES = [
                      "dgl.seed, but make_graph draws the intra-block edges with dgl.rand_graph, so the "
                      "synthetic graph structure changes from run to run with the same --seed."),
         edits=[(SEED, "    dgl.seed(seed)\n", "")],
-        entries=[dict(rule="GM603", path=SEED, marks=["    if deterministic:"])],
+        entries=[dict(rule="GM603", path=SEED, marks=["pl.seed_everything(seed, workers=True)"])],
     ),
     # ---------------------------------------------------------------- benign look-alikes
     dict(

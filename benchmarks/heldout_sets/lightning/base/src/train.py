@@ -52,8 +52,11 @@ def main(argv=None):
             enable_checkpointing=True,
         )
         trainer.fit(lit, datamodule=dm)
-        best_step = int(best.best_model_path.rsplit("step=", 1)[1].split(".")[0])
-        model = load_best(best.best_model_path, cfg)
+        if best.best_model_path:
+            best_step = int(best.best_model_path.rsplit("step=", 1)[1].split(".")[0])
+            model = load_best(best.best_model_path, cfg)
+        else:  # fewer steps than one validation interval
+            best_step, model = trainer.global_step, lit.model
 
     result = masked_reconstruction(model, dm.val_dataloader())
     final_loss = float(sum(lit.loss_history[-10:]) / 10)

@@ -134,6 +134,22 @@ _TRAINER_FROM_CONFIG = (
 )
 
 
+# a freeze switched by a configuration flag for a later stage, read while building the optimizer
+_FREEZE_SWITCH = (
+    "import torch\n"
+    "from config import DEFAULTS\n"
+    "def make(model, cfg):\n"
+    "    model.encoder.requires_grad_(not cfg['probe']['freeze_encoder'])\n"
+    "    return torch.optim.Adam(model.parameters(), lr=cfg['lr'])\n"
+    "def main(model, loader):\n"
+    "    opt = make(model, DEFAULTS)\n"
+    "    for g in loader:\n"
+    "        opt.zero_grad()\n"
+    "        model(g).backward()\n"
+    "        opt.step()\n"
+)
+
+
 class FrozenTrainedParams(Rule):
     code = "GM103"
     name = "frozen-trained-params"
@@ -269,19 +285,7 @@ No automatic fix: whether the freeze is intended is the author's decision.
         # the same switch, set so that the encoder trains
         Valid({
             "config.py": "DEFAULTS = {'probe': {'freeze_encoder': False}, 'lr': 0.01}\n",
-            "train.py": (
-                "import torch\n"
-                "from config import DEFAULTS\n"
-                "def make(model, cfg):\n"
-                "    model.encoder.requires_grad_(not cfg['probe']['freeze_encoder'])\n"
-                "    return torch.optim.Adam(model.parameters(), lr=cfg['lr'])\n"
-                "def main(model, loader):\n"
-                "    opt = make(model, DEFAULTS)\n"
-                "    for g in loader:\n"
-                "        opt.zero_grad()\n"
-                "        model(g).backward()\n"
-                "        opt.step()\n"
-            ),
+            "train.py": _FREEZE_SWITCH,
         }),
     ]
     INVALID = [
@@ -345,19 +349,7 @@ No automatic fix: whether the freeze is intended is the author's decision.
         # a later stage's switch read while building the stage that trains the encoder
         Invalid({
             "config.py": "DEFAULTS = {'probe': {'freeze_encoder': True}, 'lr': 0.01}\n",
-            "train.py": (
-                "import torch\n"
-                "from config import DEFAULTS\n"
-                "def make(model, cfg):\n"
-                "    model.encoder.requires_grad_(not cfg['probe']['freeze_encoder'])\n"
-                "    return torch.optim.Adam(model.parameters(), lr=cfg['lr'])\n"
-                "def main(model, loader):\n"
-                "    opt = make(model, DEFAULTS)\n"
-                "    for g in loader:\n"
-                "        opt.zero_grad()\n"
-                "        model(g).backward()\n"
-                "        opt.step()\n"
-            ),
+            "train.py": _FREEZE_SWITCH,
         }, path="train.py", line=4, message_contains="is True (config.py:1)"),
     ]
 

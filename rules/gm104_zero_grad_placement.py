@@ -23,6 +23,21 @@ def _same_optimizer(reset: Action, step: Action, loop: TrainingLoop) -> bool:
 NEVER_RESET = "never reset in the training loop"
 
 
+# a loop that resets an EMA teacher's gradients (a copy of the trained model), and `{own}`
+_TEACHER_RESET = (
+    "import copy\n"
+    "import torch\n"
+    "def fit(model, loader):\n"
+    "    teacher = copy.deepcopy(model)\n"
+    "    opt = torch.optim.Adam(model.parameters())\n"
+    "    for g in loader:\n"
+    "        teacher.zero_grad()\n"
+    "{own}"
+    "        model(g).backward()\n"
+    "        opt.step()\n"
+)
+
+
 class ZeroGradPlacement(Rule):
     code = "GM104"
     name = "zero-grad-placement"
@@ -180,18 +195,7 @@ purpose.
                 "        opt.step(lr)\n",
         }),
         # an EMA teacher reset beside the optimizer's own reset
-        Valid(
-            "import copy\n"
-            "import torch\n"
-            "def fit(model, loader):\n"
-            "    teacher = copy.deepcopy(model)\n"
-            "    opt = torch.optim.Adam(model.parameters())\n"
-            "    for g in loader:\n"
-            "        teacher.zero_grad()\n"
-            "        opt.zero_grad()\n"
-            "        model(g).backward()\n"
-            "        opt.step()\n"
-        ),
+        Valid(_TEACHER_RESET.format(own="        opt.zero_grad()\n")),
     ]
     INVALID = [
         # a sparse optimizer beside a dense one that is never reset
@@ -277,18 +281,7 @@ purpose.
             line=4,
         ),
         # the loop resets an EMA teacher's gradients, never the optimizer's (the student's)
-        Invalid(
-            "import copy\n"
-            "import torch\n"
-            "def fit(model, loader):\n"
-            "    teacher = copy.deepcopy(model)\n"
-            "    opt = torch.optim.Adam(model.parameters())\n"
-            "    for g in loader:\n"
-            "        teacher.zero_grad()\n"
-            "        model(g).backward()\n"
-            "        opt.step()\n",
-            line=7, message_contains="a copy made at",
-        ),
+        Invalid(_TEACHER_RESET.format(own=""), line=7, message_contains="a copy made at"),
     ]
 
     @classmethod

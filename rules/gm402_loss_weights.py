@@ -88,6 +88,24 @@ def _last(node: cst.BaseExpression) -> str:
     return text.rsplit(".", 1)[-1] if text else ""
 
 
+# a loss weight read with `.get(key, 0.0)` from the configuration's dict of weights
+_WEIGHT_BY_KEY = (
+    "import torch.nn.functional as F\n"
+    "from config import DEFAULTS\n"
+    "def loss_fn(pred, target, lat, cfg):\n"
+    "    w = cfg['loss']['weights']\n"
+    "    rec = F.mse_loss(pred, target)\n"
+    "    return w.get('rec', 0.0) * rec + w['latent'] * lat\n"
+    "def fit(model, opt, loader):\n"
+    "    for x in loader:\n"
+    "        pred, lat = model(x)\n"
+    "        loss = loss_fn(pred, x, lat, DEFAULTS)\n"
+    "        opt.zero_grad()\n"
+    "        loss.backward()\n"
+    "        opt.step()\n"
+)
+
+
 class LossWeights(Rule):
     code = "GM402"
     name = "loss-weights"
@@ -223,21 +241,7 @@ confirm.
         # the key read is one the configuration sets
         Valid({
             "config.py": "DEFAULTS = {'loss': {'weights': {'rec': 1.0, 'latent': 0.1}}}\n",
-            "steps.py": (
-                "import torch.nn.functional as F\n"
-                "from config import DEFAULTS\n"
-                "def loss_fn(pred, target, lat, cfg):\n"
-                "    w = cfg['loss']['weights']\n"
-                "    rec = F.mse_loss(pred, target)\n"
-                "    return w.get('rec', 0.0) * rec + w['latent'] * lat\n"
-                "def fit(model, opt, loader):\n"
-                "    for x in loader:\n"
-                "        pred, lat = model(x)\n"
-                "        loss = loss_fn(pred, x, lat, DEFAULTS)\n"
-                "        opt.zero_grad()\n"
-                "        loss.backward()\n"
-                "        opt.step()\n"
-            ),
+            "steps.py": _WEIGHT_BY_KEY,
         }),
     ]
     INVALID = [
@@ -295,21 +299,7 @@ confirm.
         # the weight is read under a key the configuration does not have: its default, 0
         Invalid({
             "config.py": "DEFAULTS = {'loss': {'weights': {'recon': 1.0, 'latent': 0.1}}}\n",
-            "steps.py": (
-                "import torch.nn.functional as F\n"
-                "from config import DEFAULTS\n"
-                "def loss_fn(pred, target, lat, cfg):\n"
-                "    w = cfg['loss']['weights']\n"
-                "    rec = F.mse_loss(pred, target)\n"
-                "    return w.get('rec', 0.0) * rec + w['latent'] * lat\n"
-                "def fit(model, opt, loader):\n"
-                "    for x in loader:\n"
-                "        pred, lat = model(x)\n"
-                "        loss = loss_fn(pred, x, lat, DEFAULTS)\n"
-                "        opt.zero_grad()\n"
-                "        loss.backward()\n"
-                "        opt.step()\n"
-            ),
+            "steps.py": _WEIGHT_BY_KEY,
         }, path="steps.py", line=6, message_contains="the default of `rec`"),
     ]
 

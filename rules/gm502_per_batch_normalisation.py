@@ -79,6 +79,25 @@ def _unwrap(node: cst.BaseExpression) -> cst.BaseExpression:
     return node
 
 
+# a collate object that standardises the batched features (`{normalise}`), built from the
+# training split and passed by name
+_COLLATE_OBJECT = (
+    "import dgl\nimport torch\n"
+    "class Normalizer:\n"
+    "    def __init__(self, graphs):\n"
+    "        feats = torch.cat([g.ndata['feat'] for g in graphs])\n"
+    "        self.mean, self.std = feats.mean(0), feats.std(0).clamp_min(1e-6)\n"
+    "    def __call__(self, graphs):\n"
+    "        bg = dgl.batch(graphs)\n"
+    "        feat = bg.ndata['feat']\n"
+    "        {normalise}\n"
+    "        return bg\n"
+    "def loaders(train_set):\n"
+    "    norm = Normalizer(train_set.graphs)\n"
+    "    return dgl.dataloading.GraphDataLoader(train_set, batch_size=32, collate_fn=norm)\n"
+)
+
+
 class PerBatchNormalisation(Rule):
     code = "GM502"
     name = "per-batch-normalisation"
@@ -185,21 +204,7 @@ No automatic fix: the dataset statistics have to be computed and passed in.
         Valid("import numpy as np\nx = np.load('a.npy')\nx = (x - x.mean(0)) / x.std(0)\nnp.save('b.npy', x)\n"),
         # the same collate object with the training split's statistics
         Valid({
-            "data.py": (
-                "import dgl\nimport torch\n"
-                "class Normalizer:\n"
-                "    def __init__(self, graphs):\n"
-                "        feats = torch.cat([g.ndata['feat'] for g in graphs])\n"
-                "        self.mean, self.std = feats.mean(0), feats.std(0).clamp_min(1e-6)\n"
-                "    def __call__(self, graphs):\n"
-                "        bg = dgl.batch(graphs)\n"
-                "        feat = bg.ndata['feat']\n"
-                "        bg.ndata['x'] = (feat - self.mean) / self.std\n"
-                "        return bg\n"
-                "def loaders(train_set):\n"
-                "    norm = Normalizer(train_set.graphs)\n"
-                "    return dgl.dataloading.GraphDataLoader(train_set, batch_size=32, collate_fn=norm)\n"
-            ),
+            "data.py": _COLLATE_OBJECT.format(normalise="bg.ndata['x'] = (feat - self.mean) / self.std"),
         }),
     ]
     INVALID = [
@@ -267,22 +272,9 @@ No automatic fix: the dataset statistics have to be computed and passed in.
         ),
         # a collate object standardising each batch with the batch's own statistics
         Invalid({
-            "data.py": (
-                "import dgl\nimport torch\n"
-                "class Normalizer:\n"
-                "    def __init__(self, graphs):\n"
-                "        feats = torch.cat([g.ndata['feat'] for g in graphs])\n"
-                "        self.mean, self.std = feats.mean(0), feats.std(0).clamp_min(1e-6)\n"
-                "    def __call__(self, graphs):\n"
-                "        bg = dgl.batch(graphs)\n"
-                "        feat = bg.ndata['feat']\n"
-                "        mean, std = feat.mean(0), feat.std(0).clamp_min(1e-6)\n"
-                "        bg.ndata['x'] = (feat - mean) / std\n"
-                "        return bg\n"
-                "def loaders(train_set):\n"
-                "    norm = Normalizer(train_set.graphs)\n"
-                "    return dgl.dataloading.GraphDataLoader(train_set, batch_size=32, collate_fn=norm)\n"
-            ),
+            "data.py": _COLLATE_OBJECT.format(
+                normalise="mean, std = feat.mean(0), feat.std(0).clamp_min(1e-6)\n"
+                          "        bg.ndata['x'] = (feat - mean) / std"),
         }, path="data.py", line=11),
     ]
 

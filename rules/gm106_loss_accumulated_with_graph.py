@@ -88,6 +88,18 @@ def _returns_graph(t: Training, fn: Optional[FunctionInfo], depth: int) -> bool:
     return False
 
 
+# a step function returning its metrics in a dict, the loss entry written as `{loss}`
+_METRICS_STEP = (
+    "def train_step(model, opt, g):\n"
+    "    loss = model(g)\n"
+    "    opt.zero_grad()\n"
+    "    loss.backward()\n"
+    "    opt.step()\n"
+    "    metrics = {{\"loss\": {loss}, \"nodes\": g.num_nodes()}}\n"
+    "    return model, metrics\n"
+)
+
+
 class LossAccumulatedWithGraph(Rule):
     code = "GM106"
     name = "loss-accumulated-with-graph"
@@ -266,15 +278,7 @@ automatically because a tensor total may be used later on purpose.
         }),
         # the metrics dict holds the loss as a number; another entry kept is a number too
         Valid({
-            "steps.py": (
-                "def train_step(model, opt, g):\n"
-                "    loss = model(g)\n"
-                "    opt.zero_grad()\n"
-                "    loss.backward()\n"
-                "    opt.step()\n"
-                "    metrics = {\"loss\": loss.item(), \"nodes\": g.num_nodes()}\n"
-                "    return model, metrics\n"
-            ),
+            "steps.py": _METRICS_STEP.format(loss="loss.item()"),
             "train.py": (
                 "from steps import train_step\n"
                 "def main(model, opt, loader):\n"
@@ -375,15 +379,7 @@ automatically because a tensor total may be used later on purpose.
         }, path="trainer.py", line=10),
         # the step returns its loss tensor in a metrics dict; the loop keeps that entry
         Invalid({
-            "steps.py": (
-                "def train_step(model, opt, g):\n"
-                "    loss = model(g)\n"
-                "    opt.zero_grad()\n"
-                "    loss.backward()\n"
-                "    opt.step()\n"
-                "    metrics = {\"loss\": loss, \"nodes\": g.num_nodes()}\n"
-                "    return model, metrics\n"
-            ),
+            "steps.py": _METRICS_STEP.format(loss="loss"),
             "train.py": (
                 "from steps import train_step\n"
                 "def main(model, opt, loader):\n"

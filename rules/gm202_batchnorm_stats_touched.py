@@ -85,6 +85,27 @@ _REGISTRY_TRAINER = (
     "                loss.backward()\n                self.opt.step()\n")
 
 
+# an EMA update of a teacher copied from the trained model, its buffers copied by `{write}`
+_EMA_UPDATE = (
+    "import copy\n"
+    "def ema_update(teacher, student, decay):\n"
+    "    for pt, ps in zip(teacher.parameters(), student.parameters()):\n"
+    "        pt.data.mul_(decay).add_(ps.data, alpha=1 - decay)\n"
+    "    for bt, bs in zip(teacher.buffers(), student.buffers()):\n"
+    "        {write}\n"
+    "def main(loader):\n"
+    "    model = Enc()\n"
+    "    teacher = copy.deepcopy(model)\n"
+    "    opt = torch.optim.Adam(model.parameters())\n"
+    "    for x in loader:\n"
+    "        loss = model(x).pow(2).mean()\n"
+    "        opt.zero_grad()\n"
+    "        loss.backward()\n"
+    "        opt.step()\n"
+    "        ema_update(teacher, model, 0.99)\n"
+)
+
+
 class BatchNormStatsTouched(Rule):
     code = "GM202"
     name = "batchnorm-stats-touched"
@@ -267,22 +288,7 @@ by a person, and the reference script must then do the same.
             "        with torch.no_grad():\n            acc = head(feats).argmax(-1)\n")),
         # the EMA teacher takes the trained model's buffers
         Valid(
-            _BN_MODEL + "import copy\n"
-            "def ema_update(teacher, student, decay):\n"
-            "    for pt, ps in zip(teacher.parameters(), student.parameters()):\n"
-            "        pt.data.mul_(decay).add_(ps.data, alpha=1 - decay)\n"
-            "    for bt, bs in zip(teacher.buffers(), student.buffers()):\n"
-            "        bt.copy_(bs)\n"
-            "def main(loader):\n"
-            "    model = Enc()\n"
-            "    teacher = copy.deepcopy(model)\n"
-            "    opt = torch.optim.Adam(model.parameters())\n"
-            "    for x in loader:\n"
-            "        loss = model(x).pow(2).mean()\n"
-            "        opt.zero_grad()\n"
-            "        loss.backward()\n"
-            "        opt.step()\n"
-            "        ema_update(teacher, model, 0.99)\n"
+            _BN_MODEL + _EMA_UPDATE.format(write="bt.copy_(bs)")
         ),
     ]
     INVALID = [
@@ -412,22 +418,7 @@ by a person, and the reference script must then do the same.
         }, path="trainer.py", line=11, message_contains="after the step's backward"),
         # an EMA update that copies the buffers the wrong way: into the trained model
         Invalid(
-            _BN_MODEL + "import copy\n"
-            "def ema_update(teacher, student, decay):\n"
-            "    for pt, ps in zip(teacher.parameters(), student.parameters()):\n"
-            "        pt.data.mul_(decay).add_(ps.data, alpha=1 - decay)\n"
-            "    for bt, bs in zip(teacher.buffers(), student.buffers()):\n"
-            "        bs.copy_(bt)\n"
-            "def main(loader):\n"
-            "    model = Enc()\n"
-            "    teacher = copy.deepcopy(model)\n"
-            "    opt = torch.optim.Adam(model.parameters())\n"
-            "    for x in loader:\n"
-            "        loss = model(x).pow(2).mean()\n"
-            "        opt.zero_grad()\n"
-            "        loss.backward()\n"
-            "        opt.step()\n"
-            "        ema_update(teacher, model, 0.99)\n",
+            _BN_MODEL + _EMA_UPDATE.format(write="bs.copy_(bt)"),
             line=16, message_contains="buffers of `student`",
         ),
     ]

@@ -11,6 +11,7 @@ from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.facts import FunctionInfo
 from auditor.static.project import Project
 from auditor.static.training import UNTRAINED_NAME, OptimizerBuild, Training
+from auditor.static.config_truth import never_runs
 from auditor.static.config_values import values_of
 from auditor.static.values import config_default
 
@@ -150,6 +151,20 @@ _FREEZE_SWITCH = (
 )
 
 
+# a freeze for later stages, under a test of the stage the configuration file names; the file is
+# found from the script's own path (the examples)
+_STAGE_FREEZE = (
+    "from pathlib import Path\nimport torch\nimport yaml\nfrom torch import nn\n"
+    "CONFIG = Path(__file__).resolve().parents[1] / 'configs' / 'train.yaml'\n"
+    "with open(str(CONFIG)) as fh:\n"
+    "    cfg = yaml.safe_load(fh)\n"
+    "model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4))\n"
+    "if cfg['stage'] != 'pretrain':\n"
+    "    model[0].requires_grad_(False)\n"
+    "opt = torch.optim.Adam(model.parameters(), lr=cfg['lr'])\n"
+)
+
+
 class FrozenTrainedParams(Rule):
     code = "GM103"
     name = "frozen-trained-params"
@@ -201,6 +216,8 @@ No automatic fix: whether the freeze is intended is the author's decision.
 """
 
     VALID = [
+        # a freeze for a later stage under a test the YAML the script finds beside itself decides
+        Valid({"src/lit.py": _STAGE_FREEZE, "configs/train.yaml": "stage: pretrain\nlr: 0.001\n"}),
         # constants kept as frozen Parameters, built from data (RBF centres, feature statistics),
         # here and when reset: nothing meant to train is frozen
         Valid({
@@ -351,6 +368,9 @@ No automatic fix: whether the freeze is intended is the author's decision.
             "config.py": "DEFAULTS = {'probe': {'freeze_encoder': True}, 'lr': 0.01}\n",
             "train.py": _FREEZE_SWITCH,
         }, path="train.py", line=4, message_contains="is True (config.py:1)"),
+        # the same freeze where the configuration names a later stage
+        Invalid({"src/lit.py": _STAGE_FREEZE, "configs/train.yaml": "stage: finetune\nlr: 0.001\n"},
+                path="src/lit.py", line=10),
     ]
 
     @classmethod
@@ -368,8 +388,8 @@ No automatic fix: whether the freeze is intended is the author's decision.
                        for j, c, f, _ in switches):
                     continue  # unfrozen again
                 build = next((b for b in builds if cls._covers(t, b, fn, i, chain)), None)
-                if build is None:
-                    continue
+                if build is None or never_runs(project, fn, fn.events[i]):
+                    continue  # no optimizer trains it, or no configured run reaches the freeze
                 yield cls.make_finding(
                     fn.path, fn.events[i].span,
                     f"`{chain}` is frozen (requires_grad=False"

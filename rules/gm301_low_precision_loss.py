@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Iterator, Optional
 
 from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static import dataflow as df
-from auditor.static.config_values import low_values, values_of
-from auditor.static.facts import Event, FunctionInfo
+from auditor.static.config_values import LITERAL, low_values, values_of
+from auditor.static.facts import Event, FunctionInfo, Span
+from auditor.static.frameworks import TRAINERS
 from auditor.static.project import Project
 
 AUTOCAST = {"torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast",
@@ -30,6 +31,10 @@ def _upcast(fn: FunctionInfo, stmt: df.Statement, hit: set[str]) -> bool:
     return False
 
 
+# Lightning's precision settings that train in half precision throughout (no float32 weights)
+TRUE_HALF = {"bf16-true": "bfloat16", "16-true": "float16"}
+
+
 def _precision(text: str) -> str:
     m = LOW.search(text)
     if m is None:
@@ -37,12 +42,23 @@ def _precision(text: str) -> str:
     return "bfloat16" if m.group(1) in ("bfloat16", "bf16") else "float16"
 
 
+# a Lightning fit whose Trainer's precision is written in (the examples)
+_LIGHTNING_FIT = (
+    "import pytorch_lightning as pl\nimport yaml\n"
+    "def main(module, data):\n"
+    "    with open('cfg.yaml') as fh:\n"
+    "        cfg = yaml.safe_load(fh)\n"
+    "    trainer = pl.Trainer(max_steps=10, precision={precision})\n"
+    "    trainer.fit(module, data)\n"
+)
+
+
 class LowPrecisionLoss(Rule):
     code = "GM301"
     name = "autocast-low-precision"
     severity = Severity.ERROR
     summary = "float16 autocast without a GradScaler, or the loss computed in float16/bfloat16"
-    prefilter = ("autocast", ".half()", "bfloat16", "float16", "torch.half")
+    prefilter = ("autocast", ".half()", "bfloat16", "float16", "torch.half", "precision=")
     doc = """
 ## What it does
 Finds low-precision training done wrong:
@@ -95,6 +111,9 @@ region or adding a scaler changes numerics and memory use, which a person has to
 """
 
     VALID = [
+        # Lightning's mixed precision: autocast around float32 weights
+        Valid({"train.py": _LIGHTNING_FIT.format(precision="cfg['precision']"),
+               "cfg.yaml": "max_steps: 10\nprecision: bf16-mixed\n"}),
         # bf16 around the forward only; the loss in float32 outside
         Valid(
             "import torch\nimport torch.nn.functional as F\n"
@@ -264,6 +283,11 @@ region or adding a scaler changes numerics and memory use, which a person has to
             "        opt.step()\n",
             line=4,
         ),
+        # Lightning told to train in bfloat16 throughout, literally and from the YAML it loads
+        Invalid(_LIGHTNING_FIT.format(precision="'bf16-true'"), line=6, message_contains="no float32 copy"),
+        Invalid({"train.py": _LIGHTNING_FIT.format(precision="cfg['precision']"),
+                 "cfg.yaml": "max_steps: 10\nprecision: bf16-true\n"},
+                path="cfg.yaml", line=2, message_contains="train.py:6"),
     ]
 
     # -- project stage -----------------------------------------------------------------------------
@@ -288,7 +312,34 @@ region or adding a scaler changes numerics and memory use, which a person has to
         # one problem, one finding: a cast model's finding covers the inputs cast to match it
         model_sinks = {sink for _, module, sink in casts if module}
         findings += [f for f, module, sink in casts if module or sink not in model_sinks]
-        return findings
+        return findings + list(cls._true_half_trainers(project))
+
+    @classmethod
+    def _true_half_trainers(cls, project: Project) -> Iterator[Finding]:
+        """A Lightning ``Trainer(precision=...)`` given a "true" half precision (``"bf16-true"``):
+        Lightning casts the module's parameters and inputs and keeps no float32 copy. Reported
+        where the value is written: the call, or the configuration file's line."""
+        for fn, call in project.events("call"):
+            text = call.kwargs.get("precision", "")
+            if call.func.removesuffix("()") not in TRAINERS or not text:
+                continue
+            for value in values_of(project, fn, text, call.span.line):
+                precision = TRUE_HALF.get(str(value.value))
+                if precision is None:
+                    continue
+                here = value.source.what == LITERAL and value.source.path == fn.path
+                span = call.span if here else Span(value.source.line, 1, value.source.line, 1)
+                finding = cls.make_finding(
+                    fn.path if here else value.source.path, span,
+                    f"Lightning's Trainer at {fn.path}:{call.span.line} is given precision "
+                    f"{value.value!r}{'' if here else ' here'}: it casts the LightningModule's parameters to {precision} "
+                    f"and keeps no float32 copy, so the loss is computed in {precision} and optimizer "
+                    f"updates smaller than {precision}'s resolution are rounded away",
+                    f"use precision=\"{'bf16' if precision == 'bfloat16' else '16'}-mixed\" (autocast "
+                    "around float32 weights)")
+                finding.severity = Severity.ERROR if precision == "float16" else Severity.WARNING
+                yield finding
+                break
 
     @staticmethod
     def _is_cast(call: Event) -> bool:
@@ -437,7 +488,8 @@ region or adding a scaler changes numerics and memory use, which a person has to
     # -- runtime -----------------------------------------------------------------------------------
     @classmethod
     def confirm(cls, finding: Finding, evidence: Any) -> Optional[Verdict]:
-        if not evidence.ran(finding.path, finding.line, finding.end_line) and not evidence.calls_at(
+        configured = not finding.path.endswith(".py")  # a configuration file's line: read, not run
+        if not configured and not evidence.ran(finding.path, finding.line, finding.end_line) and not evidence.calls_at(
             finding.path, finding.line, "autocast", finding.end_line
         ):
             return Verdict(Status.UNEXERCISED, ["the line never ran"])

@@ -4,11 +4,14 @@ its value is written or used, its twin with a harmless configured value is not."
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from auditor.static.config_files import config_file
+from auditor.suppression import parse_config_ignores
+from tests.conftest import run_cli
 from tests.conftest import check_tree
 
 
@@ -220,3 +223,57 @@ def test_config_files_read_as_bounded_data_inside_the_tree(tmp_path: Path) -> No
     (tree / "linked.yaml").symlink_to(tmp_path / "real.yaml")
     assert check(tree, files, "GM401") == []
     assert not (tmp_path / "ran").exists()
+
+
+@pytest.mark.parametrize("path", [
+    "Path(__file__).resolve().parents[1] / 'configs' / 'train.yaml'",
+    "os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'configs', 'train.yaml')",
+    "str(Path(__file__).parent.parent.joinpath('configs', 'train.yaml'))",
+    "os.path.dirname(__file__) + '/../configs/train.yaml'",
+])
+def test_config_file_found_from_the_scripts_own_path(tmp_path: Path, path: str) -> None:
+    """The file is named by the script's place in the tree; an argparse default holds it."""
+    script = _yaml_config_script("PLACEHOLDER")["train.py"]
+    script = "import os\nfrom pathlib import Path\nimport argparse\n" + script.replace(
+        "    with open('PLACEHOLDER') as f:\n",
+        f"    parser = argparse.ArgumentParser()\n    parser.add_argument('--config', default={path})\n"
+        "    with open(parser.parse_args().config) as f:\n")
+    files = {"src/train.py": script, "configs/train.yaml": "loss:\n  reduction: sum\n"}
+    assert check(tmp_path, files, "GM401") == [("GM401", "src/train.py", 12)]
+
+
+def test_a_path_above_the_tree_is_not_followed(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "train.yaml").write_text("loss:\n  reduction: sum\n")
+    files = _yaml_config_script("PLACEHOLDER")
+    files["train.py"] = "from pathlib import Path\n" + files["train.py"].replace(
+        "open('PLACEHOLDER')", "open(Path(__file__).resolve().parents[1] / 'configs' / 'train.yaml')")
+    tree.mkdir()
+    assert check(tree, files, "GM401") == []
+
+
+def test_a_finding_at_a_configuration_line_follows_the_file(tmp_path: Path) -> None:
+    """A finding reported at the YAML line that sets the value: kept runs are not reused once
+    the file changes, and a `# noqa` comment on that line suppresses it."""
+    files = {"train.py": (
+        "import pytorch_lightning as pl\nimport yaml\n"
+        "def main(module, data):\n"
+        "    cfg = yaml.safe_load(open('cfg.yaml'))\n"
+        "    pl.Trainer(precision=cfg['precision']).fit(module, data)\n"),
+        "cfg.yaml": "precision: bf16-true\n"}
+    for rel, text in files.items():
+        (tmp_path / rel).write_text(text)
+
+    def found() -> list:
+        proc = run_cli("check", ".", "--format", "json", "--exit-zero", "--select", "GM301", cwd=tmp_path)
+        return [(f["path"], f["line"]) for f in json.loads(proc.stdout)["findings"]]
+
+    assert found() == [("cfg.yaml", 1)]
+    assert found() == [("cfg.yaml", 1)]  # the kept run
+    (tmp_path / "cfg.yaml").write_text("precision: bf16-mixed\n")
+    assert found() == []
+    (tmp_path / "cfg.yaml").write_text("precision: bf16-true  # noqa: GM301\n")
+    assert found() == []
+    # inside a quoted YAML string the same text is no comment
+    assert parse_config_ignores("a: 'x # noqa: GM301'\nb: 1 # noqa: GM301\n") == {2: frozenset({"GM301"})}

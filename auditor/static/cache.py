@@ -159,7 +159,8 @@ class Cache:
 
     def get(self, path: str, digest: str) -> Any:
         hit = self.entries.get(path)
-        return hit[1] if isinstance(hit, tuple) and len(hit) == 2 and hit[0] == digest else None
+        result = hit[1] if isinstance(hit, tuple) and len(hit) == 2 and hit[0] == digest else None
+        return result if isinstance(result, tuple) and len(result) == 3 else None  # an older shape
 
     def put(self, path: str, digest: str, result: Any) -> None:
         if self.enabled:
@@ -168,7 +169,8 @@ class Cache:
 
     def get_run(self, digest: str) -> Any:
         hit = self._load(self.run_path)
-        return hit[1] if isinstance(hit, tuple) and len(hit) == 2 and hit[0] == digest else None
+        result = hit[1] if isinstance(hit, tuple) and len(hit) == 2 and hit[0] == digest else None
+        return result if isinstance(result, tuple) and len(result) == 3 else None  # an older shape
 
     def put_run(self, digest: str, result: Any) -> None:
         if self.enabled:

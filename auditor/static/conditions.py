@@ -7,7 +7,8 @@ own ``if __name__ == "__main__":`` guard is no condition of the program it start
 API:
 
 * :func:`innermost` — the test of the nearest enclosing ``if`` as it holds there, as written.
-* :func:`conditions_of` — the tests an event runs under, normalised (spaces dropped).
+* :func:`tests_of` / :func:`conditions_of` — the tests an event runs under, as written /
+  normalised (spaces dropped).
 * :func:`implies` — event A runs only where event B's tests hold (A's tests include B's): a
   ``DistributedDataParallel`` under ``if not args.standalone`` after an ``init_process_group``
   under the same test runs exactly when the process group exists.
@@ -48,8 +49,13 @@ def innermost(event: Event) -> Optional[str]:
     return event.conditions[-1] if event.conditions else None
 
 
+def tests_of(event: Event) -> list[str]:
+    """The tests an event runs under, as written."""
+    return [c for c in event.conditions if not _MAIN_GUARD.search(c)]
+
+
 def conditions_of(event: Event) -> list[str]:
-    return [normalise(c) for c in event.conditions if not _MAIN_GUARD.search(c)]
+    return [normalise(c) for c in tests_of(event)]
 
 
 def implies(event: Event, other: Event) -> bool:

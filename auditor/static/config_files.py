@@ -36,6 +36,7 @@ class ConfigFile:
     path: str
     data: Any
     lines: dict[tuple, int] = field(default_factory=dict)
+    text: str = ""  # as read: what a kept answer depends on
 
 
 def config_file(literal: str, opener: str, root: Path) -> Optional[ConfigFile]:
@@ -46,22 +47,27 @@ def config_file(literal: str, opener: str, root: Path) -> Optional[ConfigFile]:
     kind = SUFFIXES.get(rel.suffix.lower())
     if kind is None or rel.is_absolute() or ".." in rel.parts or not rel.parts:
         return None
-    top = root.resolve()
     for candidate in (rel, PurePosixPath(opener).parent / rel):
-        path = root / Path(*candidate.parts)
-        try:
-            if not path.resolve().is_relative_to(top):
-                continue  # a link out of the tree
-            data = read_source(path, MAX_CONFIG_BYTES, follow_symlinks=False)
-        except (OSError, RuntimeError):
+        text = tree_text(candidate, root)
+        if text is None:
             continue
-        if len(data) > MAX_CONFIG_BYTES:
-            return None
-        text = data.decode("utf-8", errors="replace")
         parsed = _parse_yaml(text) if kind == "yaml" else _parse_json(text)
         if parsed is not None:
-            return ConfigFile(candidate.as_posix(), *parsed)
+            return ConfigFile(candidate.as_posix(), *parsed, text=text)
     return None
+
+
+def tree_text(rel: PurePosixPath, root: Path) -> Optional[str]:
+    """The text of the file ``rel`` of the tree at ``root``; None when it leaves the tree (a
+    link out of it), is no regular file, cannot be read or is too large."""
+    path = root / Path(*rel.parts)
+    try:
+        if not path.resolve().is_relative_to(root.resolve()):
+            return None
+        data = read_source(path, MAX_CONFIG_BYTES, follow_symlinks=False)
+    except (OSError, RuntimeError):
+        return None
+    return None if len(data) > MAX_CONFIG_BYTES else data.decode("utf-8", errors="replace")
 
 
 def _parse_yaml(text: str) -> Optional[tuple[Any, dict[tuple, int]]]:

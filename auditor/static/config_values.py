@@ -39,6 +39,7 @@ from auditor.static.config_files import ConfigFile, config_file
 from auditor.static.dataflow import (_bound, _self_definitions, callers_of, definitions,
                                      statement_at, statements)
 from auditor.static.facts import MODULE_SCOPE, Event, FunctionInfo, Span
+from auditor.static.path_values import SAME_PATH, SAME_PATH_METHODS, concat, join, own_file, parent
 from auditor.static.project import Project
 from auditor.static.values import UNKNOWN_VALUE, config_default
 
@@ -113,13 +114,27 @@ def values_of(project: Project, fn: FunctionInfo, node: Union[str, ast.expr], li
     """The constants the expression ``node`` (its text, or a node of ``fn``'s file) may hold in
     ``fn`` at ``line``; empty when none is known."""
     if isinstance(node, str):
-        try:
-            node = ast.parse(node.strip(), mode="eval").body
-        except SyntaxError:
+        node = parsed(project, node, line)
+        if node is None:
             return []
-        ast.increment_lineno(node, line - 1)  # sources name the file's lines
     evaluator = _evaluator(project)
     return _scalars(evaluator.expr(fn, node, _index_at(fn, line), None, 0))
+
+
+def parsed(project: Project, text: str, line: int) -> Optional[ast.expr]:
+    """The expression ``text`` written at ``line``, parsed once: the evaluator keeps answers by
+    node identity, so a node must live as long as they do."""
+    kept = _evaluator(project).parsed
+    key = (text.strip(), line)
+    if key not in kept:
+        try:
+            node: Optional[ast.expr] = ast.parse(key[0], mode="eval").body
+        except SyntaxError:
+            node = None
+        if node is not None:
+            ast.increment_lineno(node, line - 1)  # sources name the file's lines
+        kept[key] = node
+    return kept[key]
 
 
 def argument_values(project: Project, caller: FunctionInfo, call: Event, callee: FunctionInfo,
@@ -135,6 +150,12 @@ def argument_values(project: Project, caller: FunctionInfo, call: Event, callee:
     if arg is None:
         return _scalars(evaluator._default(callee, param, 0))
     return _scalars(evaluator.expr(caller, arg, _index_at(caller, call.span.line), None, 0))
+
+
+def files_read(project: Project) -> dict[str, str]:
+    """The configuration files the project's answers read, with their text: answers kept across
+    runs hold only while these stay the same."""
+    return project.memo("config_values").setdefault("files_read", {})
 
 
 def _evaluator(project: Project) -> "_Evaluator":
@@ -167,6 +188,7 @@ class _Evaluator:
         self.active: set[tuple] = set()  # questions being answered: cycles
         self.function_nodes: dict[str, Optional[ast.AST]] = {}
         self.answers: dict[tuple, list[Value]] = {}
+        self.parsed: dict[tuple[str, int], Optional[ast.expr]] = {}
         self.steps = MAX_STEPS
         self.with_names: dict[str, list[tuple[str, int, ast.expr]]] = {}  # `with open(p) as f`
         # argparse options by dest, indexed once per project generation: looking each up by a
@@ -262,11 +284,21 @@ class _Evaluator:
         if isinstance(node, ast.IfExp):
             return self.expr(fn, node.body, index, env, depth) + self.expr(fn, node.orelse, index, env, depth)
         if isinstance(node, ast.Name):
+            if node.id == "__file__" and not definitions(fn, node.id, index):
+                own = own_file(fn.path, Path.cwd())
+                return [Value(own, self._source(fn, node, "the script's own path"))] if own else []
             return self._name(fn, node.id, index, env, depth)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.Add)):
+            return self._path_op(fn, node, index, env, depth)
         if isinstance(node, ast.Dict):
             return [Value(self._dict(fn, node, index, env, depth), self._source(fn, node, "a dict literal"))]
         if isinstance(node, ast.Attribute):
             return self._attribute(fn, node, index, env, depth)
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and \
+                node.value.attr == "parents" and isinstance(node.slice, ast.Constant) and \
+                isinstance(node.slice.value, int) and node.slice.value >= 0:  # `path.parents[1]`
+            return _paths([(parent(v.value, node.slice.value + 1), v.source)
+                           for v in self.expr(fn, node.value.value, index, env, depth) if isinstance(v.value, str)])
         if isinstance(node, ast.Subscript):
             out = []
             keys = self.expr(fn, node.slice, index, env, depth)
@@ -439,6 +471,8 @@ class _Evaluator:
         value = base.value
         if isinstance(value, Symbol):
             return [Value(Symbol(f"{value}.{attr}"), base.source)]
+        if isinstance(value, str):  # a string has no attributes: the value is a path
+            return _paths([(parent(value), base.source)]) if attr == "parent" else []
         if isinstance(value, Options):
             return self._option(value, attr)
         if isinstance(value, Instance):
@@ -513,6 +547,9 @@ class _Evaluator:
             return [Value(self._dict_call(fn, node, index, env, depth), self._source(fn, node, "a dict"))]
         if func in ("copy.copy", "copy.deepcopy") and node.args or method == "copy" and not node.args:
             return self.expr(fn, node.args[0] if node.args else node.func.value, index, env, depth)
+        path_values = self._path_call(fn, node, index, env, depth)
+        if path_values is not None:
+            return path_values
         if method in ("parse_args", "parse_known_args"):
             return [Value(Options(fn.path), self._source(fn, node, "parsed options"))]
         if method == "get" and node.args:
@@ -552,6 +589,50 @@ class _Evaluator:
                         out += self.expr(callee, ret.value, stmt.index, bound, depth)
         return out
 
+    # -- paths ------------------------------------------------------------------------------------
+    def _path_op(self, fn: FunctionInfo, node: ast.BinOp, index: int, env: Optional[Env],
+                 depth: int) -> list[Value]:
+        """``base / "configs"`` and ``dirname(__file__) + "/x.yaml"`` on strings and paths."""
+        lefts = [v for v in self.expr(fn, node.left, index, env, depth) if isinstance(v.value, str)]
+        rights = [v for v in self.expr(fn, node.right, index, env, depth) if isinstance(v.value, str)] \
+            if lefts else []
+        op = join if isinstance(node.op, ast.Div) else concat
+        return _paths([(op(left.value, right.value), left.source) for left in lefts for right in rights])
+
+    def _path_call(self, fn: FunctionInfo, node: ast.Call, index: int, env: Optional[Env],
+                   depth: int) -> Optional[list[Value]]:
+        """``Path(p)``, ``str(p)``, ``os.path.join(a, b)``, ``p.resolve()``, ``p.joinpath(b)``:
+        the paths they give; None for any other call."""
+        func = self._library_name(fn, node.func)
+        method = node.func.attr if isinstance(node.func, ast.Attribute) else ""
+        if func in SAME_PATH and len(node.args) == 1:
+            return [v for v in self.expr(fn, node.args[0], index, env, depth) if isinstance(v.value, str)]
+        if func == "os.path.dirname" and len(node.args) == 1:
+            return _paths([(parent(v.value), v.source) for v in self.expr(fn, node.args[0], index, env, depth)
+                           if isinstance(v.value, str)])
+        if func == "os.path.join" and node.args or method == "joinpath":
+            parts = node.args[1:] if func == "os.path.join" else node.args
+            bases = self.expr(fn, node.args[0] if func == "os.path.join" else node.func.value, index, env, depth)
+            texts = [[v.value for v in self.expr(fn, p, index, env, depth) if isinstance(v.value, str)][:1]
+                     for p in parts]
+            if not all(texts):
+                return []
+            return _paths([(join(b.value, *(t[0] for t in texts)), b.source) for b in bases
+                           if isinstance(b.value, str)])
+        if method in SAME_PATH_METHODS and not node.args:
+            receivers = self.expr(fn, node.func.value, index, env, depth)
+            return [v for v in receivers if isinstance(v.value, str)]
+        return None
+
+    def _library_name(self, fn: FunctionInfo, func: ast.expr) -> str:
+        """A called name as imports resolve it (``Path`` -> ``pathlib.Path``)."""
+        chain = _dotted(func)
+        facts = self.project.files.get(fn.path)
+        root = chain.split(".", 1)[0]
+        if facts is not None and root in facts.imports:
+            return facts.imports[root] + chain[len(root):]
+        return chain
+
     def _file_values(self, fn: FunctionInfo, arg: ast.expr, index: int, env: Optional[Env],
                      depth: int) -> list[Value]:
         """What a loader reads from ``arg``: ``open(path)`` (``.read()`` of it), or a name a
@@ -560,11 +641,14 @@ class _Evaluator:
             arg = arg.func.value
         if isinstance(arg, ast.Name):
             arg = self._opened_as(fn, arg)
-        if not (isinstance(arg, ast.Call) and _dotted(arg.func) in OPENERS and arg.args):
+        path = _opened_path(arg)
+        if path is None:
             return []
         out: list[Value] = []
-        for path in self.expr(fn, arg.args[0], index, env, depth):
-            found = config_file(path.value, fn.path, Path.cwd()) if isinstance(path.value, str) else None
+        for opened in self.expr(fn, path, index, env, depth):
+            found = config_file(opened.value, fn.path, Path.cwd()) if isinstance(opened.value, str) else None
+            if found is not None:
+                files_read(self.project)[found.path] = found.text
             value = _file_value(found, found.data, ()) if found is not None else None
             out += [value] if value is not None else []
         return out
@@ -631,6 +715,24 @@ class _Evaluator:
             out += [Value(v.value, self._source(fn, node, f"the default of `{keys[0] if keys else '?'}`"), True)
                     for v in self.expr(fn, default[0], index, env, depth)]
         return out
+
+
+def _opened_path(call: Optional[ast.expr]) -> Optional[ast.expr]:
+    """The path a call opens or reads: ``open(p)``, ``p.open()``, ``p.read_text()``."""
+    if not isinstance(call, ast.Call):
+        return None
+    if _dotted(call.func) in OPENERS and call.args:
+        return call.args[0]
+    mode = call.args[0] if call.args else None
+    if isinstance(call.func, ast.Attribute) and (call.func.attr == "read_text" or call.func.attr == "open" and (
+            mode is None or isinstance(mode, ast.Constant) and mode.value in ("r", "rt", "rb"))):
+        return call.func.value
+    return None
+
+
+def _paths(found: list[tuple[Any, Source]]) -> list[Value]:
+    """Paths computed from values, those that left the tree (None) dropped."""
+    return [Value(path, source) for path, source in found if path is not None]
 
 
 def _file_value(found: ConfigFile, data: Any, at: tuple) -> Optional[Value]:

@@ -10,7 +10,7 @@ import os
 import time
 import traceback
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Callable, Iterable, Mapping, Optional, Sequence
 
 import libcst as cst
@@ -22,6 +22,8 @@ from auditor.registry import PARSE_ERROR, UNUSED_IGNORE, all_rules
 from auditor.rule import Rule
 from auditor.static.cache import Cache, content_digest
 from auditor.static.collector import FactCollector
+from auditor.static.config_files import tree_text
+from auditor.static.config_values import files_read
 from auditor.static.context import FileContext
 from auditor.static.deep import with_deep_stack
 from auditor.static.facts import FileFacts
@@ -34,8 +36,8 @@ from auditor.static.project_stage import run_project_stage
 from auditor.static.reading import MAX_FILE_BYTES, line_count, read_source
 from auditor.static.severity import on_entry_paths
 from auditor.static.walk import walk
-from auditor.suppression import (FILE_LEVEL, Ignores, Malformed, Written, parse_ignores,
-                                 suppressing_line)
+from auditor.suppression import (FILE_LEVEL, Ignores, Malformed, Written, parse_config_ignores,
+                                 parse_ignores, suppressing_line)
 
 LAZY_PREFIX = "<lazy>"  # cache entries of files analysed on demand
 
@@ -342,8 +344,8 @@ def run_check(
     ]).encode())
     known_errors = len(errors)  # discovery and read errors: found again on every run
     previous = None if need_project else cache.get_run(run_digest)
-    if previous is not None:
-        findings, analysis_errors = previous
+    if previous is not None and _configs_unchanged(previous[2]):
+        findings, analysis_errors, _ = previous
         return CheckResult(findings=findings, errors=sorted([*errors, *analysis_errors], key=lambda e: e.path),
                            files=total, seconds=time.perf_counter() - start, analysed=0,
                            cached=total, skipped=errors)
@@ -420,7 +422,8 @@ def run_check(
     findings = sorted(dedupe(f for f in findings if config.preview or not f.preview),
                       key=Finding.sort_key)
     cache.save()
-    cache.put_run(run_digest, (findings, errors[known_errors:]))
+    read = {path: content_digest(text.encode()) for path, text in files_read(project).items()}
+    cache.put_run(run_digest, (findings, errors[known_errors:], read))
     return CheckResult(
         findings=findings,
         errors=sorted(errors, key=lambda e: e.path),
@@ -431,6 +434,15 @@ def run_check(
         project=project,
         skipped=errors[:known_errors],
     )
+
+
+def _configs_unchanged(read: dict[str, str]) -> bool:
+    """The configuration files a kept run's answers read still hold what they held."""
+    for path, digest in read.items():
+        text = tree_text(PurePosixPath(path), Path.cwd())
+        if text is None or content_digest(text.encode()) != digest:
+            return False
+    return True
 
 
 def dedupe(findings: Iterable[Finding]) -> list[Finding]:
@@ -446,15 +458,20 @@ def apply_suppressions(
     kept: list[Finding] = []
     used: set[tuple[str, int, str]] = set()
     pfi_cache: dict[str, set[str]] = {}
+    configured: dict[str, Ignores] = {}
     for f in findings:
         if f.path not in pfi_cache:
             pfi_cache[f.path] = per_file_ignored(config, f.path)
         if f.rule in pfi_cache[f.path]:
             continue
         res = results.get(f.path)
-        key = suppressing_line(res.ignores, f.line, f.rule) if res is not None else None
+        if res is None and f.path not in configured:  # a configuration file's line
+            text = tree_text(PurePosixPath(f.path), Path.cwd()) if not Path(f.path).is_absolute() else None
+            configured[f.path] = parse_config_ignores(text) if text is not None else {}
+        ignores = res.ignores if res is not None else configured[f.path]
+        key = suppressing_line(ignores, f.line, f.rule)
         if key is not None:
-            used.add((f.path, key, f.rule if res.ignores[key] is not None else "*"))
+            used.add((f.path, key, f.rule if ignores[key] is not None else "*"))
             continue
         kept.append(f)
     for res in results.values():

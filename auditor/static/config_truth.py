@@ -1,0 +1,102 @@
+"""Tests decided by configuration: whether an ``if`` holds on every run the tree configures.
+
+``if cfg["stage"] != "pretrain":`` with ``stage: pretrain`` in the YAML the program loads never
+runs its body. :func:`decided` answers a test's truth from the constants its operands may hold
+(:func:`auditor.static.config_values.values_of`): True or False when every combination of them
+gives that, with the constant that decided it; None when a value is unknown or they disagree.
+:func:`never_runs` names the enclosing test of an event that no configured run passes.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import operator
+from typing import Any, Callable, Optional
+
+from auditor.static.conditions import tests_of
+from auditor.static.config_values import Source, Value, parsed, values_of
+from auditor.static.facts import Event, FunctionInfo
+from auditor.static.project import Project
+
+Truth = tuple[bool, Optional[Source]]  # the test's value and a constant that decided it
+
+_COMPARE: dict[type, Callable[[Any, Any], bool]] = {
+    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Is: operator.is_, ast.IsNot: operator.is_not,
+    ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+    ast.In: lambda a, b: operator.contains(b, a), ast.NotIn: lambda a, b: not operator.contains(b, a),
+}
+MAX_COMBINATIONS = 64
+
+
+def decided(project: Project, fn: FunctionInfo, test: str, line: int) -> Optional[Truth]:
+    """The truth of ``test`` (an ``if``'s test as written in ``fn`` at ``line``) on every run."""
+    node = parsed(project, test, line)
+    return None if node is None else _truth(project, fn, node, line)
+
+
+def never_runs(project: Project, fn: FunctionInfo, event: Event) -> Optional[tuple[str, Source]]:
+    """The enclosing test of ``event`` that every configured run finds false, with the constant
+    that decides it; None when each may hold."""
+    for test in tests_of(event):
+        truth = decided(project, fn, test, event.span.line)
+        if truth is not None and not truth[0] and truth[1] is not None:
+            return test, truth[1]
+    return None
+
+
+def _truth(project: Project, fn: FunctionInfo, node: ast.expr, line: int) -> Optional[Truth]:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        inner = _truth(project, fn, node.operand, line)
+        return None if inner is None else (not inner[0], inner[1])
+    if isinstance(node, ast.BoolOp):
+        parts = [_truth(project, fn, v, line) for v in node.values]
+        short = isinstance(node.op, ast.Or)  # the value that settles `or` (True) / `and` (False)
+        settled = next((p for p in parts if p is not None and p[0] == short), None)
+        if settled is not None:
+            return settled
+        return None if None in parts else (not short, next((p[1] for p in parts if p[1]), None))
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        return _compare(project, fn, node, line)
+    if isinstance(node, ast.Constant):
+        return bool(node.value), None
+    found = _operand(project, fn, node, line)
+    return _agreed([(bool(v.value), v.source) for v in found]) if found else None
+
+
+def _compare(project: Project, fn: FunctionInfo, node: ast.Compare, line: int) -> Optional[Truth]:
+    op = _COMPARE.get(type(node.ops[0]))
+    lefts, rights = _operand(project, fn, node.left, line), _operand(project, fn, node.comparators[0], line)
+    if op is None or not lefts or not rights or len(lefts) * len(rights) > MAX_COMBINATIONS:
+        return None
+    out = []
+    for left, right in itertools.product(lefts, rights):
+        try:
+            result = bool(op(left.value, right.value))
+        except TypeError:
+            return None
+        literal = right if left.source.path == fn.path and left.source.line == node.lineno else left
+        out.append((result, literal.source))
+    return _agreed(out)
+
+
+def _operand(project: Project, fn: FunctionInfo, node: ast.expr, line: int) -> list[Value]:
+    """The constants an operand may hold: a literal (tuples and lists of them too) or what the
+    configuration gives it."""
+    if isinstance(node, ast.Constant):
+        return [Value(node.value, Source(fn.path, node.lineno, "a literal"))]
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        items = [_operand(project, fn, e, line) for e in node.elts]
+        if not all(len(i) == 1 for i in items):
+            return []
+        return [Value(tuple(i[0].value for i in items), Source(fn.path, node.lineno, "a literal"))]
+    if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript, ast.Call)):
+        return values_of(project, fn, node, line)
+    return []
+
+
+def _agreed(results: list[tuple[bool, Source]]) -> Optional[Truth]:
+    values = {r for r, _ in results}
+    if len(values) != 1:
+        return None
+    return results[0][0], next((s for _, s in results if s.what != "a literal"), results[0][1])

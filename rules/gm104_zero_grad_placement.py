@@ -7,6 +7,7 @@ from typing import Any, Iterable, Optional
 
 from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
+from auditor.static.conditions import tests_of
 from auditor.static.project import Project
 from auditor.static.training import Action, Training, TrainingLoop, looks_optimizer
 
@@ -21,6 +22,20 @@ def _same_optimizer(reset: Action, step: Action, loop: TrainingLoop) -> bool:
 
 
 NEVER_RESET = "never reset in the training loop"
+
+
+# a LightningModule whose `optimizer_zero_grad` override resets under `{test}` (the examples)
+_PERIODIC_RESET = (
+    "import pytorch_lightning as pl\nimport torch\n"
+    "class Lit(pl.LightningModule):\n"
+    "    def optimizer_zero_grad(self, epoch, batch_idx, optimizer):\n"
+    "        if {test}:\n"
+    "            optimizer.zero_grad(set_to_none=True)\n"
+    "    def training_step(self, batch, batch_idx):\n"
+    "        return self.net(batch).pow(2).mean()\n"
+    "    def configure_optimizers(self):\n"
+    "        return torch.optim.Adam(self.parameters(), lr=1e-3)\n"
+)
 
 
 # a loop that resets an EMA teacher's gradients (a copy of the trained model), and `{own}`
@@ -109,6 +124,16 @@ purpose.
             "        model(g).backward()\n"
             "        opt.step()\n"
             "        opt.zero_grad()\n"
+        ),
+        # accumulation with the reset at the start of each group, the step at its end
+        Valid(
+            "def fit(model, optimizer, loader, accum=4):\n"
+            "    for i, g in enumerate(loader):\n"
+            "        if i % accum == 0:\n"
+            "            optimizer.zero_grad()\n"
+            "        (model(g) / accum).backward()\n"
+            "        if (i + 1) % accum == 0:\n"
+            "            optimizer.step()\n"
         ),
         # gradient accumulation done right
         Valid(
@@ -282,6 +307,8 @@ purpose.
         ),
         # the loop resets an EMA teacher's gradients, never the optimizer's (the student's)
         Invalid(_TEACHER_RESET.format(own=""), line=7, message_contains="a copy made at"),
+        # the reset moved into a hook that clears only every 4th batch; the step runs every batch
+        Invalid(_PERIODIC_RESET.format(test="batch_idx % 4 == 0"), line=6, message_contains="every iteration"),
     ]
 
     @classmethod
@@ -319,6 +346,7 @@ purpose.
                    "right after `optimizer.step()`)")
             return
         actions = [a for a in loop.actions if id(a) not in others]
+        yield from cls._periodic_resets(actions, loop)
         n = len(actions)
         for s, step in enumerate(actions):
             if step.kind != "step":
@@ -334,6 +362,25 @@ purpose.
                            f"step applies zeroed gradients and the model does not learn",
                            "move the reset before the backward pass (or after the optimizer step)")
                     break
+
+    @staticmethod
+    def _periodic_resets(actions: list[Action], loop: TrainingLoop) -> Iterable[tuple[Action, str, str]]:
+        """A step taken every iteration whose optimizer's gradients are reset only every k-th
+        one (``if batch_idx % 4 == 0: optimizer.zero_grad()``): accumulation without the
+        matching condition on the step, so each step in between applies the sum so far."""
+        for step in (a for a in actions if a.kind == "step" and not tests_of(a.event)):
+            resets = [a for a in actions if a.kind == "reset" and _same_optimizer(a, step, loop)]
+            tests = [next((c for c in tests_of(r.event) if "%" in c), None) for r in resets]
+            if resets and all(tests):
+                reset = resets[0]
+                stepped = "Lightning's optimizer step" if step.fn.framework else \
+                    f"`{step.event.text}` ({step.fn.path}:{step.event.span.line})"
+                yield (reset,
+                       f"`{reset.event.text}` runs only when `{tests[0]}`, while {stepped} runs "
+                       f"every iteration: the steps in between apply gradients summed over several batches",
+                       "reset the gradients before every backward, or step under the same condition "
+                       "(gradient accumulation)")
+                return
 
     @classmethod
     def confirm(cls, finding: Finding, evidence: Any) -> Optional[Verdict]:

@@ -9,9 +9,28 @@ from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.facts import FunctionInfo, Span
 from auditor.static.project import Project
-from auditor.static.training import (Action, Origin, OptimizerBuild, Training,
+from auditor.static.training import (Action, Origin, OptimizerBuild, Training, TrainingLoop,
                                      is_optimizer_class)
 
+
+
+# a LightningModule that builds its model again in the hook `{hook}` (the examples)
+_LIT_REBUILD = (
+    "import pytorch_lightning as pl\nimport torch\nfrom torch import nn\n"
+    "def build():\n"
+    "    return nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4))\n"
+    "class Lit(pl.LightningModule):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.model = build()\n"
+    "    def {hook}(self, *args):\n"
+    "        torch.manual_seed(0)\n"
+    "        self.model = build()\n"
+    "    def training_step(self, batch, batch_idx):\n"
+    "        return self.model(batch).pow(2).mean()\n"
+    "    def configure_optimizers(self):\n"
+    "        return {{'optimizer': torch.optim.Adam(self.model.parameters(), lr=1e-3)}}\n"
+)
 
 class OptimizerStaleModel(Rule):
     code = "GM105"
@@ -89,6 +108,8 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
 """
 
     VALID = [
+        # rebuilt in `setup`, which Lightning runs before `configure_optimizers`
+        Valid(_LIT_REBUILD.format(hook="setup")),
         # a linear probe trained on embeddings the encoder returns detached: the probe's own
         # optimizer is the right one, the encoder is not trained by that loss
         Valid(
@@ -342,6 +363,9 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
             "    main(torch.randn(8, 4))\n",
             line=18, message_contains="new instance",
         ),
+        # a LightningModule rebuilding its model in `on_train_start`, which Lightning runs after
+        # `configure_optimizers` built the optimizer over the first one
+        Invalid(_LIT_REBUILD.format(hook="on_train_start"), line=12, message_contains="a new instance made here"),
     ]
 
     @classmethod
@@ -377,8 +401,9 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
                     # an instance made after the optimizer, by the code that built it, cannot
                     # be among its parameters, whatever the optimizer was given (a function
                     # parameter we cannot follow, say)
-                    later = [o for o in trained if cls._made_after(t, o, made)]
-                    yield from (cls._stale(t, o, build, made) for o in later)
+                    later = [o for o in trained if cls._made_after(t, o, made)
+                             or cls._made_by_a_later_call(t, o, made, loop)]
+                    yield from (cls._stale(t, o, build, made, later=True) for o in later)
                     given = t.param_origins(build, made.via[-1] if made.via else None)
                     if not given or not all(o.known for o in given):
                         continue
@@ -407,28 +432,58 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
         return not build_loops & set(fn.events[o.site[1]].loop_ids)
 
     @staticmethod
+    def _made_by_a_later_call(t: Training, o: Origin, made: Origin, loop: TrainingLoop) -> bool:
+        """``o`` was made by a function that the training loop's own function calls after the
+        call that builds the optimizer, before the loop: a LightningModule's ``on_train_start``
+        rebuilding ``self.model`` after ``configure_optimizers``, a trainer's ``fit`` calling
+        ``self.build_optimizer()`` then ``self.reset_model()``."""
+        if o.site[0] == made.site[0]:
+            return False
+        fn = loop.fn
+        start = min((k for k, e in enumerate(fn.events) if loop.loop_id in e.loop_ids), default=len(fn.events))
+        building: Optional[int] = None
+        for k, e in enumerate(fn.events[:start]):
+            if e.kind != "call":
+                continue
+            for target in t.project.resolve_call(e, fn):
+                reached = {target, *t.project.reachable_from(target)}
+                if building is None and made.fn in reached:
+                    building = k
+                elif building is not None and o.site[0] in reached and made.fn not in reached:
+                    return True
+        return False
+
+    @staticmethod
     def _trained(t: Training, backs: list[Action]) -> list[Origin]:
         """The module instances whose outputs reach these backwards with their autograd
         history: a linear probe on detached / no_grad embeddings does not train the encoder."""
         trained: list[Origin] = []
         for back in backs:
             for sfn, j in t.loss_slice(back.fn, back.index, live=True):
-                if j < 0 or (sfn.class_name and t.is_module_class(sfn.class_name)):
-                    continue  # calls inside a module are its submodules
+                # calls inside a module are its submodules; those of the training code a module
+                # runs on itself (a LightningModule's `training_step`) are not
+                own = sfn.class_name == back.fn.class_name and sfn.name not in ("forward", "__call__")
+                if j < 0 or (sfn.class_name and t.is_module_class(sfn.class_name) and not own):
+                    continue
                 if t.module_call(sfn, j) and t.grad_off(sfn, j) is None:
                     # a deep copy of what we cannot follow is still a module: it is called here
-                    trained += [o for o in t.origins(sfn, sfn.events[j].func, j)
+                    e = sfn.events[j]
+                    # the module called, or the one whose method is called (`self.model.encode`)
+                    names = [e.func, *([e.receiver] if own and e.method and e.receiver != "self" else [])]
+                    trained += [o for name in names for o in t.origins(sfn, name, j)
                                 if o.known and (t.is_module_class(o.cls) or o.kind == "copy")
                                 and not t.holds_no_parameters(o.cls)]
         return list(dict.fromkeys(trained))
 
     @classmethod
-    def _stale(cls, t: Training, trained: Origin, build: OptimizerBuild, made: Origin) -> Finding:
+    def _stale(cls, t: Training, trained: Origin, build: OptimizerBuild, made: Origin,
+               later: bool = False) -> Finding:
+        """``later``: the trained model is made after the optimizer, by a later call."""
         optimizer = f"{build.fn.path}:{build.event.span.line}"
         # the model's and the optimizer's statements in the caller's own code: a model made
-        # after the optimizer in the same function is the defect's line
+        # after the optimizer in the same function, or by a later call, is the defect's line
         site_fn = t.project.function(trained.site[0])
-        later = trained.site[0] == made.site[0] and trained.site[1] > made.site[1]
+        later = later or trained.site[0] == made.site[0] and trained.site[1] > made.site[1]
         span = trained.site_span
         if site_fn is not None and span is not None and (trained.kind == "copy" or later):
             what = "a deep copy" if trained.kind == "copy" else "a new instance"

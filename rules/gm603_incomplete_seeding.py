@@ -266,22 +266,22 @@ drawn, never what the code computes with them.
             "for etype in used:\n"
             "    fanout[etype] = 10\n"
             "sampler = dgl.dataloading.MultiLayerNeighborSampler([fanout, [-1] * 2])\n",
-            line=9, message_contains="dgl",
+            line=4, message_contains="dgl",
         ),
         Invalid(
             "import random\nimport numpy as np\nimport torch\nrandom.seed(0)\nnp.random.seed(0)\n"
             "mask = torch.randperm(100)[:40]\n",
-            line=6, column=8, message_contains="torch",
+            line=4, column=1, message_contains="torch",
         ),
         Invalid(
             "import numpy as np\nimport torch\nimport dgl\ntorch.manual_seed(0)\nnp.random.seed(0)\n"
             "sg = dgl.sampling.sample_neighbors(g, nodes, 10)\n",
-            line=6, message_contains="dgl",
+            line=4, message_contains="dgl",
         ),
         Invalid(
             "import random\nimport torch\ntorch.manual_seed(0)\n\ndef augment(x):\n"
             "    if random.random() < 0.5:\n        x = -x\n    return x\n",
-            line=6, message_contains="random",
+            line=3, message_contains="random",
         ),
         Invalid(
             "import numpy as np\nimport torch\ntorch.manual_seed(0)\nrng = np.random.default_rng()\n",
@@ -295,7 +295,7 @@ drawn, never what the code computes with them.
                 "train.py": "import random\nimport numpy as np\nimport torch\nimport utils\n\n"
                 "np.random.seed(0)\nmodel = torch.nn.Linear(4, 4)\nloss = model(x).sum()\nloss.backward()\n",
             },
-            line=7, path="train.py", message_contains="never called",
+            line=6, path="train.py", message_contains="never called",
         ),
         # seeding helper in another file forgets numpy; the draw is in a third file
         Invalid(
@@ -307,7 +307,7 @@ drawn, never what the code computes with them.
                 "train.py": "from utils import seed_everything\nfrom data import Jitter\n\n"
                 "seed_everything(0)\naug = Jitter()\n",
             },
-            line=5, path="data.py", message_contains="numpy",
+            line=5, path="utils.py", message_contains="numpy",
         ),
         # nothing seeded at all in a training script: info
         Invalid(
@@ -326,7 +326,7 @@ drawn, never what the code computes with them.
         Invalid(
             "import dgl\nimport numpy as np\nnp.random.seed(0)\ndgl.seed(0)\n"
             "aug = dgl.transforms.DropEdge(0.2)\n",
-            line=5, message_contains="the torch RNG",
+            line=3, message_contains="the torch RNG",
         ),
         # the helper seeds CUDA's generators and not torch's own: the CPU draws are unseeded, and
         # the line to mend is the seed taken for torch's
@@ -435,12 +435,15 @@ drawn, never what the code computes with them.
             narrower = _NARROWER.get(draw.family)
             near = seeding.call_for(narrower[0], entries, None if entries else files) \
                 if narrower and narrower[0] in here else None
+            # the seeding that leaves it out: where its seed belongs
+            home = seeding.home(entries, None if entries else files) if here and not near else None
             key = ((near.function.path, str(near.event.span.line)) if near
+                   else (home.function.path, str(home.event.span.line), draw.family) if home
                    else (fn.path, draw.family) if here else ("", draw.family))
             if key in reported or not (here or trains):
                 continue
             reported.add(key)
-            finding = cls._unseeded(fn, event, draw, here, seeding, entries, files, near)
+            finding = cls._unseeded(fn, event, draw, here, seeding, entries, files, near, home)
             # no call reaches a draw in a module other programs import: which of them runs it
             # is a guess (readers judged such findings right 0 of 3 times)
             finding.preview = not reached and bool(here) and fn.path not in {p.entry for p in programs}
@@ -455,10 +458,11 @@ drawn, never what the code computes with them.
     @classmethod
     def _unseeded(cls, fn: FunctionInfo, event: Event, draw: Draw, seeded: set[str], seeding,
                   entries: list[str], files: frozenset[str],
-                  near: Optional[SeedCall] = None) -> Finding:
+                  near: Optional[SeedCall] = None, home: Optional[SeedCall] = None) -> Finding:
         """``entries``: the programs running the draw (none: judged by the ``files`` of the
-        programs importing it); only their sites are named. ``near``: the call seeding only a
-        narrower generator of the draw's library, where the finding goes."""
+        programs importing it); only their sites are named. Where the finding goes: ``near``, the
+        call seeding only a narrower generator of the draw's library; else ``home``, the first
+        call of the seeding that leaves the draw's RNG out; else the draw."""
         unreached = [c for c in seeding.unreached_for(draw.family) if c.function.path in files]
         note = ""
         if unreached:
@@ -473,16 +477,23 @@ drawn, never what the code computes with them.
                 f"({fn.path}:{event.span.line}): runs with the same seed differ{note}",
                 fix=fix,
             )
+        if home is not None:
+            return cls.make_finding(
+                home.function.path, home.event.span,
+                f"the seeding in `{home.function.display}` covers {', '.join(sorted(seeded))} but not "
+                f"the {draw.family} RNG, which is never seeded: `{draw.what}` draws from it "
+                f"({fn.path}:{event.span.line}), so runs with the same seed differ{note}",
+                fix=fix,
+            )
         if seeded:
             where = seeding.where(next(iter(sorted(seeded))), entries, None if entries else files)
-            finding = cls.make_finding(
+            return cls.make_finding(
                 fn.path, event.span,
                 f"`{draw.what}` draws from the {draw.family} RNG, which is never seeded, while "
                 f"{', '.join(sorted(seeded))} {'is' if len(seeded) == 1 else 'are'} seeded"
                 f"{f' (in `{where}`)' if where else ''}: runs with the same seed differ{note}",
                 fix=fix,
             )
-            return finding
         finding = cls.make_finding(
             fn.path, event.span,
             f"nothing in the project seeds an RNG; `{draw.what}` draws from the {draw.family} RNG, "
@@ -494,28 +505,20 @@ drawn, never what the code computes with them.
 
     @classmethod
     def fix(cls, finding: Finding, fixer: Fixer) -> Optional[Fix]:
-        """The missing seeding call, right after the last seeding call of the function that
-        seeds the others for the entry points lacking this RNG (a shared ``seed_everything()``
-        rather than one script's own lines), with the same seed argument; the module imported
-        there if it is not yet."""
+        """The missing seeding call, right after the last seeding call of the function whose
+        seeding the finding names (a shared ``seed_everything()`` rather than one script's own
+        lines), with the same seed argument; the module imported there if it is not yet."""
         family = next((f for f in sorted(FAMILIES, key=len, reverse=True)
                        if f"the {f} RNG, which is never seeded" in finding.message), None)
         if family is None:
             return None  # nothing seeded at all, or a fresh generator: no existing seed to follow
-        seeding = project_seeding(fixer.project)
-        lacking = [reached for entry, reached in seeding.reach.items()
-                   if seeding.seeded_from(entry) and family not in seeding.seeded_from(entry)]
-        calls = [c for c in seeding.calls if c.reached and (c.event.args or "seed" in c.event.kwargs)
-                 and any(c.function.qualname in reached for reached in lacking)]
-        if not calls:
+        calls = project_seeding(fixer.project).calls
+        at = next((c for c in calls if c.function.path == finding.path and c.event.span.line == finding.line), None)
+        seeds = [c for c in calls if at is not None and c.function.qualname == at.function.qualname
+                 and (c.event.args or "seed" in c.event.kwargs)]
+        if not seeds:
             return None
-        score: dict[str, tuple[int, int]] = {}
-        for c in calls:
-            q = c.function.qualname
-            score[q] = (sum(q in reached for reached in lacking), score.get(q, (0, 0))[1] + 1)
-        home = max(sorted(score), key=lambda q: score[q])
-        anchor = max((c for c in calls if c.function.qualname == home),
-                     key=lambda c: (c.event.span.line, c.event.span.column))
+        anchor = max(seeds, key=lambda c: (c.event.span.line, c.event.span.column))
         src = fixer.source(anchor.function.path)
         node = src.node_at(anchor.event.span, cst.Call) if src else None
         statement = src.statement_of(node) if src and node else None
@@ -525,7 +528,7 @@ drawn, never what the code computes with them.
         module, template, asname = _SEEDER[family]
         name, edits = src.import_name(module, asname)
         call = template.format(name=name, seed=seed)
-        return Fix(f"seed the {family} RNG with the others: `{call}` in `{home}`",
+        return Fix(f"seed the {family} RNG with the others: `{call}` in `{anchor.function.display}`",
                    [*edits, src.insert_after(statement, call)])
 
     @classmethod

@@ -48,13 +48,14 @@ def run(cli, tmp_path, draw: str, seed: str = "") -> tuple[str, dict]:
     # a call the static pass cannot name: the probe alone reports it
     "drawn = getattr(dgl.sampling, 'random_' + 'walk')(graph, torch.arange(4), length=3)",
 ])
-def test_unseeded_dgl_draw_is_gm603_at_the_call(cli, tmp_path, draw):
+def test_unseeded_dgl_draw_is_gm603_at_the_runs_seeding(cli, tmp_path, draw):
+    """Reported where the run seeds the other RNGs (where `dgl.seed` belongs), naming the draw."""
     text, data = run(cli, tmp_path, draw)
-    line = line_of(text, "drawn = ")
-    found = at(data, "GM603", "train.py", line)
+    found = at(data, "GM603", "train.py", line_of(text, "torch.manual_seed(0)"))
     assert found, data["findings"]
-    assert any("DGL's random generator is drawn from here (4x)" in e
+    assert any(f"DGL's random generator is drawn from (4x, first at train.py:{line_of(text, 'drawn = ')})" in e
                for f in found for e in f["evidence"] + [f["message"]])
+    assert not at(data, "GM603", "train.py", line_of(text, "drawn = ")), data["findings"]
 
 
 @pytest.mark.parametrize("draw, seed", [

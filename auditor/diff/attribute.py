@@ -208,9 +208,9 @@ def _unseeded_cause(rng: str, ref: Evidence, cand: Evidence) -> Cause:
     it."""
     why = (f"{rng}'s global RNG is drawn from in training but never seeded by the candidate "
            "(the reference seeds it): its runs are not reproducible")
-    sites = [x for x in cand.seeds if x.path] or [x for x in ref.seeds if x.path and x.rng == rng]
-    if sites:
-        return Cause("GM603", sites[0].path, sites[0].line, why)
+    site = cand.seeding_site() or next((x for x in ref.seeds if x.path and x.rng == rng), None)
+    if site is not None:
+        return Cause("GM603", site.path, site.line, why)
     return Cause("GM603", why=why)
 
 

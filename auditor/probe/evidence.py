@@ -815,6 +815,11 @@ class Evidence:
     def seeds(self) -> list[SeedCall]:
         return self._typed("seeds", SeedCall)
 
+    def seeding_site(self) -> Optional[SeedCall]:
+        """The run's first seeding call in user code: where it seeds its RNGs, and where a seed
+        it leaves out belongs."""
+        return next((s for s in self.seeds if s.path), None)
+
     @property
     def seeded_rngs(self) -> set[str]:
         return {s.rng for s in self.seeds}

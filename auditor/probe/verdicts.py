@@ -188,8 +188,8 @@ def runtime_findings(evidence: Evidence, static: Sequence[Finding],
 
 def _unseeded_draws(evidence: Evidence, add) -> None:
     """Draws whose call the recorder saw, in a run that seeded some global RNG (GM603): DGL's
-    generator never seeded (first draw site of each file), and numpy generators built from OS
-    entropy (``np.random.default_rng()``) where user code built them."""
+    generator never seeded (at the run's seeding, which leaves it out), and numpy generators
+    built from OS entropy (``np.random.default_rng()``) where user code built them."""
     seeded = evidence.seeded_rngs
     if not seeded:
         return  # a run that seeds nothing does not mean to be reproducible
@@ -197,11 +197,14 @@ def _unseeded_draws(evidence: Evidence, add) -> None:
     if "dgl" not in seeded:
         draws = sorted((c for c in evidence.calls("rng_draw") if c.arg("rng") == "dgl"),
                        key=lambda c: (c.path, c.line))
-        for c in {c.path: c for c in reversed(draws)}.values():
-            add("GM603", c.path, c.line,
-                f"DGL's random generator is drawn from here ({c.count}x) and never seeded, "
-                f"while the run seeds {them}", "seed it with the others: `dgl.seed(seed)`",
-                [f"draw from DGL's generator at {chain({'stack': c.stack})}"])
+        home = evidence.seeding_site()  # where the run seeds the others: the missing seed belongs there
+        if draws and home is not None:
+            first = draws[0]
+            add("GM603", home.path, home.line,
+                f"DGL's random generator is drawn from ({sum(c.count for c in draws)}x, first at "
+                f"{first.path}:{first.line}) and never seeded, while the run seeds {them} here",
+                "seed it with the others: `dgl.seed(seed)`",
+                [f"draw from DGL's generator at {chain({'stack': c.stack})}" for c in draws[:3]])
     for c in evidence.calls("fresh_rng"):
         add("GM603", c.path, c.line,
             f"`np.random.default_rng()` built here without a seed ({c.count}x): fresh OS entropy "

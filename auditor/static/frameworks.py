@@ -11,7 +11,9 @@ plugins/precision/precision.py), so every analysis reads it as it reads a hand-w
 ``trainer.fit(model)`` call runs it, its ``self`` bound to ``model``. With
 ``automatic_optimization = False`` the loop only calls ``training_step``: the user's own
 ``manual_backward`` / ``opt.step()`` / ``zero_grad()`` in it are the loop's actions, and
-``self.optimizers()`` returns what ``configure_optimizers`` built.
+``self.optimizers()`` returns what ``configure_optimizers`` built. A module's batch-transfer
+hooks (``on_after_batch_transfer``) give the batch each step gets; an ``optimizer_zero_grad``
+override replaces the loop's ``zero_grad()``.
 
 Validation (``validation_step``) runs under no_grad with the module in eval mode, and Lightning
 gives every submodule back the mode it had before (``_ModuleMode``): an ``.eval()`` in a
@@ -146,6 +148,23 @@ def _returns_dict(project: "Project", step: str) -> bool:
                for e in fn.events)
 
 
+def _first_optimizer(project: "Project", cls: str) -> str:
+    """How the optimizer is taken from what ``configure_optimizers`` returns, in the shapes
+    Lightning accepts: a dict's ``"optimizer"``, the first of a list, of a pair of lists
+    (``[opt], [sched]``); nothing for the optimizer itself."""
+    qual = _method(project, cls, "configure_optimizers")
+    fn = project.functions.get(qual) if qual else None
+    returned = [e.text.removeprefix("return").strip() for e in (fn.events if fn else ()) if e.kind == "return"]
+    text = returned[-1] if returned else ""
+    if text.startswith(("{", "dict(")):
+        return '["optimizer"]'
+    if text.startswith(("[[", "([")) or (text.startswith("[") and "], [" in text):
+        return "[0][0]"
+    if text.startswith("["):
+        return "[0]"
+    return ""
+
+
 class _Writer:
     """The loop's source, line by line, with each hook called on the callbacks that define it
     and then on the module (Lightning's order)."""
@@ -168,6 +187,22 @@ class _Writer:
         if module and _method(self.project, self.cls, name) is not None:
             self.line(depth, f"self.{name}({args})")
 
+    def batch_transfer(self, depth: int, batch: str) -> None:
+        """The module's hooks that move a batch to the device, each returning the batch the step
+        gets (``on_after_batch_transfer`` adding self loops acts on every training batch)."""
+        for name, extra in (("on_before_batch_transfer", "0"), ("transfer_batch_to_device", "self.device, 0"),
+                            ("on_after_batch_transfer", "0")):
+            if _method(self.project, self.cls, name) is not None:
+                self.line(depth, f"{batch} = self.{name}({batch}, {extra})")
+
+    def overridable(self, depth: int, name: str, args: str, default: str) -> None:
+        """A step Lightning runs through a module method the user may override
+        (``optimizer_zero_grad``): the override when the class has one, else its default."""
+        if _method(self.project, self.cls, name) is not None:
+            self.line(depth, f"self.{name}({args})")
+        else:
+            self.line(depth, default)
+
 
 def loop_source(project: "Project", cls: str, callbacks: list[str]) -> tuple[str, dict[str, str]]:
     """The fit loop of ``cls`` as Python source (a method ``fit`` of a class ``Loop``), and the
@@ -179,12 +214,13 @@ def loop_source(project: "Project", cls: str, callbacks: list[str]) -> tuple[str
     for name in _START[:1]:
         w.hook(0, name)
     if automatic:
-        w.line(0, "optimizer = self.configure_optimizers()")
+        w.line(0, f"optimizer = self.configure_optimizers(){_first_optimizer(project, cls)}")
     for name in _START[1:]:
         w.hook(0, name)
     w.line(0, "for epoch in trainer.epochs:")
     w.hook(1, "on_train_epoch_start")
     w.line(1, "for batch_idx, batch in enumerate(trainer.train_dataloader):")
+    w.batch_transfer(2, "batch")
     w.hook(2, "on_train_batch_start")
     if automatic:
         if _returns_dict(project, step):
@@ -193,7 +229,7 @@ def loop_source(project: "Project", cls: str, callbacks: list[str]) -> tuple[str
         else:
             w.line(2, "loss = self.training_step(batch, batch_idx)")
         w.hook(2, "on_before_zero_grad")
-        w.line(2, "optimizer.zero_grad()")
+        w.overridable(2, "optimizer_zero_grad", "epoch, batch_idx, optimizer", "optimizer.zero_grad()")
         w.hook(2, "on_before_backward")
         w.line(2, "loss.backward()")
         w.hook(2, "on_after_backward")
@@ -209,6 +245,7 @@ def loop_source(project: "Project", cls: str, callbacks: list[str]) -> tuple[str
         for name in ("on_validation_start", "on_validation_epoch_start"):
             w.hook(4, name)
         w.line(4, "for val_idx, val_batch in enumerate(trainer.val_dataloaders):")
+        w.batch_transfer(5, "val_batch")
         w.hook(5, "on_validation_batch_start")
         w.line(5, "self.validation_step(val_batch, val_idx)")
         w.hook(5, "on_validation_batch_end")

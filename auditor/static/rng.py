@@ -289,6 +289,23 @@ class Seeding:
                      and (c.function.path in files if files is not None else c.reached)
                      and (reached is None or c.function.qualname in reached)), None)
 
+    def home(self, entries: Optional[list[str]] = None,
+             files: Optional[frozenset[str]] = None) -> Optional[SeedCall]:
+        """Where the programs ``entries`` (or the ``files``) seed their RNGs: the first call of
+        the function whose calls seed the most of them (a ``seed_everything()`` helper), the
+        place a missing seed belongs; None when they seed nothing."""
+        reached = set().union(*(self.reach[e] for e in entries)) if entries else None
+        calls = [c for c in self.calls if (c.function.path in files if files is not None else c.reached)
+                 and (reached is None or c.function.qualname in reached)]
+        by_function: dict[str, list[SeedCall]] = {}
+        for c in calls:
+            by_function.setdefault(c.function.qualname, []).append(c)
+        if not by_function:
+            return None
+        best = max(sorted(by_function), key=lambda q: (
+            len({f for c in by_function[q] for f in c.families}), len(by_function[q])))
+        return min(by_function[best], key=lambda c: (c.event.span.line, c.event.span.column))
+
     def where(self, family: str, entries: Optional[list[str]] = None,
               files: Optional[frozenset[str]] = None) -> str:
         """``utils.py:seed_everything`` (the function of :meth:`call_for`), or ''."""

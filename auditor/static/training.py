@@ -66,7 +66,7 @@ from auditor.static.facts import MODULE_SCOPE, ClassInfo, Event, FunctionInfo, S
 from auditor.static.paths import (BACKWARD_METHODS, NO_GRAD_CONTEXTS, NOT_FORWARD, Identity, bindings,
                                   rebase)
 from auditor.static.project import Project
-from auditor.static.texts import top_level_items
+from auditor.static.texts import container_items, dict_entries, top_level_items
 
 Site = tuple[FunctionInfo, int]
 
@@ -214,6 +214,10 @@ def _unique(sites: list[Site]) -> list[Site]:
             seen.add((fn.qualname, i))
             out.append((fn, i))
     return out
+
+
+# `f(...)["optimizer"]`, `f(...)[0][0]`: literal subscripts of a call's result
+_RETURN_ENTRY = re.compile(r"""^([\w.]+\(.*\))((?:\[\s*(?:\d+|'\w+'|"\w+")\s*\])+)$""", re.S)
 
 
 def _maximal(names: list[str]) -> list[str]:
@@ -675,12 +679,45 @@ class Training:
             return [Origin("unknown")]  # loop targets, augmented assignments: not followed
         calls = [k for k in range(j + 1, len(fn.events))
                  if fn.events[k].kind == "call" and fn.events[k].span.within(stmt.span)]
+        keys = _RETURN_ENTRY.match(stmt.text.split("=", 1)[-1].strip())
+        if calls and keys and fn.events[calls[0]].span.within(stmt.span):
+            return self._returned_entry(fn, calls[0], re.findall(r"\[([^\[\]]+)\]", keys.group(2)), depth)
         if calls:
             return self._call_origin(fn, calls[0], depth)
         values = _maximal([u for u in stmt.uses if u not in ("None", "True", "False")])
         if len(values) == 1 and re.fullmatch(r"[\w.]+", stmt.text.split("=", 1)[-1].strip()):
             return self.origins(fn, values[0], j, depth + 1)
         return [Origin("unknown")]
+
+    def _returned_entry(self, fn: FunctionInfo, k: int, keys: list[str], depth: int) -> list[Origin]:
+        """``build()["optimizer"]``, ``build()[0][0]``: the entry of what the callee returns as
+        a dict or list display (``return {"optimizer": opt, ...}``, ``return [opt], [sched]``)."""
+        call = fn.events[k]
+        out: list[Origin] = []
+        for qual in self.resolve(fn, call) if depth <= MAX_DEPTH else ():
+            callee = self.project.function(qual)
+            for r, e in enumerate(callee.events if callee is not None else ()):
+                if e.kind != "return":
+                    continue
+                text = e.text.removeprefix("return").strip()
+                for key in (k.strip() for k in keys):
+                    if key[:1] in "'\"":
+                        text = dict_entries(text).get(key.strip("'\""), "")
+                        continue
+                    parts = top_level_items(text)  # a bare tuple (`return [opt], [sched]`), else a display
+                    listed = [p.strip() for p in parts] if len(parts) > 1 else container_items(text)
+                    text = listed[int(key)] if int(key) < len(listed) else ""
+                found: list[Origin] = []
+                if re.fullmatch(r"[\w.]+", text):
+                    found = self.origins(callee, text, r, depth + 1)
+                elif re.fullmatch(r"[\w.]+\(.*\)", text, re.S):  # the entry is a call: its event
+                    name = text.split("(", 1)[0].rsplit(".", 1)[-1]
+                    made = next((m for m in range(r + 1, len(callee.events)) if callee.events[m].kind == "call"
+                                 and callee.events[m].span.within(e.span)
+                                 and callee.events[m].func.removesuffix("()").rsplit(".", 1)[-1] == name), None)
+                    found = self._call_origin(callee, made, depth + 1) if made is not None else []
+                out += [o.through(fn.qualname, k, call.span) for o in found]
+        return out or [Origin("unknown")]
 
     def _unpacked_origin(self, fn: FunctionInfo, j: int, position: int, depth: int) -> list[Origin]:
         """``optimizer, scheduler = build_optimizer(model)``: the object at ``position`` of what

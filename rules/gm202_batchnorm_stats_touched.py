@@ -64,6 +64,23 @@ _BN_MODEL = ("import torch\nfrom torch import nn\n\nclass Enc(nn.Module):\n    d
 
 # a registry of many model classes, one with BatchNorm; a trainer that builds whichever the
 # configuration names (the registry alone does not say which)
+# a loop that calls a monitoring helper every 10 steps (`{before}`: what it does first)
+_MONITOR = (
+    "def monitor(model, val):\n{before}"
+    "    spreads = [model(x).std() for x in val]\n"
+    "    model.train()\n"
+    "    return spreads\n"
+    "def fit(loader, val):\n"
+    "    model = Enc()\n"
+    "    opt = torch.optim.Adam(model.parameters())\n"
+    "    for i, x in enumerate(loader):\n"
+    "        loss = model(x).pow(2).mean()\n"
+    "        opt.zero_grad()\n"
+    "        loss.backward()\n"
+    "        opt.step()\n"
+    "        if i % 10 == 0:\n"
+    "            monitor(model, val)\n"
+)
 _REGISTRY = ("MODELS = {}\ndef register(name):\n    def deco(cls):\n        MODELS[name] = cls\n"
              "        return cls\n    return deco\ndef get_class(name):\n    return MODELS[name]\n")
 _REGISTERED = "import torch.nn as nn\nfrom registry import register\n" + "".join(
@@ -128,7 +145,8 @@ Finds code that changes a BatchNorm layer's running statistics other than by its
   `track_running_stats=False` (batch statistics at evaluation too) and a loader that feeds the
   model one graph at a time (`batch_size=1`, or a `GraphDataLoader` without `batch_size`) in a
   project whose model has a `BatchNorm`: the statistics are then those of one part's few nodes;
-* in a project whose model has a `BatchNorm`, a forward run once per training step while the
+* in a project whose model has a `BatchNorm`, a forward run in the training loop (in the loop,
+  or in a helper, hook or callback it calls) while the
   model is still in train mode, whose output no backward reads: with gradients off
   (`torch.no_grad()`, `inference_mode()`), or after the step's backward (metrics on the
   training batch, an embedding logged by the trainer's step method): every such forward moves
@@ -290,6 +308,8 @@ by a person, and the reference script must then do the same.
         Valid(
             _BN_MODEL + _EMA_UPDATE.format(write="bt.copy_(bs)")
         ),
+        # the same helper, switching the model to eval mode first
+        Valid(_BN_MODEL + _MONITOR.format(before="    model.eval()\n")),
     ]
     INVALID = [
         Invalid(
@@ -421,6 +441,8 @@ by a person, and the reference script must then do the same.
             _BN_MODEL + _EMA_UPDATE.format(write="bs.copy_(bt)"),
             line=16, message_contains="buffers of `student`",
         ),
+        # a monitoring helper the loop calls every 10 steps, after the backward, in train mode
+        Invalid(_BN_MODEL + _MONITOR.format(before=""), line=12, message_contains="after the step's backward"),
     ]
 
     def __init__(self, ctx) -> None:
@@ -558,7 +580,7 @@ by a person, and the reference script must then do the same.
                 else "after the step's backward"
             out.append(cls.make_finding(
                 fn.path, call.span,
-                f"`{call.func}(...)` runs in train mode {how}, once per training step, and no "
+                f"`{call.func}(...)` runs in train mode {how}, inside the training loop, and no "
                 "backward reads its output: this extra forward updates the BatchNorm running "
                 "statistics with a batch the training step never used",
                 fix="call `.eval()` before an extra forward (and `.train()` after it), or reuse "
@@ -671,7 +693,10 @@ def holds_batchnorm(project: Project, fn: FunctionInfo, i: int, module: str = ""
     training = Training.of(project)
     holders = {f.qualname for file, bn in _facts(project, BatchNormBuilt)
                if (f := function_of(project, file.path, bn.span.line)) is not None}
-    made = {o.cls for o in training.origins(fn, module or fn.events[i].func, i) if o.known}
+    e = fn.events[i]
+    # the module called, or the one whose method is called (`pl_module.embed(g, x)`)
+    names = [module] if module else [e.func, *([e.receiver] if e.method and e.receiver else [])]
+    made = {o.cls for name in names for o in training.origins(fn, name, i) if o.known or o.kind == "self"}
     return any(_builds_batchnorm(project, training, cls, holders) for cls in made)
 
 

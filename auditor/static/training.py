@@ -58,7 +58,7 @@ from __future__ import annotations
 import re
 import weakref
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Mapping, Optional
 
 from auditor.static.dataflow import (MAX_INSTANCE_CLASSES, SHARING_METHODS, SHARING_WRAPPERS,
                                      callee_text, classmethod_instances, instance_classes)
@@ -1269,32 +1269,47 @@ class Training:
                         evaluating = e.method == "eval" or (e.args[:1] == ["False"])
                         continue
                     if evaluating or (fn.qualname, i) in on_loss or e.kind != "call" \
-                            or (fn.qualname, i) in seen or not self.module_call(fn, i):
+                            or (fn.qualname, i) in seen:
                         continue
                     after_backward = any(b < i and set(fn.events[b].loop_ids) <= set(e.loop_ids)
                                          for b in backwards)
-                    if self.grad_off(fn, i) is None and not (after_backward and self.runs_forward(fn, i)):
+                    if not self.module_call(fn, i):
+                        # a helper or hook the iteration calls (a monitoring callback): the
+                        # forwards it makes in train mode, without gradients or after the backward
+                        found = self._hook_forwards(fn, i, self.grad_off(fn, i) is not None or after_backward,
+                                                    steps)
+                    elif self.grad_off(fn, i) is None and not (after_backward and self.runs_forward(fn, i)):
                         continue
-                    # a framework's call of a user hook (auditor/static/frameworks.py): the
-                    # forward is written in the hook, not at the framework's call
-                    found = self._hook_forwards(fn, i) if fn.framework else [(fn, i)]
+                    else:
+                        # a framework's call of a user hook (auditor/static/frameworks.py): the
+                        # forward is written in the hook, not at the framework's call
+                        found = self._hook_forwards(fn, i) if fn.framework else [(fn, i)]
                     for where, k in found:
                         if (where.qualname, k) not in seen:
                             seen.add((where.qualname, k))
                             out.append((loop, where, k))
         return out
 
-    def _hook_forwards(self, fn: FunctionInfo, i: int) -> list[Site]:
+    def _hook_forwards(self, fn: FunctionInfo, i: int, unread: Optional[bool] = None,
+                       steps: Mapping[str, FunctionInfo] = {}) -> list[Site]:
         """The forwards of modules that the functions the call at ``i`` runs make in train mode
-        (not after their own ``.eval()``)."""
+        (not after their own ``.eval()``). ``unread``: for a plain function (not a module's
+        method), whether no backward reads what it computes (called under no_grad or after the
+        step's backward); else only its own forwards without gradients count."""
         out: list[Site] = []
         for qual in self.resolve(fn, fn.events[i]):
             hook = self.project.function(qual)
+            if hook is None or qual in steps or (unread is not None and hook.class_name
+                                                   and self.is_module_class(hook.class_name)
+                                                   and not fn.framework):
+                continue  # a step that backpropagates, or a module's own method
             evaluating = False
-            for k, e in enumerate(hook.events if hook is not None else ()):
+            for k, e in enumerate(hook.events):
                 if e.kind == "call" and e.method in ("eval", "train") and e.receiver:
                     evaluating = e.method == "eval" or (e.args[:1] == ["False"])
-                elif not evaluating and self.module_call(hook, k) and self.runs_forward(hook, k):
+                elif not evaluating and self.module_call(hook, k) and self.runs_forward(hook, k) and (
+                        unread is None or unread or self.grad_off(hook, k) is not None
+                        or self.grad_off_decorator(hook) is not None):
                     out.append((hook, k))
         return out
 

@@ -3,6 +3,7 @@ of the total, or an extra term added with a weight that dominates the reconstruc
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Optional
@@ -13,10 +14,11 @@ from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.context import dotted
 from auditor.static.dataflow import callers_of, constructed_class, function_of, is_loss_call
-from auditor.static.config_values import LITERAL, values_of
+from auditor.static.config_values import LITERAL, tables_of, values_of
 from auditor.static.facts import Event, FunctionInfo, Span
 from auditor.static.paths import bindings
 from auditor.static.project import Project
+from auditor.static.texts import dict_entries
 from auditor.static.values import Constants
 
 if TYPE_CHECKING:  # the probe's evidence types cost a check run's start; used in annotations only
@@ -35,6 +37,20 @@ LOSSY = re.compile(r"loss|err|sce|mse|l1|l2|penalty|reg|kl|cos", re.I)
 LOG_WORDS = (".item()", "log", "print", "writer", "wandb", "append", "history", "record", "detach")
 LARGE_WEIGHT = 10.0
 ASSIGNED_NUMBER = re.compile(r"=\s*(-?\s*\d+(?:\.\d*)?(?:e-?\d+)?)\s*$", re.I)
+
+
+# loss parts in a dict, each weighted by its name from the YAML configuration (the examples)
+_PARTS_BY_NAME = (
+    "import yaml\n"
+    "import torch.nn.functional as F\n"
+    "WEIGHTS = yaml.safe_load(open('cfg.yaml'))['weights']\n"
+    "def total(pred, target):\n"
+    "    parts = {{\n"
+    "        '{part}': F.mse_loss(pred, target),\n"
+    "        'sce': (1 - F.cosine_similarity(pred, target)).mean(),\n"
+    "    }}\n"
+    "    return sum(WEIGHTS.get(k, 0.0) * v for k, v in parts.items())\n"
+)
 
 
 @dataclass
@@ -76,6 +92,53 @@ def _number(node: cst.BaseExpression) -> Optional[float]:
         except ValueError:
             return None
     return None
+
+
+def _weighted_by_name(text: str) -> list[tuple[str, float, str]]:
+    """(weights, default, parts) of each ``weights.get(k, default) * v for k, v in
+    parts.items()`` in a statement's text (the factors in either order)."""
+    try:
+        tree = ast.parse(text.strip())
+    except SyntaxError:
+        return []
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.GeneratorExp, ast.ListComp)) or len(node.generators) != 1:
+            continue
+        gen = node.generators[0]
+        it, target, elt = gen.iter, gen.target, node.elt
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr == "items"
+                and isinstance(target, ast.Tuple) and len(target.elts) == 2
+                and all(isinstance(t, ast.Name) for t in target.elts)
+                and isinstance(elt, ast.BinOp) and isinstance(elt.op, ast.Mult)):
+            continue
+        key, value = (t.id for t in target.elts)  # type: ignore[attr-defined]
+        for weight, part in ((elt.left, elt.right), (elt.right, elt.left)):
+            if isinstance(part, ast.Name) and part.id == value and isinstance(weight, ast.Call) \
+                    and isinstance(weight.func, ast.Attribute) and weight.func.attr == "get" \
+                    and len(weight.args) == 2 and isinstance(weight.args[0], ast.Name) \
+                    and weight.args[0].id == key and isinstance(weight.args[1], ast.Constant) \
+                    and isinstance(weight.args[1].value, (int, float)):
+                out.append((ast.unparse(weight.func.value), float(weight.args[1].value),
+                            ast.unparse(it.func.value)))
+    return out
+
+
+def _dict_display(fn: FunctionInfo, name: str, before: int) -> Optional[dict[str, int]]:
+    """The literal keys of the dict display ``name`` was last bound to in ``fn`` before event
+    ``before``, each with its line; None when it is no such display."""
+    bound = next((e for e in reversed(fn.events[:before]) if e.kind == "assign" and e.targets == [name]), None)
+    if bound is None or "…" in bound.text:
+        return None
+    value = bound.text.split("=", 1)[1]
+    entries = dict_entries(value)
+    if not entries:
+        return None
+    lines: dict[str, int] = {}
+    for key in entries:
+        at = re.search(rf"""['"]{re.escape(key)}['"]\s*:""", bound.text)
+        lines[key] = bound.span.line + (bound.text[:at.start()].count("\n") if at else 0)
+    return lines
 
 
 def _last(node: cst.BaseExpression) -> str:
@@ -243,6 +306,8 @@ confirm.
             "config.py": "DEFAULTS = {'loss': {'weights': {'rec': 1.0, 'latent': 0.1}}}\n",
             "steps.py": _WEIGHT_BY_KEY,
         }),
+        # every part named as the configuration's weights are
+        Valid({"losses.py": _PARTS_BY_NAME.format(part="mse"), "cfg.yaml": "weights:\n  mse: 1.0\n  sce: 1.0\n"}),
     ]
     INVALID = [
         Invalid("LOSS_WEIGHTS = {'coord': 1.0, 'tangent': 0.5, 'normal': 0.0}\n", line=1, column=57),
@@ -301,6 +366,9 @@ confirm.
             "config.py": "DEFAULTS = {'loss': {'weights': {'recon': 1.0, 'latent': 0.1}}}\n",
             "steps.py": _WEIGHT_BY_KEY,
         }, path="steps.py", line=6, message_contains="the default of `rec`"),
+        # a part named otherwise than the configuration's weights: weighted by the default 0
+        Invalid({"losses.py": _PARTS_BY_NAME.format(part="rec"), "cfg.yaml": "weights:\n  mse: 1.0\n  sce: 1.0\n"},
+                path="losses.py", line=6, message_contains="no key 'rec'"),
     ]
 
     def __init__(self, ctx) -> None:
@@ -514,6 +582,38 @@ confirm.
         out += cls._configured(project, {(f.path, f.line) for f in out})
         for fn in list(project.functions.values()):
             out += cls._dropped(project, fn)
+            out += cls._unweighted_parts(project, fn)
+        return out
+
+    @classmethod
+    def _unweighted_parts(cls, project: Project, fn: FunctionInfo) -> list[Finding]:
+        """``sum(w.get(name, 0.0) * part for name, part in parts.items())`` over a dict display
+        of loss parts, where every configured ``w`` lacks a part's name: that part is weighted
+        by the default 0, reported at its entry."""
+        out: list[Finding] = []
+        for i, e in enumerate(fn.events):
+            if e.kind not in ("assign", "augassign", "return") or ".get(" not in e.text or ".items()" not in e.text:
+                continue
+            for base, default, parts in _weighted_by_name(e.text):
+                entries = _dict_display(fn, parts, i)
+                tables = tables_of(project, fn, base, e.span.line)
+                if entries is None or not tables or default != 0:
+                    continue
+                names = sorted({str(k) for t in tables for k in t.value.entries})
+                for key, line in entries.items():
+                    if any(key in t.value.entries for t in tables):
+                        continue
+                    # where the weights are written: their entries' place (a configuration file)
+                    written = next((v[0].source.where for v in tables[0].value.entries.values() if v),
+                                   tables[0].source.where)
+                    out.append(cls.make_finding(
+                        fn.path, Span(line, 1, line, 1),
+                        f"loss part `{key}` is weighted by `{base}.get(...)`, whose default 0 it gets: "
+                        f"the configured weights ({written}) have no key "
+                        f"{key!r} (they have {', '.join(map(repr, names)) or 'none'}), so this "
+                        "component gives no gradient",
+                        fix=f"name the part as the configuration does, or add a weight for {key!r}",
+                    ))
         return out
 
     @classmethod

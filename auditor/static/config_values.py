@@ -121,6 +121,17 @@ def values_of(project: Project, fn: FunctionInfo, node: Union[str, ast.expr], li
     return _scalars(evaluator.expr(fn, node, _index_at(fn, line), None, 0))
 
 
+def tables_of(project: Project, fn: FunctionInfo, node: Union[str, ast.expr], line: int) -> list[Value]:
+    """The dicts the expression may hold in ``fn`` at ``line``, as :class:`Table` values (their
+    keys, each with the constants it may hold); empty when none is known."""
+    if isinstance(node, str):
+        node = parsed(project, node, line)
+        if node is None:
+            return []
+    found = _evaluator(project).expr(fn, node, _index_at(fn, line), None, 0)
+    return [v for v in found if isinstance(v.value, Table)][:MAX_VALUES]
+
+
 def parsed(project: Project, text: str, line: int) -> Optional[ast.expr]:
     """The expression ``text`` written at ``line``, parsed once: the evaluator keeps answers by
     node identity, so a node must live as long as they do."""

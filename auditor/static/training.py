@@ -1263,10 +1263,12 @@ class Training:
                 backwards = [a.index for a in loop.of("backward") if a.fn is fn]
                 on_loss = {(sfn.qualname, j) for b in backwards for sfn, j in self.loss_slice(fn, b)}
                 evaluating = False  # `.eval()` earlier in this iteration, no `.train()` since
+                switch: Optional[bool] = None  # the mode the previous call left
                 for i in body:
                     e = fn.events[i]
-                    if e.kind == "call" and e.method in ("eval", "train") and e.receiver:
-                        evaluating = e.method == "eval" or (e.args[:1] == ["False"])
+                    evaluating = evaluating if switch is None else switch
+                    switch = self.mode_switch(fn, i)
+                    if switch is not None and e.method in ("eval", "train"):
                         continue
                     if evaluating or (fn.qualname, i) in on_loss or e.kind != "call" \
                             or (fn.qualname, i) in seen:
@@ -1290,6 +1292,28 @@ class Training:
                             out.append((loop, where, k))
         return out
 
+    def mode_switch(self, fn: FunctionInfo, k: int) -> Optional[bool]:
+        """Whether the call at ``k`` leaves a module in eval mode (True) or train mode (False):
+        ``.eval()``, ``.train()``, ``.train(False)``, or a project function doing so, a context
+        manager among them (``with evaluating(model):`` runs its body in eval mode); None for
+        any other event."""
+        e = fn.events[k]
+        if e.kind != "call":
+            return None
+        if e.method in ("eval", "train") and e.receiver:
+            return e.method == "eval" or e.args[:1] == ["False"]
+        for qual in self.resolve(fn, e):
+            callee = self.project.function(qual)
+            if callee is None or callee.class_name:
+                continue
+            switches = [x.method == "eval" or x.args[:1] == ["False"] for x in callee.events
+                        if x.kind == "call" and x.method in ("eval", "train") and x.receiver]
+            if switches and any(d.removesuffix("()").endswith("contextmanager") for d in callee.decorators):
+                return any(switches)  # the body of the `with` runs between entry and exit
+            if switches:
+                return switches[-1]
+        return None
+
     def _hook_forwards(self, fn: FunctionInfo, i: int, unread: Optional[bool] = None,
                        steps: Mapping[str, FunctionInfo] = {}) -> list[Site]:
         """The forwards of modules that the functions the call at ``i`` runs make in train mode
@@ -1305,8 +1329,9 @@ class Training:
                 continue  # a step that backpropagates, or a module's own method
             evaluating = False
             for k, e in enumerate(hook.events):
-                if e.kind == "call" and e.method in ("eval", "train") and e.receiver:
-                    evaluating = e.method == "eval" or (e.args[:1] == ["False"])
+                switch = self.mode_switch(hook, k)
+                if switch is not None:
+                    evaluating = switch
                 elif not evaluating and self.module_call(hook, k) and self.runs_forward(hook, k) and (
                         unread is None or unread or self.grad_off(hook, k) is not None
                         or self.grad_off_decorator(hook) is not None):

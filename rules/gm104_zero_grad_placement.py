@@ -8,6 +8,7 @@ from typing import Any, Iterable, Optional
 from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.conditions import tests_of
+from auditor.static.facts import FunctionInfo
 from auditor.static.project import Project
 from auditor.static.training import Action, Training, TrainingLoop, looks_optimizer
 
@@ -307,6 +308,25 @@ purpose.
         ),
         # the loop resets an EMA teacher's gradients, never the optimizer's (the student's)
         Invalid(_TEACHER_RESET.format(own=""), line=7, message_contains="a copy made at"),
+        # the reset moved into the trainer's constructor: it runs once, before the loop
+        Invalid({
+            "engine.py": (
+                "class Trainer:\n"
+                "    def __init__(self, model, optimizer):\n"
+                "        self.model, self.optimizer = model, optimizer\n"
+                "        self.optimizer.zero_grad()\n"
+                "    def train_step(self, g):\n"
+                "        self.model(g).backward()\n"
+                "        self.optimizer.step()\n"
+            ),
+            "train.py": (
+                "import torch\nfrom engine import Trainer\n"
+                "def main(model, loader):\n"
+                "    trainer = Trainer(model, torch.optim.Adam(model.parameters()))\n"
+                "    for g in loader:\n"
+                "        trainer.train_step(g)\n"
+            ),
+        }, path="engine.py", line=4, message_contains="outside the training loop"),
         # the reset moved into a hook that clears only every 4th batch; the step runs every batch
         Invalid(_PERIODIC_RESET.format(test="batch_idx % 4 == 0"), line=6, message_contains="every iteration"),
     ]
@@ -338,6 +358,17 @@ purpose.
                    f"zero_grad()`) once per step")
             return
         if not loop.of("reset"):
+            misplaced = cls._reset_elsewhere(training, loop)
+            if misplaced is not None:
+                fn, k = misplaced
+                yield (Action("reset", fn, k, fn.events[k].receiver),
+                       f"`{fn.events[k].text.strip()}` resets the stepped optimizer's gradients outside "
+                       f"the training loop at {where} (once, or on another schedule than its "
+                       f"iterations): they are {NEVER_RESET}, so each optimizer step applies the sum "
+                       f"of the gradients since this reset",
+                       "reset the gradients once per optimizer step, in the loop (before the "
+                       "backward, or right after `optimizer.step()`)")
+                return
             yield (back,
                    f"gradients are {NEVER_RESET} at {where}: this backward "
                    f"adds into `.grad` every iteration, so each optimizer step applies the sum "
@@ -362,6 +393,24 @@ purpose.
                            f"step applies zeroed gradients and the model does not learn",
                            "move the reset before the backward pass (or after the optimizer step)")
                     break
+
+    @staticmethod
+    def _reset_elsewhere(training: Training, loop: TrainingLoop) -> Optional[tuple[FunctionInfo, int]]:
+        """A ``zero_grad()`` of the optimizer the loop steps, made where the loop does not run it
+        (a constructor, before the loop, a handler of another event): the reset that belongs in
+        the loop."""
+        step = loop.of("step")[0]
+        stepped = [o for o in training.origins(step.fn, step.receiver, step.index) if o.known]
+        for fn, event in training.project.events("call"):
+            if event.method != "zero_grad" or not looks_optimizer(event.receiver):
+                continue
+            k = fn.position(event)
+            # the same object, or the same attribute of the instance whose method steps it
+            if any(o in stepped for o in training.origins(fn, event.receiver, k) if o.known) or (
+                    event.receiver == step.receiver and event.receiver.startswith("self.")
+                    and fn.class_name and fn.class_name == step.fn.class_name):
+                return fn, k
+        return None
 
     @staticmethod
     def _periodic_resets(actions: list[Action], loop: TrainingLoop) -> Iterable[tuple[Action, str, str]]:

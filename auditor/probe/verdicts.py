@@ -172,7 +172,7 @@ def runtime_findings(evidence: Evidence, static: Sequence[Finding],
     _batchnorm_outside_steps(evidence, add)
     if not _precision(evidence, steps, add):
         _low_precision_predictions(evidence, add)  # the same defect, seen at the loss call
-    _accumulating(steps, add)
+    _accumulating(evidence, steps, add)
     _held_graphs(evidence, add)
     _sum_reductions(evidence, add)
     _zero_gradients(evidence, add)
@@ -394,9 +394,23 @@ def _low_precision_predictions(evidence: Evidence, add) -> None:
             return
 
 
-def _accumulating(steps: list[StepFacts], add) -> None:
+def _accumulating(evidence: Evidence, steps: list[StepFacts], add) -> None:
+    """Gradients held from an earlier step when a backward starts (GM104): at the last
+    ``zero_grad()`` that ran, when it ran only before the accumulating steps (moved out of the
+    loop: the reset that belongs in it), else at the backward."""
     for s in steps:
         if s.stale_grads:
+            clears = [c for c in evidence.calls("zero_grad") if c.path and max(c.steps or [0]) < s.index - 1]
+            if clears and not any(s.index - 1 <= max(c.steps or [0]) for c in evidence.calls("zero_grad")):
+                c = clears[-1]
+                add("GM104", c.path, c.line,
+                    f"gradients accumulate across steps: this zero_grad() last ran before step "
+                    f"{max(c.steps or [0]) + 1}, and {s.stale_grads} parameters still had an earlier "
+                    f"step's gradient when the backward of step {s.index} started",
+                    "reset the gradients once per step, in the training loop, before the backward",
+                    [f"step {s.index}: an optimizer stepped since the previous backward and no "
+                     f"zero_grad ran; {s.stale_grads} gradients were non-zero at the start"])
+                return
             add("GM104", s.path, s.line,
                 f"gradients accumulate across steps: {s.stale_grads} parameters still had the "
                 f"previous step's gradient when this backward started",

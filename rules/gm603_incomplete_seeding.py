@@ -281,7 +281,7 @@ drawn, never what the code computes with them.
         Invalid(
             "import random\nimport torch\ntorch.manual_seed(0)\n\ndef augment(x):\n"
             "    if random.random() < 0.5:\n        x = -x\n    return x\n",
-            line=3, message_contains="random",
+            line=6, message_contains="random",
         ),
         Invalid(
             "import numpy as np\nimport torch\ntorch.manual_seed(0)\nrng = np.random.default_rng()\n",
@@ -436,7 +436,9 @@ drawn, never what the code computes with them.
             near = seeding.call_for(narrower[0], entries, None if entries else files) \
                 if narrower and narrower[0] in here else None
             # the seeding that leaves it out: where its seed belongs
-            home = seeding.home(entries, None if entries else files) if here and not near else None
+            # (a draw no call reaches is judged by the programs importing it: which of their
+            # seedings it belongs to is a guess, so it stays at the draw)
+            home = seeding.home(entries) if here and not near and entries else None
             key = ((near.function.path, str(near.event.span.line)) if near
                    else (home.function.path, str(home.event.span.line), draw.family) if home
                    else (fn.path, draw.family) if here else ("", draw.family))
@@ -506,14 +508,19 @@ drawn, never what the code computes with them.
     @classmethod
     def fix(cls, finding: Finding, fixer: Fixer) -> Optional[Fix]:
         """The missing seeding call, right after the last seeding call of the function whose
-        seeding the finding names (a shared ``seed_everything()`` rather than one script's own
-        lines), with the same seed argument; the module imported there if it is not yet."""
+        seeding the finding names (or, for a finding at the draw, of the seeding of the programs
+        lacking it: a shared ``seed_everything()`` rather than one script's own lines), with the
+        same seed argument; the module imported there if it is not yet."""
         family = next((f for f in sorted(FAMILIES, key=len, reverse=True)
                        if f"the {f} RNG, which is never seeded" in finding.message), None)
         if family is None:
             return None  # nothing seeded at all, or a fresh generator: no existing seed to follow
-        calls = project_seeding(fixer.project).calls
+        seeding = project_seeding(fixer.project)
+        calls = seeding.calls
         at = next((c for c in calls if c.function.path == finding.path and c.event.span.line == finding.line), None)
+        if at is None:  # reported at the draw: the seeding of the programs that leave it out
+            lacking = [e for e in seeding.reach if seeding.seeded_from(e) and family not in seeding.seeded_from(e)]
+            at = seeding.home(lacking) if lacking else None
         seeds = [c for c in calls if at is not None and c.function.qualname == at.function.qualname
                  and (c.event.args or "seed" in c.event.kwargs)]
         if not seeds:

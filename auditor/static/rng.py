@@ -289,14 +289,12 @@ class Seeding:
                      and (c.function.path in files if files is not None else c.reached)
                      and (reached is None or c.function.qualname in reached)), None)
 
-    def home(self, entries: Optional[list[str]] = None,
-             files: Optional[frozenset[str]] = None) -> Optional[SeedCall]:
-        """Where the programs ``entries`` (or the ``files``) seed their RNGs: the first call of
-        the function whose calls seed the most of them (a ``seed_everything()`` helper), the
-        place a missing seed belongs; None when they seed nothing."""
-        reached = set().union(*(self.reach[e] for e in entries)) if entries else None
-        calls = [c for c in self.calls if (c.function.path in files if files is not None else c.reached)
-                 and (reached is None or c.function.qualname in reached)]
+    def home(self, entries: list[str]) -> Optional[SeedCall]:
+        """Where the programs ``entries`` seed their RNGs: the first call of the function whose
+        calls seed the most of them (a ``seed_everything()`` helper), the place a missing seed
+        belongs; None when they seed nothing."""
+        reached = set().union(*(self.reach[e] for e in entries))
+        calls = [c for c in self.calls if c.reached and c.function.qualname in reached]
         by_function: dict[str, list[SeedCall]] = {}
         for c in calls:
             by_function.setdefault(c.function.qualname, []).append(c)

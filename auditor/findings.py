@@ -45,6 +45,11 @@ class Finding:
     # a kind of finding behind `--preview` (auditor/rule.py: Rule.preview_kind)
     preview: bool = False
 
+    @property
+    def in_configuration(self) -> bool:
+        """At a configuration file's line (YAML, JSON), which a run reads, not runs."""
+        return not self.path.endswith((".py", ".pyi"))
+
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["severity"] = self.severity.value

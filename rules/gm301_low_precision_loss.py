@@ -488,8 +488,7 @@ region or adding a scaler changes numerics and memory use, which a person has to
     # -- runtime -----------------------------------------------------------------------------------
     @classmethod
     def confirm(cls, finding: Finding, evidence: Any) -> Optional[Verdict]:
-        configured = not finding.path.endswith(".py")  # a configuration file's line: read, not run
-        if not configured and not evidence.ran(finding.path, finding.line, finding.end_line) and not evidence.calls_at(
+        if not finding.in_configuration and not evidence.ran(finding.path, finding.line, finding.end_line) and not evidence.calls_at(
             finding.path, finding.line, "autocast", finding.end_line
         ):
             return Verdict(Status.UNEXERCISED, ["the line never ran"])

@@ -723,7 +723,7 @@ confirm.
         if not evidence:
             return None
         steps = [s for s in evidence.steps if s.components][:3]
-        ran = evidence.ran(finding.path, finding.line, finding.end_line)
+        ran = finding.in_configuration or evidence.ran(finding.path, finding.line, finding.end_line)
         if not ran and not steps:
             return Verdict(Status.UNEXERCISED, ["the line never ran"])
         if not steps:

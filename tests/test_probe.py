@@ -252,3 +252,32 @@ def test_recorder_never_breaks_a_plain_python_program(tmp_path, budget):
     assert outcome.exit_code == 0 and outcome.tail[-1].startswith('{"x"')
     ev = Evidence.load(tmp_path / "run" / "evidence")
     assert ev.seeds[0].rng == "random" and ev.seeds[0].line == 2
+
+
+def test_a_finding_at_a_configuration_line_is_judged_as_read_not_as_a_line_that_never_ran(cli, tmp_path):
+    """A zero loss weight written in the YAML the script loads: the finding sits at the YAML's
+    line, which no process "runs"; the probe must not call it unexercised or outside the run."""
+    write(tmp_path, {
+        "cfg.yaml": "lr: 0.01\nw_l1: 0.0\n",
+        "train.py": """\
+            import torch
+            import torch.nn.functional as F
+            import yaml
+
+            cfg = yaml.safe_load(open("cfg.yaml"))
+            torch.manual_seed(0)
+            model = torch.nn.Linear(4, 4)
+            opt = torch.optim.SGD(model.parameters(), lr=cfg["lr"])
+            x = torch.randn(16, 4)
+            for step in range(4):
+                out = model(x)
+                loss = F.mse_loss(out, x) + cfg["w_l1"] * F.l1_loss(out, x)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            """,
+    })
+    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "4"))
+    found = [f for f in by_rule(data, "GM402") if f["path"] == "cfg.yaml" and f["line"] == 2]
+    assert found and found[0]["status"] not in ("unexercised", "outside", "untaken"), data["findings"]
+    assert any("a configuration value the run reads" in e for e in found[0]["evidence"]), found

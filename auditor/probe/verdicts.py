@@ -102,7 +102,7 @@ def decide(findings: Iterable[Finding], evidence: Evidence, rules: dict[str, typ
             except Exception as exc:  # a rule's bug must not sink the probe
                 notes.append(f"{f.rule} confirm failed on {f.path}:{f.line}: "
                              f"{type(exc).__name__}: {exc}")
-        ran = evidence.ran(f.path, f.line, f.end_line)
+        ran = f.in_configuration or evidence.ran(f.path, f.line, f.end_line)
         if evidence and not ran and evidence.outside(f.path):
             f.status = Status.OUTSIDE
             f.evidence = [*f.evidence, "this run never imported the module: outside what the "
@@ -122,8 +122,9 @@ def decide(findings: Iterable[Finding], evidence: Evidence, rules: dict[str, typ
             f.status = Status.UNEXERCISED
             f.evidence = [*f.evidence, f"line never ran during the probe ({steps} step(s))"]
         else:
-            f.evidence = [*f.evidence, f"line ran {evidence.hits(f.path, f.line, f.end_line)} "
-                                       f"time(s); {f.rule} has no runtime confirmation"]
+            seen = "a configuration value the run reads" if f.in_configuration else \
+                f"line ran {evidence.hits(f.path, f.line, f.end_line)} time(s)"
+            f.evidence = [*f.evidence, f"{seen}; this run does not show {f.rule}'s effect"]
         out.append(f)
     return out
 

@@ -230,6 +230,7 @@ def test_config_files_read_as_bounded_data_inside_the_tree(tmp_path: Path) -> No
     "os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'configs', 'train.yaml')",
     "str(Path(__file__).parent.parent.joinpath('configs', 'train.yaml'))",
     "os.path.dirname(__file__) + '/../configs/train.yaml'",
+    "str(Path('configs/other.yaml').parent / 'train.yaml')",  # a literal path's folder
 ])
 def test_config_file_found_from_the_scripts_own_path(tmp_path: Path, path: str) -> None:
     """The file is named by the script's place in the tree; an argparse default holds it."""

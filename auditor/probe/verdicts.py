@@ -401,9 +401,9 @@ def _accumulating(evidence: Evidence, steps: list[StepFacts], add) -> None:
     loop: the reset that belongs in it), else at the backward."""
     for s in steps:
         if s.stale_grads:
-            clears = [c for c in evidence.calls("zero_grad") if c.path and max(c.steps or [0]) < s.index - 1]
-            if clears and not any(s.index - 1 <= max(c.steps or [0]) for c in evidence.calls("zero_grad")):
-                c = clears[-1]
+            resets = [c for c in evidence.calls("zero_grad") if c.path]
+            if resets and all(max(c.steps or [0]) < s.index - 1 for c in resets):
+                c = resets[-1]
                 add("GM104", c.path, c.line,
                     f"gradients accumulate across steps: this zero_grad() last ran before step "
                     f"{max(c.steps or [0]) + 1}, and {s.stale_grads} parameters still had an earlier "

@@ -43,9 +43,10 @@ def _inside(text: str) -> Optional[TreePath]:
 
 def parent(path: PathLike, levels: int = 1) -> Optional[PathLike]:
     """``path.parent`` (``levels`` times: ``path.parents[levels - 1]``), ``os.path.dirname``."""
-    if not isinstance(path, TreePath):
-        return posixpath.join(path, *([".."] * levels)) if path else None
-    return _inside(posixpath.join(path, *([".."] * levels)))
+    if not path:
+        return None
+    joined = posixpath.normpath(posixpath.join(path, *([".."] * levels)))
+    return _inside(joined) if isinstance(path, TreePath) else joined
 
 
 def join(base: PathLike, *parts: str) -> Optional[PathLike]:
@@ -53,7 +54,7 @@ def join(base: PathLike, *parts: str) -> Optional[PathLike]:
     replaces the path (and leaves the tree)."""
     if any(PurePosixPath(p).is_absolute() for p in parts):
         return None
-    joined = posixpath.join(base, *parts)
+    joined = posixpath.normpath(posixpath.join(base, *parts))
     return _inside(joined) if isinstance(base, TreePath) else joined
 
 

@@ -45,6 +45,7 @@ DETAIL_STEPS = 6  # steps with every fact recorded (see Recorder.detailed_step)
 DETAIL_EVERY = 10
 MAX_RECON_NODES = 4  # masked nodes whose rows the reconstruction sample keeps
 MAX_LOSS_NODES = 256  # nodes of the backpropagated sum walked to find its named terms
+MAX_COMPONENTS = 64  # candidate loss components kept per step
 MAX_INPUT_BATCHES = 12  # training forwards whose input feature statistics are recorded
 DIRECTION_DEV = 0.05  # median |length - 1| of a column triple below this: a direction vector
 MAX_SAMPLE_PRINTS = 50_000  # dataset samples fingerprinted (GM503: a sample drawn again)
@@ -115,11 +116,12 @@ class Recorder:
         self.model_of: dict[int, int] = {}  # id(module or param) -> id(model root)
         self.special: dict[int, list] = {}  # id(model) -> [(name, module)] Dropout / BatchNorm
         self.container_params: dict[int, set] = {}  # id(model) -> names (see register_root)
+        self.held: dict[int, tuple] = {}  # id(module) -> (weakref, ids of its modules): holder()
         self.bn_versions: dict[int, tuple] = {}
         self.bn_frozen_seen: set[int] = set()
         self.bn_stalled_seen: set[int] = set()
         self.bn_outside_seen: set[tuple] = set()  # forward sites that moved BatchNorm stats
-        self.input_batches = 0
+        self.input_batches: dict[str, int] = {}  # per source of the inputs: batches recorded
         self.samples: dict[str, dict] = {}  # dataset class -> samples drawn again
         self.sample_prints: dict[tuple, tuple] = {}  # (id(dataset), index) -> (weakref, print)
         self.opt_seen: set[int] = set()
@@ -224,13 +226,45 @@ class Recorder:
         inside = None
         while f is not None:
             if self.rel(f.f_code.co_filename) is not None:
-                owner = f.f_locals.get("self")
-                if not (isinstance(owner, self.torch.nn.Module)
-                        and any(m is module for m in owner.modules())):
+                if self.holder(f, module) is None:
                     return self.stack_from(f)
                 inside = f
             f = f.f_back
         return self.stack_from(inside) if inside is not None else []
+
+    def owner(self, module, depth: int = 1):
+        """The outermost module whose methods, running in user frames above the caller, run
+        ``module``: the model a submodule's forward belongs to when a method calls it directly
+        (a LightningModule's ``training_step`` calling ``self.model.encode``); ``module`` itself
+        when none does."""
+        try:
+            f = sys._getframe(depth + 1)
+        except ValueError:
+            return module
+        out = module
+        while f is not None:
+            if self.rel(f.f_code.co_filename) is not None:
+                out = self.holder(f, out) or out
+            f = f.f_back
+        return out
+
+    def holder(self, frame, module):
+        """The module that is ``self`` in ``frame`` when it holds ``module`` (or is it)."""
+        if "self" not in frame.f_code.co_varnames[:frame.f_code.co_argcount]:
+            return None
+        owner = frame.f_locals.get("self")
+        if not isinstance(owner, self.torch.nn.Module):
+            return None
+        if owner is module:
+            return owner
+        known = self.held.get(id(owner))
+        if known is None or known[0]() is not owner or id(module) not in known[1]:
+            try:
+                known = (weakref.ref(owner), {id(m) for m in owner.modules()})
+            except TypeError:
+                return None
+            self.held[id(owner)] = known
+        return owner if id(module) in known[1] else None
 
     def stack_from(self, f, skip=None) -> list:
         """:meth:`stack` from frame ``f`` up."""
@@ -362,12 +396,16 @@ class Recorder:
             return
         watched, code_lines, hits = self.watched, self.code_lines, self.line_hits
 
+        returned = self.guarded(self.frame_components)
+
         def local(frame, event, arg):
             if event == "line":
                 lines = code_lines.get(frame.f_code)
                 if lines and frame.f_lineno in lines[1]:
                     key = (lines[0], frame.f_lineno)
                     hits[key] = hits.get(key, 0) + 1
+            elif event == "return":
+                returned(frame)
             return local
 
         def global_trace(frame, event, arg):
@@ -584,13 +622,17 @@ class Recorder:
                 "zero_grad": 0, "components": [], "recon": None, "cuts": [],
                 "grad_off_inner": {}, "off_forwards": {}, "sums": [], "node_rows": set()}
 
-    def register_root(self, root) -> None:
-        """Name a model's modules and parameters the first time it runs a root forward."""
+    def register_root(self, root, ran=None) -> None:
+        """Name a model's modules and parameters the first time it runs a root forward, or one
+        of its modules (``ran``) that it did not hold then runs (a submodule rebuilt since). A
+        model that turns out to hold earlier roots (submodules its methods ran directly) takes
+        them over."""
         model = root
         if type(root).__name__ in WRAPPER_CLASSES and hasattr(root, "module"):
             model = root.module
         mid = id(model)
-        if mid in self.roots and self.roots[mid]() is model:
+        if mid in self.roots and self.roots[mid]() is model and \
+                self.model_of.get(id(ran if ran is not None else root)) == mid:
             self.model_of[id(root)] = mid
             return
         try:
@@ -599,10 +641,17 @@ class Recorder:
             return
         self.model_of[id(root)] = mid
         torch = self.torch
+        modules = list(model.named_modules())
+        taken = {mid, None} | {id(m) for _, m in modules[1:] if self.model_of.get(id(m)) == id(m)}
+        for old in taken - {mid, None}:
+            self.roots.pop(old, None)
+            self.special.pop(old, None)
+            self.container_params.pop(old, None)
         special = []
-        for name, m in model.named_modules():
-            self.module_names.setdefault(id(m), name)
-            self.model_of.setdefault(id(m), mid)
+        for name, m in modules:
+            if self.model_of.get(id(m)) in taken:
+                self.module_names[id(m)] = name
+                self.model_of[id(m)] = mid
             if isinstance(m, (torch.nn.modules.dropout._DropoutNd,
                               torch.nn.modules.batchnorm._BatchNorm)) and name:
                 special.append((name, m))
@@ -610,11 +659,12 @@ class Recorder:
         # parameters held by a module that has submodules (a mask token, an extra embedding): its
         # forward runs whether or not this configuration uses them, so "used" is unknown
         self.container_params[mid] = {
-            f"{name}.{pn}" if name else pn for name, m in model.named_modules()
+            f"{name}.{pn}" if name else pn for name, m in modules
             if next(iter(m.children()), None) is not None for pn in m._parameters}
         for name, p in model.named_parameters():
-            self.param_names.setdefault(id(p), name)
-            self.model_of.setdefault(id(p), mid)
+            if self.model_of.get(id(p)) in taken:
+                self.param_names[id(p)] = name
+                self.model_of[id(p)] = mid
 
     def modes(self, model) -> dict:
         out = {"": bool(model.training)}
@@ -728,7 +778,7 @@ class Recorder:
             except Exception:
                 pass
             try:
-                self.retained_graphs(tensors, nodes, step)
+                self.retained_graphs(tensors, nodes, step, best)
             except Exception:
                 pass
         return {"step": step, "model": best}
@@ -891,12 +941,9 @@ class Recorder:
         stops = {t.grad_fn for t in known}
         named: dict = {}
         for frame in self.user_frames(3):
-            for var, value in list(frame.f_locals.items()):
-                pairs = value.items() if isinstance(value, dict) else [(var, value)]
-                for key, t in list(pairs)[:32]:
-                    if isinstance(t, torch.Tensor) and t.grad_fn is not None \
-                            and t.grad_fn is not loss.grad_fn and t.numel() == 1:
-                        named.setdefault(t.grad_fn, (str(key), t))
+            for key, t in _named_scalars(torch, frame):
+                if t.grad_fn is not loss.grad_fn:
+                    named.setdefault(t.grad_fn, (key, t))
         if not named:
             return
         stack, visits = [loss.grad_fn], 0
@@ -914,6 +961,19 @@ class Recorder:
                     kind.startswith(("MulBackward", "DivBackward", "NegBackward"))
                     and len(children) == 1)):
                 stack.extend(children)
+
+    def frame_components(self, frame) -> None:
+        """At the return of a function holding a watched line (a loss helper whose parts a
+        finding names): its named scalars with a graph, held until the step's backward. The
+        backward may come after its callers returned too (a framework's training step), when
+        term_components finds no frame that holds them."""
+        if self.quiet or self.torch is None:
+            return
+        comps = self.cur["components"]
+        for key, t in _named_scalars(self.torch, frame):
+            if len(comps) >= MAX_COMPONENTS:
+                return
+            comps.append((key, _Held(t)))
 
     def user_frames(self, limit: int) -> list:
         """The innermost ``limit`` frames of user code calling into the recorder."""
@@ -975,7 +1035,7 @@ class Recorder:
                         for info, c, v in zip(held, coefs, values)]
 
     # -- graphs held across steps (GM106) ------------------------------------------------------
-    def retained_graphs(self, tensors, nodes: set, step: dict) -> None:
+    def retained_graphs(self, tensors, nodes: set, step: dict, model=None) -> None:
         """Tensors with an autograd graph held in the user's frames (locals of the functions
         around the backward, and their ``self`` attributes), outside this step's loss graph:
         how many autograd nodes they keep alive. A holder that grows step after step (``total
@@ -998,17 +1058,28 @@ class Recorder:
                 for v in list(value.values())[:64]:
                     add(name, v, depth + 1)
 
+        def attributes(obj, codes=()):
+            # a module's own state lives in its private tables: its other attributes are the
+            # user's (a LightningModule's running list of losses)
+            if not hasattr(obj, "__dict__"):
+                return
+            module = isinstance(obj, torch.nn.Module)
+            methods = (*codes, *_method_codes(type(obj)))
+            for attr, v in list(vars(obj).items()):
+                if module and attr.startswith("_"):
+                    continue
+                add(f"{type(obj).__name__}.{attr}", v)
+                owners.setdefault(f"{type(obj).__name__}.{attr}", (methods, attr, True))
+
         for fr in frames:
             where = fr.f_code.co_name
             for name, value in list(fr.f_locals.items()):
                 add(f"{where}.{name}", value)
                 owners.setdefault(f"{where}.{name}", ((fr.f_code,), name, False))
-                if name == "self" and hasattr(value, "__dict__") and \
-                        not isinstance(value, torch.nn.Module):
-                    methods = (fr.f_code, *_method_codes(type(value)))
-                    for attr, v in list(vars(value).items()):
-                        add(f"{type(value).__name__}.{attr}", v)
-                        owners.setdefault(f"{type(value).__name__}.{attr}", (methods, attr, True))
+                if name == "self":
+                    attributes(value, (fr.f_code,))
+        if model is not None:
+            attributes(model)  # the trained model: its training step has returned by now
         if not holders:
             return
         cap = 4 * len(nodes) + 64  # enough to tell several steps' graphs from one
@@ -1035,21 +1106,22 @@ class Recorder:
             self.add("retained", item)
 
     # -- model inputs (GM502, GM503) -----------------------------------------------------------
-    def input_stats(self, module, args, path, line) -> None:
-        """Per-column statistics of the float feature matrices entering a training forward
-        (tensor arguments and the node features of DGL graph arguments), for the first
-        ``MAX_INPUT_BATCHES`` batches; for point features (unit-length column triples beside
-        point triples, see :func:`_frame_stats`), the lengths of the direction vectors and how
-        well tangents follow the points."""
+    def input_stats(self, source: str, args, path, line, label: str = "arg") -> None:
+        """Per-column statistics of the float feature matrices entering a training forward of
+        the module class ``source``, or leaving a user's collate function (tensor arguments and
+        the node features of DGL graph arguments), for the first ``MAX_INPUT_BATCHES`` batches
+        of each source; for point features (unit-length column triples beside point triples,
+        see :func:`_frame_stats`), the lengths of the direction vectors and how well tangents
+        follow the points."""
         torch = self.torch
-        if self.input_batches >= MAX_INPUT_BATCHES:
+        if self.input_batches.get(source, 0) >= MAX_INPUT_BATCHES:
             return
-        self.input_batches += 1
-        for name, x in _feature_matrices(torch, args):
+        self.input_batches[source] = self.input_batches.get(source, 0) + 1
+        for name, x in _feature_matrices(torch, args, label):
             xf = x.detach().float()
             rows = torch.stack([xf.mean(0), xf.std(0), xf.amin(0), xf.amax(0),
                                 (xf == xf.round()).all(0).float()]).cpu().tolist()
-            item = {"path": path or "", "line": line, "module": type(module).__name__,
+            item = {"path": path or "", "line": line, "module": source,
                     "input": name, "step": self.step_count, "rows": int(x.shape[0]),
                     "cols": int(x.shape[1]), "mean": rows[0], "std": rows[1], "min": rows[2],
                     "max": rows[3], "integral": [bool(v) for v in rows[4]]}
@@ -1251,15 +1323,15 @@ def _header(code) -> set:
     return set(range(first, body))
 
 
-def _feature_matrices(torch, args) -> list:
+def _feature_matrices(torch, args, label: str = "arg") -> list:
     """(name, tensor) of the float feature matrices (rows = nodes) among a forward's arguments:
-    tensor arguments and the node features of DGL graph arguments."""
+    tensor arguments and the node features of DGL graph arguments, named ``{label}{index}``."""
     found, seen, out = [], set(), []
     for i, a in enumerate(args):
         if isinstance(a, torch.Tensor):
-            found.append((f"arg{i}", a))
+            found.append((f"{label}{i}", a))
         elif _is_graph(a):
-            found += [(f"arg{i}.ndata.{k}", a.ndata[k]) for k in a.ndata.keys()
+            found += [(f"{label}{i}.ndata.{k}", a.ndata[k]) for k in a.ndata.keys()
                       if isinstance(a.ndata[k], torch.Tensor)]
     for name, x in found:
         if id(x) in seen or x.dim() != 2 or x.shape[0] < 2 or not x.is_floating_point() \
@@ -1293,6 +1365,31 @@ _GROW_METHODS = frozenset({"append", "extend", "insert", "add", "appendleft", "s
                            "update", "__setitem__", "__iadd__"})
 _LOADS = frozenset({"LOAD_FAST", "LOAD_NAME", "LOAD_GLOBAL", "LOAD_DEREF", "LOAD_CLOSURE"})
 _STORES = frozenset({"STORE_FAST", "STORE_NAME", "STORE_GLOBAL", "STORE_DEREF"})
+
+
+def _named_scalars(torch, frame) -> list:
+    """(name, tensor) of the one-element tensors with a graph that ``frame`` holds in a local
+    variable or a dict's entry."""
+    out = []
+    for var, value in list(frame.f_locals.items()):
+        pairs = value.items() if isinstance(value, dict) else [(var, value)]
+        for key, t in list(pairs)[:32]:
+            if isinstance(t, torch.Tensor) and t.grad_fn is not None and t.numel() == 1:
+                out.append((str(key), t))
+    return out
+
+
+class _Held:
+    """A strong reference with a weak reference's call: a component whose function returned,
+    kept for this step's backward (the step's record is dropped after it)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value) -> None:
+        self.value = value
+
+    def __call__(self):
+        return self.value
 
 
 def _method_codes(cls) -> list:

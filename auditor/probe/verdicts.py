@@ -496,8 +496,8 @@ def _optimizers(evidence: Evidence, steps: list[StepFacts], add) -> None:
                 f"group of the {o.cls} that steps",
                 "build the optimizer over model.parameters() of the instance that is trained", ev)
     stepped = [s for s in steps if s.optimizer_steps and s.param_change]
-    if len(stepped) < 2:
-        return
+    if len(stepped) < 2 or evidence.low_precision_updates(steps):
+        return  # updates rounded away by half-precision parameters: GM301's effect, not a lost model
     # parameters in no param group never change: that defect is reported above, at its cause
     missing = {n for o in evidence.optimizers for n in o.missing_model_params}
     still = None

@@ -12,7 +12,9 @@ A watched line (a static finding) is ``untaken`` when, while the program runs, o
   that frame and nothing stores it again before the test runs (each store lies before the frame's
   current line and not in a loop around it; no ``global``/``nonlocal``; no attribute store of the
   same chain in the file). The test is names, attributes, constants, comparisons, ``not`` and
-  ``and``/``or`` only, evaluated in the frame, and selects the other arm.
+  ``and``/``or`` only, evaluated in the frame, and selects the other arm. Attributes are read
+  only from records of values (parsed arguments, namespaces, modules, dataclasses, configuration
+  trees): a library's object, such as a checkpoint callback, changes as the library runs.
 
 Loaded by file path into the probed program (like the hooks): it imports nothing of gm-audit.
 A line that runs after all is judged like any other: ``untaken`` only ever applies to a line
@@ -264,14 +266,35 @@ class Branches:
                 if (local and not scope.stable(n.id, frame.f_lineno)) or (
                         not local and n.id in src.globals_declared):
                     return None
+        names = dict(frame.f_locals)
         try:
+            # innermost attribute first: each object read from must be a record of values
+            for n in reversed([n for n in ast.walk(test) if isinstance(n, ast.Attribute)]):
+                base = eval(compile(ast.Expression(n.value), "<gm-audit branch>", "eval"),  # noqa: S307
+                            frame.f_globals, names)
+                if not _record(base):
+                    return None
             value = eval(compile(expr, "<gm-audit branch>", "eval"),  # noqa: S307 (pure, checked)
-                         frame.f_globals, dict(frame.f_locals))
+                         frame.f_globals, names)
             if not isinstance(value, (bool, int, float, str, type(None), tuple)):
                 return None
             return bool(value)
         except Exception:
             return None
+
+
+_RECORD_MODULES = ("argparse", "types", "omegaconf")
+
+
+def _record(obj) -> bool:
+    """An object whose attributes are plain values that only assignments change: parsed
+    arguments, a namespace, a module, a dataclass, a configuration tree. A library's working
+    object (a checkpoint callback, a trainer) changes its attributes as the library runs, and
+    reading a property may run code."""
+    cls = type(obj)
+    if isinstance(obj, type(os)) or hasattr(cls, "__dataclass_fields__"):
+        return True
+    return (getattr(cls, "__module__", "") or "").split(".")[0] in _RECORD_MODULES
 
 
 def install(rec) -> Branches:

@@ -1,6 +1,7 @@
 """Map-style dataset samples drawn again (GM503: a cached sample augmented in place), and the
 user-defined collate function that makes each batch (``collate``: where an augmentation or a
-per-batch normalisation applied to the batch is defined, for ``gm-audit diff``)."""
+per-batch normalisation applied to the batch is defined, for ``gm-audit diff``) with the feature
+statistics of the batches it returns (GM502's pinned columns, GM504's frames)."""
 
 from __future__ import annotations
 
@@ -19,11 +20,14 @@ def install(rec, torch) -> None:
             if tls.busy or not getattr(self, "auto_collation", False) or rec.pid != os.getpid():
                 return original(self, possibly_batched_index)
             collate = self.collate_fn
-            guarded(note_collate)(collate)
+            site = guarded(note_collate)(collate)
 
             def spy(data):
                 guarded(rec.note_samples)(self.dataset, possibly_batched_index, data)
-                return collate(data)
+                batch = collate(data)
+                if site:
+                    guarded(batch_stats)(batch, site)
+                return batch
 
             self.collate_fn = spy
             try:
@@ -32,13 +36,23 @@ def install(rec, torch) -> None:
                 self.collate_fn = collate
         return fetch
 
-    def note_collate(fn) -> None:
+    def note_collate(fn):
+        """The user's collate function, recorded at its definition: (path, line, name); None
+        for a library's."""
         code = _code_of(fn)
         path = rec.rel(code.co_filename) if code is not None else None
-        if path is not None:
-            rec.record("collate", path, code.co_firstlineno,
-                       {"fn": getattr(fn, "__qualname__", type(fn).__qualname__),
-                        "step": rec.step_count})
+        if path is None:
+            return None
+        name = getattr(fn, "__qualname__", type(fn).__qualname__)
+        rec.record("collate", path, code.co_firstlineno, {"fn": name, "step": rec.step_count})
+        return path, code.co_firstlineno, name
+
+    def batch_stats(batch, site) -> None:
+        # the batch as the collate made it, before a model masks or augments it further
+        parts = batch.values() if isinstance(batch, dict) else \
+            batch if isinstance(batch, (tuple, list)) else (batch,)
+        path, line, name = site
+        rec.input_stats(f"collate `{name}`", tuple(parts), path, line, label="batch item ")
 
     rec.patch(fetch_mod._MapDatasetFetcher, "fetch", fetch_wrapper)
 

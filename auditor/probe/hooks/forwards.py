@@ -30,7 +30,7 @@ def install(rec, torch) -> None:
             tls.child_depth = 2 if type(module).__name__ in rec.wrapper_classes else 1
             if rec.budget_spent() and torch.is_grad_enabled():
                 rec.stop_for_budget()
-            rec.register_root(module)
+            rec.register_root(rec.owner(module), module)
             mid = rec.model_of.get(id(module))
             model = rec.roots[mid]() if mid in rec.roots else module
             acc = rec.cur
@@ -76,7 +76,7 @@ def install(rec, torch) -> None:
             })
             if facts["grad_enabled_at_forward"] and module.training:
                 try:
-                    rec.input_stats(module, args, path, line)
+                    rec.input_stats(type(module).__name__, args, path, line)
                     rec.watch_reconstruction(args)
                 except Exception:
                     pass

@@ -17,8 +17,11 @@ def install(rec, torch) -> None:
 
     @guarded
     def opt_pre(optimizer, args, kwargs):
-        if rec.library_class(type(optimizer)):
-            tls.step_untraced = rec.suspend_tracing()  # a library step runs no user code
+        closure = kwargs.get("closure", args[0] if args else None)
+        if rec.library_class(type(optimizer)) and not callable(closure):
+            # a library step runs no user code; a closure runs the training step itself (as
+            # Lightning's automatic optimization does): its lines are counted like any other
+            tls.step_untraced = rec.suspend_tracing()
         model = last_model()
         if model is None or not rec.detailed_step():
             return  # parameter changes (GM105) are measured at the detailed steps

@@ -6,6 +6,7 @@ from typing import Any, Iterable, Optional
 
 from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
+from auditor.static.facts import Span
 from auditor.static.project import Project
 from auditor.static.training import UNTRAINED_NAME, Training
 
@@ -24,7 +25,9 @@ Finds a `with torch.no_grad():`, `with torch.inference_mode():` or
 decorator, around a module call whose output flows into the loss that `.backward()` is called on
 — in the training step itself or in any function or method it calls, in any file. The rule
 follows the loss back through assignments, calls and return values (the model's `forward`,
-helper methods such as `encode` or `reconstruct`).
+helper methods such as `encode` or `reconstruct`). A block is reported at the last forward in
+it whose output the loss reads (the value that leaves the block: the statement to move out),
+a decorator at the decorator.
 
 Grad-free code that does not feed the backpropagated loss — evaluation, metrics, logging,
 EMA/teacher targets computed by a module that is not trained (`teacher`, `ema`, `target`, or
@@ -218,7 +221,7 @@ parameters only).
             "    loss = model.decoder(g, h).pow(2).mean()\n"
             "    loss.backward()\n"
             "    opt.step()\n",
-            line=3,
+            line=4,
         ),
         # decorator on a method the model's forward calls, across files
         Invalid({
@@ -278,7 +281,7 @@ parameters only).
                 "    loss.backward()\n"
                 "    opt.step()\n"
             ),
-        }, path="model.py", line=9),
+        }, path="model.py", line=10),
         # the loss module returns the loss beside its parts as numbers: the loss itself still
         # carries the model's gradient
         Invalid(
@@ -306,7 +309,7 @@ parameters only).
             "    opt.zero_grad()\n"
             "    loss.backward()\n"
             "    opt.step()\n",
-            line=14,
+            line=15,
         ),
         # the model made by a registry lookup and the class's own classmethod constructor
         Invalid({
@@ -356,7 +359,7 @@ parameters only).
                 "    for x in data:\n"
                 "        trainer.step(x)\n"
             ),
-        }, path="models.py", line=14),
+        }, path="models.py", line=15),
         # the model class imported from the package that re-exports it (`from .sub import *`)
         Invalid({
             "mypkg/__init__.py": "from .sub import *\n",
@@ -384,7 +387,7 @@ parameters only).
                 "    model = Net().to('cpu')\n"
                 "    train(model, loader, torch.optim.Adam(model.parameters()))\n"
             ),
-        }, path="mypkg/sub/net.py", line=8),
+        }, path="mypkg/sub/net.py", line=9),
         # the model reached as a field of the training state the loop passes around (a
         # NamedTuple built from it): its encoder runs under no_grad in the step
         Invalid(
@@ -439,7 +442,7 @@ parameters only).
             "\n"
             'if __name__ == "__main__":\n'
             "    main(torch.randn(8, 4))\n",
-            line=20, message_contains="model.encode",
+            line=21, message_contains="model.encode",
         ),
     ]
 
@@ -463,6 +466,7 @@ parameters only).
                     f"is computed, and it is backpropagated at {where}: it carries no gradient to any "
                     f"parameter",
                     fix="compute the loss outside the grad-disabling block")
+            blocks: dict[tuple[str, int], list] = {}  # grad-disabling block -> forwards in it
             for sfn, j in t.loss_slice(fn, i):
                 if j < 0:
                     k = t.grad_off_decorator(sfn)
@@ -471,27 +475,38 @@ parameters only).
                             for m, e in enumerate(sfn.events)):
                         continue
                     span = t.decorator_span(sfn, k)
-                    what = f"`@{sfn.decorators[k]}` on `{sfn.name}`"
-                    callee = sfn.name
-                else:
-                    off = t.grad_off(sfn, j)
-                    event = sfn.events[j]
-                    if off is None or not t.module_call(sfn, j) or UNTRAINED_NAME.search(event.func):
+                    if (sfn.path, span.line, span.column) in reported:
                         continue
-                    span = sfn.events[off].span
-                    what = f"`{sfn.events[off].func}(...)`"
-                    callee = event.func
-                if (sfn.path, span.line, span.column) in reported:
+                    reported.add((sfn.path, span.line, span.column))
+                    yield cls._finding(sfn.path, span, f"`@{sfn.decorators[k]}` on `{sfn.name}`",
+                                       sfn.name, where)
                     continue
-                reported.add((sfn.path, span.line, span.column))
-                yield cls.make_finding(
-                    sfn.path, span,
-                    f"{what} disables gradients around `{callee}`, whose output feeds the loss "
-                    f"backpropagated at {where}: the parameters it uses get no gradient and "
-                    f"never train",
-                    fix="remove the grad-disabling block from the training path (keep it only for "
-                        "inference), or freeze the module explicitly with requires_grad_(False)",
-                )
+                off = t.grad_off(sfn, j)
+                if off is None or not t.module_call(sfn, j) or UNTRAINED_NAME.search(sfn.events[j].func):
+                    continue
+                blocks.setdefault((sfn.qualname, off), [sfn, off, []])[2].append(j)
+            for sfn, off, forwards in blocks.values():
+                block = sfn.events[off].span
+                if (sfn.path, block.line, block.column) in reported:
+                    continue
+                reported.add((sfn.path, block.line, block.column))
+                # the last forward of the block on the loss's path: the value that leaves the
+                # block for the loss (the earlier ones feed it), the statement to move out
+                last = max(sfn.events[j].span.line for j in forwards)
+                j = min(j for j in forwards if sfn.events[j].span.line == last)  # the outer call
+                yield cls._finding(sfn.path, sfn.events[j].span,
+                                   f"`{sfn.events[off].func}(...)` at line {block.line}",
+                                   sfn.events[j].func, where)
+
+    @classmethod
+    def _finding(cls, path: str, span: Span, what: str, callee: str, where: str) -> Finding:
+        return cls.make_finding(
+            path, span,
+            f"{what} disables gradients around `{callee}`, whose output feeds the loss "
+            f"backpropagated at {where}: the parameters it uses get no gradient and never train",
+            fix="remove the grad-disabling block from the training path (keep it only for "
+                "inference), or freeze the module explicitly with requires_grad_(False)",
+        )
 
     @classmethod
     def confirm(cls, finding: Finding, evidence: Any) -> Optional[Verdict]:

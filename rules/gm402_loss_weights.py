@@ -53,6 +53,33 @@ _PARTS_BY_NAME = (
 )
 
 
+# argparse options updated from the sections of a JSON file by `setattr` (a clean run: the
+# file names the parts as the step does)
+_BULK_OPTIONS = (
+    "import argparse\n"
+    "import json\n"
+    "import torch.nn.functional as F\n"
+    "def options():\n"
+    "    parser = argparse.ArgumentParser()\n"
+    "    parser.add_argument('--weights', type=json.loads, default={'rec': 1.0, 'sce': 1.0})\n"
+    "    args = parser.parse_args()\n"
+    "    with open('run.json') as fh:\n"
+    "        sections = json.load(fh)\n"
+    "    for section in sections.values():\n"
+    "        for k, v in section.items():\n"
+    "            setattr(args, k, v)\n"
+    "    return args\n"
+    "def step(args, pred, target):\n"
+    "    parts = {\n"
+    "        'rec': F.mse_loss(pred, target),\n"
+    "        'sce': (1 - F.cosine_similarity(pred, target)).mean(),\n"
+    "    }\n"
+    "    return sum(args.weights.get(k, 0.0) * v for k, v in parts.items())\n"
+    "if __name__ == '__main__':\n"
+    "    step(options(), None, None).backward()\n"
+)
+
+
 @dataclass
 class WeightDef:
     """A named scalar loss weight set to a literal <= 0 (config field, default, argparse)."""
@@ -124,21 +151,36 @@ def _weighted_by_name(text: str) -> list[tuple[str, float, str]]:
     return out
 
 
-def _dict_display(fn: FunctionInfo, name: str, before: int) -> Optional[dict[str, int]]:
+def _dict_display(project: Project, fn: FunctionInfo, name: str, before: int) -> Optional[dict[str, int]]:
     """The literal keys of the dict display ``name`` was last bound to in ``fn`` before event
     ``before``, each with its line; None when it is no such display."""
     bound = next((e for e in reversed(fn.events[:before]) if e.kind == "assign" and e.targets == [name]), None)
-    if bound is None or "…" in bound.text:
+    # the statement's whole source: an event's text is shortened
+    text = project.text_at(fn.path, bound.span) if bound is not None else None
+    if bound is None or not text or "=" not in text:
         return None
-    value = bound.text.split("=", 1)[1]
-    entries = dict_entries(value)
+    entries = dict_entries(text.split("=", 1)[1])
     if not entries:
         return None
     lines: dict[str, int] = {}
     for key in entries:
-        at = re.search(rf"""['"]{re.escape(key)}['"]\s*:""", bound.text)
-        lines[key] = bound.span.line + (bound.text[:at.start()].count("\n") if at else 0)
+        at = re.search(rf"""['"]{re.escape(key)}['"]\s*:""", text)
+        lines[key] = bound.span.line + (text[:at.start()].count("\n") if at else 0)
     return lines
+
+
+def _keyed_elsewhere(project: Project, base: str, key: str, config: str) -> str:
+    """Another place in the code that names the weight ``key`` of the table ``base`` (its last
+    name): a read ``x.weights["key"]`` / ``.get("key"``, or a display ``{"key": ...}`` given as
+    the table's default (a dataclass field, an option's ``default=``); as ``path:line``, or ''."""
+    attr = re.escape(base.rsplit(".", 1)[-1])
+    quoted = rf"""['"]{re.escape(key)}['"]"""
+    read = re.compile(rf"{attr}\s*(\[\s*{quoted}\s*\]|\.get\(\s*{quoted})")
+    default = re.compile(rf"\b{attr}\b.*\{{\s*{quoted}\s*:", re.S)
+    for fn, e in project.events():
+        if fn.path != config and (read.search(e.text) or default.search(e.text)):
+            return f"{fn.path}:{e.span.line}"
+    return ""
 
 
 def _last(node: cst.BaseExpression) -> str:
@@ -369,6 +411,11 @@ confirm.
         # a part named otherwise than the configuration's weights: weighted by the default 0
         Invalid({"losses.py": _PARTS_BY_NAME.format(part="rec"), "cfg.yaml": "weights:\n  mse: 1.0\n  sce: 1.0\n"},
                 path="losses.py", line=6, message_contains="no key 'rec'"),
+        # options set in bulk from a JSON file's sections; the code's default names the part as
+        # the training step does: the file's table is where the name differs
+        Invalid({"train.py": _BULK_OPTIONS, "run.json": '{"optim": {"lr": 0.1},\n'
+                 ' "losses": {"weights": {"recon": 1.0, "sce": 1.0}}}\n'},
+                path="run.json", line=2, message_contains="no key 'rec'"),
     ]
 
     def __init__(self, ctx) -> None:
@@ -595,7 +642,7 @@ confirm.
             if e.kind not in ("assign", "augassign", "return") or ".get(" not in e.text or ".items()" not in e.text:
                 continue
             for base, default, parts in _weighted_by_name(e.text):
-                entries = _dict_display(fn, parts, i)
+                entries = _dict_display(project, fn, parts, i)
                 tables = tables_of(project, fn, base, e.span.line)
                 if entries is None or not tables or default != 0:
                     continue
@@ -604,12 +651,24 @@ confirm.
                     if any(key in t.value.entries for t in tables):
                         continue
                     # where the weights are written: their entries' place (a configuration file)
-                    written = next((v[0].source.where for v in tables[0].value.entries.values() if v),
-                                   tables[0].source.where)
+                    source = next((v[0].source for v in tables[0].value.entries.values() if v),
+                                  tables[0].source)
+                    witness = _keyed_elsewhere(project, base, key, source.path)
+                    if witness and source.path != fn.path:
+                        # the code names the weight `key` elsewhere too: the configuration's
+                        # table is the odd one out, and where the name is to be fixed
+                        out.append(cls.make_finding(
+                            source.path, Span(source.line, 1, source.line, 1),
+                            f"the weights table here has no key {key!r} (it has "
+                            f"{', '.join(map(repr, names)) or 'none'}), but `{base}.get({key!r}, 0)` "
+                            f"weights loss part `{key}` at {fn.path}:{line}, and {witness} names "
+                            "it so too: that component is weighted 0 and gives no gradient",
+                            fix=f"name the weight {key!r}, as the code does"))
+                        continue
                     out.append(cls.make_finding(
                         fn.path, Span(line, 1, line, 1),
                         f"loss part `{key}` is weighted by `{base}.get(...)`, whose default 0 it gets: "
-                        f"the configured weights ({written}) have no key "
+                        f"the configured weights ({source.where}) have no key "
                         f"{key!r} (they have {', '.join(map(repr, names)) or 'none'}), so this "
                         "component gives no gradient",
                         fix=f"name the part as the configuration does, or add a weight for {key!r}",

@@ -278,3 +278,49 @@ def test_a_finding_at_a_configuration_line_follows_the_file(tmp_path: Path) -> N
     assert found() == []
     # inside a quoted YAML string the same text is no comment
     assert parse_config_ignores("a: 'x # noqa: GM301'\nb: 1 # noqa: GM301\n") == {2: frozenset({"GM301"})}
+
+
+def _best_configs(default: str, reduction: str) -> dict[str, str]:
+    """Options overwritten by the section of a YAML file a run-time key picks, with `setattr`
+    over its items, in a function that takes and returns the options (GraphMAE's
+    `load_best_configs`); the loss reads the option in another function."""
+    return {
+        "configs.yml": f"cora:\n  lr: 0.01\n  reduction: {reduction}\npubmed:\n  lr: 0.001\n",
+        "train.py": (
+            "import argparse\n"
+            "import yaml\n"
+            "import torch.nn.functional as F\n"
+            "\n"
+            "def load_best_configs(args, path):\n"
+            "    with open(path) as f:\n"
+            "        configs = yaml.safe_load(f)\n"
+            "    configs = configs[args.dataset]\n"
+            "    for k, v in configs.items():\n"
+            "        setattr(args, k, v)\n"
+            "    return args\n"
+            "\n"
+            "def fit(model, batches, opt, args):\n"
+            "    for g, x in batches:\n"
+            "        out = model(g, x)\n"
+            "        mask = g.ndata['mask']\n"
+            "        loss = F.mse_loss(out[mask], x[mask], reduction=args.reduction)\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+            "\n"
+            "def main(model, batches, opt):\n"
+            "    parser = argparse.ArgumentParser()\n"
+            "    parser.add_argument('--dataset', default='cora')\n"
+            f"    parser.add_argument('--reduction', default={default!r})\n"
+            "    args = load_best_configs(parser.parse_args(), 'configs.yml')\n"
+            "    fit(model, batches, opt, args)\n"
+        ),
+    }
+
+
+@pytest.mark.parametrize("default, reduction, expected", [
+    ("mean", "sum", [("GM401", "train.py", 17)]), ("sum", "mean", [])])
+def test_options_set_in_bulk_from_a_file_section(tmp_path: Path, default: str, reduction: str,
+                                                 expected: list) -> None:
+    # the file's value replaces the option's default where the file sets the key
+    assert check(tmp_path, _best_configs(default, reduction), "GM401") == expected

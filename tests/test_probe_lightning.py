@@ -16,13 +16,16 @@ pytest.importorskip("pytorch_lightning")
 PIPELINE = Path(__file__).resolve().parent / "pipelines" / "wrapped"
 
 
-def probe_lit(cli, tmp_path: Path, old: str = "", new: str = "") -> tuple[str, dict]:
+def probe_lit(cli, tmp_path: Path, old: str = "", new: str = "", *more: str) -> tuple[str, dict]:
+    """The wrapped pipeline probed with ``old`` replaced by ``new`` in lit.py (and each further
+    old/new pair of ``more``)."""
     tree = tmp_path / "p"
     shutil.copytree(PIPELINE, tree)
     lit = tree / "lit.py"
-    if old:
-        assert old in lit.read_text()
-        lit.write_text(lit.read_text().replace(old, new))
+    pairs = [(old, new), *zip(more[::2], more[1::2])] if old else []
+    for a, b in pairs:
+        assert a in lit.read_text()
+        lit.write_text(lit.read_text().replace(a, b))
     _, data = probe(cli, tree, sys.executable, "lit.py", options=("--steps", "3"))
     assert data["run"]["steps"] >= 2, data["run"]
     return lit.read_text(), data
@@ -52,3 +55,27 @@ def test_cause_in_a_hook_or_constructor_is_reported_at_its_own_line(cli, tmp_pat
     text, data = probe_lit(cli, tmp_path, old, new)
     line = next(i for i, ln in enumerate(text.splitlines(), 1) if needle in ln)
     assert raised(data) == [(rule, "lit.py", line)]
+
+
+_STEP = "        return torch.nn.functional.mse_loss(self.model(x), x)\n"
+
+
+def test_submodules_called_by_the_step_belong_to_the_module(cli, tmp_path):
+    # training_step runs the held model's parts itself, no forward of the model as a whole: the
+    # trained model is the LightningModule that holds them, so the encoder's parameters, cut
+    # off by the detach, are seen to get no gradient
+    text, data = probe_lit(cli, tmp_path, _STEP, (
+        "        h = torch.relu(self.model.norm(self.model.enc(x)))\n"
+        "        return torch.nn.functional.mse_loss(self.model.dec(h.detach()), x)\n"))
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if "h.detach()" in ln)
+    assert raised(data) == [("GM101", "lit.py", line)]
+
+
+def test_losses_kept_on_the_module_are_seen_growing(cli, tmp_path):
+    # the step has returned when Lightning runs the backward: the list is found on the module
+    text, data = probe_lit(
+        cli, tmp_path, _STEP, ("        loss = torch.nn.functional.mse_loss(self.model(x), x)\n"
+                               "        self.losses.append(loss)\n        return loss\n"),
+        "        self.model = Net()\n", "        self.model = Net()\n        self.losses = []\n")
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if "self.losses.append" in ln)
+    assert raised(data) == [("GM106", "lit.py", line)]

@@ -205,6 +205,7 @@ class _Evaluator:
         # argparse options by dest, indexed once per project generation: looking each up by a
         # scan of every call made the configuration values quadratic in the tree
         self._options: tuple[int, dict[str, list[tuple[FunctionInfo, Event]]]] = (-1, {})
+        self._bulk: tuple[int, list[tuple[FunctionInfo, str, ast.expr, int]]] = (-1, [])
 
     # -- source -----------------------------------------------------------------------------------
     def _tree(self, path: str) -> Optional[ast.Module]:
@@ -375,6 +376,10 @@ class _Evaluator:
             return self._updated(fn, name, found[0].index, index, out, env, depth)
         if name in fn.params:
             return self._parameter(fn, name, env, depth)
+        outer = self.project.enclosing(fn)  # a closure's free variable: its enclosing function's
+        if outer is not None and outer.name != MODULE_SCOPE and (
+                name in outer.params or definitions(outer, name, len(statements(outer)))):
+            return self._name(outer, name, len(statements(outer)), None, depth)
         module = self._module_fn(fn)
         if module is not None and module is not fn and definitions(module, name, len(statements(module))):
             return self._name(module, name, len(statements(module)), None, depth)
@@ -411,6 +416,11 @@ class _Evaluator:
                 for part, value in zip(target.elts, stmt.value.elts):
                     if isinstance(part, ast.Name) and part.id == name:
                         return self.expr(fn, value, at, env, depth)
+            if isinstance(target, ast.Tuple) and target.elts and isinstance(target.elts[0], ast.Name) \
+                    and target.elts[0].id == name and isinstance(stmt.value, ast.Call) \
+                    and isinstance(stmt.value.func, ast.Attribute) \
+                    and stmt.value.func.attr == "parse_known_args":
+                return self.expr(fn, stmt.value, at, env, depth)  # `known, rest = ...`: the options
         return []
 
     def _updated(self, fn: FunctionInfo, name: str, start: int, stop: int, values: list[Value],
@@ -473,10 +483,26 @@ class _Evaluator:
         if chain and facts is not None and root in facts.imports and not definitions(fn, root, index) \
                 and root not in fn.params:
             return [Value(Symbol(facts.imports[root] + chain[len(root):]), self._source(fn, node, "a library name"))]
+        cls = self._class_named(fn, _dotted(node.value), index)
+        if cls:  # `Config.config`: a class attribute
+            return self._class_default(cls, node.attr, depth)
         out = []
         for base in self.expr(fn, node.value, index, env, depth):
             out += self._member(base, node.attr, depth)
         return out
+
+    def _class_named(self, fn: FunctionInfo, chain: str, index: int) -> str:
+        """The project class a name chain of ``fn`` names (imported or of its module), or ''."""
+        root = chain.split(".", 1)[0]
+        if not root or root in fn.params or definitions(fn, root, index):
+            return ""
+        facts = self.project.files.get(fn.path)
+        imported = facts.imports.get(root) if facts is not None else None
+        for name in ([imported + chain[len(root):]] if imported else []) + [f"{fn.module}.{chain}"]:
+            name = name if name in self.project.classes else self.project.reexported(name) or ""
+            if name in self.project.classes:
+                return name
+        return ""
 
     def _member(self, base: Value, attr: str, depth: int) -> list[Value]:
         value = base.value
@@ -484,6 +510,12 @@ class _Evaluator:
             return [Value(Symbol(f"{value}.{attr}"), base.source)]
         if isinstance(value, str):  # a string has no attributes: the value is a path
             return _paths([(parent(value), base.source)]) if attr == "parent" else []
+        if isinstance(value, (Options, Instance)):
+            # set in bulk from a configuration (`for k, v in cfg.items(): setattr(args, k, v)`):
+            # the file's value replaces the default where the file has the key
+            bulk = self._bulk_set(value, attr, depth)
+            if bulk:
+                return bulk
         if isinstance(value, Options):
             return self._option(value, attr)
         if isinstance(value, Instance):
@@ -492,6 +524,54 @@ class _Evaluator:
                 return self.expr(value.fn, keyword, value.index, None, depth)
             return self._class_default(value.cls, attr, depth)
         return []
+
+    def _bulk_set(self, obj: Any, attr: str, depth: int) -> list[Value]:
+        """``attr`` of ``obj`` (parsed options, a config object) as a loop of ``setattr(x, k, v)``
+        over a mapping's items sets it, where ``x`` may hold an object of the same kind: the
+        mapping's entry for ``attr``. A mapping this evaluator does not follow (flattened, or
+        one section picked by a run-time key) is looked up in the configuration files its
+        function loads, at any depth."""
+        out: list[Value] = []
+        for fn, target, mapping, line in self._setters():
+            index = _index_at(fn, line)
+            held = self.expr(fn, ast.Name(target, ast.Load()), index, None, depth + 1)
+            if not any(_same_kind(h.value, obj) for h in held):
+                continue
+            tables = [v.value for v in self.expr(fn, mapping, index, None, depth + 1)
+                      if isinstance(v.value, Table)]
+            found = [v for t in tables for v in _deep_entry(t, attr)]
+            if not found:
+                files = [v.value for call in self._loads_before(fn, line)
+                         for v in self._file_values(fn, call.args[0], index, None, depth + 1)
+                         if isinstance(v.value, Table)]
+                found = [v for t in files for v in _deep_entry(t, attr)]
+            out += found
+        return out
+
+    def _setters(self) -> list[tuple[FunctionInfo, str, ast.expr, int]]:
+        """``for k, v in m.items(): setattr(x, k, v)`` loops of the project: (function, ``x``,
+        ``m``, the loop's line), indexed once per project generation."""
+        generation, found = self._bulk
+        if generation != self.project._generation:
+            found = []
+            for fn, event in self.project.events("call"):
+                if event.func != "setattr" or len(event.args) != 3:
+                    continue
+                node = self._function_node(fn) if fn.name != MODULE_SCOPE else self._tree(fn.path)
+                for loop in ast.walk(node) if node is not None else ():
+                    if isinstance(loop, ast.For) and _items_loop(loop, event.span.line) \
+                            and [a for a in event.args[1:]] == [ast.unparse(t) for t in loop.target.elts] \
+                            and event.args[0].isidentifier():
+                        found.append((fn, event.args[0], loop.iter.func.value, loop.lineno))
+            self._bulk = (self.project._generation, found)
+        return found
+
+    def _loads_before(self, fn: FunctionInfo, line: int) -> list[ast.Call]:
+        """The configuration loader calls (``json.load(f)``) of ``fn`` above ``line``."""
+        node = self._function_node(fn) if fn.name != MODULE_SCOPE else self._tree(fn.path)
+        return [n for n in (ast.walk(node) if node is not None else ())
+                if isinstance(n, ast.Call) and n.args and n.lineno < line
+                and self._library_name(fn, n.func) in FILE_LOADERS]
 
     def _option(self, options: Options, dest: str) -> list[Value]:
         """The default of the argparse option whose dest is ``dest`` (those the parsing file adds,
@@ -811,6 +891,37 @@ def _entry(key: Any, values: list[Value]) -> list[Value]:
     """Values stored under a configuration key: a literal written there is that key's setting."""
     return [Value(v.value, Source(v.source.path, v.source.line, f"the configuration's `{key}`"), v.default)
             if v.source.what == LITERAL else v for v in values]
+
+
+def _items_loop(loop: ast.For, line: int) -> bool:
+    """``for k, v in m.items():`` holding ``line`` in its body."""
+    it = loop.iter
+    return isinstance(loop.target, ast.Tuple) and len(loop.target.elts) == 2 \
+        and isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) \
+        and it.func.attr == "items" and not it.args \
+        and loop.body[0].lineno <= line <= (loop.body[-1].end_lineno or loop.body[-1].lineno)
+
+
+def _same_kind(held: Any, obj: Any) -> bool:
+    """Both parsed options, or both objects of one class."""
+    if isinstance(obj, Options):
+        return isinstance(held, Options)
+    return isinstance(held, Instance) and isinstance(obj, Instance) and held.cls == obj.cls
+
+
+def _deep_entry(table: Table, key: str) -> list[Value]:
+    """The values of ``key`` in ``table``, else in its nested tables at the first depth that
+    has it (every section that has it)."""
+    level = [table]
+    for _ in range(4):
+        found = [v for t in level for v in t.entries.get(key, [])]
+        if found:
+            return found
+        level = [v.value for t in level for vs in t.entries.values() for v in vs
+                 if isinstance(v.value, Table)]
+        if not level:
+            break
+    return []
 
 
 def _merge(into: Table, other: Table) -> None:

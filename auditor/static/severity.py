@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Collection, Iterable
 
 from auditor.findings import Finding, Severity, Status
+from auditor.static.config_values import files_read
 from auditor.static.programs import CONSOLE, MAIN_MODULE, SCRIPT
 
 if TYPE_CHECKING:
@@ -31,6 +32,8 @@ def on_entry_paths(findings: Iterable[Finding], project: "Project",
     for program in project.programs():
         if program.kind in RUNS_TRAINING:
             ran |= program.files
+    # a configuration file the analysis read values from for a program's code
+    ran |= set(files_read(project))
     return [replace(f, severity=Severity.WARNING, message=f.message + NOT_ON_A_PROGRAM)
             if f.severity is Severity.ERROR and f.rule in codes and f.path not in ran else f
             for f in findings]

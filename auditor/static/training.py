@@ -90,6 +90,7 @@ UNTRAINED_NAME = re.compile(
     re.I)
 MODEL_NAME = re.compile(r"model|net|encoder|decoder|gnn|gat|gcn|backbone|student|mae|head", re.I)
 MAX_DEPTH = 6
+MAX_HOOK_DEPTH = 3  # helpers below a hook the loop calls, followed for their forwards
 # torch.nn modules whose forward does not read `self.training` (no Dropout, no BatchNorm)
 MODE_FREE_LAYERS = {
     "Linear", "Bilinear", "Identity", "Embedding", "EmbeddingBag", "ReLU", "ReLU6", "LeakyReLU",
@@ -1315,27 +1316,44 @@ class Training:
         return None
 
     def _hook_forwards(self, fn: FunctionInfo, i: int, unread: Optional[bool] = None,
-                       steps: Mapping[str, FunctionInfo] = {}) -> list[Site]:
+                       steps: Mapping[str, FunctionInfo] = {}, depth: int = 0,
+                       stack: frozenset[str] = frozenset(), evaluating: bool = False) -> list[Site]:
         """The forwards of modules that the functions the call at ``i`` runs make in train mode
-        (not after their own ``.eval()``). ``unread``: for a plain function (not a module's
-        method), whether no backward reads what it computes (called under no_grad or after the
-        step's backward); else only its own forwards without gradients count."""
+        (not after their own ``.eval()``), and those of the plain functions they call in turn
+        (an engine's ``fire()`` running the handlers registered on it, a handler calling an
+        evaluation helper). ``unread``: for a plain function (not a module's method), whether
+        no backward reads what it computes (called under no_grad or after the step's
+        backward); else only its own forwards without gradients count. ``evaluating``: the
+        caller left the modules in eval mode."""
         out: list[Site] = []
         for qual in self.resolve(fn, fn.events[i]):
             hook = self.project.function(qual)
-            if hook is None or qual in steps or (unread is not None and hook.class_name
-                                                   and self.is_module_class(hook.class_name)
-                                                   and not fn.framework):
+            if hook is None or qual in steps or qual in stack or (
+                    unread is not None and hook.class_name
+                    and self.is_module_class(hook.class_name) and not fn.framework):
                 continue  # a step that backpropagates, or a module's own method
-            evaluating = False
+            if depth and self.contains(qual, "backward"):
+                continue
+            off = self.grad_off_decorator(hook) is not None
+            mode = evaluating
             for k, e in enumerate(hook.events):
+                if e.kind != "call":
+                    continue
                 switch = self.mode_switch(hook, k)
+                if e.method in ("eval", "train") and e.receiver:
+                    pass
+                elif self.module_call(hook, k):
+                    if not mode and self.runs_forward(hook, k) and (
+                            unread is None or unread or off or self.grad_off(hook, k) is not None):
+                        out.append((hook, k))
+                elif depth < MAX_HOOK_DEPTH:
+                    # a helper starts in the mode left here and switches on its own
+                    inner = unread if unread is None else \
+                        unread or off or self.grad_off(hook, k) is not None
+                    out += self._hook_forwards(hook, k, inner, steps, depth + 1,
+                                               stack | {qual}, mode)
                 if switch is not None:
-                    evaluating = switch
-                elif not evaluating and self.module_call(hook, k) and self.runs_forward(hook, k) and (
-                        unread is None or unread or self.grad_off(hook, k) is not None
-                        or self.grad_off_decorator(hook) is not None):
-                    out.append((hook, k))
+                    mode = switch
         return out
 
     def training_loops(self) -> list[TrainingLoop]:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Optional
 
@@ -13,7 +14,7 @@ from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.dataflow import derives_from_module, function_of, statement_at
 from auditor.static.facts import FunctionInfo, Span
 from auditor.static.project import Project
-from auditor.static.stages import GETITEM, TRANSFORM, stage_of
+from auditor.static.stages import COLLATE, GETITEM, TRANSFORM, per_batch_functions, stage_of
 from auditor.static.training import Training
 
 if TYPE_CHECKING:  # the probe's evidence types cost a check run's start; used in annotations only
@@ -81,6 +82,27 @@ def _unwrap(node: cst.BaseExpression) -> cst.BaseExpression:
 
 # a collate object that standardises the batched features (`{normalise}`), built from the
 # training split and passed by name
+# statistics computed by a helper: once over the training split (right), or by the collate
+# function over each batch (`{stats}`)
+_STATS_HELPER = (
+    "import dgl\n"
+    "import torch\n"
+    "def feature_stats(graphs):\n"
+    "    x = torch.cat([g.ndata['x'] for g in graphs], 0)\n"
+    "    return {{'mean': x.mean(0), 'std': x.std(0) + 1e-6}}\n"
+    "def normalize(x, stats):\n"
+    "    return (x - stats['mean']) / stats['std']\n"
+    "def make_collate(train_graphs):\n"
+    "    stats = feature_stats(train_graphs)\n"
+    "    def collate(items):\n"
+    "        bg = dgl.batch(items)\n"
+    "        bg.ndata['x'] = normalize(bg.ndata['x'],\n"
+    "                                  {stats})\n"
+    "        return bg\n"
+    "    return collate\n"
+)
+
+
 _COLLATE_OBJECT = (
     "import dgl\nimport torch\n"
     "class Normalizer:\n"
@@ -206,6 +228,8 @@ No automatic fix: the dataset statistics have to be computed and passed in.
         Valid({
             "data.py": _COLLATE_OBJECT.format(normalise="bg.ndata['x'] = (feat - self.mean) / self.std"),
         }),
+        # the collate function applies the training split's statistics the helper computed once
+        Valid({"data.py": _STATS_HELPER.format(stats="stats")}),
     ]
     INVALID = [
         # the model standardises the input features it is called with
@@ -276,6 +300,9 @@ No automatic fix: the dataset statistics have to be computed and passed in.
                 normalise="mean, std = feat.mean(0), feat.std(0).clamp_min(1e-6)\n"
                           "        bg.ndata['x'] = (feat - mean) / std"),
         }, path="data.py", line=11),
+        # the statistics helper that gives the training split's statistics, handed the batch
+        Invalid({"data.py": _STATS_HELPER.format(stats="feature_stats(items)")}, path="data.py", line=13,
+                message_contains="statistics of the current batch"),
     ]
 
     def __init__(self, ctx) -> None:
@@ -393,9 +420,7 @@ No automatic fix: the dataset statistics have to be computed and passed in.
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
         facts = list(project.rule_facts(cls.code))
-        if not facts:
-            return []
-        out = []
+        out = cls._statistics_of_the_batch(project)
         for file, norm in facts:
             fn = function_of(project, file.path, norm.span.line)
             stage = stage_of(project, fn.qualname) if fn is not None else None
@@ -423,6 +448,34 @@ No automatic fix: the dataset statistics have to be computed and passed in.
         return out
 
     @classmethod
+    def _statistics_of_the_batch(cls, project: Project) -> list[Finding]:
+        """A collate function handing its batch to a project helper that returns the batch's
+        statistics (``normalize(x, feature_stats(items))``, where the same helper gives the
+        training split's statistics elsewhere): reported at the call."""
+        out: list[Finding] = []
+        for qual, stage in per_batch_functions(project).items():
+            fn = project.functions.get(qual)
+            if stage != COLLATE or fn is None or project.returned_closures(qual):
+                continue  # a factory (`make_collate`) runs once: the function it returns per batch
+            for e in fn.events:
+                if e.kind != "call" or not e.args or e.args[0] not in fn.params:
+                    continue
+                helper = next((h for t in project.resolve_call(e, fn)
+                               if (h := project.function(t)) is not None and _returns_statistics(h)),
+                              None)
+                if helper is None:
+                    continue
+                out.append(cls.make_finding(
+                    fn.path, e.span,
+                    f"`{e.func.rsplit('.', 1)[-1]}({e.args[0]}{', ...' if len(e.args) > 1 else ''})` computes the statistics of the current batch in "
+                    f"the collate function (`{fn.display}`), and `{helper.display}` returns its "
+                    "mean and spread: normalised with them, the units change with the batch's "
+                    "composition, so the reconstruction target moves from batch to batch",
+                    fix="compute the statistics once over the training split and pass those to "
+                    "the collate function"))
+        return out
+
+    @classmethod
     def confirm(cls, finding: Finding, evidence: Evidence) -> Optional[Verdict]:
         """From the statistics of the feature matrices entering the model's training forwards
         (first batches): with per-batch (or per-sample) statistics, the normalised columns have
@@ -444,6 +497,17 @@ No automatic fix: the dataset statistics have to be computed and passed in.
                 f"ran {calls}x, but over {batches} training batches no input column has batch "
                 "statistics pinned the way per-batch normalisation pins them"])
         return None
+
+
+_STAT = r"\.{}\(\s*(0|dim\s*=\s*0|axis\s*=\s*0)\s*[,)]"
+_RETURNED_CENTER = re.compile(_STAT.format("(mean|nanmean|median)"))
+_RETURNED_SPREAD = re.compile(_STAT.format("(std|nanstd|var)"))
+
+
+def _returns_statistics(fn: FunctionInfo) -> bool:
+    """``fn`` returns column statistics: a mean and a spread over dim 0, in its return."""
+    return any(e.kind == "return" and _RETURNED_CENTER.search(e.text) and _RETURNED_SPREAD.search(e.text)
+               for e in fn.events)
 
 
 def _model_internal(project: Project, fn: FunctionInfo, norm: Normalisation) -> bool:

@@ -442,7 +442,7 @@ class Project:
         out: list[str] = []
         for built in self._built_from(fn, name, line):
             out += self.method_candidates(built, "__call__") if built in self.classes \
-                else self._returned_closures(built)
+                else self.returned_closures(built)
         if up < MAX_PASSED and (name in fn.params or not out and name.startswith("self.")):
             # what the callers hand over that no construction names: `self`, a `def`
             for caller, argument, at in self._passed_as(fn, name):
@@ -500,7 +500,7 @@ class Project:
         that returns it (``@register("mse")``)."""
         makers = {deco.qualname}
         outer = self.enclosing(deco)
-        if outer is not None and deco.qualname in self._returned_closures(outer.qualname):
+        if outer is not None and deco.qualname in self.returned_closures(outer.qualname):
             makers.add(outer.qualname)
         return [q for q, info in [*self.functions.items(), *self.classes.items()]
                 if any(d.removesuffix("()") in makers for d in info.decorators)]
@@ -515,7 +515,7 @@ class Project:
 
     def _registries_of(self, fn: FunctionInfo) -> set[str]:
         makers = [m for d in fn.decorators if (m := self.functions.get(d.removesuffix("()")))]
-        makers += [self.functions[q] for m in list(makers) for q in self._returned_closures(m.qualname)]
+        makers += [self.functions[q] for m in list(makers) for q in self.returned_closures(m.qualname)]
         out: set[str] = set()
         for maker in makers:
             out |= {c for e in maker.events for c in _containers_of(e, maker.params)}
@@ -667,7 +667,7 @@ class Project:
         outer = self.functions.get(fn.qualname.rsplit(".", 1)[0])
         return outer if outer is not None and outer.name != MODULE_SCOPE else None
 
-    def _returned_closures(self, callee: str) -> list[str]:
+    def returned_closures(self, callee: str) -> list[str]:
         """The functions defined in ``callee`` that it returns by name (``return train_step``):
         what a call of its result runs."""
         fn = self.functions.get(callee)

@@ -245,17 +245,17 @@ NO_GRAD = (
 def test_forward_under_no_grad_is_stage_grad(cli, tmp_path):
     # the encoder's forward under no_grad moves its BatchNorm statistics before the step's first
     # grad-enabled forward: the initial state is the one before it, and the divergence is the
-    # encoder's missing gradients, at the no_grad block
+    # encoder's missing gradients, at the forward the no_grad block swallows
     cand = NO_GRAD.replace("    h = net.enc(x)\n", "    with torch.no_grad():\n        h = net.enc(x)\n")
     code, data = diff_json(cli, tmp_path, NO_GRAD, cand)
     first = data["first_divergence"]
     assert code == 1 and first["stage"] == "grad", first
     assert first["name"].startswith("enc.") and "no gradient in the candidate" in first["detail"]
-    assert (first["rule"], first["path"], first["line"]) == ("GM102", "cand.py", 12)
+    assert (first["rule"], first["path"], first["line"]) == ("GM102", "cand.py", 13)
     assert data["stages"][0]["status"] == "same"
-    # the finding at the static one's span (`torch.no_grad()`, not column 1), with its fix
+    # the finding at the static one's span (`net.enc(x)`, not column 1), with its fix
     [finding] = data["findings"]
-    assert (finding["line"], finding["column"]) == (12, 10) and finding["fix"], finding
+    assert (finding["line"], finding["column"]) == (13, 13) and finding["fix"], finding
 
 
 VALIDATED = (

@@ -16,7 +16,8 @@ pytest.importorskip("pytorch_lightning")
 PIPELINE = Path(__file__).resolve().parent / "pipelines" / "wrapped"
 
 
-def probe_lit(cli, tmp_path: Path, old: str = "", new: str = "", *more: str) -> tuple[str, dict]:
+def probe_lit(cli, tmp_path: Path, old: str = "", new: str = "", *more: str,
+              steps: int = 3) -> tuple[str, dict]:
     """The wrapped pipeline probed with ``old`` replaced by ``new`` in lit.py (and each further
     old/new pair of ``more``)."""
     tree = tmp_path / "p"
@@ -26,7 +27,7 @@ def probe_lit(cli, tmp_path: Path, old: str = "", new: str = "", *more: str) -> 
     for a, b in pairs:
         assert a in lit.read_text()
         lit.write_text(lit.read_text().replace(a, b))
-    _, data = probe(cli, tree, sys.executable, "lit.py", options=("--steps", "3"))
+    _, data = probe(cli, tree, sys.executable, "lit.py", options=("--steps", str(steps)))
     assert data["run"]["steps"] >= 2, data["run"]
     return lit.read_text(), data
 
@@ -76,6 +77,7 @@ def test_losses_kept_on_the_module_are_seen_growing(cli, tmp_path):
     text, data = probe_lit(
         cli, tmp_path, _STEP, ("        loss = torch.nn.functional.mse_loss(self.model(x), x)\n"
                                "        self.losses.append(loss)\n        return loss\n"),
-        "        self.model = Net()\n", "        self.model = Net()\n        self.losses = []\n")
+        "        self.model = Net()\n", "        self.model = Net()\n        self.losses = []\n",
+        steps=5)  # a list that grows over several recorded steps
     line = next(i for i, ln in enumerate(text.splitlines(), 1) if "self.losses.append" in ln)
     assert raised(data) == [("GM106", "lit.py", line)]

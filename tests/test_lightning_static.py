@@ -29,7 +29,7 @@ MUTANTS = {
                "GM103", "requires_grad_(False)"),
     "no_grad": ("module.py", "        loss, coord, direction = self._shared_step(batch)\n        self.log_dict({\"train",
                 "        with torch.no_grad():\n            loss, coord, direction = self._shared_step(batch)\n"
-                "        self.log_dict({\"train", "GM102", "torch.no_grad()"),
+                "        self.log_dict({\"train", "GM102", "self._shared_step(batch)"),
     "epoch_eval": ("module.py", "    def configure_optimizers(self):",
                    "    def on_train_epoch_start(self):\n        self.model.eval()\n\n"
                    "    def configure_optimizers(self):", "GM201", "self.model.eval()"),

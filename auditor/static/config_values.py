@@ -534,7 +534,7 @@ class _Evaluator:
         out: list[Value] = []
         for fn, target, mapping, line in self._setters():
             index = _index_at(fn, line)
-            held = self.expr(fn, ast.Name(target, ast.Load()), index, None, depth + 1)
+            held = self._name(fn, target, index, None, depth + 1)  # by name: answers are kept by node id
             if not any(_same_kind(h.value, obj) for h in held):
                 continue
             tables = [v.value for v in self.expr(fn, mapping, index, None, depth + 1)

@@ -1058,11 +1058,14 @@ class Recorder:
                 for v in list(value.values())[:64]:
                     add(name, v, depth + 1)
 
+        read: set[int] = set()  # objects whose attributes were read (the model may be a frame's self)
+
         def attributes(obj, codes=()):
             # a module's own state lives in its private tables: its other attributes are the
             # user's (a LightningModule's running list of losses)
-            if not hasattr(obj, "__dict__"):
+            if not hasattr(obj, "__dict__") or id(obj) in read:
                 return
+            read.add(id(obj))
             module = isinstance(obj, torch.nn.Module)
             methods = (*codes, *_method_codes(type(obj)))
             for attr, v in list(vars(obj).items()):

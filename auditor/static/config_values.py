@@ -560,7 +560,7 @@ class _Evaluator:
                 node = self._function_node(fn) if fn.name != MODULE_SCOPE else self._tree(fn.path)
                 for loop in ast.walk(node) if node is not None else ():
                     if isinstance(loop, ast.For) and _items_loop(loop, event.span.line) \
-                            and [a for a in event.args[1:]] == [ast.unparse(t) for t in loop.target.elts] \
+                            and event.args[1:] == [ast.unparse(t) for t in loop.target.elts] \
                             and event.args[0].isidentifier():
                         found.append((fn, event.args[0], loop.iter.func.value, loop.lineno))
             self._bulk = (self.project._generation, found)

@@ -1341,7 +1341,7 @@ class Training:
                     continue
                 switch = self.mode_switch(hook, k)
                 if e.method in ("eval", "train") and e.receiver:
-                    pass
+                    pass  # the switch itself: the mode is set below
                 elif self.module_call(hook, k):
                     if not mode and self.runs_forward(hook, k) and (
                             unread is None or unread or off or self.grad_off(hook, k) is not None):

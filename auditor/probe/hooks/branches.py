@@ -26,6 +26,7 @@ from __future__ import annotations
 import ast
 import os
 import sys
+import types
 
 _PURE = (ast.Expression, ast.Name, ast.Attribute, ast.Constant, ast.Compare, ast.BoolOp,
          ast.UnaryOp, ast.Load, ast.And, ast.Or, ast.Not, ast.Eq, ast.NotEq, ast.Is, ast.IsNot,
@@ -292,7 +293,7 @@ def _record(obj) -> bool:
     object (a checkpoint callback, a trainer) changes its attributes as the library runs, and
     reading a property may run code."""
     cls = type(obj)
-    if isinstance(obj, type(os)) or hasattr(cls, "__dataclass_fields__"):
+    if isinstance(obj, types.ModuleType) or hasattr(cls, "__dataclass_fields__"):
         return True
     return (getattr(cls, "__module__", "") or "").split(".")[0] in _RECORD_MODULES
 

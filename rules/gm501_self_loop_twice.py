@@ -9,6 +9,7 @@ from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.dataflow import call_targets
 from auditor.static.facts import Event, FunctionInfo, Span
+from auditor.static.paths import bindings
 from auditor.static.project import Project
 
 ADD_FUNCS = {"dgl.add_self_loop", "dgl.transforms.add_self_loop",
@@ -229,10 +230,8 @@ class Flow:
 
     def call(self, fn: FunctionInfo, env: dict[str, Taint], e: Event) -> Taint:
         """Flow a call's tainted arguments into project callees; the callee's return taint."""
-        arg_taint = [self.arg_taint(fn, env, e, a) for a in e.args]
-        kw_taint = {k: self.tainted_use(fn, env, [v]) for k, v in e.kwargs.items()
-                    if v.replace(".", "").replace("_", "").isalnum()}
-        any_taint = CLEAN.union(*arg_taint, *kw_taint.values())
+        taint_of = {a: self.arg_taint(fn, env, e, a) for a in [*e.args, *e.kwargs.values()]}
+        any_taint = CLEAN.union(*taint_of.values())
         if e.method in CONTAINER_ADDS and e.receiver and any_taint:
             self.assign(fn, env, [_root(e.receiver)], any_taint)
         # the functions this call runs, as the program model resolves them (a model instance's
@@ -251,15 +250,12 @@ class Flow:
             callee = self.project.function(q)
             if callee is None:
                 continue
-            params = list(callee.params)
-            if callee.class_name and params and params[0] == "self":
-                params = params[1:]
-            for p, origin in zip(params, arg_taint):
-                if origin:
+            receiver = callee.params[0] if callee.class_name and callee.params and \
+                callee.params[0] in ("self", "cls") else None
+            for p, arg in bindings(e, callee):
+                origin = taint_of.get(arg, CLEAN)
+                if origin and p != receiver:
                     self._set(self.entry.setdefault(q, {}), p, origin, ("entry", q))
-            for k, origin in kw_taint.items():
-                if origin and k in params:
-                    self._set(self.entry.setdefault(q, {}), k, origin, ("entry", q))
             out |= self.returns.get(q, CLEAN)
             reads.add(q)
             if callee.name == "__init__" and callee.class_name:
@@ -620,6 +616,47 @@ No automatic fix: which of the two adds is the intended one depends on the other
             "    return dgl.add_self_loop(dataset[0])\n",
             line=6, message_contains="example.py:10",
         ),
+        # Lightning runs the DataModule's loader and the module's batch hook: the graphs the
+        # DataModule built with their loops get a second set on every batch
+        Invalid({
+            "data.py":
+                "import dgl\nimport pytorch_lightning as pl\n"
+                "from torch.utils.data import DataLoader\n"
+                "def make_graph(e):\n"
+                "    return dgl.add_self_loop(dgl.graph(e))\n"
+                "class Graphs(pl.LightningDataModule):\n"
+                "    def setup(self, stage=None):\n"
+                "        self.train_set = [make_graph(e) for e in self.edges]\n"
+                "    def train_dataloader(self):\n"
+                "        return DataLoader(self.train_set, batch_size=8, collate_fn=dgl.batch)\n",
+            "lit.py":
+                "import dgl\nimport pytorch_lightning as pl\n"
+                "class Lit(pl.LightningModule):\n"
+                "    def on_after_batch_transfer(self, batch, dataloader_idx):\n"
+                "        return dgl.add_self_loop(batch)\n"
+                "    def training_step(self, batch, batch_idx):\n"
+                "        return self.model(batch, batch.ndata['x']).sum()\n",
+            "train.py":
+                "import pytorch_lightning as pl\nfrom data import Graphs\nfrom lit import Lit\n"
+                "trainer = pl.Trainer(max_epochs=1)\n"
+                "trainer.fit(Lit(), datamodule=Graphs())\n",
+        }, path="lit.py", line=5, message_contains="data.py:5"),
+        # a loader handed to `Trainer.fit` feeds the training step the same way
+        Invalid({
+            "lit.py":
+                "import dgl\nimport pytorch_lightning as pl\n"
+                "class Lit(pl.LightningModule):\n"
+                "    def training_step(self, batch, batch_idx):\n"
+                "        g = dgl.add_self_loop(batch)\n"
+                "        return self.model(g, g.ndata['x']).sum()\n",
+            "train.py":
+                "import dgl\nimport pytorch_lightning as pl\n"
+                "from torch.utils.data import DataLoader\nfrom lit import Lit\n"
+                "graphs = [dgl.add_self_loop(dgl.graph(e)) for e in edges]\n"
+                "loader = DataLoader(graphs, batch_size=8, collate_fn=dgl.batch)\n"
+                "trainer = pl.Trainer(max_epochs=1)\n"
+                "trainer.fit(Lit(), loader)\n",
+        }, path="lit.py", line=5, message_contains="train.py:5"),
     ]
 
     @classmethod

@@ -13,7 +13,9 @@ plugins/precision/precision.py), so every analysis reads it as it reads a hand-w
 ``manual_backward`` / ``opt.step()`` / ``zero_grad()`` in it are the loop's actions, and
 ``self.optimizers()`` returns what ``configure_optimizers`` built. A module's batch-transfer
 hooks (``on_after_batch_transfer``) give the batch each step gets; an ``optimizer_zero_grad``
-override replaces the loop's ``zero_grad()``.
+override replaces the loop's ``zero_grad()``. The batches come from ``Trainer.fit``'s
+``train_dataloaders`` (its parameters are the loop's), or from a LightningDataModule of the same
+program: its ``prepare_data`` and ``setup("fit")`` run first, then its ``train_dataloader()``.
 
 Validation (``validation_step``) runs under no_grad with the module in eval mode, and Lightning
 gives every submodule back the mode it had before (``_ModuleMode``): an ``.eval()`` in a
@@ -48,6 +50,8 @@ TRAINERS = ("pytorch_lightning.Trainer", "pytorch_lightning.trainer.Trainer",
             "lightning.pytorch.Trainer", "lightning.pytorch.trainer.Trainer",
             "lightning.pytorch.trainer.trainer.Trainer")
 FIT_INSTANCE = "model"  # Trainer.fit's parameter that receives the module
+# Trainer.fit's other parameters, in order: the loop's own, after `self` (the module)
+FIT_PARAMS = ("train_dataloaders", "val_dataloaders", "datamodule")
 DISPATCH = {f"{trainer}.fit": (FIT, FIT_INSTANCE) for trainer in TRAINERS}
 
 _START = ("setup", "on_fit_start", "on_train_start")
@@ -169,9 +173,11 @@ class _Writer:
     """The loop's source, line by line, with each hook called on the callbacks that define it
     and then on the module (Lightning's order)."""
 
-    def __init__(self, project: "Project", cls: str, callbacks: list[str]) -> None:
+    def __init__(self, project: "Project", cls: str, callbacks: list[str],
+                 datamodules: list[str]) -> None:
         self.project, self.cls, self.lines = project, cls, []
         self.callbacks = callbacks  # `callback_<k>` is callbacks[k]
+        self.datamodules = datamodules  # `datamodule_<k>` is datamodules[k]
         self.calls: dict[str, str] = {}  # `callback_<k>.<hook>` -> the method it runs
 
     def line(self, depth: int, text: str) -> None:
@@ -186,6 +192,24 @@ class _Writer:
                 self.line(depth, f"callback_{k}.{name}(trainer, self{', ' + args if args else ''})")
         if module and _method(self.project, self.cls, name) is not None:
             self.line(depth, f"self.{name}({args})")
+
+    def datamodule_hook(self, depth: int, name: str, args: str = "") -> None:
+        """``datamodule.<name>(args)`` on each DataModule class that defines it."""
+        for k, dm in enumerate(self.datamodules):
+            qual = _method(self.project, dm, name)
+            if qual is not None:
+                self.calls[f"datamodule_{k}.{name}"] = qual
+                self.line(depth, f"datamodule_{k}.{name}({args})")
+
+    def loader(self, depth: int, name: str, given: str, target: str) -> None:
+        """``target``: the loader ``fit`` was given, or what a DataModule's ``name()`` makes."""
+        made = []
+        for k, dm in enumerate(self.datamodules):
+            qual = _method(self.project, dm, name)
+            if qual is not None:
+                self.calls[f"datamodule_{k}.{name}"] = qual
+                made.append(f"datamodule_{k}.{name}()")
+        self.line(depth, f"{target} = {' or '.join([given, *made])}")
 
     def batch_transfer(self, depth: int, batch: str) -> None:
         """The module's hooks that move a batch to the device, each returning the batch the step
@@ -204,22 +228,28 @@ class _Writer:
             self.line(depth, default)
 
 
-def loop_source(project: "Project", cls: str, callbacks: list[str]) -> tuple[str, dict[str, str]]:
+def loop_source(project: "Project", cls: str, callbacks: list[str],
+                datamodules: list[str]) -> tuple[str, dict[str, str]]:
     """The fit loop of ``cls`` as Python source (a method ``fit`` of a class ``Loop``), and the
-    callback methods its ``callback_<k>.<hook>`` calls run."""
+    callback and DataModule methods its ``callback_<k>.<hook>`` and ``datamodule_<k>.<hook>``
+    calls run."""
     step = _method(project, cls, "training_step")
     assert step is not None
     automatic = not _manual(project, cls)
-    w = _Writer(project, cls, callbacks)
+    w = _Writer(project, cls, callbacks, datamodules)
+    w.datamodule_hook(0, "prepare_data")
+    w.datamodule_hook(0, "setup", '"fit"')
     for name in _START[:1]:
         w.hook(0, name)
     if automatic:
         w.line(0, f"optimizer = self.configure_optimizers(){_first_optimizer(project, cls)}")
     for name in _START[1:]:
         w.hook(0, name)
+    w.loader(0, "train_dataloader", FIT_PARAMS[0], "train_loader")
+    w.loader(0, "val_dataloader", FIT_PARAMS[1], "val_loader")
     w.line(0, "for epoch in trainer.epochs:")
     w.hook(1, "on_train_epoch_start")
-    w.line(1, "for batch_idx, batch in enumerate(trainer.train_dataloader):")
+    w.line(1, "for batch_idx, batch in enumerate(train_loader):")
     w.batch_transfer(2, "batch")
     w.hook(2, "on_train_batch_start")
     if automatic:
@@ -244,7 +274,7 @@ def loop_source(project: "Project", cls: str, callbacks: list[str]) -> tuple[str
         w.line(3, "with torch.no_grad():")
         for name in ("on_validation_start", "on_validation_epoch_start"):
             w.hook(4, name)
-        w.line(4, "for val_idx, val_batch in enumerate(trainer.val_dataloaders):")
+        w.line(4, "for val_idx, val_batch in enumerate(val_loader):")
         w.batch_transfer(5, "val_batch")
         w.hook(5, "on_validation_batch_start")
         w.line(5, "self.validation_step(val_batch, val_idx)")
@@ -255,7 +285,8 @@ def loop_source(project: "Project", cls: str, callbacks: list[str]) -> tuple[str
     w.hook(1, "on_train_epoch_end")
     for name in _END:
         w.hook(0, name)
-    head = ["import torch", "", "", "class Loop:", "    def fit(self):"]
+    params = ", ".join(f"{p}=None" for p in FIT_PARAMS)
+    head = ["import torch", "", "", "class Loop:", f"    def fit(self, {params}):"]
     return "\n".join([*head, *w.lines, ""]), w.calls
 
 
@@ -275,18 +306,19 @@ def _synthesize(project: "Project", cls: str, name: str, source: str,
         event.span = Span(line, s.line * 1000 + s.column, line, s.end_line * 1000 + s.end_column)
         if event.kind == "call" and event.func in calls:
             event.func = calls[event.func]
-    fn.qualname, fn.name, fn.class_name, fn.params = f"{cls}.{name}", name, cls, ["self"]
+    fn.qualname, fn.name, fn.class_name = f"{cls}.{name}", name, cls
     fn.span = info.span
     fn.instance_argument = FIT_INSTANCE if name == FIT else ""
     fn.framework = "lightning"
     return fn
 
 
-def _callbacks_of(project: "Project", cls: str, callbacks: Iterable[str]) -> list[str]:
-    """The callback classes that run in ``cls``'s loop: those of a program that runs it."""
-    paths = {c: facts.path for c in [cls, *callbacks] if (facts := _module_of(project, c))}
-    return [cb for cb in callbacks if cb in paths and cls in paths
-            and project.share_program(paths[cls], paths[cb])]
+def _run_with(project: "Project", cls: str, classes: Iterable[str]) -> list[str]:
+    """The callback or DataModule classes that may run in ``cls``'s loop: those of a program
+    that runs it."""
+    paths = {c: facts.path for c in [cls, *classes] if (facts := _module_of(project, c))}
+    return [c for c in classes if c in paths and cls in paths
+            and project.share_program(paths[cls], paths[c])]
 
 
 def add_framework_loops(project: "Project") -> None:
@@ -295,12 +327,14 @@ def add_framework_loops(project: "Project") -> None:
         return
     modules = _subclasses(project, "LightningModule")
     callbacks = _subclasses(project, "Callback")
+    datamodules = _subclasses(project, "LightningDataModule")
     added = False
     for cls in modules:
         if _method(project, cls, "training_step") is None or f"{cls}.{FIT}" in project.functions \
                 or _module_of(project, cls) is None:
             continue
-        source, calls = loop_source(project, cls, _callbacks_of(project, cls, callbacks))
+        source, calls = loop_source(project, cls, _run_with(project, cls, callbacks),
+                                    _run_with(project, cls, datamodules))
         project.add_function(_synthesize(project, cls, FIT, source, calls))
         if _method(project, cls, OPTIMIZERS) is None and _method(project, cls, "configure_optimizers"):
             body = "import torch\n\n\nclass Loop:\n    def fit(self):\n        return self.configure_optimizers()\n"

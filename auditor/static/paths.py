@@ -227,9 +227,15 @@ def bindings(event: Event, callee: FunctionInfo) -> list[tuple[str, str]]:
     """(parameter, argument text) pairs of a call event bound to ``callee``'s parameters."""
     params = list(callee.params)
     pairs: list[tuple[str, str]] = []
-    if callee.instance_argument and params:  # `trainer.fit(model)`: self is the model
+    positional = [a for a in event.args if not a.startswith("*")]
+    if callee.instance_argument and params:
+        # `trainer.fit(model, loader)`: self is the model, the other parameters follow it
         instance = event.argument(callee.instance_argument)
-        return [(params[0], instance)] if instance else []
+        if instance:
+            pairs.append((params[0], instance))
+        rest = positional[1:] if callee.instance_argument not in event.kwargs else positional
+        return [*pairs, *zip(params[1:], rest),
+                *[(k, v) for k, v in event.kwargs.items() if k in params[1:]]]
     if callee.class_name and params and params[0] in ("self", "cls"):
         first = params.pop(0)
         if callee.name != "__init__" and first == "self":
@@ -238,7 +244,6 @@ def bindings(event: Event, callee: FunctionInfo) -> list[tuple[str, str]]:
                 pairs.append((first, func))  # `model(g)` / `self.model(g)`: self is the callee
             elif event.receiver and event.method:
                 pairs.append((first, event.receiver))
-    positional = [a for a in event.args if not a.startswith("*")]
     pairs += list(zip(params, positional))
     pairs += [(k, v) for k, v in event.kwargs.items() if k in callee.params]
     return pairs

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
 from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
-from auditor.static.dataflow import call_targets
+from auditor.static.dataflow import call_targets, mentions
 from auditor.static.facts import Event, FunctionInfo, Span
 from auditor.static.paths import bindings
 from auditor.static.project import Project
@@ -26,6 +27,8 @@ NOT_GRAPH = {"ndata", "edata", "srcdata", "dstdata", "num_nodes", "number_of_nod
              "batch_num_nodes", "batch_num_edges", "nodes", "ntypes", "etypes", "shape",
              "dtype", "num_src_nodes", "num_dst_nodes"}
 CONTAINER_ADDS = {"append", "extend", "insert", "add"}
+# `for g, y in dataset` inside a comprehension: its targets and the name it iterates
+_COMPREHENSION = re.compile(r"\bfor\s+([\w\s,()]+?)\s+in\s+([\w.]+)")
 MAX_ROUNDS = 8
 
 
@@ -185,10 +188,11 @@ class Flow:
         calls = [e for e in group if e.kind == "call"]
         result: Taint = CLEAN
         decided = False
+        reads = self.comprehension_scope(fn, env, head)
         for e in reversed(calls):  # innermost first: `dgl.add_self_loop(dgl.remove_self_loop(g))`
             op = self.op(fn, e)
             if op is None:
-                result |= self.call(fn, env, e)
+                result |= self.call(fn, reads, e)
                 continue
             if op.kind == "make_adder":
                 if not set(head.targets) <= self.adders.get(fn.qualname, set()):
@@ -198,7 +202,7 @@ class Flow:
             elif op.kind == "remove":
                 result, decided = CLEAN, True
             elif op.kind in ("add", "add_via_transform"):
-                earlier = self.graph_input(fn, env, op, e)
+                earlier = self.graph_input(fn, reads, op, e)
                 here = Origin(fn.path, e.span.line, _short(e.text))
                 if earlier - {here}:
                     key = (fn.path, e.span.line, e.span.column)
@@ -219,6 +223,19 @@ class Flow:
         if head.kind == "augassign" and not result:
             return
         self.assign(fn, env, head.targets, result)
+
+    def comprehension_scope(self, fn: FunctionInfo, env: dict[str, Taint], head: Event) -> dict[str, Taint]:
+        """The names a statement reads: ``env``, plus the targets of its comprehensions bound to
+        what they iterate (``[dgl.add_self_loop(g) for g in graphs]``: ``g`` is a graph of
+        ``graphs``). A comprehension's targets stay inside it."""
+        if head.text.startswith(("for ", "async for ")) or " for " not in head.text:
+            return env
+        bound = {}
+        for targets, iterable in _COMPREHENSION.findall(head.text):
+            origin = self.tainted_use(fn, env, [iterable])
+            for name in re.findall(r"\w+", targets) if origin else ():
+                bound[name] = origin
+        return {**env, **bound} if bound else env
 
     def graph_input(self, fn: FunctionInfo, env: dict[str, Taint], op: Op, e: Event) -> Taint:
         """Taint of the graph an add reads: a name, or the names inside a nested call."""
@@ -267,13 +284,14 @@ class Flow:
         return out
 
     def arg_taint(self, fn: FunctionInfo, env: dict[str, Taint], e: Event, arg: str) -> Taint:
-        """Taint of one argument of the call ``e``: a name's, or for a call passed as the argument
-        (``step(next(batches))``) what that call reads, when it is no self-loop operation."""
+        """Taint of one argument of the call ``e``: a name's; for a call passed as the argument
+        (``step(next(batches))``) what that call reads, when it is no self-loop operation; for
+        any other expression (``[ds[i] for i in idx]``, ``(g, x)``) the names it reads."""
         if arg.replace(".", "").replace("_", "").isalnum():
             return self.tainted_use(fn, env, [arg])
         callee = arg.removesuffix("(...)").removesuffix("()")
         if callee == arg or not callee.replace(".", "").replace("_", "").isalnum():
-            return CLEAN
+            return self.tainted_use(fn, env, [u for u in e.uses if u != e.func and mentions(arg, u)])
         inner = next((x for x in fn.events if x.kind == "call" and x is not e
                       and x.span.within(e.span) and x.func.endswith(callee)), None)
         if inner is None or self.op(fn, inner) is not None:
@@ -657,6 +675,25 @@ No automatic fix: which of the two adds is the intended one depends on the other
                 "trainer = pl.Trainer(max_epochs=1)\n"
                 "trainer.fit(Lit(), loader)\n",
         }, path="lit.py", line=5, message_contains="train.py:5"),
+        # a collate a factory returns, handed the samples as a comprehension, adds loops to each
+        # graph of the batch in a comprehension of its own
+        Invalid(
+            "import dgl\n"
+            "def build(edges):\n"
+            "    return [(dgl.add_self_loop(dgl.graph(e)), 0) for e in edges]\n"
+            "def make_collate():\n"
+            "    def collate(items):\n"
+            "        graphs, labels = zip(*items)\n"
+            "        return dgl.batch([dgl.add_self_loop(g) for g in graphs])\n"
+            "    return collate\n"
+            "def batches(dataset, collate):\n"
+            "    for s in range(0, len(dataset), 8):\n"
+            "        yield collate([dataset[i] for i in range(s, s + 8)])\n"
+            "train = build(edges)\n"
+            "for g in batches(train, make_collate()):\n"
+            "    model(g, g.ndata['x'])\n",
+            line=7, message_contains="example.py:3",
+        ),
     ]
 
     @classmethod

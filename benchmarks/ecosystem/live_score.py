@@ -18,7 +18,8 @@ whole record as JSON (and the table beside it, ``.txt``).
 
 ``--rescore`` runs the static half again on a previous record: the oracle's verdicts do not
 depend on gm-audit, so each live or dead mutant of the record is rebuilt by its id and checked
-by today's gm-audit (minutes, where the runs take an hour on a loaded machine).
+by today's gm-audit (minutes, where the runs take an hour on a loaded machine); with ``--probe``
+today's ``gm-audit probe`` runs on each live one too.
 """
 
 from __future__ import annotations
@@ -201,9 +202,10 @@ def _score_mutant(mutant: Mutant, work: Path, command: Sequence[str], paths: Seq
 
 
 def rescore_target(target: Target, recorded: dict, rules: Optional[Sequence[str]], timeout: float,
-                   log: Callable[[str], None]) -> dict:
+                   log: Callable[[str], None], probe: bool = False, steps: int = 3) -> dict:
     """``recorded`` (one pipeline of a previous record) with the static verdict of each of its
-    live and dead mutants (of ``rules`` when given) made again by today's gm-audit."""
+    live and dead mutants (of ``rules`` when given) made again by today's gm-audit, and with
+    ``probe`` the probe's on each live one."""
     start = time.perf_counter()
     kept = [m for m in recorded["mutants"] if not rules or m["rule"] in rules]
     wanted = [m for m in kept if m["status"] in (LIVE, DEAD)]
@@ -224,16 +226,20 @@ def rescore_target(target: Target, recorded: dict, rules: Optional[Sequence[str]
             mutant.write(work)
             try:
                 hits = static_hits(mutant, _check(work, paths, timeout * 3), baseline)
+                probed = probe_status(mutant, work, target.command(steps), paths, steps, timeout) \
+                    if probe and old["status"] == LIVE else None
                 results.append({**old, "static": bool(hits), "static_findings": hits,
-                                "check_error": None, "probe": None})
+                                "check_error": None, "probe": probed})
             except (RuntimeError, subprocess.TimeoutExpired, json.JSONDecodeError) as exc:
                 results.append({**old, "static": None, "static_findings": [], "probe": None,
                                 "check_error": f"gm-audit check: {str(exc)[:300]}"})
             finally:
                 mutant.revert(source, work)
             r = results[-1]
+            caught = "" if r["probe"] is None else \
+                f" | probe {'hit' if r['probe'].get('caught') else 'miss'} {r['probe'].get('statuses', r['probe'].get('error'))}"
             log(f"  [{i}/{len(wanted)}] {old['operator']} {old['status']} | static "
-                f"{'hit' if r['static'] else 'miss'}{' (' + r['check_error'] + ')' if r['check_error'] else ''}")
+                f"{'hit' if r['static'] else 'miss'}{' (' + r['check_error'] + ')' if r['check_error'] else ''}{caught}")
     again = {m["id"]: m for m in results}  # never-ran and crashed mutants stay as recorded
     return {**recorded, "mutants": [again.get(m["id"], m) for m in kept],
             "rescored_seconds": round(time.perf_counter() - start)}
@@ -307,7 +313,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             continue
         if recorded is not None:
             log(f"{name}: rescoring")
-            scores.append(rescore_target(target, recorded, args.rules, args.timeout, log))
+            scores.append(rescore_target(target, recorded, args.rules, args.timeout, log,
+                                         args.probe, args.steps))
             continue
         scores.append(score_target(target, args.rules, args.cap, args.steps, args.probe,
                                    args.timeout, log, args.per_rule))

@@ -694,6 +694,21 @@ No automatic fix: which of the two adds is the intended one depends on the other
             "    model(g, g.ndata['x'])\n",
             line=7, message_contains="example.py:3",
         ),
+        # a module that makes its own loader
+        Invalid(
+            "import dgl\nimport pytorch_lightning as pl\n"
+            "from torch.utils.data import DataLoader\n"
+            "class Lit(pl.LightningModule):\n"
+            "    def train_dataloader(self):\n"
+            "        graphs = [dgl.add_self_loop(dgl.graph(e)) for e in self.edges]\n"
+            "        return DataLoader(graphs, batch_size=8, collate_fn=dgl.batch)\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        g = dgl.add_self_loop(batch)\n"
+            "        return self.model(g, g.ndata['x']).sum()\n"
+            "trainer = pl.Trainer(max_epochs=1)\n"
+            "trainer.fit(Lit())\n",
+            line=9, message_contains="example.py:6",
+        ),
     ]
 
     @classmethod

@@ -15,7 +15,8 @@ plugins/precision/precision.py), so every analysis reads it as it reads a hand-w
 hooks (``on_after_batch_transfer``) give the batch each step gets; an ``optimizer_zero_grad``
 override replaces the loop's ``zero_grad()``. The batches come from ``Trainer.fit``'s
 ``train_dataloaders`` (its parameters are the loop's), or from a LightningDataModule of the same
-program: its ``prepare_data`` and ``setup("fit")`` run first, then its ``train_dataloader()``.
+program: its ``prepare_data`` and ``setup("fit")`` run first, then its ``train_dataloader()``,
+or from the module's own ``train_dataloader()``.
 
 Validation (``validation_step``) runs under no_grad with the module in eval mode, and Lightning
 gives every submodule back the mode it had before (``_ModuleMode``): an ``.eval()`` in a
@@ -202,8 +203,9 @@ class _Writer:
                 self.line(depth, f"datamodule_{k}.{name}({args})")
 
     def loader(self, depth: int, name: str, given: str, target: str) -> None:
-        """``target``: the loader ``fit`` was given, or what a DataModule's ``name()`` makes."""
-        made = []
+        """``target``: the loader ``fit`` was given, or what a DataModule's ``name()`` makes, or
+        the module's own ``name()`` (Lightning asks the module when no DataModule has one)."""
+        made = [f"self.{name}()"] if _method(self.project, self.cls, name) is not None else []
         for k, dm in enumerate(self.datamodules):
             qual = _method(self.project, dm, name)
             if qual is not None:

@@ -600,9 +600,11 @@ confirm.
                 self.fact(ConfiguredWeight(self.ctx.code(weight), self.ctx.span(node),
                                            self.ctx.code(term, 60), extra=True))
             if number is not None and number >= LARGE_WEIGHT and self._lossy(term):
+                # the value the term is added into (a loss component the probe weighs)
+                into = f" to `{self.target}`" if self.target.isidentifier() else ""
                 finding = self.make_finding(
                     self.ctx.path, self.ctx.span(node),
-                    f"`{self.ctx.code(node, 60)}` adds a term weighted {number:g}: it dominates the "
+                    f"`{self.ctx.code(node, 60)}` adds a term weighted {number:g}{into}: it dominates the "
                     "reconstruction loss, whose components are weighted around 1",
                     fix="check the reference: drop the extra term or give it a weight comparable "
                     "to the reconstruction components",
@@ -795,6 +797,9 @@ confirm.
             if steps[0].loss_value is not None else f"step {steps[0].index}: {shares}"
         if "dominates" in finding.message:
             explained = sum(c.share for c in comps if c.share is not None and c.in_graph)
+            # the component the term was added into (`coord = mse + 100 * l1`) carries it
+            into = re.findall(r"`([^`]+)`", finding.message)[1:2]
+            named += [c for c in comps if c.name in into and c not in named]
             top = max((c for c in named if c.share is not None), key=lambda c: c.share, default=None)
             if top is not None and top.share > 0.5:
                 return Verdict(Status.CONFIRMED, [f"{top.name} carries {top.share:.0%} of the loss",

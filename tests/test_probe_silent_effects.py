@@ -1,6 +1,7 @@
 """Defects whose loss looks normal, confirmed by what the run shows at the step: parameters
 trained in bfloat16 with a float32 loss (GM301), BatchNorm statistics averaged over the whole
-run (GM202), an extra loss term weighted by a default (GM402), coordinates rotated without their
+run (GM202), an extra loss term weighted by a default and a large-weighted term inside one
+named component (GM402), coordinates rotated without their
 frames in a block feature layout (GM503); and a finding on a def line whose function never ran
 (the def itself ran at import) left unexercised. Each program runs once under `gm-audit probe`."""
 
@@ -77,6 +78,28 @@ for step in range(20):
     loss = loss + cfg.get("smooth_weight", 1.0) * smooth
     drift = 1e-5 * pred.mean().abs()
     loss = loss + cfg.get("drift_weight", 1.0) * drift
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+# a large-weighted term added into one named component of the reconstruction loss
+DOMINANT = """
+import torch, torch.nn as nn, torch.nn.functional as F
+
+
+def reconstruction_loss(pred, target):
+    coord = F.mse_loss(pred[:, :3], target[:, :3]) + 100 * F.l1_loss(pred[:, :3], target[:, :3])
+    direction = (1 - F.cosine_similarity(pred[:, 3:], target[:, 3:], dim=-1)).mean()
+    return coord + direction, coord, direction
+
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 6))
+opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+for step in range(20):
+    x = torch.randn(32, 6)
+    loss, coord, direction = reconstruction_loss(model(x), x)
     opt.zero_grad()
     loss.backward()
     opt.step()
@@ -162,6 +185,13 @@ def test_cumulative_batchnorm_and_extra_loss_terms(cli, tmp_path):
     assert statuses(data, "GM402") == {line_of(text, '"smooth_weight"'): "confirmed",
                                        line_of(text, '"drift_weight"'): "refuted",
                                        line_of(text, "def weighted_loss"): "unexercised"}
+
+
+def test_a_dominating_term_is_weighed_by_the_component_it_is_added_to(cli, tmp_path):
+    text, data = run(cli, tmp_path, DOMINANT)
+    assert statuses(data, "GM402") == {line_of(text, "100 * F.l1_loss"): "confirmed"}
+    (f,) = by_rule(data, "GM402")
+    assert any(e.startswith("coord carries") for e in f["evidence"]), f["evidence"]
 
 
 def test_coordinates_rotated_without_their_frames(cli, tmp_path):

@@ -416,12 +416,19 @@ confirm.
         Invalid({"train.py": _BULK_OPTIONS, "run.json": '{"optim": {"lr": 0.1},\n'
                  ' "losses": {"weights": {"recon": 1.0, "sce": 1.0}}}\n'},
                 path="run.json", line=2, message_contains="no key 'rec'"),
+        # a large-weighted term inside one named part: the message names the part it swells
+        Invalid("import torch.nn.functional as F\n"
+                "def reconstruction_loss(p, t):\n"
+                "    parts = {'coord': F.mse_loss(p, t) + 100 * F.l1_loss(p, t), 'dir': sce(p, t)}\n"
+                "    return sum(parts.values()), parts\n",
+                line=3, message_contains="weighted 100 to `coord`"),
     ]
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self.functions: list[str] = []
         self.target = ""  # text of the assignment being visited: `loss = ...` makes terms lossy
+        self.keys: list[str] = []  # keys of the dict entries being visited: `{"coord": ...}`
         self.constants = Constants()  # `cfg = dict(DEFAULTS, w=0.0)`, then `cfg["w"] * l`
         self.losses: list[set[str]] = [set()]  # names bound to a loss call, per function
         # names summed over the model's parameters (an L2 penalty), per function: a zero weight
@@ -501,6 +508,12 @@ confirm.
 
     def leave_Assign(self, original_node: cst.Assign) -> None:
         self.target = ""
+
+    def visit_DictElement(self, node: cst.DictElement) -> None:
+        self.keys.append(node.key.raw_value if isinstance(node.key, cst.SimpleString) else "")
+
+    def leave_DictElement(self, original_node: cst.DictElement) -> None:
+        self.keys.pop()
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:
@@ -600,8 +613,10 @@ confirm.
                 self.fact(ConfiguredWeight(self.ctx.code(weight), self.ctx.span(node),
                                            self.ctx.code(term, 60), extra=True))
             if number is not None and number >= LARGE_WEIGHT and self._lossy(term):
-                # the value the term is added into (a loss component the probe weighs)
-                into = f" to `{self.target}`" if self.target.isidentifier() else ""
+                # the value the term is added into (a loss component the probe weighs): the
+                # assigned name, or the key of the dict entry it is part of
+                name = self.keys[-1] if self.keys else self.target
+                into = f" to `{name}`" if str(name).isidentifier() else ""
                 finding = self.make_finding(
                     self.ctx.path, self.ctx.span(node),
                     f"`{self.ctx.code(node, 60)}` adds a term weighted {number:g}{into}: it dominates the "

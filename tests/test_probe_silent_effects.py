@@ -187,8 +187,16 @@ def test_cumulative_batchnorm_and_extra_loss_terms(cli, tmp_path):
                                        line_of(text, "def weighted_loss"): "unexercised"}
 
 
-def test_a_dominating_term_is_weighed_by_the_component_it_is_added_to(cli, tmp_path):
-    text, data = run(cli, tmp_path, DOMINANT)
+# the same term inside a dict of named parts
+DOMINANT_IN_DICT = DOMINANT.replace(
+    "    coord = F.mse_loss(pred[:, :3], target[:, :3]) + 100 * F.l1_loss(pred[:, :3], target[:, :3])\n",
+    "    parts = {\"coord\": F.mse_loss(pred[:, :3], target[:, :3])\n"
+    "             + 100 * F.l1_loss(pred[:, :3], target[:, :3])}\n    coord = parts[\"coord\"]\n")
+
+
+@pytest.mark.parametrize("program", [DOMINANT, DOMINANT_IN_DICT], ids=["name", "dict-entry"])
+def test_a_dominating_term_is_weighed_by_the_component_it_is_added_to(cli, tmp_path, program):
+    text, data = run(cli, tmp_path, program)
     assert statuses(data, "GM402") == {line_of(text, "100 * F.l1_loss"): "confirmed"}
     (f,) = by_rule(data, "GM402")
     assert any(e.startswith("coord carries") for e in f["evidence"]), f["evidence"]

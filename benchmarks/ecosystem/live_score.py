@@ -74,11 +74,13 @@ def static_hits(mutant: Mutant, found: Sequence[corpus.Reported], baseline: set)
 
 
 def probe_status(mutant: Mutant, root: Path, command: Sequence[str], paths: Sequence[str],
-                 steps: int, timeout: float) -> dict:
+                 timeout: float) -> dict:
     """``gm-audit probe`` on the mutant's copy: the statuses of its rule's findings at its truth
     lines, and whether one is confirmed or raised by the run."""
+    # `--steps auto`, as a user runs it: the command's own step count ends training, and what
+    # runs after it (a checkpoint loaded back, an evaluation) is seen
     proc = subprocess.run([*GM_AUDIT, "probe", "--format", "json", "--exit-zero",
-                           "--no-cache", "--steps", str(steps), "--timeout", str(timeout),
+                           "--no-cache", "--steps", "auto", "--timeout", str(timeout),
                            "--paths", *paths, "--", *command],
                           cwd=root, capture_output=True, text=True, timeout=timeout + 300)
     try:
@@ -192,7 +194,7 @@ def _score_mutant(mutant: Mutant, work: Path, command: Sequence[str], paths: Seq
             hits = static_hits(mutant, _check(work, paths, timeout * 3), baseline)
         except (RuntimeError, subprocess.TimeoutExpired, json.JSONDecodeError) as exc:
             error = f"gm-audit check: {str(exc)[:300]}"  # recorded, and the score goes on
-    probed = probe_status(mutant, work, command, paths, steps, timeout) \
+    probed = probe_status(mutant, work, command, paths, timeout) \
         if probe and verdict.status == LIVE else None
     return {"id": mutant.id, "operator": mutant.operator, "rule": mutant.rule, "benign": mutant.benign,
             "description": mutant.description, "truth": [[t.path, t.line] for t in mutant.truth],
@@ -226,7 +228,7 @@ def rescore_target(target: Target, recorded: dict, rules: Optional[Sequence[str]
             mutant.write(work)
             try:
                 hits = static_hits(mutant, _check(work, paths, timeout * 3), baseline)
-                probed = probe_status(mutant, work, target.command(steps), paths, steps, timeout) \
+                probed = probe_status(mutant, work, target.command(steps), paths, timeout) \
                     if probe and old["status"] == LIVE else None
                 results.append({**old, "static": bool(hits), "static_findings": hits,
                                 "check_error": None, "probe": probed})

@@ -1467,8 +1467,8 @@ def _frame_stats(torch, xf) -> "dict | None":
     (tangents, normals), the other varying triples are points, in column order. With K points
     and m*K directions, each point's m directions either follow it or come in m blocks of K.
     Returns the directions' mean length, their worst and median deviation from 1, and the mean
-    |cos| between each step to the next point and the directions at its two ends, for the kind of
-    direction that follows the points best (about 1 when the frames match the points; far lower
+    |cos| (over the rows; the worst segment's) between each step to the next point and the
+    directions at its two ends, for the kind of direction that follows the points best (about 1 when the frames match the points; far lower
     when the points were rotated alone). None when no triple is a direction."""
     n, d = xf.shape
     if d % 3 or d < 9:
@@ -1509,7 +1509,11 @@ def _frame_stats(torch, xf) -> "dict | None":
         if not bool(valid.any()):
             continue
         cos = (step * u).sum(-1).abs() / (sl * ul).clamp_min(1e-12)
-        a = float(cos[valid].mean())
+        # per segment (mean over the rows), the worst: one point rotated alone shows at its
+        # own segments, where a mean over all of them would hide it
+        counts = valid.sum(0)
+        per_segment = (cos * valid).sum(0)[counts > 0] / counts[counts > 0]
+        a = float(per_segment.min())
         best = a if best is None or a > best else best
     if best is not None and math.isfinite(best):
         facts["tangent_alignment"] = best

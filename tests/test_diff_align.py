@@ -66,3 +66,15 @@ def test_a_bug_inside_the_wrapper_shows_at_its_stage_under_the_aligned_name(tmp_
     first = diff(tmp_path, change)["first_divergence"]
     assert first is not None and first["stage"] == stage, first
     assert first["name"].startswith(name), first
+
+
+def test_aligned_names_keep_what_the_candidate_run_itself_calls_graphs_masks_and_rngs():
+    # the explanation of an `input` divergence reads these names as the candidate's evidence
+    # does: the module a graph enters takes the prefix, the run's own masks and RNGs do not
+    from auditor.diff.align import Alignment
+
+    aligned = Alignment(reference="", candidate="model.", matched=4)
+    assert aligned.candidate_name("graph→encoder") == "graph→model.encoder"
+    assert aligned.candidate_name("mask[0]") == "mask[0]"
+    assert aligned.candidate_name("rng torch") == "rng torch"
+    assert aligned.candidate_name("enc.weight") == "model.enc.weight"

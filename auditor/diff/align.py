@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from auditor.diff.compare import GRAPH_INTO, MASK_PREFIX, RNG_PREFIX
+
 WRAPPER = "<wrapper>"  # the outer module of the wrapped side, once its inner model is the root
 
 
@@ -25,7 +27,13 @@ class Alignment:
     matched: int  # parameters agreeing by name and shape under these prefixes
 
     def candidate_name(self, name: str) -> str:
-        """An aligned name as the candidate run itself names it (its probe evidence does)."""
+        """An aligned name as the candidate run itself names it (its probe evidence does): a
+        module's path; the module a graph enters (``graph→encoder``); masks and RNG uses are
+        the run's own, named alike on both sides."""
+        if name.startswith(GRAPH_INTO):
+            return GRAPH_INTO + self.candidate_name(name[len(GRAPH_INTO):])
+        if name.startswith((MASK_PREFIX, RNG_PREFIX)):
+            return name
         if name.startswith(WRAPPER):
             return name[len(WRAPPER):].lstrip(".")
         return self.candidate + name if self.candidate else name

@@ -6,7 +6,8 @@ event the candidate has and the reference has not:
 =========  ==========================================================================
 init       ``load_state_dict`` before the first backward (GM601); parameters of another dtype
            (GM301); otherwise differently seeded or consumed RNGs (GM603)
-input      ``add_self_loop`` making nodes carry several self loops (GM501); features that
+input      ``add_self_loop`` making nodes carry several self loops (GM501); other graphs after a
+           seed only the candidate makes (GM603: the loader drew other samples); features that
            differ (GM502 normalisation, GM503 augmentation: at a user collate function the
            reference does not use); masks that differ, a global RNG drawn from and never
            seeded where the reference seeds it (GM603)
@@ -35,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from auditor.diff.compare import RNG_PREFIX, STALE_SUFFIX, Item
+from auditor.diff.compare import GRAPH_INTO, MASK_PREFIX, RNG_PREFIX, STALE_SUFFIX, Item
 from auditor.findings import Finding
 from auditor.probe.causes import chain, frozen_cause, optimizer_cause
 from auditor.probe.evidence import CallRecord, Evidence
@@ -98,16 +99,22 @@ def explain(stage: str, item: Item, ref: Evidence, cand: Evidence, ref_snap: dic
         return Cause("GM603", why="the runs initialise differently: an RNG seeded or consumed "
                                   "differently before the model was built")
     if stage == "input":
-        if item.name.startswith("graph→"):
+        if item.name.startswith(GRAPH_INTO):
             for r in _new_calls(ref, cand, ("add_self_loop",)):
                 return Cause("GM501", r.path, r.line, f"dgl.add_self_loop at {_chain(r)} on a "
                                                       "graph that already has self loops")
             calls = cand.calls("add_self_loop")
-            if "self_loops" in detail and calls:
+            if "self_loops" in detail and calls and "num_nodes" not in detail:
                 r = calls[-1]
                 return Cause("GM501", r.path, r.line, f"dgl.add_self_loop at {_chain(r)}")
+            if "num_nodes" in detail:
+                # other graphs altogether: the loader drew other samples, after a seed that only
+                # the candidate makes (a re-seed once training started)
+                for r in _new_calls(ref, cand, ("seed",)):
+                    return Cause("GM603", r.path, r.line, f"{r.arg('fn')} at {_chain(r)} seeds an "
+                                 "RNG the reference does not: the loader draws other batches")
             return Cause(None, why="the graphs entering the model differ")
-        if item.name.startswith("mask"):
+        if item.name.startswith(MASK_PREFIX):
             return Cause("GM603", why="the masks differ: the RNG is seeded or consumed differently")
         if item.name.startswith(RNG_PREFIX):
             return _unseeded_cause(item.name[len(RNG_PREFIX):], ref, cand)

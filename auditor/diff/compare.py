@@ -20,6 +20,8 @@ from typing import Any, Optional
 STAGES = ("init", "input", "mode", "forward", "loss", "grad", "update")
 STRUCTURAL = ("init", "grad", "update")
 RNG_PREFIX = "rng "
+GRAPH_INTO = "graph→"  # the graph entering a module: `graph→encoder`
+MASK_PREFIX = "mask["
 STALE_SUFFIX = " (before backward)"
 MAX_ITEMS = 25
 
@@ -61,13 +63,13 @@ def stage_items(step: dict, stage: str) -> dict[str, Any]:
     if stage == "input":
         out: dict[str, Any] = {}
         for name, facts in (step.get("graphs") or {}).items():
-            out[f"graph→{name or '<model>'}"] = {"facts": facts}
+            out[f"{GRAPH_INTO}{name or '<model>'}"] = {"facts": facts}
         for name, t in (step.get("features") or {}).items():
             out[f"features {name}"] = t
         for name, t in (step.get("batch") or {}).items():
             out[f"batch {name}"] = t
         for i, t in enumerate(step.get("masks") or []):
-            out[f"mask[{i}]"] = t
+            out[f"{MASK_PREFIX}{i}]"] = t
         for name, use in (step.get("rngs") or {}).items():
             out[f"{RNG_PREFIX}{name}"] = {"rng": use}
         return out

@@ -194,24 +194,25 @@ class _Writer:
         if module and _method(self.project, self.cls, name) is not None:
             self.line(depth, f"self.{name}({args})")
 
-    def datamodule_hook(self, depth: int, name: str, args: str = "") -> None:
-        """``datamodule.<name>(args)`` on each DataModule class that defines it."""
+    def datamodule_calls(self, name: str, args: str = "") -> list[str]:
+        """``datamodule_<k>.<name>(args)`` for each DataModule class that defines ``name``."""
+        out = []
         for k, dm in enumerate(self.datamodules):
             qual = _method(self.project, dm, name)
             if qual is not None:
                 self.calls[f"datamodule_{k}.{name}"] = qual
-                self.line(depth, f"datamodule_{k}.{name}({args})")
+                out.append(f"datamodule_{k}.{name}({args})")
+        return out
+
+    def datamodule_hook(self, depth: int, name: str, args: str = "") -> None:
+        for call in self.datamodule_calls(name, args):
+            self.line(depth, call)
 
     def loader(self, depth: int, name: str, given: str, target: str) -> None:
         """``target``: the loader ``fit`` was given, or what a DataModule's ``name()`` makes, or
         the module's own ``name()`` (Lightning asks the module when no DataModule has one)."""
-        made = [f"self.{name}()"] if _method(self.project, self.cls, name) is not None else []
-        for k, dm in enumerate(self.datamodules):
-            qual = _method(self.project, dm, name)
-            if qual is not None:
-                self.calls[f"datamodule_{k}.{name}"] = qual
-                made.append(f"datamodule_{k}.{name}()")
-        self.line(depth, f"{target} = {' or '.join([given, *made])}")
+        own = [f"self.{name}()"] if _method(self.project, self.cls, name) is not None else []
+        self.line(depth, f"{target} = {' or '.join([given, *own, *self.datamodule_calls(name)])}")
 
     def batch_transfer(self, depth: int, batch: str) -> None:
         """The module's hooks that move a batch to the device, each returning the batch the step

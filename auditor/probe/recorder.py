@@ -126,7 +126,6 @@ class Recorder:
         self.sample_prints: dict[tuple, tuple] = {}  # (id(dataset), index) -> (weakref, print)
         self.opt_seen: set[int] = set()
         self.snapshots: dict[int, list] = {}
-        self.param_lists: dict[int, tuple] = {}  # id(model) -> (model, named parameters), per backward
         self.last_model = None  # weakref of the model of the latest backward
         self.trained_models: set[int] = set()
         # the models a backward trained, as objects: a freed model's id comes back with the next
@@ -699,31 +698,21 @@ class Recorder:
                 stack.append(t.grad_fn)
             elif t.requires_grad:
                 out.add(id(t))
-        push, mark = stack.append, seen.add
         while stack:
             fn = stack.pop()
             if fn in seen:
                 continue
-            mark(fn)
+            seen.add(fn)
             var = getattr(fn, "variable", None)
             if var is not None:
                 out.add(id(var))
             for nxt, _ in getattr(fn, "next_functions", ()):
                 if nxt is not None and nxt not in seen:
-                    push(nxt)
+                    stack.append(nxt)
         return out
-
-    def named_params(self, model) -> list:
-        """``model.named_parameters()``, walked once per backward: the backward's hooks and the
-        optimizer step after it each ask, and the walk is a good part of the per-step cost."""
-        hit = self.param_lists.get(id(model))
-        if hit is None or hit[0] is not model:
-            hit = self.param_lists[id(model)] = (model, list(model.named_parameters()))
-        return hit[1]
 
     def before_backward(self, tensors, site) -> dict:
         torch = self.torch
-        self.param_lists = {}
         if self.snapshot is not None:
             self.snapshot.before_backward(tensors)
         nodes: set = set()
@@ -732,9 +721,9 @@ class Recorder:
         models = [self.roots[m]() for m in acc["roots"]] or [r() for r in self.roots.values()]
         models = [m for m in models if m is not None]
         # the trained model: the one whose parameters the loss reaches most
-        best, best_n = (models[0], 0) if len(models) == 1 else (None, -1)
-        for m in models if best is None else ():
-            n = sum(1 for _, p in self.named_params(m) if id(p) in reached)
+        best, best_n = None, -1
+        for m in models:
+            n = sum(1 for p in m.parameters() if id(p) in reached)
             if n > best_n:
                 best, best_n = m, n
         loss = tensors[0] if tensors else None
@@ -752,7 +741,7 @@ class Recorder:
         step["autocast_at_backward"] = self.autocast_state()
         if best is not None:
             step["model"] = type(best).__name__
-            params = self.named_params(best)
+            params = list(best.named_parameters())
             step["params_used"] = [n for n, p in params if id(p) in acc["used"]]
             step["params_reached"] = [n for n, p in params if id(p) in reached]
             step["params_frozen"] = [n for n, p in params if not p.requires_grad]
@@ -880,7 +869,7 @@ class Recorder:
             if model not in self.trained_seen:
                 self.trained_seen.add(model)
                 self.mark_warm_starts(id(model))
-            params = self.named_params(model)
+            params = [(n, p) for n, p in model.named_parameters()]
             with_grad = [(n, p.grad) for n, p in params if p.grad is not None]
             grads = {n: {"state": "none"} for n, p in params if p.grad is None}
             norms = []

@@ -52,7 +52,7 @@ def install(rec, torch) -> None:
         opt_ids = {id(p) for g in optimizer.param_groups for p in g["params"]}
         info = {"step": rec.step_count, "n_params": len(opt_ids)}
         if model is not None:
-            named = rec.named_params(model)
+            named = list(model.named_parameters())
             model_ids = {id(p) for _, p in named}
             missing = [n for n, p in named if id(p) not in opt_ids and p.requires_grad]
             foreign = len(opt_ids - model_ids)

@@ -188,10 +188,27 @@ def test_cumulative_batchnorm_and_extra_loss_terms(cli, tmp_path):
 
 
 # the same term inside a dict of named parts
-DOMINANT_IN_DICT = DOMINANT.replace(
-    "    coord = F.mse_loss(pred[:, :3], target[:, :3]) + 100 * F.l1_loss(pred[:, :3], target[:, :3])\n",
-    "    parts = {\"coord\": F.mse_loss(pred[:, :3], target[:, :3])\n"
-    "             + 100 * F.l1_loss(pred[:, :3], target[:, :3])}\n    coord = parts[\"coord\"]\n")
+DOMINANT_IN_DICT = """
+import torch, torch.nn as nn, torch.nn.functional as F
+
+
+def reconstruction_loss(pred, target):
+    parts = {"coord": F.mse_loss(pred[:, :3], target[:, :3])
+             + 100 * F.l1_loss(pred[:, :3], target[:, :3]),
+             "direction": (1 - F.cosine_similarity(pred[:, 3:], target[:, 3:], dim=-1)).mean()}
+    return parts["coord"] + parts["direction"], parts
+
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 6))
+opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+for step in range(20):
+    x = torch.randn(32, 6)
+    loss, parts = reconstruction_loss(model(x), x)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
 
 
 @pytest.mark.parametrize("program", [DOMINANT, DOMINANT_IN_DICT], ids=["name", "dict-entry"])

@@ -1457,8 +1457,9 @@ def _frame_stats(torch, xf) -> "dict | None":
     and m*K directions, each point's m directions either follow it or come in m blocks of K.
     Returns the directions' mean length, their worst and median deviation from 1, and the mean
     |cos| (over the rows; the worst segment's) between each step to the next point and the
-    directions at its two ends, for the kind of direction that follows the points best (about 1 when the frames match the points; far lower
-    when the points were rotated alone). None when no triple is a direction."""
+    directions at its two ends, for the kind of direction that follows the points best (about 1
+    when the frames match the points; far lower when the points were rotated alone). None when
+    no triple is a direction."""
     n, d = xf.shape
     if d % 3 or d < 9:
         return None

@@ -616,7 +616,7 @@ confirm.
                 # the value the term is added into (a loss component the probe weighs): the
                 # assigned name, or the key of the dict entry it is part of
                 name = self.keys[-1] if self.keys else self.target
-                into = f" to `{name}`" if str(name).isidentifier() else ""
+                into = f" to `{name}`" if name.isidentifier() else ""
                 finding = self.make_finding(
                     self.ctx.path, self.ctx.span(node),
                     f"`{self.ctx.code(node, 60)}` adds a term weighted {number:g}{into}: it dominates the "

@@ -335,3 +335,50 @@ def test_progress_on_a_terminal_only(tmp_path):
     assert "diff: running" in text and "loading the graphs" in text, text
     plain = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert plain.returncode == 0 and "diff: running" not in plain.stderr
+
+
+DGL_DRAWN = (
+    "import dgl, torch\n"
+    "torch.manual_seed(0)\n"
+    "g = dgl.rand_graph(30, 90)\n"  # DGL's own generator, which this program never seeds
+    "deg = g.in_degrees().float().unsqueeze(1)\n"
+    "x = torch.cat([deg, torch.ones_like(deg)], 1)\n"
+    "net = torch.nn.Linear(2, 1)\n"
+    "opt = torch.optim.SGD(net.parameters(), lr=0.01)\n"
+    "for _ in range(3):\n"
+    "    loss = net(x).pow(2).mean()\n"
+    "    opt.zero_grad(); loss.backward(); opt.step()\n"
+)
+
+
+def test_dgl_left_unseeded_is_seeded_by_the_diff_before_its_first_draw(cli, tmp_path):
+    code, data = diff_json(cli, tmp_path, DGL_DRAWN, DGL_DRAWN)
+    assert code == 0 and data["first_divergence"] is None, data["first_divergence"]
+
+
+class _Seeds:
+    """What the snapshot reads of the recorder: the program's own seeding calls."""
+
+    def __init__(self, rngs: list[str]) -> None:
+        self.lists = {"seeds": [{"rng": r} for r in rngs]}
+
+
+class _Dgl:
+    def __init__(self) -> None:
+        self.seeded: list[int] = []
+
+    def seed(self, value: int) -> None:
+        self.seeded.append(value)
+
+
+def test_the_diff_seeds_dgl_only_where_the_program_does_not(tmp_path):
+    from auditor.diff.snapshot import Snapshot
+
+    for program_seeds, expected in ((["dgl"], []), (["torch"], [7])):
+        dgl = _Dgl()
+        snap = Snapshot(_Seeds(program_seeds), str(tmp_path), seed=7)
+        snap.seed_and_hook("dgl", dgl)
+        assert dgl.seeded == []  # not at import: the program may still seed it
+        snap.seed_dgl()  # its first draw, or the first training step
+        snap.seed_dgl()
+        assert dgl.seeded == expected

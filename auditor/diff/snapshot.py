@@ -2,8 +2,11 @@
 
 Loaded by ``auditor/probe/recorder.py`` by file path when ``GM_AUDIT_DIFF_DIR`` is set (it imports
 nothing of gm-audit and only the standard library at module level: it runs inside the user's
-program). It seeds every RNG at start-up (``random`` now, numpy / torch (and so CUDA) / dgl as
-soon as the program imports them) with ``GM_AUDIT_DIFF_SEED``, then records, per training step
+program). It seeds every RNG at start-up (``random`` now, numpy / torch (and so CUDA) as soon as
+the program imports them) with ``GM_AUDIT_DIFF_SEED``; DGL's only if the program has not seeded it
+itself by its first draw from it or its first training step. (A ``dgl.seed`` made while DGL runs
+several OpenMP threads left the program's own later ``set_num_threads(1)`` and ``dgl.seed``
+unreproducible under CPU load: 3 runs in 8 drew other graphs.) Then it records, per training step
 of the step budget, by object identity:
 
 * ``init``: parameters and buffers of every candidate model before the first forward,
@@ -98,6 +101,7 @@ class Snapshot:
         self.fetched = None  # the DataLoader's latest batch, until a training step starts
         self.init: dict[int, dict] = {}  # id(top-level module) -> {name: record}
         self.model = None  # weakref of the model the last recorded step trained
+        self.dgl_seed = None  # DGL's own ``seed``, until DGL is seeded (see the module's docstring)
         self.written = False
         random.seed(seed)
 
@@ -113,7 +117,7 @@ class Snapshot:
         if name == "numpy" and hasattr(module, "random"):
             module.random.seed(self.seed)
         elif name == "dgl" and hasattr(module, "seed"):
-            module.seed(self.seed)
+            self.dgl_seed = module.seed  # the function itself: the recorder wraps the attribute
         elif name == "torch":
             self.torch = module
             module.manual_seed(self.seed)  # every CUDA device too, lazily
@@ -154,6 +158,13 @@ class Snapshot:
             return __next__
 
         rec.patch(torch.utils.data.dataloader._BaseDataLoaderIter, "__next__", next_wrapper)
+
+    def seed_dgl(self) -> None:
+        """Before DGL's first draw or the first training step: seed DGL's generator, unless the
+        program did so itself."""
+        seed, self.dgl_seed = self.dgl_seed, None
+        if seed is not None and not any(s.get("rng") == "dgl" for s in self.rec.lists["seeds"]):
+            seed(self.seed)
 
     def budget(self) -> int:
         return self.steps_wanted or self.rec.budget_steps or 1
@@ -347,6 +358,7 @@ class Snapshot:
             for m in top.modules():
                 modes[id(m)] = bool(m.training)
         if not self.steps:
+            self.seed_dgl()
             self.note_init(cands)
         self.cur = {"cands": [weakref.ref(m) for m in cands], "modes": modes, "graphs": [],
                     "graph_of": {}, "features": [], "batch_graphs": {}, "batch": {},

@@ -1271,6 +1271,8 @@ class Recorder:
     def note_draw(self, rng: str, stack: "list | None" = None) -> None:
         """A draw from ``rng``; ``stack``: the user frames of the call that drew, when the draw
         itself was seen (DGL's generator), kept for the first such call and recorded there."""
+        if rng == "dgl" and self.snapshot is not None:
+            self.snapshot.seed_dgl()  # before the draw: the diff's seed, if the program set none
         d = self.rng_draws.setdefault(rng, {"count": 0, "path": "", "line": 0,
                                             "before_seed": False})
         d["count"] += 1

@@ -304,6 +304,13 @@ No automatic fix: whether the freeze is intended is the author's decision.
             "config.py": "DEFAULTS = {'probe': {'freeze_encoder': False}, 'lr': 0.01}\n",
             "train.py": _FREEZE_SWITCH,
         }),
+        # the stage test with a comment after it, and written over two lines
+        Valid({"src/lit.py": _STAGE_FREEZE.replace(
+            "!= 'pretrain':\n", "!= 'pretrain':  # '#' stages train all\n"),
+            "configs/train.yaml": "stage: pretrain\nlr: 0.001\n"}),
+        Valid({"src/lit.py": _STAGE_FREEZE.replace("if cfg['stage'] != 'pretrain':\n",
+                                                   "if (cfg['stage']\n        != 'pretrain'):\n"),
+               "configs/train.yaml": "stage: pretrain\nlr: 0.001\n"}),
     ]
     INVALID = [
         Invalid(_WRAPPED, line=9),

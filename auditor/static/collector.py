@@ -4,7 +4,9 @@ single traversal that runs the rules."""
 from __future__ import annotations
 
 import dataclasses
+import io
 import itertools
+import tokenize
 from typing import Optional, Sequence, Union
 
 import libcst as cst
@@ -122,13 +124,28 @@ def expr_text(node: cst.CSTNode, ctx: FileContext, limit: int = 80) -> str:
     return ctx.code(node, limit)
 
 
-def condition_text(line: str) -> str:
-    """``if cfg.distributed:`` -> ``cfg.distributed`` (from the line, not by regenerating code)."""
+def condition_text(line: str) -> Optional[str]:
+    """``if cfg.distributed:  # note`` -> ``cfg.distributed`` (from the line, not by regenerating
+    code); None when the test goes on past the line."""
     for prefix in ("if ", "elif "):
         if line.startswith(prefix):
             line = line[len(prefix):]
             break
-    return line[:-1].rstrip() if line.endswith(":") else line
+    if "#" in line:
+        line = _without_comment(line)
+    line = line.rstrip()
+    return line[:-1].rstrip() if line.endswith(":") else None
+
+
+def _without_comment(line: str) -> str:
+    """The line up to its comment (a ``#`` in a string literal is no comment)."""
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(line).readline):
+            if token.type == tokenize.COMMENT:
+                return line[:token.start[1]]
+    except (tokenize.TokenError, SyntaxError):  # the line ends inside brackets: cut nothing
+        pass
+    return line
 
 
 def is_main_guard(test: cst.BaseExpression) -> bool:
@@ -342,8 +359,10 @@ class FactCollector(Visitor):
             self.facts.runs_as_script = True
         if self.ifs and self.ifs[-1].orelse is node:  # an `elif`: the `if` above did not hold
             self.conditions[-1] = f"not ({self.conditions[-1]})"
-        text = condition_text(self.ctx.line_text(self.ctx.span(node).line))
-        self.conditions.append(text)
+        line = self.ctx.lines[self.ctx.span(node).line - 1].strip()
+        text = condition_text(line)
+        # a test over several lines (or one the line cannot give): written out from the node
+        self.conditions.append(text if text is not None else self.ctx.code(node.test, 400))
         self.ifs.append(node)
 
     def leave_If(self, original_node: cst.If) -> None:

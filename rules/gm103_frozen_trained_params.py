@@ -10,8 +10,10 @@ from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.facts import FunctionInfo
 from auditor.static.project import Project
-from auditor.static.training import UNTRAINED_NAME, OptimizerBuild, Training
-from auditor.static.config_truth import never_runs
+from auditor.static.training import UNTRAINED_NAME, OptimizerBuild, Origin, Training
+from auditor.static.conditions import normalise, tests_of
+from auditor.static.config_truth import decided, never_runs
+from auditor.static.paths import trains_after
 from auditor.static.config_values import values_of
 from auditor.static.values import config_default
 
@@ -81,6 +83,15 @@ def _fresh(fn: FunctionInfo, i: int) -> bool:
               and (x.span.end_line, x.span.end_column) <= (e.span.end_line, e.span.end_column)]
     first = min(inside, key=lambda x: (x.span.line, x.span.column), default=None)
     return first is not None and first.func in FRESH_INITS
+
+
+def _same_make(frozen: Origin, given: Origin) -> bool:
+    """Two origins that may be one object: one construction, and the factory calls that returned
+    the frozen one (none when frozen inside the factory itself: every object it makes) among
+    those that returned the given one."""
+    return (frozen.kind, frozen.cls, frozen.fn, frozen.index) == \
+        (given.kind, given.cls, given.fn, given.index) and \
+        given.via[len(given.via) - len(frozen.via):] == frozen.via
 
 
 def _read(text: str, why: str) -> str:
@@ -165,6 +176,34 @@ _STAGE_FREEZE = (
 )
 
 
+# a freeze where the model is built, under a configuration switch, and an optimizer given the
+# trainable subset only (the examples: the switch's default, a warm start)
+_BUILT_FROZEN = (
+    "import torch\nfrom torch import nn\n"
+    "DEFAULTS = {'pretrain': True, 'lr': 0.01}\n"
+    "class MAE(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.encoder = nn.Linear(8, 8)\n"
+    "        self.decoder = nn.Linear(8, 8)\n"
+    "    def forward(self, x):\n"
+    "        return self.decoder(self.encoder(x))\n"
+    "def build(cfg):\n"
+    "    model = MAE()\n"
+    "    if cfg['pretrain']:\n"
+    "        model.encoder.requires_grad_(False)\n"
+    "    return model\n"
+    "def main(loader):\n"
+    "    model = build(DEFAULTS)\n"
+    "    opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=0.01)\n"
+    "    for x in loader:\n"
+    "        loss = (model(x) - x).pow(2).mean()\n"
+    "        opt.zero_grad()\n"
+    "        loss.backward()\n"
+    "        opt.step()\n"
+)
+
+
 class FrozenTrainedParams(Rule):
     code = "GM103"
     name = "frozen-trained-params"
@@ -184,6 +223,12 @@ pretrained feature extractor built as its own instance); an optimizer given an e
 subset (`filter(lambda p: p.requires_grad, ...)`, `model.decoder.parameters()`) — the documented
 linear-probe / partial fine-tuning set-up; attributes named like teachers or EMA targets; and a
 freeze undone later in the same function (`requires_grad_(True)`).
+
+One subset case is reported: a part of the model frozen where the model is built (its
+constructor, or the factory that builds it), on every configured run (no test, or one the
+configuration decides true), while no weights are ever loaded into a model of that make that
+trains afterwards. A linear probe freezes a *pretrained* encoder; this one keeps its random
+initialisation, and the subset optimizer trains the rest around it.
 
 ## Why is this bad?
 The optimizer lists the parameters, so the pipeline looks like it trains the whole model, but
@@ -311,6 +356,11 @@ No automatic fix: whether the freeze is intended is the author's decision.
         Valid({"src/lit.py": _STAGE_FREEZE.replace("if cfg['stage'] != 'pretrain':\n",
                                                    "if (cfg['stage']\n        != 'pretrain'):\n"),
                "configs/train.yaml": "stage: pretrain\nlr: 0.001\n"}),
+        # a part frozen where the model is built, with a subset optimizer: the switch is off by
+        # default, or pretrained weights are loaded before training (a linear probe)
+        Valid(_BUILT_FROZEN.replace("'pretrain': True", "'pretrain': False")),
+        Valid(_BUILT_FROZEN.replace("    model = build(DEFAULTS)\n", "    model = build(DEFAULTS)\n"
+                                    "    model.load_state_dict(torch.load('pre.pt'))\n")),
     ]
     INVALID = [
         Invalid(_WRAPPED, line=9),
@@ -378,13 +428,18 @@ No automatic fix: whether the freeze is intended is the author's decision.
         # the same freeze where the configuration names a later stage
         Invalid({"src/lit.py": _STAGE_FREEZE, "configs/train.yaml": "stage: finetune\nlr: 0.001\n"},
                 path="src/lit.py", line=10),
+        # frozen where it is built, on every run the defaults configure: it keeps its
+        # initialisation, the subset optimizer trains the rest
+        Invalid(_BUILT_FROZEN, line=14, message_contains="keeps its random initialisation"),
     ]
 
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
         t = Training.of(project)
-        builds = [b for b in t.optimizers() if not b.filtered and (b.modules or b.made)]
-        if not builds:
+        every = [b for b in t.optimizers() if b.modules or b.made]
+        builds = [b for b in every if not b.filtered]
+        subsets = [b for b in every if b.filtered]
+        if not every:
             return
         for fn in list(project.functions.values()):
             switches = list(_freezes(project, fn))
@@ -395,8 +450,13 @@ No automatic fix: whether the freeze is intended is the author's decision.
                        for j, c, f, _ in switches):
                     continue  # unfrozen again
                 build = next((b for b in builds if cls._covers(t, b, fn, i, chain)), None)
-                if build is None or never_runs(project, fn, fn.events[i]):
-                    continue  # no optimizer trains it, or no configured run reaches the freeze
+                if build is None:
+                    found = cls._frozen_untrained(t, fn, i, chain, read, subsets)
+                    if found is not None:
+                        yield found
+                    continue
+                if never_runs(project, fn, fn.events[i]):
+                    continue  # no configured run reaches the freeze
                 yield cls.make_finding(
                     fn.path, fn.events[i].span,
                     f"`{chain}` is frozen (requires_grad=False"
@@ -407,6 +467,61 @@ No automatic fix: whether the freeze is intended is the author's decision.
                     fix="remove the freeze, or give the optimizer only the parameters meant to "
                         "train (and document the partial fine-tuning)",
                 )
+
+    @classmethod
+    def _frozen_untrained(cls, t: Training, fn: FunctionInfo, i: int, chain: str, read: str,
+                          subsets: list[OptimizerBuild]) -> Optional[Finding]:
+        """A freeze where the model is built, on every configured run, of a part the project
+        builds itself, while no weights are ever loaded into a model of that make that trains
+        afterwards: the optimizer given the trainable subset trains the rest, and the frozen
+        part keeps its random initialisation (a linear probe freezes a *pretrained* encoder)."""
+        project = t.project
+        build = next((b for b in subsets if cls._covers(t, b, fn, i, chain)), None)
+        if build is None:
+            return None
+        root = re.sub(r"\[.*$", "", chain.split(".")[0])
+        made = [o for o in t.origins(fn, root, i) if o.known]
+        if root == "self":
+            if fn.name != "__init__":
+                return None
+        elif not made or any(o.fn != fn.qualname for o in made):
+            return None  # frozen after the model came from elsewhere: maybe trained or loaded
+        parts = t.origins(fn, chain, i)
+        if not all(o.known and (o.cls in project.classes or o.cls.startswith("torch.nn."))
+                   for o in parts):
+            return None  # a library's (maybe pretrained) model, or a part not followed
+        event = fn.events[i]
+        truths = [decided(project, fn, test, event.span.line) for test in tests_of(event)]
+        if not all(truth is not None and truth[0] for truth in truths):
+            return None  # a switch some run may turn off
+        if cls._warm_started(t, made or parts):
+            return None
+        why = "; ".join(f"`{normalise(test)}` holds on every run: {truth[1].what}, {truth[1].where}"
+                        for test, truth in zip(tests_of(event), truths) if truth[1] is not None)
+        return cls.make_finding(
+            fn.path, event.span,
+            f"`{chain}` is frozen where the model is built (requires_grad=False"
+            + (f", {read}" if read else "") + (f"; {why}" if why else "")
+            + ") and no weights are loaded into it before training: the optimizer built at "
+            f"{build.fn.path}:{build.event.span.line} takes the trainable parameters only, so "
+            f"`{chain}` keeps its random initialisation for the whole run",
+            fix="train it (remove the freeze, or check its condition), or load its pretrained "
+                "weights before freezing it")
+
+    @staticmethod
+    def _warm_started(t: Training, made: list[Origin]) -> bool:
+        """Are weights loaded into a model made where ``made`` says, which trains afterwards?"""
+        for fn, event in t.project.events("call"):
+            if event.method != "load_state_dict" or not event.receiver:
+                continue
+            i = fn.events.index(event)
+            loaded = t.origins(fn, re.sub(r"\[.*$", "", event.receiver.split(".")[0]), i)
+            # a load into an object not followed may be into this one
+            maybe = any(not o.known for o in loaded) or \
+                any(_same_make(m, o) for m in made for o in loaded)
+            if maybe and trains_after(t.project, fn, i, event.receiver) is not None:
+                return True
+        return False
 
     @classmethod
     def _covers(cls, t: Training, build: OptimizerBuild, fn: FunctionInfo, i: int,
@@ -437,7 +552,7 @@ No automatic fix: whether the freeze is intended is the author's decision.
                 continue
             given = [o for o in t.origins(build.fn, m_root, build.index) if o.known]
             frozen = [o for o in t.origins(fn, re.sub(r"\[.*$", "", root), i) if o.known]
-            if m_path == "" and set(frozen) & set(given):
+            if m_path == "" and any(_same_make(f, g) for f in frozen for g in given):
                 return True
         return False
 

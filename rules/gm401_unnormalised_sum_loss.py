@@ -49,6 +49,35 @@ def _normalised(fn: FunctionInfo, stmt: df.Statement, hit: set[str]) -> bool:
     return any(re.match(r"\s*[A-Za-z_(]", shown[m.end():]) for m in NORMALISED.finditer(shown))
 
 
+# what follows a division sign: the divisor as written (a name, an attribute chain, a subscript)
+DIVISOR = re.compile(r"\s*([A-Za-z_][\w.]*(?:\[[^\[\]]*\])?)")
+
+
+def _constant_divisors(project: Project, fn: FunctionInfo, stmt: df.Statement) -> list[str]:
+    """The divisors of the statement, each with the value it is configured to, when every one is
+    a fixed number (``/ cfg.batch_size`` with ``batch_size: 32``): a constant factor, like
+    ``/ 2``, not the count of what was summed; else []."""
+    divisors = [m.group(1) for d in NORMALISED.finditer(stmt.text)
+                if (m := DIVISOR.match(stmt.text, d.end()))]
+    out = []
+    for text in divisors:
+        values = values_of(project, fn, text, stmt.head.span.line)
+        if not values or not all(isinstance(v.value, (int, float)) and not isinstance(v.value, bool)
+                                 for v in values):
+            return []
+        out.append(f"`{text}` = {' or '.join(sorted({str(v.value) for v in values}))} "
+                   f"({values[0].source.where})")
+    return out
+
+
+def _lambda_bound(fn: FunctionInfo, stmt: df.Statement, call: Event) -> bool:
+    """The call sums names the statement binds itself (a lambda's parameters): neither ``fn``'s
+    parameters nor assigned in ``fn``."""
+    names = [a for a in call.args if re.fullmatch(r"[A-Za-z_]\w*", a)]
+    return bool(names) and not any(a in fn.params or df.definitions(fn, a, stmt.index)
+                                   for a in names)
+
+
 def _is_full_sum(call: Event) -> bool:
     """``x.sum()`` / ``torch.sum(x)`` reducing everything (not ``sum(dim=-1)``)."""
     if call.method == "sum" and call.receiver and not call.args:
@@ -74,6 +103,24 @@ def _varying_rows(project: Project, fn: FunctionInfo, stmt: df.Statement, call: 
                 if found:
                     return found
     return None
+
+
+# a criterion made by a factory from the configuration, called on the masked rows (the examples:
+# divided by the configured batch size, or by the count)
+_CRITERION_FACTORY = (
+    "import torch.nn.functional as F\n"
+    "CFG = {'batch_size': 32, 'lr': 0.01}\n"
+    "def make_criterion(cfg):\n"
+    "    return lambda pred, target: F.mse_loss(pred, target, reduction='sum') / cfg['batch_size']\n"
+    "def train(model, loader, opt):\n"
+    "    crit = make_criterion(CFG)\n"
+    "    for g, x in loader:\n"
+    "        recon, mask = model(g, x)\n"
+    "        loss = crit(recon[mask], x[mask])\n"
+    "        opt.zero_grad()\n"
+    "        loss.backward()\n"
+    "        opt.step()\n"
+)
 
 
 class UnnormalisedSumLoss(Rule):
@@ -234,6 +281,8 @@ loss weights tuned against the summed loss must be revisited.
             "    loss.backward()\n"
             "    opt.step()\n"
         ),
+        # the criterion a factory returns divides by the number of elements it is handed
+        Valid(_CRITERION_FACTORY.replace("/ cfg['batch_size']", "/ pred.numel()")),
     ]
     INVALID = [
         Invalid(
@@ -402,6 +451,9 @@ loss weights tuned against the summed loss must be revisited.
                 "    opt.step()\n"
             ),
         }, path="losses.py", line=10, message_contains="train.py:6"),
+        # a node-level sum divided by the configured batch size (a number of graphs), in the
+        # criterion a factory returns
+        Invalid(_CRITERION_FACTORY, line=4, message_contains="`cfg['batch_size']` = 32"),
     ]
 
     # -- per file: the `reduction=` arguments, for precise positions
@@ -480,25 +532,35 @@ loss weights tuned against the summed loss must be revisited.
     @classmethod
     def _judge(cls, project: Project, fn: FunctionInfo, stmt: df.Statement, call: Event, what: str,
                span: Span) -> Optional[Finding]:
-        if _normalised(fn, stmt, set()) or df.is_scalar_conversion(stmt):
+        def normalised(f: FunctionInfo, s: df.Statement, hit: set[str]) -> bool:
+            return _normalised(f, s, hit) and not _constant_divisors(project, f, s)
+
+        if normalised(fn, stmt, set()) or df.is_scalar_conversion(stmt):
             return None
         constructs = bool(df.constructed_class(project, call)) and not df.LOSS_FUNC_RE.match(
             call.func.removesuffix("()")) or call.func.removesuffix("()").rsplit(".", 1)[-1].endswith("Loss")
         if constructs:  # a loss module: follow the module object to where it is called
             names = stmt.targets
-            flow = df.flows_to(project, fn, names, stmt.index, stop=_normalised) if names else df.Flow()
+            flow = df.flows_to(project, fn, names, stmt.index, stop=normalised) if names else df.Flow()
         else:
-            flow = df.flows_from(project, fn, call, stop=_normalised)
+            flow = df.flows_from(project, fn, call, stop=normalised)
         if not flow.sinks:
             return None
         selection = _varying_rows(project, fn, stmt, call, flow if constructs else None)
+        if selection is None and not constructs and _lambda_bound(fn, stmt, call):
+            # `lambda pred, target: F.mse_loss(pred, target, reduction="sum")`: the rows are
+            # those of the arguments where the returned callable is called
+            selection = _varying_rows(project, fn, stmt, call, flow)
         if selection is None:
             return None  # a fixed-size batch or a whole tensor: the sum is a constant factor
         sink = flow.sinks[0]
+        constants = _constant_divisors(project, fn, stmt) if _normalised(fn, stmt, set()) else []
+        divided = (f"divided only by {' and '.join(constants)}, a fixed number and not a count"
+                   if constants else "without being divided by a count")
         message = (
             f"{what} sums the reconstruction error over {selection}, whose number depends on the "
             f"data, and the sum reaches the backward at {sink.where} "
-            f"without being divided by a count: the loss and its gradient grow with the number "
+            f"{divided}: the loss and its gradient grow with the number "
             f"of selected (masked) nodes"
         )
         fix = ("use the default `reduction='mean'`, or divide the sum by the number of reconstructed "

@@ -339,6 +339,8 @@ def test_progress_on_a_terminal_only(tmp_path):
 
 DGL_DRAWN = (
     "import dgl, torch\n"
+    # one OpenMP thread: with several, DGL's seeded draws still vary under load (measured)
+    "dgl.utils.set_num_threads(1)\n"
     "torch.manual_seed(0)\n"
     "g = dgl.rand_graph(30, 90)\n"  # DGL's own generator, which this program never seeds
     "deg = g.in_degrees().float().unsqueeze(1)\n"
@@ -351,8 +353,18 @@ DGL_DRAWN = (
 )
 
 
-def test_dgl_left_unseeded_is_seeded_by_the_diff_before_its_first_draw(cli, tmp_path):
+def test_dgl_left_unseeded_is_named_and_seeded_by_the_diff_before_its_first_draw(cli, tmp_path):
+    # neither program seeds DGL: their own runs differ from one to the next, which the diff says
+    # (at the RNG, not at the data: its own seed, taken before the first draw, made the graphs
+    # of its two runs alike)
     code, data = diff_json(cli, tmp_path, DGL_DRAWN, DGL_DRAWN)
+    first = data["first_divergence"]
+    assert code == 1 and first["name"] == "rng dgl" and first["rule"] == "GM603", first
+    assert "nor by the reference" in first["detail"], first
+    items = next(s for s in data["stages"] if s["stage"] == "input")["items"]
+    assert [i["name"] for i in items if i["status"] == "differs"] == ["rng dgl"], items
+    seeded = DGL_DRAWN.replace("torch.manual_seed(0)\n", "torch.manual_seed(0)\ndgl.seed(0)\n")
+    code, data = diff_json(cli, tmp_path, seeded, seeded)
     assert code == 0 and data["first_divergence"] is None, data["first_divergence"]
 
 
@@ -382,3 +394,13 @@ def test_the_diff_seeds_dgl_only_where_the_program_does_not(tmp_path):
         snap.seed_dgl()  # its first draw, or the first training step
         snap.seed_dgl()
         assert dgl.seeded == expected
+
+
+def test_an_rng_the_candidate_never_seeds_is_a_divergence_whoever_else_seeds_it():
+    from auditor.diff.compare import compare_rng
+
+    drawn = {"seeded": False, "draws": 3}
+    assert "while the reference seeds it" in compare_rng({"seeded": True, "draws": 3}, drawn)
+    assert "nor by the reference" in compare_rng({"seeded": False, "draws": 0}, drawn)
+    assert compare_rng({"seeded": False, "draws": 3}, {"seeded": True, "draws": 3}) is None
+    assert compare_rng({"seeded": True, "draws": 3}, {"seeded": False, "draws": 0}) is None

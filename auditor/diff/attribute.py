@@ -214,7 +214,8 @@ def _unseeded_cause(rng: str, ref: Evidence, cand: Evidence) -> Cause:
     call (where it seeds the others and leaves this one out), else where the reference seeds
     it."""
     why = (f"{rng}'s global RNG is drawn from in training but never seeded by the candidate "
-           "(the reference seeds it): its runs are not reproducible")
+           f"({'the reference seeds it' if rng in ref.seeded_rngs else 'nor by the reference'}): "
+           "its runs are not reproducible")
     site = cand.seeding_site() or next((x for x in ref.seeds if x.path and x.rng == rng), None)
     if site is not None:
         return Cause("GM603", site.path, site.line, why)

@@ -170,13 +170,14 @@ def noise_mask(ga: Any, gb: Any, tol: Tolerance):
 
 
 def compare_rng(a: dict, b: dict) -> Optional[str]:
-    """A global RNG the candidate draws from without ever seeding it, where the reference seeds
-    it: the diff's own start-up seed makes both runs draw alike, the candidate's own runs do not.
-    Any other difference in seeding or use is no divergence by itself (its draws show where
-    they are used)."""
-    if b.get("draws") and not b.get("seeded") and a.get("seeded"):
-        return ("drawn from but never seeded by the candidate, while the reference seeds it: "
-                "its draws change from run to run")
+    """A global RNG the candidate draws from without ever seeding it: the diff's own start-up
+    seed makes both runs draw alike, the candidate's own runs do not (nor the reference's, when
+    it leaves the RNG unseeded too: a seeding helper both share). Any other difference in seeding
+    or use is no divergence by itself (its draws show where they are used)."""
+    if b.get("draws") and not b.get("seeded"):
+        return ("drawn from but never seeded by the candidate"
+                + (", while the reference seeds it" if a.get("seeded") else " (nor by the reference)")
+                + ": its draws change from run to run")
     return None
 
 

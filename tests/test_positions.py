@@ -11,7 +11,9 @@ import auditor.static.engine as engine
 from auditor.static.collector import FactCollector
 from auditor.static.engine import analyze_source
 from auditor.static.context import FileContext
-from auditor.static.walk import walk
+from auditor.static.positions import cst_kind
+from auditor.static.visitor import Visitor
+from auditor.static.walk import descendants, walk
 
 TRICKY = '''
 import torch.nn.functional as F
@@ -77,3 +79,44 @@ def test_mismatch_falls_back_to_exact_positions(monkeypatch):
     text = "import torch\nx = f(1)\nstate = torch.load('w.pt')\n"
     result = analyze_source("x.py", Path("x.py"), text.encode(), ("GM602",))
     assert [(f.rule, f.line, f.column) for f in result.findings] == [("GM602", 3, 9)]
+
+
+class _AsksAhead(Visitor):
+    """A rule that reads the parts of a statement before the traversal reaches them (as
+    ``ctx.code(node.value)`` in ``visit_Assign`` does)."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.asked: dict[cst.CSTNode, tuple[int, int, int, int]] = {}
+
+    def _ask(self, node: cst.CSTNode) -> None:
+        for below in descendants(node):
+            if cst_kind(below) is not None and below not in self.ctx._order:
+                s = self.ctx.span(below)
+                self.asked.setdefault(below, (s.line, s.column, s.end_line, s.end_column))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self._ask(node)
+
+    def visit_Return(self, node: cst.Return) -> None:
+        self._ask(node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self._ask(node)
+
+
+def test_parts_asked_for_before_the_traversal_reaches_them_have_their_own_positions():
+    text = TRICKY + "z = a.b[f(x, k=g(y))].c(h(1)[2])\nreturn_ = [m(n) for n in p.q]\n"
+    module = cst.parse_module(text)
+    ctx = FileContext("x.py", text, module, "x")
+    asks = _AsksAhead(ctx)
+    walk(module, [FactCollector(ctx), asks])
+    assert ctx._exact is None  # every answer came from the ast's spans
+    exact = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    assert len(asks.asked) > 20
+    for node, (line, column, end_line, end_column) in asks.asked.items():
+        ref = exact[node]
+        assert (line, end_line) == (ref.start.line, ref.end.line), (type(node), ref)
+        if not (isinstance(node, cst.Call) and node.lpar):
+            assert (column, end_column) == (ref.start.column + 1, ref.end.column + 1), (type(node), ref)

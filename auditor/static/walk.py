@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import re
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 import libcst as cst
 
@@ -48,6 +48,23 @@ def child_fields(node_type: type) -> tuple[str, ...]:
         order = tuple(n for n in names if not _is_trivia(n))
         _ORDER[node_type] = order
     return order
+
+
+def descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The nodes below ``node``, in the order :func:`walk` visits them."""
+    stack: list[cst.CSTNode] = [node]
+    while stack:
+        here = stack.pop()
+        if here is not node:
+            yield here
+        below: list[cst.CSTNode] = []
+        for name in child_fields(type(here)):
+            value = getattr(here, name)
+            if isinstance(value, cst.CSTNode):
+                below.append(value)
+            elif isinstance(value, (tuple, list)):
+                below += [item for item in value if isinstance(item, cst.CSTNode)]
+        stack += reversed(below)
 
 
 def walk(module: cst.Module, visitors: Iterable[Visitor]) -> None:

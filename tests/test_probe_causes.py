@@ -548,6 +548,24 @@ def test_sum_reduction_over_masked_nodes_is_gm401_at_the_sum(cli, tmp_path, body
     assert not others, others
 
 
+def test_sum_over_a_fixed_number_of_masked_nodes_divided_by_a_smaller_constant_is_confirmed(
+        cli, tmp_path):
+    # 150 masked nodes every step, the sum divided by 16 (a batch size of graphs, say): no change
+    # in the count to watch, but a divisor far below it
+    train = MAE.replace("        mask = torch.rand(200) < (0.2 + 0.6 * (step % 2))",
+                        "        mask = torch.arange(200) < 150") \
+        .replace("        loss = err.sum()\n", "        loss = err.sum() / 16\n")
+    write(tmp_path, {"train.py": train})
+    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "4"))
+    found = [f for f in by_rule(data, "GM401") if f["line"] == line_of(train, "err.sum() / 16")]
+    assert found and {f["status"] for f in found} == {"confirmed"}, data["findings"]
+    mean = train.replace("err.sum() / 16", "err.sum() / 150")  # the count itself
+    write(tmp_path, {"train.py": mean})
+    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "4"))
+    found = [f for f in by_rule(data, "GM401") if f["line"] == line_of(mean, "err.sum() / 150")]
+    assert found and {f["status"] for f in found} == {"refuted"}, data["findings"]
+
+
 BN_NET = NET.replace("self.dec = nn.Linear(16, 6)",
                      "self.bn = nn.BatchNorm1d(16)\n        self.dec = nn.Linear(16, 6)") \
     .replace("self.dec(torch.relu(self.enc(x)))", "self.dec(torch.relu(self.bn(self.enc(x))))")

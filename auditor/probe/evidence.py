@@ -294,6 +294,7 @@ class SumSite:
 
 MIN_SUM_ROWS = 8  # fewer summed rows: a sum of a few loss terms, not of nodes
 MAX_CONSTANT_DIVISOR = 8.0  # `err.sum() / 2` still grows with the rows; `/ n_masked` does not
+FEWER_THAN_ROWS = 4.0  # a divisor under a quarter of the rows summed is no count of them
 
 
 def _judge_sums(records: list[SumReduction]) -> tuple[bool, str]:
@@ -309,7 +310,11 @@ def _judge_sums(records: list[SumReduction]) -> tuple[bool, str]:
                 f"{by_rows[lo]:.3g} -> {by_rows[hi]:.3g}")
         return shrink < 0.5, what
     coef = by_rows[hi]
-    return coef * MAX_CONSTANT_DIVISOR >= 1.0, f"{hi} summed rows, weight per row {coef:.3g}"
+    # one row count: a count divides by at least the rows (by the elements, for a mean over
+    # them); a small constant, or a number far below the rows (a configured batch size of
+    # graphs dividing a sum over their nodes), leaves the loss growing with them
+    return coef * MAX_CONSTANT_DIVISOR >= 1.0 or coef * hi >= FEWER_THAN_ROWS, \
+        f"{hi} summed rows, weight per row {coef:.3g}"
 
 
 @dataclass

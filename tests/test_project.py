@@ -130,3 +130,30 @@ def test_a_local_named_like_an_imported_module_is_not_that_module():
     train = result.project.function("src.main.train")
     assert [e.func for e in train.events if e.kind == "call" and e.func.startswith("model")] == [
         "model().pow().mean", "model().pow", "model"]
+
+
+ENGINE_WITH_HANDLERS = {
+    "engine.py": (
+        "class Engine:\n"
+        "    def __init__(self):\n"
+        "        self._handlers = []\n"
+        "    def on(self, handler):\n"
+        "        self._handlers.append(handler)\n"
+        "    def fire(self):\n"
+        "        for handler in self._handlers:  # in the order they were added\n"
+        "            handler(self)\n"
+        "def log(engine):\n"
+        "    engine.model.eval()\n"
+        "def main():\n"
+        "    e = Engine()\n"
+        "    e.on(log)\n"
+        "    e.fire()\n"
+    ),
+}
+
+
+def test_handlers_a_loop_with_a_commented_header_fires_are_its_callees():
+    result = check_code(ENGINE_WITH_HANDLERS, [all_rules()["GM201"]])
+    loop = next(e for e in result.project.functions["engine.Engine.fire"].events if e.kind == "assign")
+    assert loop.text.split("\n", 1)[0] == "for handler in self._handlers:", loop.text
+    assert "engine.log" in result.project.callees("engine.Engine.fire")

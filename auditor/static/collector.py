@@ -4,9 +4,7 @@ single traversal that runs the rules."""
 from __future__ import annotations
 
 import dataclasses
-import io
 import itertools
-import tokenize
 from typing import Optional, Sequence, Union
 
 import libcst as cst
@@ -14,6 +12,7 @@ from auditor.static.visitor import Visitor
 
 from auditor.static.context import MODULE_SCOPE, FileContext, dotted
 from auditor.static.facts import ClassInfo, Event, FunctionInfo
+from auditor.static.reading import without_comment
 
 AssignLike = Union[cst.Assign, cst.AnnAssign, cst.AugAssign]
 
@@ -131,21 +130,8 @@ def condition_text(line: str) -> Optional[str]:
         if line.startswith(prefix):
             line = line[len(prefix):]
             break
-    if "#" in line:
-        line = _without_comment(line)
-    line = line.rstrip()
+    line = without_comment(line).rstrip()
     return line[:-1].rstrip() if line.endswith(":") else None
-
-
-def _without_comment(line: str) -> str:
-    """The line up to its comment (a ``#`` in a string literal is no comment)."""
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(line).readline):
-            if token.type == tokenize.COMMENT:
-                return line[:token.start[1]]
-    except (tokenize.TokenError, SyntaxError):  # the line ends inside brackets: cut nothing
-        pass
-    return line
 
 
 def is_main_guard(test: cst.BaseExpression) -> bool:
@@ -339,8 +325,11 @@ class FactCollector(Visitor):
 
     def visit_For(self, node: cst.For) -> None:
         self.ctx.number(node, "for")
-        # `for g, feat in loader:` assigns g and feat from the loader, outside the loop body
-        self._event("assign", node, targets=target_names(node.target), uses=names_in(node.iter))
+        # `for g, feat in loader:` assigns g and feat from the loader, outside the loop body;
+        # its text starts with the header, without the header's comment
+        head, newline, body = self.ctx.code(node).partition("\n")
+        self._event("assign", node, targets=target_names(node.target), uses=names_in(node.iter),
+                    text=without_comment(head).rstrip() + newline + body)
         self._enter_loop()
 
     def leave_For(self, original_node: cst.For) -> None:
@@ -450,6 +439,7 @@ class FactCollector(Visitor):
         if "<def>" in context:
             context = context[len(context) - context[::-1].index("<def>") :]
         targets, text = self.statement if self.statement else ([], "")
+        text = str(data.pop("text", "")) or text
         data.setdefault("targets", list(targets))
         span = self.ctx.span(node)
         self.functions[-1].events.append(

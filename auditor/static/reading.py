@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import stat
+import tokenize
 from pathlib import Path
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
@@ -41,3 +43,16 @@ def python_lines(text: str) -> list[str]:
     (``str.splitlines`` also splits at form feed, U+2028, U+0085... and shifts every line after)."""
     lines = _LINE_END.split(text)
     return lines[:-1] if lines and lines[-1] == "" else lines
+
+
+def without_comment(line: str) -> str:
+    """One line of code up to its comment (a ``#`` in a string literal is no comment)."""
+    if "#" not in line:
+        return line
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(line).readline):
+            if token.type == tokenize.COMMENT:
+                return line[:token.start[1]]
+    except (tokenize.TokenError, SyntaxError):  # the line ends inside brackets: cut nothing
+        pass
+    return line

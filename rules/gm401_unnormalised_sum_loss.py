@@ -141,7 +141,11 @@ rows summed depends on the data: the values summed (followed through assignments
 arguments callers pass) are a mask or index selection (`x[mask]`, `pred[mask_nodes]`) or the
 node data of a batched graph (`bg.ndata[...]` of a graph a loader yields). A sum over a
 loader's fixed-size batch or over a whole tensor of constant size is a constant factor and is
-not reported.
+not reported. A division by a number (`/ 2`), or by a value every configured run sets to a
+fixed number (`/ cfg.batch_size` with `batch_size: 32`, a count of graphs dividing a sum over
+their nodes), is no count of the rows summed: it is still reported, with the value and where it
+is set. The probe confirms from the run: the weight per summed row does not shrink as the rows
+grow, or, at one row count, the sum is divided by far less than the rows.
 
 ## Why is this bad?
 GraphMAE's loss is taken on the masked nodes only, and their number changes with every batch (a

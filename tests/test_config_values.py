@@ -324,3 +324,43 @@ def test_options_set_in_bulk_from_a_file_section(tmp_path: Path, default: str, r
                                                  expected: list) -> None:
     # the file's value replaces the option's default where the file sets the key
     assert check(tmp_path, _best_configs(default, reduction), "GM401") == expected
+
+
+def _attribute_config(load: str, yaml_weight: str) -> dict[str, str]:
+    """A weight read as an attribute of a mapping made by a configuration library."""
+    return {
+        "configs/train.yaml": f"loss:\n  w_rec: 1.0\n  w_sce: {yaml_weight}\n",
+        "train.py": (
+            "import torch.nn.functional as F\n"
+            "import yaml\n"
+            "from easydict import EasyDict\n"
+            "from omegaconf import OmegaConf\n"
+            "\n"
+            "def main(model, loader, opt):\n"
+            f"    {load}\n"
+            "    for x in loader:\n"
+            "        recon = model(x)\n"
+            "        rec = F.mse_loss(recon, x)\n"
+            "        sce = (1 - F.cosine_similarity(recon, x)).mean()\n"
+            "        loss = cfg.loss.w_rec * rec + cfg.loss.w_sce * sce\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+        ),
+    }
+
+
+@pytest.mark.parametrize("load, yaml_weight, expected", [
+    ("cfg = OmegaConf.load('configs/train.yaml')", "0.0", [("GM402", "configs/train.yaml", 3)]),
+    ("cfg = OmegaConf.load('configs/train.yaml')", "0.25", []),
+    # a later mapping's keys win, nested ones key by key
+    ("cfg = OmegaConf.merge(OmegaConf.load('configs/train.yaml'), "
+     "OmegaConf.create({'loss': {'w_sce': 0.5}}))", "0.0", []),
+    ("cfg = OmegaConf.merge(OmegaConf.load('configs/train.yaml'), "
+     "OmegaConf.create({'loss': {'w_sce': 0.0}}))", "0.25", [("GM402", "train.py", 7)]),
+    ("cfg = EasyDict(yaml.safe_load(open('configs/train.yaml')))", "0.0",
+     [("GM402", "configs/train.yaml", 3)]),
+])
+def test_weights_read_as_attributes_of_a_configuration_library_mapping(
+        tmp_path: Path, load: str, yaml_weight: str, expected: list) -> None:
+    assert check(tmp_path, _attribute_config(load, yaml_weight), "GM402") == expected

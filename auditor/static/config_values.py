@@ -21,7 +21,10 @@ with the :class:`Source` that wrote it. It follows, demand-driven and across fil
 * ``a if c else b`` (both), ``-x``, and library names (``torch.bfloat16``) as :class:`Symbol`;
 * configuration files: ``yaml.safe_load(f)`` / ``json.load(f)`` of ``open(path)`` (directly, or
   ``with open(path) as f``) where ``path`` is a constant (a literal, an option's default): the
-  file's keys and values, each with its line there (:mod:`auditor.static.config_files`).
+  file's keys and values, each with its line there (:mod:`auditor.static.config_files`);
+  ``OmegaConf.load(path)`` likewise, ``OmegaConf.merge`` (later keys win, nested ones key by key),
+  and the attribute-style mappings of configuration libraries (``cfg.loss.weight`` of an
+  ``OmegaConf``/``EasyDict``/``SimpleNamespace``: the key's values).
 
 Files are read with Python's ``ast`` on demand; statements are located through the project's
 events (:mod:`auditor.static.dataflow`), so reaching definitions are the ones every rule sees.
@@ -51,6 +54,11 @@ MAX_STEPS = 5000
 LITERAL = "a literal"  # a constant written in code, not as a configuration's setting
 # what parses a configuration file's text into data (the file is read here as data only)
 FILE_LOADERS = {"yaml.safe_load", "yaml.load", "yaml.full_load", "json.load", "json.loads"}
+# loaders given the file's path itself, and wrappers that make a mapping's keys attributes
+PATH_LOADERS = {"omegaconf.OmegaConf.load"}
+ATTRIBUTE_MAPPINGS = {"omegaconf.OmegaConf.create", "easydict.EasyDict", "addict.Dict",
+                      "munch.Munch", "munch.munchify", "types.SimpleNamespace"}
+MERGERS = {"omegaconf.OmegaConf.merge"}
 OPENERS = {"open", "io.open", "builtins.open"}
 
 
@@ -518,6 +526,8 @@ class _Evaluator:
                 return bulk
         if isinstance(value, Options):
             return self._option(value, attr)
+        if isinstance(value, Table):  # an attribute-style mapping (OmegaConf, EasyDict): its key
+            return list(value.entries.get(attr, []))
         if isinstance(value, Instance):
             keyword = next((k.value for k in value.call.keywords if k.arg == attr), None)
             if keyword is not None:
@@ -652,6 +662,19 @@ class _Evaluator:
             return []
         if event.func in FILE_LOADERS and node.args:
             return self._file_values(fn, node.args[0], index, env, depth)
+        if event.func in PATH_LOADERS and node.args:
+            return self._read(fn, node.args[0], index, env, depth)
+        if event.func in ATTRIBUTE_MAPPINGS:
+            if node.keywords and not node.args:  # `SimpleNamespace(lr=0.1)`: a mapping of them
+                return [Value(self._dict_call(fn, node, index, env, depth), self._source(fn, node, "a dict"))]
+            return self.expr(fn, node.args[0], index, env, depth) if node.args else []
+        if event.func in MERGERS and node.args:  # the later mappings' keys win
+            merged: list[Value] = []
+            for arg in node.args:
+                tables = [v for v in self.expr(fn, arg, index, env, depth) if isinstance(v.value, Table)]
+                merged = [Value(_merged(m.value, t.value), t.source) for m in merged for t in tables] \
+                    if merged else tables
+            return merged
         out: list[Value] = []
         named = event.func.removesuffix("()")
         self.project.function(f"{named}.__init__")  # loads the class's file when it was skipped
@@ -733,8 +756,11 @@ class _Evaluator:
         if isinstance(arg, ast.Name):
             arg = self._opened_as(fn, arg)
         path = _opened_path(arg)
-        if path is None:
-            return []
+        return [] if path is None else self._read(fn, path, index, env, depth)
+
+    def _read(self, fn: FunctionInfo, path: ast.expr, index: int, env: Optional[Env],
+              depth: int) -> list[Value]:
+        """The data of the configuration files ``path`` (an expression of ``fn``) may name."""
         out: list[Value] = []
         for opened in self.expr(fn, path, index, env, depth):
             found = config_file(opened.value, fn.path, Path.cwd()) if isinstance(opened.value, str) else None
@@ -932,6 +958,18 @@ def _merge(into: Table, other: Table) -> None:
 def _with(table: Table, entries: dict[Any, list[Value]]) -> Table:
     out = Table(dict(table.entries))
     out.entries.update(entries)
+    return out
+
+
+def _merged(base: Table, over: Table) -> Table:
+    """``over``'s keys over ``base``'s, nested tables merged key by key (``OmegaConf.merge``)."""
+    out = Table(dict(base.entries))
+    for key, values in over.entries.items():
+        old = out.entries.get(key, [])
+        if len(old) == 1 and len(values) == 1 and isinstance(old[0].value, Table) \
+                and isinstance(values[0].value, Table):
+            values = [Value(_merged(old[0].value, values[0].value), values[0].source)]
+        out.entries[key] = values
     return out
 
 

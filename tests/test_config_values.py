@@ -364,3 +364,43 @@ def _attribute_config(load: str, yaml_weight: str) -> dict[str, str]:
 def test_weights_read_as_attributes_of_a_configuration_library_mapping(
         tmp_path: Path, load: str, yaml_weight: str, expected: list) -> None:
     assert check(tmp_path, _attribute_config(load, yaml_weight), "GM402") == expected
+
+
+def _hydra_app(group_weight: str, own: str = "") -> dict[str, str]:
+    """A Hydra entry point (the script in `src/`, the configs in `conf/` beside it) composing a
+    loss group from its defaults list; ``own``: keys of the primary config itself."""
+    return {
+        "conf/config.yaml": "defaults:\n  - loss: mae\n  - _self_\noptim:\n  lr: 0.01\n" + own,
+        "conf/loss/mae.yaml": f"w_rec: 1.0\nw_sce: {group_weight}\n",
+        "src/train.py": (
+            "import hydra\n"
+            "import torch\n"
+            "import torch.nn.functional as F\n"
+            "\n"
+            "def fit(model, loader, cfg):\n"
+            "    opt = torch.optim.Adam(model.parameters(), lr=cfg.optim.lr)\n"
+            "    for x in loader:\n"
+            "        recon = model(x)\n"
+            "        sce = (1 - F.cosine_similarity(recon, x)).mean()\n"
+            "        loss = cfg.loss.w_rec * F.mse_loss(recon, x) + cfg.loss.w_sce * sce\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+            "\n"
+            "@hydra.main(config_path='../conf', config_name='config', version_base=None)\n"
+            "def main(cfg):\n"
+            "    fit(torch.nn.Linear(4, 4), [torch.randn(8, 4)], cfg)\n"
+        ),
+    }
+
+
+@pytest.mark.parametrize("group_weight, own, expected", [
+    ("0.0", "", [("GM402", "conf/loss/mae.yaml", 2)]),
+    ("0.25", "", []),
+    # the primary config's own keys come last: they win over the group's
+    ("0.0", "loss:\n  w_sce: 0.5\n", []),
+    ("0.5", "loss:\n  w_sce: 0.0\n", [("GM402", "conf/config.yaml", 7)]),
+])
+def test_weights_of_a_hydra_config_composed_from_its_defaults_list(
+        tmp_path: Path, group_weight: str, own: str, expected: list) -> None:
+    assert check(tmp_path, _hydra_app(group_weight, own), "GM402") == expected

@@ -97,8 +97,8 @@ def _flow_depth(text: str) -> int:
 
 
 def _yaml_value(node: Any, at: tuple, lines: dict[tuple, int], budget: list[int]) -> Any:
-    """The plain value of a composed YAML node (mappings and scalars; sequences and anything
-    past the budget are None), recording each key's line."""
+    """The plain value of a composed YAML node (mappings, sequences and scalars; anything past
+    the budget is None), recording each key's line."""
     import yaml
 
     budget[0] -= 1
@@ -112,6 +112,8 @@ def _yaml_value(node: Any, at: tuple, lines: dict[tuple, int], budget: list[int]
                 lines[(*at, key)] = key_node.start_mark.line + 1
                 out[key] = _yaml_value(value_node, (*at, key), lines, budget)
         return out
+    if isinstance(node, yaml.SequenceNode):  # as a JSON file's lists (Hydra's `defaults`)
+        return [_yaml_value(item, (*at, i), lines, budget) for i, item in enumerate(node.value)]
     return _yaml_scalar(node)
 
 

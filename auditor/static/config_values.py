@@ -24,7 +24,8 @@ with the :class:`Source` that wrote it. It follows, demand-driven and across fil
   file's keys and values, each with its line there (:mod:`auditor.static.config_files`);
   ``OmegaConf.load(path)`` likewise, ``OmegaConf.merge`` (later keys win, nested ones key by key),
   and the attribute-style mappings of configuration libraries (``cfg.loss.weight`` of an
-  ``OmegaConf``/``EasyDict``/``SimpleNamespace``: the key's values).
+  ``OmegaConf``/``EasyDict``/``SimpleNamespace``: the key's values); the parameter of a
+  ``@hydra.main`` entry point holds its primary config composed with its ``defaults`` groups.
 
 Files are read with Python's ``ast`` on demand; statements are located through the project's
 events (:mod:`auditor.static.dataflow`), so reaching definitions are the ones every rule sees.
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional, Union
@@ -446,10 +448,15 @@ class _Evaluator:
         return values
 
     def _parameter(self, fn: FunctionInfo, name: str, env: Optional[Env], depth: int) -> list[Value]:
-        """What the callers pass (``env``: the one call being followed), else the default."""
+        """What the callers pass (``env``: the one call being followed), else the default; the
+        composed configuration for the parameter of a ``@hydra.main`` entry point."""
         if env is not None:
             caller, arg, at = env.get(name, (fn, None, 0))
             return self.expr(caller, arg, at, None, depth) if arg is not None else self._default(fn, name, depth)
+        if fn.params[:1] == [name]:
+            composed = self._hydra_config(fn)
+            if composed is not None:
+                return [composed]
         out: list[Value] = []
         for caller, event in callers_of(self.project, fn.qualname)[:MAX_CALLERS]:
             call = self._node_at(caller.path, event.span, (ast.Call,))
@@ -462,6 +469,43 @@ class _Evaluator:
             at = stmt.index if stmt is not None else 0
             out += self.expr(caller, arg, at, None, depth) if arg is not None else self._default(fn, name, depth)
         return out
+
+    def _hydra_config(self, fn: FunctionInfo) -> Optional[Value]:
+        """``@hydra.main(config_path=P, config_name=N)``: ``P/N.yaml`` (``P`` from the script's
+        folder), composed with the groups its ``defaults`` list names (``- model: gat`` puts
+        ``P/model/gat.yaml`` under ``model``), its own keys last, as Hydra does by default."""
+        node = self._function_node(fn)
+        deco = next((d for d in (node.decorator_list if node is not None else ())
+                     if isinstance(d, ast.Call) and self._library_name(fn, d.func) == "hydra.main"), None)
+        if deco is None:
+            return None
+        given = {k.arg: k.value.value for k in deco.keywords
+                 if isinstance(k.value, ast.Constant) and isinstance(k.value.value, str)}
+        folder = posixpath.normpath(posixpath.join(posixpath.dirname(fn.path), given.get("config_path", ".")))
+        primary = self._config_at(folder, given.get("config_name", ""))
+        if primary is None or not isinstance(primary.data, dict):
+            return _file_value(primary, primary.data, ()) if primary is not None else None
+        composed = Table({})
+        for item in primary.data.get("defaults") or []:
+            group, option = next(iter(item.items())) if isinstance(item, dict) and len(item) == 1 \
+                else ("", item)
+            if not isinstance(option, str) or option == "_self_":
+                continue
+            part = self._config_at(posixpath.join(folder, str(group)), option)
+            value = _file_value(part, part.data, ()) if part is not None else None
+            if value is not None and isinstance(value.value, Table):
+                composed = _merged(composed, Table({group: [value]}) if group else value.value)
+        own = _file_value(primary, primary.data, ())
+        return Value(_merged(composed, own.value), own.source) if own is not None else None
+
+    def _config_at(self, folder: str, name: str) -> Optional[ConfigFile]:
+        """The Hydra config ``folder/name.yaml``, read (and noted as read); None if it is not."""
+        if not name or folder.startswith(".."):
+            return None
+        found = config_file(posixpath.join(folder, name.removesuffix(".yaml") + ".yaml"), "", Path.cwd())
+        if found is not None:
+            files_read(self.project)[found.path] = found.text
+        return found
 
     def _default(self, fn: FunctionInfo, name: str, depth: int) -> list[Value]:
         node = self._function_node(fn)

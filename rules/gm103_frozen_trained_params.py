@@ -361,6 +361,13 @@ No automatic fix: whether the freeze is intended is the author's decision.
         Valid(_BUILT_FROZEN.replace("'pretrain': True", "'pretrain': False")),
         Valid(_BUILT_FROZEN.replace("    model = build(DEFAULTS)\n", "    model = build(DEFAULTS)\n"
                                     "    model.load_state_dict(torch.load('pre.pt'))\n")),
+        # frozen in the model's own constructor, the whole model loaded before training
+        Valid(_BUILT_FROZEN.replace("        self.decoder = nn.Linear(8, 8)\n",
+                                    "        self.decoder = nn.Linear(8, 8)\n"
+                                    "        self.encoder.requires_grad_(False)\n")
+              .replace("    if cfg['pretrain']:\n        model.encoder.requires_grad_(False)\n", "")
+              .replace("    model = build(DEFAULTS)\n", "    model = build(DEFAULTS)\n"
+                       "    model.load_state_dict(torch.load('pre.pt'))\n")),
     ]
     INVALID = [
         Invalid(_WRAPPED, line=9),
@@ -431,6 +438,12 @@ No automatic fix: whether the freeze is intended is the author's decision.
         # frozen where it is built, on every run the defaults configure: it keeps its
         # initialisation, the subset optimizer trains the rest
         Invalid(_BUILT_FROZEN, line=14, message_contains="keeps its random initialisation"),
+        # the same freeze in the model's own constructor, nothing loaded
+        Invalid(_BUILT_FROZEN.replace("        self.decoder = nn.Linear(8, 8)\n",
+                                      "        self.decoder = nn.Linear(8, 8)\n"
+                                      "        self.encoder.requires_grad_(False)\n")
+                .replace("    if cfg['pretrain']:\n        model.encoder.requires_grad_(False)\n", ""),
+                line=9, message_contains="keeps its random initialisation"),
     ]
 
     @classmethod
@@ -494,7 +507,7 @@ No automatic fix: whether the freeze is intended is the author's decision.
         truths = [decided(project, fn, test, event.span.line) for test in tests_of(event)]
         if not all(truth is not None and truth[0] for truth in truths):
             return None  # a switch some run may turn off
-        if cls._warm_started(t, made or parts):
+        if cls._warm_started(t, made, {o.cls for o in made} | ({fn.class_name} if root == "self" else set())):
             return None
         why = "; ".join(f"`{normalise(test)}` holds on every run: {truth[1].what}, {truth[1].where}"
                         for test, truth in zip(tests_of(event), truths) if truth[1] is not None)
@@ -509,8 +522,9 @@ No automatic fix: whether the freeze is intended is the author's decision.
                 "weights before freezing it")
 
     @staticmethod
-    def _warm_started(t: Training, made: list[Origin]) -> bool:
-        """Are weights loaded into a model made where ``made`` says, which trains afterwards?"""
+    def _warm_started(t: Training, made: list[Origin], classes: set[str]) -> bool:
+        """Are weights loaded into a model made where ``made`` says, or into an object of (or
+        holding) one of ``classes``, which trains afterwards?"""
         for fn, event in t.project.events("call"):
             if event.method != "load_state_dict" or not event.receiver:
                 continue
@@ -518,7 +532,8 @@ No automatic fix: whether the freeze is intended is the author's decision.
             loaded = t.origins(fn, re.sub(r"\[.*$", "", event.receiver.split(".")[0]), i)
             # a load into an object not followed may be into this one
             maybe = any(not o.known for o in loaded) or \
-                any(_same_make(m, o) for m in made for o in loaded)
+                any(_same_make(m, o) for m in made for o in loaded) or \
+                any(t.contains_class(o.cls, c) for o in loaded for c in classes)
             if maybe and trains_after(t.project, fn, i, event.receiver) is not None:
                 return True
         return False

@@ -404,3 +404,46 @@ def _hydra_app(group_weight: str, own: str = "") -> dict[str, str]:
 def test_weights_of_a_hydra_config_composed_from_its_defaults_list(
         tmp_path: Path, group_weight: str, own: str, expected: list) -> None:
     assert check(tmp_path, _hydra_app(group_weight, own), "GM402") == expected
+
+
+def _object_config(make: str, yaml_weight: str) -> dict[str, str]:
+    """A weight read as an attribute of an object built from a loaded YAML mapping."""
+    return {
+        "configs/t.yaml": f"w_rec: 1.0\nw_sce: {yaml_weight}\n",
+        "train.py": (
+            "import argparse\n"
+            "import dataclasses\n"
+            "import yaml\n"
+            "import torch.nn.functional as F\n"
+            "\n"
+            "@dataclasses.dataclass\n"
+            "class Cfg:\n"
+            "    w_rec: float = 1.0\n"
+            "    w_sce: float = 0.5\n"
+            "\n"
+            "def main(model, loader, opt):\n"
+            "    with open('configs/t.yaml') as fh:\n"
+            f"        cfg = {make}\n"
+            "    for x in loader:\n"
+            "        recon = model(x)\n"
+            "        sce = (1 - F.cosine_similarity(recon, x)).mean()\n"
+            "        loss = cfg.w_rec * F.mse_loss(recon, x) + cfg.w_sce * sce\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+        ),
+    }
+
+
+@pytest.mark.parametrize("make, yaml_weight, expected", [
+    ("argparse.Namespace(**yaml.safe_load(fh))", "0.0", [("GM402", "configs/t.yaml", 2)]),
+    ("argparse.Namespace(**yaml.safe_load(fh))", "0.25", []),
+    ("Cfg(**yaml.safe_load(fh))", "0.0", [("GM402", "configs/t.yaml", 2)]),
+    # a copy with other fields changed keeps the loaded ones
+    ("dataclasses.replace(Cfg(**yaml.safe_load(fh)), w_rec=2.0)", "0.0",
+     [("GM402", "configs/t.yaml", 2)]),
+    ("dataclasses.replace(Cfg(**yaml.safe_load(fh)), w_sce=0.5)", "0.0", []),
+])
+def test_weights_of_objects_built_from_a_loaded_mapping(
+        tmp_path: Path, make: str, yaml_weight: str, expected: list) -> None:
+    assert check(tmp_path, _object_config(make, yaml_weight), "GM402") == expected

@@ -13,8 +13,9 @@ with the :class:`Source` that wrote it. It follows, demand-driven and across fil
   ``cfg.update(...)`` before the read; ``cfg["k"]``, ``cfg.get("k", d)``, ``getattr(cfg, "k", d)``
   (the default when the dict lacks the key, or when nothing in the tree sets it:
   :func:`auditor.static.values.config_default`);
-* module constants, imported ones too; dataclass-style config objects (``Config(k=v).k``, else
-  the class-level default);
+* module constants, imported ones too; dataclass-style config objects (``Config(k=v).k``,
+  ``Config(**loaded).k``, ``dataclasses.replace(base, k=v)``, else the class-level default) and
+  namespaces (``argparse.Namespace(**loaded)``);
 * calls: a parameter is what each caller passes (or its default where a caller leaves it out);
   ``self.attr`` is what the class's methods assign (constructor arguments, so); a project
   function's result is what its returns give, for that call's arguments;
@@ -59,7 +60,8 @@ FILE_LOADERS = {"yaml.safe_load", "yaml.load", "yaml.full_load", "json.load", "j
 # loaders given the file's path itself, and wrappers that make a mapping's keys attributes
 PATH_LOADERS = {"omegaconf.OmegaConf.load"}
 ATTRIBUTE_MAPPINGS = {"omegaconf.OmegaConf.create", "easydict.EasyDict", "addict.Dict",
-                      "munch.Munch", "munch.munchify", "types.SimpleNamespace"}
+                      "munch.Munch", "munch.munchify", "types.SimpleNamespace", "argparse.Namespace"}
+REPLACERS = {"dataclasses.replace", "copy.replace"}  # a copy of an object with some fields changed
 MERGERS = {"omegaconf.OmegaConf.merge"}
 OPENERS = {"open", "io.open", "builtins.open"}
 
@@ -98,12 +100,14 @@ class Options:
 @dataclass(eq=False)
 class Instance:
     """An object of a project class built at a call (a dataclass config): its attributes are the
-    call's keywords, else the class-level defaults."""
+    call's keywords, else (``dataclasses.replace(base, k=v)``) the ``base`` object's, else the
+    class-level defaults."""
 
     cls: str
     fn: FunctionInfo
     call: ast.Call
     index: int
+    base: Optional["Value"] = None
 
 
 @dataclass(eq=False)
@@ -576,6 +580,13 @@ class _Evaluator:
             keyword = next((k.value for k in value.call.keywords if k.arg == attr), None)
             if keyword is not None:
                 return self.expr(value.fn, keyword, value.index, None, depth)
+            unpacked = [v for k in value.call.keywords if k.arg is None  # `Config(**loaded)`
+                        for table in self.expr(value.fn, k.value, value.index, None, depth)
+                        if isinstance(table.value, Table) for v in table.value.entries.get(attr, [])]
+            if unpacked:
+                return unpacked
+            if value.base is not None:
+                return self._member(value.base, attr, depth)
             return self._class_default(value.cls, attr, depth)
         return []
 
@@ -709,9 +720,13 @@ class _Evaluator:
         if event.func in PATH_LOADERS and node.args:
             return self._read(fn, node.args[0], index, env, depth)
         if event.func in ATTRIBUTE_MAPPINGS:
-            if node.keywords and not node.args:  # `SimpleNamespace(lr=0.1)`: a mapping of them
+            if node.keywords and not node.args:  # `Namespace(lr=0.1, **loaded)`: a mapping of them
                 return [Value(self._dict_call(fn, node, index, env, depth), self._source(fn, node, "a dict"))]
             return self.expr(fn, node.args[0], index, env, depth) if node.args else []
+        if event.func in REPLACERS and node.args:
+            return [Value(Instance(base.value.cls, fn, node, index, base), base.source)
+                    for base in self.expr(fn, node.args[0], index, env, depth)
+                    if isinstance(base.value, Instance)]
         if event.func in MERGERS and node.args:  # the later mappings' keys win
             merged: list[Value] = []
             for arg in node.args:

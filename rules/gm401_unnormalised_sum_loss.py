@@ -49,6 +49,8 @@ def _normalised(fn: FunctionInfo, stmt: df.Statement, hit: set[str]) -> bool:
     return any(re.match(r"\s*[A-Za-z_(]", shown[m.end():]) for m in NORMALISED.finditer(shown))
 
 
+# `functools.partial(F.mse_loss, reduction="sum")`: a loss called later, where its rows are
+PARTIALS = ("functools.partial",)
 # what follows a division sign: the divisor as written (a name, an attribute chain, a subscript)
 DIVISOR = re.compile(r"\s*([A-Za-z_][\w.]*(?:\[[^\[\]]*\])?)")
 
@@ -114,6 +116,21 @@ _CRITERION_FACTORY = (
     "    return lambda pred, target: F.mse_loss(pred, target, reduction='sum') / cfg['batch_size']\n"
     "def train(model, loader, opt):\n"
     "    crit = make_criterion(CFG)\n"
+    "    for g, x in loader:\n"
+    "        recon, mask = model(g, x)\n"
+    "        loss = crit(recon[mask], x[mask])\n"
+    "        opt.zero_grad()\n"
+    "        loss.backward()\n"
+    "        opt.step()\n"
+)
+
+
+# a loss function made partial with reduction='sum', called on the masked rows (the examples)
+_PARTIAL_LOSS = (
+    "import functools\n"
+    "import torch.nn.functional as F\n"
+    "def train(model, loader, opt):\n"
+    "    crit = functools.partial(F.mse_loss, reduction='sum')\n"
     "    for g, x in loader:\n"
     "        recon, mask = model(g, x)\n"
     "        loss = crit(recon[mask], x[mask])\n"
@@ -287,6 +304,8 @@ loss weights tuned against the summed loss must be revisited.
         ),
         # the criterion a factory returns divides by the number of elements it is handed
         Valid(_CRITERION_FACTORY.replace("/ cfg['batch_size']", "/ pred.numel()")),
+        # the partial loss's sum divided by the count where it is called
+        Valid(_PARTIAL_LOSS.replace("x[mask])\n", "x[mask]) / mask.sum()\n")),
     ]
     INVALID = [
         Invalid(
@@ -458,6 +477,8 @@ loss weights tuned against the summed loss must be revisited.
         # a node-level sum divided by the configured batch size (a number of graphs), in the
         # criterion a factory returns
         Invalid(_CRITERION_FACTORY, line=4, message_contains="`cfg['batch_size']` = 32"),
+        # reduction='sum' bound by functools.partial, the rows given where the partial is called
+        Invalid(_PARTIAL_LOSS, line=4, message_contains="rows selected by `mask`"),
     ]
 
     # -- per file: the `reduction=` arguments, for precise positions
@@ -541,9 +562,10 @@ loss weights tuned against the summed loss must be revisited.
 
         if normalised(fn, stmt, set()) or df.is_scalar_conversion(stmt):
             return None
-        constructs = bool(df.constructed_class(project, call)) and not df.LOSS_FUNC_RE.match(
-            call.func.removesuffix("()")) or call.func.removesuffix("()").rsplit(".", 1)[-1].endswith("Loss")
-        if constructs:  # a loss module: follow the module object to where it is called
+        func = call.func.removesuffix("()")
+        constructs = bool(df.constructed_class(project, call)) and not df.LOSS_FUNC_RE.match(func) \
+            or func.rsplit(".", 1)[-1].endswith("Loss") or func in PARTIALS
+        if constructs:  # a loss module or a partial loss: follow the object to where it is called
             names = stmt.targets
             flow = df.flows_to(project, fn, names, stmt.index, stop=normalised) if names else df.Flow()
         else:

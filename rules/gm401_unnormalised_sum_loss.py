@@ -107,15 +107,8 @@ def _varying_rows(project: Project, fn: FunctionInfo, stmt: df.Statement, call: 
     return None
 
 
-# a criterion made by a factory from the configuration, called on the masked rows (the examples:
-# divided by the configured batch size, or by the count)
-_CRITERION_FACTORY = (
-    "import torch.nn.functional as F\n"
-    "CFG = {'batch_size': 32, 'lr': 0.01}\n"
-    "def make_criterion(cfg):\n"
-    "    return lambda pred, target: F.mse_loss(pred, target, reduction='sum') / cfg['batch_size']\n"
-    "def train(model, loader, opt):\n"
-    "    crit = make_criterion(CFG)\n"
+# a training loop calling a criterion `crit` on the masked rows (the examples below)
+_CRIT_LOOP = (
     "    for g, x in loader:\n"
     "        recon, mask = model(g, x)\n"
     "        loss = crit(recon[mask], x[mask])\n"
@@ -125,18 +118,26 @@ _CRITERION_FACTORY = (
 )
 
 
+# a criterion made by a factory from the configuration, called on the masked rows (the examples:
+# divided by the configured batch size, or by the count)
+_CRITERION_FACTORY = (
+    "import torch.nn.functional as F\n"
+    "CFG = {'batch_size': 32, 'lr': 0.01}\n"
+    "def make_criterion(cfg):\n"
+    "    return lambda pred, target: F.mse_loss(pred, target, reduction='sum') / cfg['batch_size']\n"
+    "def train(model, loader, opt):\n"
+    "    crit = make_criterion(CFG)\n"
+    + _CRIT_LOOP
+)
+
+
 # a loss function made partial with reduction='sum', called on the masked rows (the examples)
 _PARTIAL_LOSS = (
     "import functools\n"
     "import torch.nn.functional as F\n"
     "def train(model, loader, opt):\n"
     "    crit = functools.partial(F.mse_loss, reduction='sum')\n"
-    "    for g, x in loader:\n"
-    "        recon, mask = model(g, x)\n"
-    "        loss = crit(recon[mask], x[mask])\n"
-    "        opt.zero_grad()\n"
-    "        loss.backward()\n"
-    "        opt.step()\n"
+    + _CRIT_LOOP
 )
 
 

@@ -59,10 +59,11 @@ def _constant_divisors(project: Project, fn: FunctionInfo, stmt: df.Statement) -
     """The divisors of the statement, each with the value it is configured to, when every one is
     a fixed number (``/ cfg.batch_size`` with ``batch_size: 32``): a constant factor, like
     ``/ 2``, not the count of what was summed; else []."""
-    divisors = [m.group(1) for d in NORMALISED.finditer(stmt.text)
-                if (m := DIVISOR.match(stmt.text, d.end()))]
+    divisors = [DIVISOR.match(stmt.text, d.end()) for d in NORMALISED.finditer(stmt.text)]
+    if not divisors or None in divisors:
+        return []  # `/ (n * d)`, `/ len(x)`: a divisor this does not read may be the count
     out = []
-    for text in divisors:
+    for text in (m.group(1) for m in divisors if m is not None):
         values = values_of(project, fn, text, stmt.head.span.line)
         if not values or not all(isinstance(v.value, (int, float)) and not isinstance(v.value, bool)
                                  for v in values):
@@ -305,6 +306,8 @@ loss weights tuned against the summed loss must be revisited.
         ),
         # the criterion a factory returns divides by the number of elements it is handed
         Valid(_CRITERION_FACTORY.replace("/ cfg['batch_size']", "/ pred.numel()")),
+        # divided by the configured constant and, in brackets, by the count too
+        Valid(_CRITERION_FACTORY.replace("/ cfg['batch_size']", "/ cfg['batch_size'] / (pred.numel())")),
         # the partial loss's sum divided by the count where it is called
         Valid(_PARTIAL_LOSS.replace("x[mask])\n", "x[mask]) / mask.sum()\n")),
     ]

@@ -487,8 +487,11 @@ class _Evaluator:
                  if isinstance(k.value, ast.Constant) and isinstance(k.value.value, str)}
         folder = posixpath.normpath(posixpath.join(posixpath.dirname(fn.path), given.get("config_path", ".")))
         primary = self._config_at(folder, given.get("config_name", ""))
-        if primary is None or not isinstance(primary.data, dict):
-            return _file_value(primary, primary.data, ()) if primary is not None else None
+        if primary is None:
+            return None
+        own = _file_value(primary, primary.data, ())
+        if own is None or not isinstance(own.value, Table):
+            return own
         composed = Table({})
         for item in primary.data.get("defaults") or []:
             group, option = next(iter(item.items())) if isinstance(item, dict) and len(item) == 1 \
@@ -499,8 +502,7 @@ class _Evaluator:
             value = _file_value(part, part.data, ()) if part is not None else None
             if value is not None and isinstance(value.value, Table):
                 composed = _merged(composed, Table({group: [value]}) if group else value.value)
-        own = _file_value(primary, primary.data, ())
-        return Value(_merged(composed, own.value), own.source) if own is not None else None
+        return Value(_merged(composed, own.value), own.source)
 
     def _config_at(self, folder: str, name: str) -> Optional[ConfigFile]:
         """The Hydra config ``folder/name.yaml``, read (and noted as read); None if it is not."""

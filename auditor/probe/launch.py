@@ -293,6 +293,8 @@ def run_command(cmd: Sequence[str], env: dict[str, str], cwd: Path, timeout: flo
             _LIVE.discard(proc.pid)
             _kill_groups([proc.pid])  # stragglers: DataLoader workers, children of a shell wrapper
             _kill_orphans(known)
+        if on_tick is not None:  # a run shorter than a tick still reports where it ended
+            on_tick(time.monotonic() - start, log)
     message = f"interrupted by {signal.Signals(_stop_signal).name}" if stopped == "interrupted" else ""
     return RunOutcome(stopped, code, time.monotonic() - start, tail(log), message)
 

@@ -742,17 +742,23 @@ confirm.
                               ) -> list[tuple[str, WeightDef]]:
         """Weights used in a loss but defined in a file the prefilter skipped (a config module
         that never says "loss"): loaded now, read from its assignment events."""
-        out = []
-        for name in sorted(used - known):
-            if not WEIGHT_NAME.match(name) or NOT_A_LOSS_WEIGHT.search(name):
-                continue
+        names = [n for n in sorted(used - known)
+                 if WEIGHT_NAME.match(n) and not NOT_A_LOSS_WEIGHT.search(n)]
+        for name in names:
             project.load_mentioning(name)
-            for fn, event in project.events("assign"):
-                match = ASSIGNED_NUMBER.search(event.text)
-                if event.targets and event.targets[0].rsplit(".", 1)[-1] == name and match:
-                    value = float(match.group(1).replace(" ", ""))
-                    if value <= 0:
-                        out.append((fn.path, WeightDef(name, value, event.span)))
+        # one pass over the project's assignments for every name (a pass per name grew with
+        # names times assignments)
+        assigned: dict[str, list[tuple[FunctionInfo, Event, re.Match[str]]]] = {}
+        for fn, event in project.events("assign"):
+            last = event.targets[0].rsplit(".", 1)[-1] if event.targets else ""
+            if last in names and (match := ASSIGNED_NUMBER.search(event.text)):
+                assigned.setdefault(last, []).append((fn, event, match))
+        out = []
+        for name in names:
+            for fn, event, match in assigned.get(name, ()):
+                value = float(match.group(1).replace(" ", ""))
+                if value <= 0:
+                    out.append((fn.path, WeightDef(name, value, event.span)))
         return out
 
     @classmethod

@@ -216,24 +216,39 @@ def statement_at(fn: FunctionInfo, line: int) -> Optional[Statement]:
 
 def mentions(text: str, name: str) -> bool:
     """``name`` occurs in ``text`` as a whole name (``x`` in ``f(x)``, not in ``xs`` or ``a.x``)."""
-    return _name_pattern(name, False).search(text) is not None
+    return _whole_name_at(text, name, False)
 
 
 def _carries(text: str, name: str) -> bool:
     """``name`` is read as a value somewhere in ``text``, not only for metadata (``x.shape``)."""
     if "…" in text or not mentions(text, name):
         return True  # shortened, or the name is not in this text (a `for` target): assume so
-    return _name_pattern(name, True).search(text) is not None
+    return _whole_name_at(text, name, True)
 
 
-@functools.lru_cache(maxsize=None)
-def _name_pattern(name: str, as_value: bool) -> re.Pattern[str]:
-    """The pattern of ``name`` as a whole name (``as_value``: not followed by a metadata
-    attribute), compiled once per name: a project has more names than `re`'s cache holds."""
-    pattern = r"(?<![\w.])" + re.escape(name) + r"(?!\w)"
-    if as_value:
-        pattern += r"(?!\s*\.\s*(?:" + "|".join(METADATA_ATTRS) + r")\b)"
-    return re.compile(pattern)
+_METADATA_AFTER = re.compile(r"\s*\.\s*(?:" + "|".join(METADATA_ATTRS) + r")\b")
+
+
+def _word(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+def _whole_name_at(text: str, name: str, as_value: bool) -> bool:
+    """``name`` in ``text``, not inside a longer name or after a dot (``as_value``: nor followed
+    by a metadata attribute). Searched, not matched by a pattern per name: a project has
+    thousands of names, and compiling a pattern for each cost more than the searches."""
+    start = 0
+    while (i := text.find(name, start)) >= 0:
+        start = i + 1
+        end = i + len(name)
+        if i and (_word(text[i - 1]) or text[i - 1] == "."):
+            continue
+        if end < len(text) and _word(text[end]):
+            continue
+        if as_value and _METADATA_AFTER.match(text, end):
+            continue
+        return True
+    return False
 
 
 def _arg_carries(text: str, name: str) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from pathlib import Path
@@ -84,15 +85,16 @@ def _stored_item(event: Event, base: str) -> str:
     return ""
 
 
-def _containers_of(event: Event, items: list[str]) -> list[str]:
-    """The containers ``event`` puts one of ``items`` in (``LOSSES[name] = fn``: LOSSES)."""
+def _stores(event: Event) -> tuple[str, list[str]]:
+    """The container ``event`` puts items in and those items (``LOSSES[name] = fn``: LOSSES,
+    [fn]); ("", []) where it stores nothing."""
     head = event.receiver if event.kind == "call" else event.text.split("=", 1)[0]
     base = re.sub(r"(\[[^\[\]]*\])+\s*$", "", head.strip())
     if not re.fullmatch(r"[\w.]+", base):
-        return []
+        return "", []
     display = event.kind == "assign" and base == head.strip()
     stored = container_items(event.text.split("=", 1)[-1]) if display else [_stored_item(event, base)]
-    return [base] if any(x in items for x in stored) else []
+    return base, stored
 
 
 class Project:
@@ -502,8 +504,25 @@ class Project:
         outer = self.enclosing(deco)
         if outer is not None and deco.qualname in self.returned_closures(outer.qualname):
             makers.add(outer.qualname)
-        return [q for q, info in [*self.functions.items(), *self.classes.items()]
-                if any(d.removesuffix("()") in makers for d in info.decorators)]
+        functions, classes = self._decorations()
+        return [q for index in (functions, classes)
+                for _, q in sorted({hit for m in makers for hit in index.get(m, ())})]
+
+    def _decorations(self) -> tuple[dict[str, list[tuple[int, str]]], dict[str, list[tuple[int, str]]]]:
+        """The functions and the classes by each decorator they have (call parentheses dropped),
+        with their place in the project's order. Kept up to date as loads add to the project
+        (which only grows): asked about every registry, a scan of the whole project each time
+        made the registries quadratic in the tree."""
+        memo = self.memo("decorations")
+        out = []
+        for kind, table in (("functions", self.functions), ("classes", self.classes)):
+            seen, index = memo.setdefault(kind, (0, {}))
+            for position, (qual, info) in enumerate(itertools.islice(table.items(), seen, None), seen):
+                for d in dict.fromkeys(d.removesuffix("()") for d in info.decorators):
+                    index.setdefault(d, []).append((position, qual))
+            memo[kind] = (len(table), index)
+            out.append(index)
+        return out[0], out[1]
 
     def registries_of(self, fn: FunctionInfo) -> set[str]:
         """The containers of ``fn``'s module that hold it (by display, by store, or stored by a
@@ -518,11 +537,20 @@ class Project:
         makers += [self.functions[q] for m in list(makers) for q in self.returned_closures(m.qualname)]
         out: set[str] = set()
         for maker in makers:
-            out |= {c for e in maker.events for c in _containers_of(e, maker.params)}
+            out |= self._containers_in(maker, maker.params)
         for qual in [f"{fn.module}.{MODULE_SCOPE}", *self.members(fn.module)]:
-            scope = self.functions.get(qual)
-            out |= {c for e in (scope.events if scope else ()) for c in _containers_of(e, [fn.name])}
+            if (scope := self.functions.get(qual)) is not None:
+                out |= self._containers_in(scope, [fn.name])
         return out
+
+    def _containers_in(self, scope: FunctionInfo, items: list[str]) -> set[str]:
+        """The containers ``scope`` puts one of ``items`` in. Its stores are read once: every
+        function of a module asks about the module's scope."""
+        memo = self.memo("stores")
+        stores = memo.get(scope.qualname)
+        if stores is None:
+            stores = memo[scope.qualname] = [s for e in scope.events if (s := _stores(e))[0]]
+        return {base for base, stored in stores if any(x in items for x in stored)}
 
     def bases_of(self, class_qualname: str) -> list[str]:
         """The bases of a project class, each where it is defined: a base imported from a
@@ -533,6 +561,18 @@ class Project:
 
     def method_candidates(self, class_qualname: str, method: str) -> list[str]:
         """``Class.method`` and the same method on the class's known bases (nearest first)."""
+        # asked about every method call on an instance: kept until a load changes the project
+        state = (self._generation, self._loading)
+        memo = self.memo("method_candidates")
+        known = memo.get((class_qualname, method))
+        if known is not None and known[0] == state:
+            return list(known[1])
+        found = self._method_candidates(class_qualname, method)
+        if (self._generation, self._loading) == state:
+            memo[(class_qualname, method)] = (state, found)
+        return list(found)
+
+    def _method_candidates(self, class_qualname: str, method: str) -> list[str]:
         out, todo, seen = [], [class_qualname], set()
         while todo:
             cls_name = todo.pop(0)

@@ -59,6 +59,7 @@ class LowPrecisionLoss(Rule):
     severity = Severity.ERROR
     summary = "float16 autocast without a GradScaler, or the loss computed in float16/bfloat16"
     prefilter = ("autocast", ".half()", "bfloat16", "float16", "torch.half", "precision=")
+    runs_beside = True  # beside GM101: its configured casts follow the callers GM101's data flow indexes
     doc = """
 ## What it does
 Finds low-precision training done wrong:

@@ -999,6 +999,7 @@ def _by_methods_called(project: Project, fn: FunctionInfo, target: str, classes:
     called = {e.method for other in scope for e in other.events
               if e.kind == "call" and e.receiver == target and e.method}
 
+    @functools.cache  # each pair is asked twice below
     def defines(cls: str, method: str) -> bool:
         return any(project.function(c) is not None for c in project.method_candidates(cls, method))
 

@@ -218,13 +218,24 @@ def runs(project: "Project", roots: Iterable[str]) -> set[str]:
     todo = list(seen)
     while todo:
         qualname = todo.pop()
-        starts = [m for cls in _built_classes(project, qualname) for name in PROTOCOL_METHODS
-                  for m in project.method_candidates(cls, name) if m in project.functions]
-        starts += _handed_over(project, qualname)
+        starts = _started_by(project, qualname)
         for qual in project.reachable_from_all(q for q in starts if q not in seen) - seen:
             seen.add(qual)
             todo.append(qual)
     return seen
+
+
+def _started_by(project: "Project", qualname: str) -> list[str]:
+    """What the function ``qualname`` runs besides its calls: the protocol methods of the
+    classes it builds and the functions it hands over. Kept while the project holds the same
+    functions and classes: every program asks again about the functions they share."""
+    memo = project.memo("programs.started_by")
+    key = (qualname, len(project.functions), len(project.classes))
+    if key not in memo:
+        memo[key] = [m for cls in _built_classes(project, qualname) for name in PROTOCOL_METHODS
+                     for m in project.method_candidates(cls, name) if m in project.functions]
+        memo[key] += _handed_over(project, qualname)
+    return memo[key]
 
 
 def _handed_over(project: "Project", qualname: str) -> list[str]:

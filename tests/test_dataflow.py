@@ -275,3 +275,19 @@ def test_definitions_reach_across_branches_but_not_from_the_other_side(tmp_path,
     assert df.class_objects(project, fn, "model_class", made[1].index) == {"models.Plain"}
     ret = next(s for s in df.statements(fn) if s.kind == "return")
     assert df.instance_classes(project, fn, "model", ret.index) == {"models.Core", "models.Plain"}
+
+
+@pytest.mark.parametrize("text, name, whole, as_value", [
+    ("loss = f(x)", "x", True, True),
+    ("xs = [y]", "x", False, True),  # inside a longer name
+    ("y = a.x + 1", "x", False, True),  # an attribute of another object
+    ("n = x .shape[0]", "x", True, False),  # metadata only, spaces before the dot
+    ("n = x.shape[0] + x", "x", True, True),  # read as a value after its metadata
+    ("h = x.sizes", "x", True, True),  # not a metadata attribute, only its prefix
+    ("é_x = x", "x", True, True),  # a longer name of letters outside ASCII
+    ("out = self.enc(g)", "self.enc", True, True),
+    ("out = self.encoder(g)", "self.enc", False, True),
+])
+def test_names_are_found_whole_and_as_values(text, name, whole, as_value):
+    assert df.mentions(text, name) is whole
+    assert df._carries(text, name) is (as_value if whole else True)

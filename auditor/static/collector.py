@@ -13,6 +13,7 @@ from auditor.static.visitor import Visitor
 from auditor.static.context import MODULE_SCOPE, FileContext, dotted
 from auditor.static.facts import ClassInfo, Event, FunctionInfo
 from auditor.static.reading import without_comment
+from auditor.static.walk import is_node
 
 AssignLike = Union[cst.Assign, cst.AnnAssign, cst.AugAssign]
 
@@ -36,10 +37,10 @@ def _child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
     out: list[cst.CSTNode] = []
     for name in names:
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
+        if is_node(value):
             out.append(value)
         elif isinstance(value, (tuple, list)):
-            out.extend(v for v in value if isinstance(v, cst.CSTNode))
+            out.extend(v for v in value if is_node(v))
     return out
 
 
@@ -49,19 +50,20 @@ def names_in(node: cst.CSTNode) -> list[str]:
     stack = [node]
     while stack:
         cur = stack.pop()
-        if isinstance(cur, (cst.Name, cst.Attribute)):
+        kind = type(cur)  # libcst's concrete node classes have no subclasses
+        if kind is cst.Name or kind is cst.Attribute:
             text = dotted(cur)
             if text is not None:
                 found.append(text)
-                if isinstance(cur, cst.Attribute):
+                if kind is cst.Attribute:
                     # `a.b.c` also reads `a` (and `a.b`): keep the chain's root
                     found.append(text.split(".")[0])
                 continue
-        if isinstance(cur, cst.Lambda):
+        if kind is cst.Lambda:
             continue
-        if isinstance(cur, cst.Attribute):  # `f(x).detach`: read f(x), not a name `detach`
+        if kind is cst.Attribute:  # `f(x).detach`: read f(x), not a name `detach`
             stack.append(cur.value)
-        elif isinstance(cur, cst.Arg):  # `reduction="sum"`: the keyword is not a name read
+        elif kind is cst.Arg:  # `reduction="sum"`: the keyword is not a name read
             stack.append(cur.value)
         else:
             stack.extend(_child_nodes(cur))

@@ -50,6 +50,19 @@ def child_fields(node_type: type) -> tuple[str, ...]:
     return order
 
 
+def is_node(value: object) -> bool:
+    """``isinstance(value, cst.CSTNode)``, answered per type from a table: libcst's node classes
+    are abstract base classes, whose isinstance checks were a tenth of the per-file analysis."""
+    t = type(value)
+    known = _IS_NODE.get(t)
+    if known is None:
+        known = _IS_NODE[t] = isinstance(value, cst.CSTNode)
+    return known
+
+
+_IS_NODE: dict[type, bool] = {}
+
+
 def descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """The nodes below ``node``, in the order :func:`walk` visits them."""
     stack: list[cst.CSTNode] = [node]
@@ -60,10 +73,10 @@ def descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         below: list[cst.CSTNode] = []
         for name in child_fields(type(here)):
             value = getattr(here, name)
-            if isinstance(value, cst.CSTNode):
+            if is_node(value):
                 below.append(value)
             elif isinstance(value, (tuple, list)):
-                below += [item for item in value if isinstance(item, cst.CSTNode)]
+                below += [item for item in value if is_node(item)]
         stack += reversed(below)
 
 
@@ -89,11 +102,11 @@ def walk(module: cst.Module, visitors: Iterable[Visitor]) -> None:
             fn(node)
         for name in child_fields(t):
             value = getattr(node, name)
-            if isinstance(value, cst.CSTNode):
+            if is_node(value):
                 go(value)
             elif isinstance(value, (tuple, list)):
                 for item in value:
-                    if isinstance(item, cst.CSTNode):
+                    if is_node(item):
                         go(item)
         for fn in leave:
             fn(node)

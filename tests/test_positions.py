@@ -32,6 +32,8 @@ async def f(x, *args, **kw):
     while w(): return lambda: r(1)
 class K(Base, metaclass=M):
     déjà = "é"; x = déjà.encode(errors="strict")
+loss = (w * (a + b)) ** 2 - f"{n % 3}" @ m
+def h(x: int | None = 2 * 3) -> "a" + "b": return -x // 2
 '''
 
 
@@ -120,3 +122,18 @@ def test_parts_asked_for_before_the_traversal_reaches_them_have_their_own_positi
         assert (line, end_line) == (ref.start.line, ref.end.line), (type(node), ref)
         if not (isinstance(node, cst.Call) and node.lpar):
             assert (column, end_column) == (ref.start.column + 1, ref.end.column + 1), (type(node), ref)
+
+
+def test_a_weighted_term_has_its_position_without_regenerating_the_file():
+    """A rule reporting at a binary operation (`w * loss`) gets its span from the ast, as for the
+    other kinds: asking libcst for positions regenerates the whole file's code."""
+    text = "def step(w, loss, aux):\n    total = (w * loss) + 0.5 * aux\n    return total\n"
+    module = cst.parse_module(text)
+    ctx = FileContext("x.py", text, module, "x")
+    walk(module, [FactCollector(ctx)])
+    ops = [n for n in ctx._order if isinstance(n, cst.BinaryOperation)]
+    assert len(ops) == 3
+    spans = {module.code_for_node(n).strip("()"): ctx.span(n) for n in ops}
+    assert ctx._exact is None
+    assert (spans["w * loss"].line, spans["w * loss"].column, spans["w * loss"].end_column) == (2, 14, 22)
+    assert spans["0.5 * aux"].column == 26

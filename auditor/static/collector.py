@@ -195,6 +195,9 @@ class FactCollector(Visitor):
         if node.keyword is not None or node.star == "**":
             self.ctx.number(node, "keyword")
 
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        self.ctx.number(node, "binop")  # rules report weighted terms (`w * loss`) at theirs
+
     # -- imports -------------------------------------------------------------------------------
     def leave_Import(self, original_node: cst.Import) -> None:
         self.ctx.in_import -= 1

@@ -24,14 +24,14 @@ CST_KIND: dict[type, str] = {
     cst.Call: "call", cst.Attribute: "attr", cst.FunctionDef: "def", cst.ClassDef: "class",
     cst.With: "with", cst.Return: "return", cst.Assign: "assign", cst.AnnAssign: "annassign",
     cst.AugAssign: "augassign", cst.For: "for", cst.While: "while", cst.If: "if",
-    cst.Subscript: "subscript",
+    cst.Subscript: "subscript", cst.BinaryOperation: "binop",
 }
 AST_KIND: dict[type, str] = {
     ast.Call: "call", ast.Attribute: "attr", ast.FunctionDef: "def", ast.AsyncFunctionDef: "def",
     ast.ClassDef: "class", ast.With: "with", ast.AsyncWith: "with", ast.Return: "return",
     ast.Assign: "assign", ast.AnnAssign: "annassign", ast.AugAssign: "augassign",
     ast.For: "for", ast.AsyncFor: "for", ast.While: "while", ast.If: "if",
-    ast.Subscript: "subscript", ast.keyword: "keyword",
+    ast.Subscript: "subscript", ast.keyword: "keyword", ast.BinOp: "binop",
 }
 
 

@@ -326,6 +326,20 @@ def test_options_set_in_bulk_from_a_file_section(tmp_path: Path, default: str, r
     assert check(tmp_path, _best_configs(default, reduction), "GM401") == expected
 
 
+def _weighted_loop(weights: str) -> str:
+    """A training loop (in a function of ``model``, ``loader``, ``opt``) whose loss weighs its two
+    terms by ``weights``' ``w_rec`` and ``w_sce``."""
+    return (
+        "    for x in loader:\n"
+        "        recon = model(x)\n"
+        "        sce = (1 - F.cosine_similarity(recon, x)).mean()\n"
+        f"        loss = {weights}.w_rec * F.mse_loss(recon, x) + {weights}.w_sce * sce\n"
+        "        opt.zero_grad()\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+    )
+
+
 def _attribute_config(load: str, yaml_weight: str) -> dict[str, str]:
     """A weight read as an attribute of a mapping made by a configuration library."""
     return {
@@ -338,14 +352,7 @@ def _attribute_config(load: str, yaml_weight: str) -> dict[str, str]:
             "\n"
             "def main(model, loader, opt):\n"
             f"    {load}\n"
-            "    for x in loader:\n"
-            "        recon = model(x)\n"
-            "        rec = F.mse_loss(recon, x)\n"
-            "        sce = (1 - F.cosine_similarity(recon, x)).mean()\n"
-            "        loss = cfg.loss.w_rec * rec + cfg.loss.w_sce * sce\n"
-            "        opt.zero_grad()\n"
-            "        loss.backward()\n"
-            "        opt.step()\n"
+            + _weighted_loop("cfg.loss")
         ),
     }
 
@@ -379,14 +386,7 @@ def _hydra_app(group_weight: str, own: str = "") -> dict[str, str]:
             "\n"
             "def fit(model, loader, cfg):\n"
             "    opt = torch.optim.Adam(model.parameters(), lr=cfg.optim.lr)\n"
-            "    for x in loader:\n"
-            "        recon = model(x)\n"
-            "        sce = (1 - F.cosine_similarity(recon, x)).mean()\n"
-            "        loss = cfg.loss.w_rec * F.mse_loss(recon, x) + cfg.loss.w_sce * sce\n"
-            "        opt.zero_grad()\n"
-            "        loss.backward()\n"
-            "        opt.step()\n"
-            "\n"
+            + _weighted_loop("cfg.loss") + "\n"
             "@hydra.main(config_path='../conf', config_name='config', version_base=None)\n"
             "def main(cfg):\n"
             "    fit(torch.nn.Linear(4, 4), [torch.randn(8, 4)], cfg)\n"
@@ -424,13 +424,7 @@ def _object_config(make: str, yaml_weight: str) -> dict[str, str]:
             "def main(model, loader, opt):\n"
             "    with open('configs/t.yaml') as fh:\n"
             f"        cfg = {make}\n"
-            "    for x in loader:\n"
-            "        recon = model(x)\n"
-            "        sce = (1 - F.cosine_similarity(recon, x)).mean()\n"
-            "        loss = cfg.w_rec * F.mse_loss(recon, x) + cfg.w_sce * sce\n"
-            "        opt.zero_grad()\n"
-            "        loss.backward()\n"
-            "        opt.step()\n"
+            + _weighted_loop("cfg")
         ),
     }
 

@@ -15,7 +15,7 @@ no per-operator tracing. Line coverage is measured only for the lines of the sta
 (``GM_AUDIT_PROBE_WATCH``), with a trace function that returns at once for other files.
 
 Output: ``$GM_AUDIT_PROBE_DIR/evidence-<pid>.json`` (schema: ``auditor/probe/evidence.py``),
-rewritten at the first steps, afterwards at most every half second or twenty times as long as the
+rewritten at the first steps, afterwards at most every half second or fifty times as long as the
 last write took (whichever is longer), at the budget stop, at exit and on SIGTERM, so a crash or a timeout still leaves the evidence gathered so far.
 """
 
@@ -39,7 +39,7 @@ MAX_STEP_TAGS = 64
 MAX_STACK = 6  # user frames kept per cause site
 MAX_RECORDS = 2000  # per list (losses, graphs, outputs...): a long run stays bounded
 FLUSH_EVERY_S = 0.5
-FLUSH_SHARE = 0.05  # writing the evidence takes at most this share of the run's time
+FLUSH_SHARE = 0.02  # writing the evidence takes at most this share of the run's time
 MIN_AUTO_STEPS = 3
 DETAIL_STEPS = 6  # steps with every fact recorded (see Recorder.detailed_step)
 DETAIL_EVERY = 10
@@ -91,6 +91,7 @@ class Recorder:
         self.library_dirs = _library_dirs()
         self.calls: dict[tuple[str, str, int], dict] = {}
         self.steps: list[dict] = []
+        self.steps_encoded: list[str] = []  # JSON of the steps before the latest (steps_json)
         self.lists: dict[str, list] = {k: [] for k in (
             "ddp", "losses", "graphs", "loads", "seeds", "batchnorm", "optimizers", "outputs",
             "inputs", "retained")}
@@ -157,6 +158,7 @@ class Recorder:
         self.line_hits: dict[tuple[str, int], int] = {}
         self.call_lines: set[tuple[str, int]] = set()  # lines of recorded calls (they ran)
         self.files_run: set[str] = set()  # watched files any code of which ran
+        self.modules_seen: set[str] = set()  # names in sys.modules imported_watched_files checked
         self.code_lines: dict[object, object] = {}
         self.tracing = False
         self.global_trace = None
@@ -505,14 +507,18 @@ class Recorder:
     # -- evidence file ------------------------------------------------------------------------------
     def imported_watched_files(self) -> None:
         """Watched files imported as modules, whether or not a traced step saw their code run
-        (the tracer is off in most steps)."""
-        for module in list(sys.modules.values()):
+        (the tracer is off in most steps). Each module is looked at once: every evidence write
+        asks, and a program holds thousands of modules."""
+        for name in list(sys.modules.keys() - self.modules_seen):
+            self.modules_seen.add(name)
+            module = sys.modules.get(name)
             path = getattr(module, "__file__", None)
             rel = self.rel(path) if isinstance(path, str) else None
             if rel in self.watched:
                 self.files_run.add(rel)
 
     def document(self) -> dict:
+        """The evidence file's content but its ``steps`` (see :meth:`steps_json`)."""
         if self.watched:
             self.imported_watched_files()
         with self.lock:
@@ -532,7 +538,6 @@ class Recorder:
                 "untaken": [[*span, why] for span, why in self.untaken.items()
                             if not self.span_ran(span)],
                 "watching": bool(self.watched),
-                "steps": list(self.steps),
                 "rng_draws": {k: dict(v) for k, v in self.rng_draws.items()},
                 "samples": {k: dict(v) for k, v in self.samples.items()},
                 "reconstruction": self.reconstruction,
@@ -565,18 +570,30 @@ class Recorder:
             return  # a forked child (DataLoader worker) writes nothing of its parent's
         self.last_flush = now
         self.dirty = False
-        doc = self.document()
+        text = json.dumps(self.document(), default=_jsonable)
+        text = f'{text[:-1]}, "steps": {self.steps_json()}}}'
         target = os.path.join(self.run_dir, f"evidence-{self.pid}.json")
         tmp = f"{target}.{threading.get_ident()}.tmp"
         try:
             with open(tmp, "w", encoding="utf-8") as fh:
-                fh.write(json.dumps(doc, default=_jsonable))
+                fh.write(text)
             os.replace(tmp, target)
         except OSError:
             pass
         # a large evidence file (a wide feature matrix's column statistics, many steps) costs
         # more to write: the next write waits in proportion, so writing stays a small share
         self.flush_gap = max(FLUSH_EVERY_S, (time.monotonic() - now) / FLUSH_SHARE)
+
+    def steps_json(self) -> str:
+        """The steps as a JSON list. A step is final once the next one began (only the latest
+        takes its optimizer's facts): each is encoded once, not at every write of a long run."""
+        with self.lock:
+            steps = list(self.steps)
+        done = self.steps_encoded
+        while len(done) < len(steps) - 1:
+            done.append(json.dumps(steps[len(done)], default=_jsonable))
+        return "[" + ", ".join([*done, *(json.dumps(st, default=_jsonable)
+                                         for st in steps[len(done):])]) + "]"
 
     def at_exit(self) -> None:
         if self.run["status"] == "running":
@@ -721,11 +738,12 @@ class Recorder:
         models = [self.roots[m]() for m in acc["roots"]] or [r() for r in self.roots.values()]
         models = [m for m in models if m is not None]
         # the trained model: the one whose parameters the loss reaches most
-        best, best_n = None, -1
+        best, best_n, params = None, -1, []
         for m in models:
-            n = sum(1 for p in m.parameters() if id(p) in reached)
+            named = list(m.named_parameters())
+            n = sum(1 for _, p in named if id(p) in reached)
             if n > best_n:
-                best, best_n = m, n
+                best, best_n, params = m, n, named
         loss = tensors[0] if tensors else None
         step = {"index": self.step_count + 1, "path": site[0] or "", "line": site[1],
                 "kind": "backward"}
@@ -741,7 +759,6 @@ class Recorder:
         step["autocast_at_backward"] = self.autocast_state()
         if best is not None:
             step["model"] = type(best).__name__
-            params = list(best.named_parameters())
             step["params_used"] = [n for n, p in params if id(p) in acc["used"]]
             step["params_reached"] = [n for n, p in params if id(p) in reached]
             step["params_frozen"] = [n for n, p in params if not p.requires_grad]
@@ -781,7 +798,7 @@ class Recorder:
                 self.retained_graphs(tensors, nodes, step, best)
             except Exception:
                 pass
-        return {"step": step, "model": best}
+        return {"step": step, "model": best, "params": params}
 
     def causes_at_backward(self, model, params, acc, reached, step) -> None:
         """Where the state this backward shows was made: the eval() that left (sub)modules in
@@ -799,7 +816,7 @@ class Recorder:
             return
         step["params_in_containers"] = sorted(
             set(unreached.values()) & self.container_params.get(id(model), set()))
-        trainable = {i for i in unreached if self.param_requires_grad(params, i)}
+        trainable = {id(p) for _, p in params if id(p) in unreached and p.requires_grad}
         inner = next((acc["grad_off_inner"][i] for i in trainable if i in acc["grad_off_inner"]),
                      None)
         if inner is None:
@@ -839,10 +856,6 @@ class Recorder:
                                      "params": sorted(unreached[i] for i in cut)[:32]}
                 break
 
-    @staticmethod
-    def param_requires_grad(params, pid: int) -> bool:
-        return any(id(p) == pid and p.requires_grad for _, p in params)
-
     def detailed_step(self) -> bool:
         """The costlier facts (loss components, graphs held across steps, RNG states) are taken
         on the first steps, where their effects show, then on every DETAIL_EVERY-th step:
@@ -869,7 +882,7 @@ class Recorder:
             if model not in self.trained_seen:
                 self.trained_seen.add(model)
                 self.mark_warm_starts(id(model))
-            params = [(n, p) for n, p in model.named_parameters()]
+            params = ctx["params"]  # the backward changed gradients, not which parameters
             with_grad = [(n, p.grad) for n, p in params if p.grad is not None]
             grads = {n: {"state": "none"} for n, p in params if p.grad is None}
             norms = []

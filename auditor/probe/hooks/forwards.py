@@ -20,7 +20,7 @@ def install(rec, torch) -> None:
     def pre(module, args):
         depth = tls.depth
         tls.depth = depth + 1
-        if tls.untraced is None and rec.tracing:
+        if tls.untraced is None and rec.tracing and not rec.quiet:
             if rec.library_only(module):
                 if rec.suspend_tracing():
                     tls.untraced = module
@@ -102,9 +102,10 @@ def install(rec, torch) -> None:
                         off.add(id(p))
         if isinstance(module, bn_cls):
             check_bn(module)
-        for a in args:
-            if rec.is_graph(a):
-                seen_graph(module, a)
+        if rec.detailed_step():
+            for a in args:
+                if rec.is_graph(a):
+                    seen_graph(module, a)
 
     def grad_off_cause():
         """The no_grad/inference_mode/set_grad_enabled(False) entered in user code whose frame
@@ -197,6 +198,8 @@ def install(rec, torch) -> None:
             rec.add("batchnorm", {"kind": "frozen", "module": name, "step": rec.step_count})
 
     def seen_graph(module, g) -> None:
+        """At a detailed step (a graph made per step, by edge dropping, would otherwise cost its
+        facts at every step): the graph's self loops and in-degrees, once per step."""
         cache = rec.cur["graphs"]
         if id(g) in cache:
             return

@@ -153,10 +153,12 @@ def install(rec, torch) -> None:
         p = kwargs.get("p", args[0] if args else 2.0)
         if p != 2 and p != 2.0 or not inp.is_floating_point():
             return
+        size = int(inp.shape[dim]) if inp.dim() else 0
+        if size != 3 and not rec.detailed_step():
+            return  # direction vectors (GM703) are measured at every step, the rest when detailed
         path, line = rec.site()
         if path is None:
             return
-        size = int(inp.shape[dim]) if inp.dim() else 0
         mean_norm = float(inp.detach().float().norm(dim=dim).mean())
         rec.add("outputs", {"path": path, "line": line, "kind": "normalize", "step": rec.step_count,
                             "mean_norm": mean_norm, "dim_size": size})

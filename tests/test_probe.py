@@ -231,6 +231,19 @@ def test_torchrun_two_processes_and_single_process_ddp(cli, tmp_path):
     assert data["run"]["stopped"] == "crash" and proc.returncode == 1
 
 
+def test_evidence_file_holds_every_step_with_its_optimizer_facts(tmp_path):
+    """Steps are encoded once for the evidence file's rewrites; a step's optimizer facts come
+    after its backward (and after the writes forced at the first steps), so none may be lost."""
+    write(tmp_path, {"train.py": program()})
+    env = prepare(tmp_path / "run", tmp_path, "25", [], "cpu")
+    outcome = run_command([PY, "train.py"], env, tmp_path, 120, tmp_path / "log.txt")
+    assert outcome.exit_code == 0, outcome.tail
+    ev = Evidence.load(tmp_path / "run" / "evidence")
+    assert [s.index for s in ev.steps] == list(range(1, 26))
+    docs = [d for p in ev.processes for d in p.docs]
+    assert [s["optimizer_steps"] for d in docs for s in d["steps"]] == [1] * 25
+
+
 def test_two_evidence_files_under_torchrun(tmp_path):
     write(tmp_path, {"train.py": DDP})
     env = prepare(tmp_path / "run", tmp_path, "2", [], "cpu")

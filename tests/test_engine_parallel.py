@@ -125,3 +125,23 @@ def test_a_beside_process_that_dies_costs_its_rules_alone(tmp_path, monkeypatch)
     assert sorted(e.message for e in result.errors) == [
         "internal error in GM101: its process crashed", "internal error in GM201: its process crashed"]
     assert _children() - before == set()
+
+
+def test_the_project_stage_runs_without_cyclic_collections_and_leaves_the_collector_as_it_was(
+        tmp_path, monkeypatch):
+    """The cross-file stage pauses CPython's cyclic collector (what it allocates lives to the end
+    of the check); afterwards the collector is on again, at its own thresholds, with nothing
+    left frozen, so a long-lived process (the language server) still reclaims the check's
+    garbage."""
+    import gc
+
+    for name, code in TREE.items():
+        (tmp_path / name).write_text(code)
+    monkeypatch.chdir(tmp_path)
+    seen = []
+    rule = all_rules()["GM104"]
+    monkeypatch.setattr(rule, "check_project", lambda project: seen.append(gc.isenabled()) or [])
+    before = gc.get_threshold()
+    engine.run_check(["."], Config(root=tmp_path), [rule], jobs=1, use_cache=False)
+    assert seen == [False]
+    assert gc.isenabled() and gc.get_threshold() == before and gc.get_freeze_count() == 0

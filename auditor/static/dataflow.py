@@ -842,16 +842,16 @@ def _methods_of(project: Project, classes: set[str]) -> list[FunctionInfo]:
 
 def _functions_by(project: Project, attr: str) -> dict[Optional[str], list[tuple[int, FunctionInfo]]]:
     """The project's functions grouped by ``attr`` (``class_name``, ``path``), each with its
-    position in the project's order; built once per state of the project."""
+    position in the project's order. A project only ever adds functions (lazy loads append a
+    file's), so the groups are extended with the new ones, not rebuilt after every load."""
     cache = _cache(project)
-    state = (getattr(project, "_generation", None), len(project.functions))
-    built = cache.get(("by", attr))
-    if built is None or built[0] != state:
-        groups: dict[Optional[str], list[tuple[int, FunctionInfo]]] = {}
-        for pos, other in enumerate(project.functions.values()):
+    groups, count = cache.get(("by", attr)) or ({}, 0)
+    functions = project.functions
+    if count != len(functions):
+        for pos, other in enumerate(list(functions.values())[count:], count):
             groups.setdefault(getattr(other, attr), []).append((pos, other))
-        built = cache[("by", attr)] = (state, groups)
-    return built[1]
+        cache[("by", attr)] = (groups, len(functions))
+    return groups
 
 
 def is_module_class(project: Project, qualname: str, _seen: Optional[set[str]] = None) -> bool:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import gc
 import os
@@ -11,7 +12,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Callable, Iterable, Mapping, Optional, Sequence
+from typing import Callable, Iterable, Iterator, Mapping, Optional, Sequence
 
 import libcst as cst
 
@@ -285,8 +286,26 @@ def _few_collections(fn: Callable[..., CheckResult]) -> Callable[..., CheckResul
             return fn(*args, **kwargs)
         finally:
             gc.set_threshold(*before)
+            gc.unfreeze()  # what _collector_paused froze: collectable again in a long-lived process
 
     return run
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No cyclic collection while the cross-file stage builds the project and runs its rules:
+    what it allocates lives to the end of the check (facts, the project's tables, the rules'
+    memos), and every collection scanned all of it again (about 0.3 s on each side on dgl).
+    Afterwards it is frozen: later collections in this process do not scan it either."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        gc.enable()
 
 
 @_few_collections
@@ -410,10 +429,11 @@ def run_check(
         findings.extend(res.findings)
         if res.error:
             errors.append(res.error)
-    project, (project_findings, project_errors, truncated) = run_project_stage(
-        lambda: Project(analysed, skipped=skipped, loader=load_skipped, layout=Layout(digests),
-                        outlines=outlines),
-        rules, jobs)
+    with _collector_paused():
+        project, (project_findings, project_errors, truncated) = run_project_stage(
+            lambda: Project(analysed, skipped=skipped, loader=load_skipped,
+                            layout=Layout(digests), outlines=outlines),
+            rules, jobs)
     findings = on_entry_paths([*findings, *project_findings], project, codes)
     errors += project_errors
     errors += [FileError(path, "analysis truncated: " + "; ".join(whats))

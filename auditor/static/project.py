@@ -131,6 +131,7 @@ class Project:
         self._reexports: dict[tuple[str, int], tuple[int, bool, Optional[str]]] = {}
         self._members: tuple[int, dict[str, list[str]]] = (-1, {})
         self._constructed: dict[str, dict[str, list[tuple[int, str]]]] = {}
+        self._class_made: dict[str, dict[str, list[tuple[FunctionInfo, int, str]]]] = {}
         self._bound_by_loops: dict[str, frozenset[str]] = {}  # qualname -> names its loops bind
         self._not_skipped: set[str] = set()
         self._memos: dict[str, dict[str, Any]] = {}
@@ -657,19 +658,31 @@ class Project:
     def _constructed_as(self, fn: FunctionInfo, name: str, before_line: int) -> Iterator[str]:
         """The callees whose result ``fn`` (or, for ``self.attr``, its class) assigns to
         ``name``, latest first."""
-        scopes = [fn]
-        cls_info = self.classes.get(fn.class_name) if name.startswith("self.") else None
-        if cls_info is not None:
-            scopes += [self.functions[q] for q in cls_info.methods if q in self.functions]
-        for scope in scopes:
-            for line, callee in reversed(self._constructions(scope).get(name, ())):
-                if scope is fn and line > before_line:
-                    continue
-                if callee not in self.classes:
-                    self._load_module_of(callee)
-                if callee not in self.classes:  # `from pkg import Model`: pkg re-exports it
-                    callee = self.reexported(callee) or callee
-                yield self._constructor_class(callee) or callee
+        made = [(fn, line, callee) for line, callee in reversed(self._constructions(fn).get(name, ()))]
+        if name.startswith("self.") and fn.class_name in self.classes:
+            made += self._class_constructions(fn.class_name).get(name, ())
+        for scope, line, callee in made:
+            if scope is fn and line > before_line:
+                continue
+            if callee not in self.classes:
+                self._load_module_of(callee)
+            if callee not in self.classes:  # `from pkg import Model`: pkg re-exports it
+                callee = self.reexported(callee) or callee
+            yield self._constructor_class(callee) or callee
+
+    def _class_constructions(self, cls: str) -> dict[str, list[tuple[FunctionInfo, int, str]]]:
+        """name -> [(method, line, callee)] of the assignments of calls' results in the methods
+        of ``cls``, each method's latest first, methods in order. A class's methods come with its
+        file, so the table is made once (asked for every ``self.x`` an instance call reads)."""
+        table = self._class_made.get(cls)
+        if table is None:
+            table = {}
+            for q in self.classes[cls].methods:
+                method = self.functions.get(q)
+                for target, made in (self._constructions(method).items() if method else ()):
+                    table.setdefault(target, []).extend((method, line, c) for line, c in reversed(made))
+            self._class_made[cls] = table
+        return table
 
     def _constructor_class(self, callee: str) -> Optional[str]:
         """The class an alternative constructor ``Cls.make`` builds: a classmethod that returns

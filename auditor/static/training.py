@@ -1195,23 +1195,38 @@ class Training:
         return out
 
     # -- loops -------------------------------------------------------------------------------
-    def contains(self, qualname: str, kind: str, stack: frozenset[str] = frozenset()) -> bool:
+    def contains(self, qualname: str, kind: str) -> bool:
         """The function, or anything it calls, runs a ``backward`` / ``step``."""
+        return self._contains_walk(qualname, kind, frozenset())[0]
+
+    def _contains_walk(self, qualname: str, kind: str, stack: frozenset[str]) -> tuple[bool, bool]:
+        """(:meth:`contains`, exact). A negative answer is exact when no call was passed over
+        for being on ``stack`` (a cycle) or past the depth limit: it holds wherever the function
+        is reached from, and is kept like every positive one (a library's helpers are asked
+        about from many callers)."""
         key = (qualname, kind)
         if key in self._contains:
-            return self._contains[key]
+            return self._contains[key], True
+        if len(stack) >= MAX_DEPTH:
+            return False, False
         fn = self.project.function(qualname)
-        result = False
-        if fn is not None and len(stack) < MAX_DEPTH:
-            for i, e in enumerate(fn.events):
-                if self._classify(fn, i) == kind or (e.kind == "call" and any(
-                        q not in stack and self.contains(q, kind, stack | {qualname})
-                        for q in self.resolve(fn, e))):
-                    result = True
-                    break
-        if not stack:
+        result, exact = False, True
+        for i, e in enumerate(fn.events if fn is not None else ()):
+            if self._classify(fn, i) == kind:
+                result = True
+            elif e.kind == "call":
+                for q in self.resolve(fn, e):
+                    found, whole = (False, False) if q in stack else \
+                        self._contains_walk(q, kind, stack | {qualname})
+                    exact = exact and whole
+                    if found:
+                        result = True
+                        break
+            if result:
+                break
+        if result or exact or not stack:
             self._contains[key] = result
-        return result
+        return result, result or exact
 
     def _classify(self, fn: FunctionInfo, i: int) -> str:
         e = fn.events[i]

@@ -590,8 +590,9 @@ class Recorder:
         with self.lock:
             steps = list(self.steps)
         done = self.steps_encoded
-        while len(done) < len(steps) - 1:
-            done.append(json.dumps(steps[len(done)], default=_jsonable))
+        # a new list, bound at once: a write the SIGTERM handler makes in between sees either
+        done = self.steps_encoded = done + [json.dumps(st, default=_jsonable)
+                                            for st in steps[len(done):-1]]
         return "[" + ", ".join([*done, *(json.dumps(st, default=_jsonable)
                                          for st in steps[len(done):])]) + "]"
 

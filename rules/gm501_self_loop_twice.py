@@ -128,6 +128,8 @@ class Flow:
     def tainted_use(self, fn: FunctionInfo, env: dict[str, Taint], uses: list[str]) -> Taint:
         """A graph-valued read of a tainted name (``g``, ``g.to``, ``g.edges``; not
         ``g.ndata`` or ``g.num_nodes()``)."""
+        if not env:  # no tainted local: only the instance's attributes can be (most functions)
+            uses = [u for u in uses if _root(u).startswith("self.")] if fn.class_name else []
         out = CLEAN
         for u in uses:
             # the longest tainted prefix: `self.gs.copy` reads `self.gs`, a looped graph list

@@ -113,6 +113,9 @@ MAX_DEPTH = 8
 # -- statements ----------------------------------------------------------------------------------
 
 
+_ASSIGNING = ("assign", "augassign")  # the statements whose head binds its targets
+
+
 @dataclass
 class Statement:
     """One source statement of a function: its head event and the call events inside it."""
@@ -127,7 +130,7 @@ class Statement:
 
     @property
     def targets(self) -> list[str]:
-        return list(self.head.targets) if self.kind in ("assign", "augassign") else []
+        return list(self.head.targets) if self.kind in _ASSIGNING else []
 
     @property
     def uses(self) -> list[str]:
@@ -808,7 +811,9 @@ def definitions(fn: FunctionInfo, name: str, index: int) -> list[Statement]:
     here = set(use.conditions) if use is not None else set()
     found: list[Statement] = []
     for stmt in reversed(stmts[:index]):
-        if not any(t == name or name.startswith(t + ".") for t in stmt.targets):
+        head = stmt.head  # its targets read in place: every statement before the use is asked
+        if head.kind not in _ASSIGNING or not any(t == name or name.startswith(t + ".")
+                                                  for t in head.targets):
             continue
         if use is not None and excludes(stmt.head, use):
             continue
@@ -827,7 +832,7 @@ def _self_definitions(project: Project, fn: FunctionInfo, name: str) -> list[tup
             classes.add(base)
     for other in _methods_of(project, classes):
         for stmt in statements(other):
-            if name in stmt.targets:
+            if stmt.head.kind in _ASSIGNING and name in stmt.head.targets:
                 out.append((other, stmt))
     return out
 

@@ -129,7 +129,7 @@ class Project:
         self._generation = 0
         self._resolved: dict[int, tuple[int, list[str]]] = {}
         self._reexports: dict[tuple[str, int], tuple[int, bool, Optional[str]]] = {}
-        self._members: tuple[int, dict[str, list[str]]] = (-1, {})
+        self._members: tuple[int, dict[str, list[str]]] = (0, {})  # (functions indexed, index)
         self._constructed: dict[str, dict[str, list[tuple[int, str]]]] = {}
         self._class_made: dict[str, dict[str, list[tuple[FunctionInfo, int, str]]]] = {}
         self._bound_by_loops: dict[str, frozenset[str]] = {}  # qualname -> names its loops bind
@@ -730,15 +730,16 @@ class Project:
 
     def members(self, qualname: str) -> list[str]:
         """The functions defined inside ``qualname`` (a class's methods, the functions nested in
-        them, its nested classes' methods), in the project's order."""
-        if self._members[0] != self._generation:
-            index: dict[str, list[str]] = {}
-            for qual in self.functions:
+        them, its nested classes' methods), in the project's order. Functions are only ever
+        added (a lazy load appends a file's): the index takes in the new ones."""
+        count, index = self._members
+        if count != len(self.functions):
+            for qual in list(self.functions)[count:]:
                 parts = qual.split(".")
                 for i in range(1, len(parts)):
                     index.setdefault(".".join(parts[:i]), []).append(qual)
-            self._members = (self._generation, index)
-        return list(self._members[1].get(qualname, ()))
+            self._members = (len(self.functions), index)
+        return list(index.get(qualname, ()))
 
     def callees(self, qualname: str) -> list[str]:
         return self.graph.successors(qualname)

@@ -329,6 +329,7 @@ class Training:
         self._slices: dict[tuple, list[Site]] = {}  # loss_slice answers (they are asked often)
         self._resolved: dict[tuple, list[str]] = {}
         self._contains: dict[tuple[str, str], bool] = {}
+        self._event_indices: dict[str, tuple[list, dict[int, int]]] = {}
         self._submodules: dict[tuple[str, str], set[str]] = {}
         self._loops: Optional[list[TrainingLoop]] = None
         self._optimizers: Optional[list[OptimizerBuild]] = None
@@ -833,15 +834,26 @@ class Training:
             caller = self.project.function(qual)
             if caller is None:
                 continue
-            sites = {id(e) for e in self.project.call_sites(qual, fn.qualname)}
-            for k, e in enumerate(caller.events):
-                if id(e) not in sites or (site is not None and k != site[1]):
+            at = self._event_index(caller)
+            for k in sorted({at[id(e)] for e in self.project.call_sites(qual, fn.qualname)
+                             if id(e) in at}):
+                if site is not None and k != site[1]:
                     continue
+                e = caller.events[k]
                 for param, arg in bindings(e, fn):
                     outer = rebase(expr, param, arg)
                     if outer is not None:
                         out += self.origins(caller, outer, statement_start(caller, k), depth + 1)
         return out or [Origin("unknown")]
+
+    def _event_index(self, fn: FunctionInfo) -> dict[int, int]:
+        """id(event) -> its index in ``fn.events``: a parameter's callers are asked about often,
+        and scanning a long caller's events for its call sites each time dominated."""
+        known = self._event_indices.get(fn.qualname)
+        if known is None or known[0] is not fn.events:
+            known = self._event_indices[fn.qualname] = (
+                fn.events, {id(e): k for k, e in enumerate(fn.events)})
+        return known[1]
 
     def origins_in(self, fn: FunctionInfo, expr: str, i: int,
                    site: Optional[tuple[str, int]]) -> list[Origin]:

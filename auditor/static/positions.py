@@ -96,9 +96,10 @@ def ast_shape(source: str, tree: Optional[ast.Module] = None) -> Optional[Shape]
             elif isinstance(value, ast.AST):
                 push((value, below))
     out: dict[str, list[Span]] = {}
+    ascii_only = source.isascii()  # byte columns are character columns: no line looked at
     for kind, spans in found.items():
         spans.sort(key=lambda s: (s[0], s[1], -s[2], -s[3]))
-        out[kind] = [
+        out[kind] = [Span(l, c + 1, el, ec + 1) for l, c, el, ec in spans] if ascii_only else [
             Span(l, char_col(l, c) + 1, el, char_col(el, ec) + 1) for l, c, el, ec in spans
         ]
     return Shape(out, best, best_line)

@@ -1,13 +1,17 @@
-"""Probe overhead on the clean GraphMAE fixture and on a real corpus pipeline run offline.
+"""Probe overhead on the clean GraphMAE fixture, the validation set's clean pipeline and a real
+corpus pipeline run offline.
 
-    python benchmarks/probe_bench.py [--steps 40] [--rounds 3] [--only fixture|corpus]
+    python benchmarks/probe_bench.py [--steps 40] [--rounds 3] [--only fixture|validation|corpus]
 
 1. Time per training step, bare versus under `gm-audit probe`, side by side (``--rounds``
    bare/probed pairs, alternating, so that the load of a shared machine falls on both):
    - fixture: a driver builds the clean fixture's model and times each step of its loop;
+   - validation: the validation set's clean pipeline (``graphmae-cad/base``,
+     ``src/train.py --steps N``; ``GM_AUDIT_VALIDATION`` as for ``benchmarks/validation.py``),
    - corpus: GraphMAE2's ``main_full_batch.py`` (cora stand-in, as the runtime score runs it:
-     ``benchmarks/ecosystem/runtime/pipelines.py``), timed between consecutive steps of its
-     first optimizer (a global optimizer step hook: the same in both runs).
+     ``benchmarks/ecosystem/runtime/pipelines.py``),
+   both timed between consecutive steps of their first optimizer (a global optimizer step hook:
+   the same in both runs).
    Wall and CPU times (``time.process_time``: less sensitive to the load of a shared machine)
    go to a JSON file (the probe captures the program's output). Reported for each: median
    ms/step after the first step, the ratio (target: at most 1.2x); and the 1-minute load average.
@@ -34,6 +38,7 @@ sys.path.insert(0, str(REPO))
 from auditor.processes import gm_audit_command  # noqa: E402
 from benchmarks.ecosystem.corpus import repo_path  # noqa: E402
 from benchmarks.ecosystem.runtime.pipelines import PIPELINES  # noqa: E402
+from benchmarks.validation import VALIDATION  # noqa: E402
 
 CORPUS_PIPELINE = "graphmae2-full-batch"
 # one thread for the model's kernels in both runs: steadier figures on a shared machine
@@ -74,12 +79,13 @@ while len(times) < steps:
 
 # runs a pipeline's offline wrapper; times the steps of the first optimizer that steps
 CORPUS_DRIVER = """
-import json, runpy, sys, time
+import json, os, runpy, sys, time
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
 out, wrapper = sys.argv[1], sys.argv[2]
 sys.argv = [wrapper, *sys.argv[3:]]
+sys.path.insert(0, os.path.dirname(os.path.abspath(wrapper)))  # as `python wrapper` has it
 marks, first = [], []
 
 def timed(optimizer, args, kwargs):
@@ -106,6 +112,16 @@ def materialise_fixture(dest: Path) -> None:
 def materialise_corpus(dest: Path) -> None:
     shutil.copytree(repo_path(PIPELINES[CORPUS_PIPELINE].repo), dest)
     (dest / "bench_driver.py").write_text(CORPUS_DRIVER, encoding="utf-8")
+
+
+def materialise_validation(dest: Path) -> bool:
+    base = VALIDATION / "graphmae-cad" / "base"
+    if not base.is_dir():
+        print(f"validation: no validation set at {VALIDATION} (set GM_AUDIT_VALIDATION)")
+        return False
+    shutil.copytree(base, dest)
+    (dest / "bench_driver.py").write_text(CORPUS_DRIVER, encoding="utf-8")
+    return True
 
 
 def gm_audit(*options: str) -> list[str]:
@@ -166,19 +182,25 @@ def auto_wall(name: str, root: Path, command: list[str], bare: list[str], max_st
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=40, help="fixture steps per run")
+    parser.add_argument("--steps", type=int, default=40, help="steps per run (fixture, validation base)")
     parser.add_argument("--rounds", type=int, default=3, help="bare/probed pairs, alternating")
-    parser.add_argument("--only", choices=("fixture", "corpus"))
+    parser.add_argument("--only", choices=("fixture", "validation", "corpus"))
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        if args.only != "corpus":
+        if args.only in (None, "fixture"):
             root = Path(tmp) / "fixture"
             root.mkdir()
             materialise_fixture(root)
             side_by_side("fixture", root, [str(args.steps)], args.rounds, args.steps + 5)
             auto_wall("fixture", root, [sys.executable, "train.py"],
                       [sys.executable, "train.py", "--epochs", "1"], 20)
-        if args.only != "fixture":
+        root = Path(tmp) / "validation"
+        if args.only in (None, "validation") and materialise_validation(root):
+            train = [sys.executable, "src/train.py"]
+            side_by_side("validation base", root, ["src/train.py", "--steps", str(args.steps)],
+                         args.rounds, args.steps + 5)
+            auto_wall("validation base", root, train, [*train, "--steps", "20"], 20)
+        if args.only in (None, "corpus"):
             pipeline = PIPELINES[CORPUS_PIPELINE]
             root = Path(tmp) / "corpus"
             materialise_corpus(root)

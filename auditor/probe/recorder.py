@@ -15,7 +15,7 @@ no per-operator tracing. Line coverage is measured only for the lines of the sta
 (``GM_AUDIT_PROBE_WATCH``), with a trace function that returns at once for other files.
 
 Output: ``$GM_AUDIT_PROBE_DIR/evidence-<pid>.json`` (schema: ``auditor/probe/evidence.py``),
-rewritten at the first steps, afterwards at most every half second or fifty times as long as the
+rewritten at the first steps, afterwards at most every second or fifty times as long as the
 last write took (whichever is longer), at the budget stop, at exit and on SIGTERM, so a crash or a timeout still leaves the evidence gathered so far.
 """
 
@@ -38,7 +38,7 @@ MAX_SAMPLES = 3  # recorded argument samples per call site (plus the last one)
 MAX_STEP_TAGS = 64
 MAX_STACK = 6  # user frames kept per cause site
 MAX_RECORDS = 2000  # per list (losses, graphs, outputs...): a long run stays bounded
-FLUSH_EVERY_S = 0.5
+FLUSH_EVERY_S = 1.0  # a crash or a SIGKILL loses at most this much; SIGTERM writes at once
 FLUSH_SHARE = 0.02  # writing the evidence takes at most this share of the run's time
 MIN_AUTO_STEPS = 3
 DETAIL_STEPS = 6  # steps with every fact recorded (see Recorder.detailed_step)
@@ -49,6 +49,7 @@ MAX_COMPONENTS = 64  # candidate loss components kept per step
 MAX_INPUT_BATCHES = 12  # training forwards whose input feature statistics are recorded
 DIRECTION_DEV = 0.05  # median |length - 1| of a column triple below this: a direction vector
 MAX_SAMPLE_PRINTS = 50_000  # dataset samples fingerprinted (GM503: a sample drawn again)
+MAX_TRACKED_SAMPLES = 64  # per dataset: the first indices drawn, fingerprinted at every draw
 WRAPPER_CLASSES = ("DistributedDataParallel", "DataParallel")
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -125,6 +126,7 @@ class Recorder:
         self.input_batches: dict[str, int] = {}  # per source of the inputs: batches recorded
         self.samples: dict[str, dict] = {}  # dataset class -> samples drawn again
         self.sample_prints: dict[tuple, tuple] = {}  # (id(dataset), index) -> (weakref, print)
+        self.samples_tracked: dict[int, int] = {}  # id(dataset) -> indices in sample_prints
         self.opt_seen: set[int] = set()
         self.snapshots: dict[int, list] = {}
         self.last_model = None  # weakref of the model of the latest backward
@@ -1127,11 +1129,12 @@ class Recorder:
         """Per-column statistics of the float feature matrices entering a training forward of
         the module class ``source``, or leaving a user's collate function (tensor arguments and
         the node features of DGL graph arguments), for the first ``MAX_INPUT_BATCHES`` batches
-        of each source; for point features (unit-length column triples beside point triples,
-        see :func:`_frame_stats`), the lengths of the direction vectors and how well tangents
-        follow the points."""
+        of each source met at detailed steps (a few milliseconds a batch: the first six steps
+        give the three batches a verdict needs); for point features (unit-length column triples
+        beside point triples, see :func:`_frame_stats`), the lengths of the direction vectors
+        and how well tangents follow the points."""
         torch = self.torch
-        if self.input_batches.get(source, 0) >= MAX_INPUT_BATCHES:
+        if self.input_batches.get(source, 0) >= MAX_INPUT_BATCHES or not self.detailed_step():
             return
         self.input_batches[source] = self.input_batches.get(source, 0) + 1
         for name, x in _feature_matrices(torch, args, label):
@@ -1225,9 +1228,18 @@ class Recorder:
         the very object returned last time (a cached sample augmented in place)?"""
         facts = self.samples.setdefault(type(dataset).__name__, {
             "fetched": 0, "refetched": 0, "changed": 0, "inplace": 0, "max_change": 0.0})
+        # the first MAX_TRACKED_SAMPLES indices drawn, and those again: an augmentation in place
+        # changes every sample it touches, and fingerprinting every one cost a small model's
+        # step a tenth of its time
+        prints, tracked = self.sample_prints, self.samples_tracked
+        chosen, room = [], min(MAX_TRACKED_SAMPLES - tracked.get(id(dataset), 0),
+                               MAX_SAMPLE_PRINTS - len(prints))
         for idx, item in zip(indices, items):
             key = (id(dataset), idx if isinstance(idx, (int, str)) else repr(idx))
-            fp = _fingerprint(self.torch, item)
+            if key in prints or room > 0:
+                room -= key not in prints
+                chosen.append((key, item))
+        for (key, item), fp in zip(chosen, _fingerprints(self.torch, [it for _, it in chosen])):
             if fp is None:
                 continue
             facts["fetched"] += 1
@@ -1240,12 +1252,13 @@ class Recorder:
                     facts["max_change"] = max(facts["max_change"], change)
                     if old[0] is not None and old[0]() is item:
                         facts["inplace"] += 1
-            if old is not None or len(self.sample_prints) < MAX_SAMPLE_PRINTS:
-                try:
-                    ref = weakref.ref(item)
-                except TypeError:
-                    ref = None
-                self.sample_prints[key] = (ref, fp)
+            if old is None:
+                tracked[key[0]] = tracked.get(key[0], 0) + 1
+            try:
+                ref = weakref.ref(item)
+            except TypeError:
+                ref = None
+            prints[key] = (ref, fp)
         self.dirty = True
 
     # -- RNG use, by state comparison (no per-draw wrapping) -----------------------------------
@@ -1526,9 +1539,28 @@ def _frame_stats(torch, xf) -> "dict | None":
     return facts
 
 
-def _fingerprint(torch, item):
-    """A cheap content fingerprint of a dataset sample (a tensor, a DGL graph's node and edge
-    features, or the tensors of a tuple/list/dict); None when it holds no float tensor."""
+def _fingerprints(torch, items) -> list:
+    """A cheap content fingerprint of each dataset sample (a tensor, a DGL graph's node and edge
+    features, or the tensors of a tuple/list/dict: the sum and the absolute sum of their float
+    values); None for one that holds no float tensor. A batch's samples are summed together, in
+    a few tensor operations: fetching runs at every step, and a few per sample cost more than
+    a tenth of a small model's step."""
+    held = [_float_tensors(torch, item) for item in items]
+    flat = [t.detach().reshape(-1) for ts in held for t in ts]
+    if not flat:
+        return [None] * len(held)
+    if len({t.device for t in flat}) > 1:
+        flat = [t.cpu() for t in flat]
+    values = torch.cat(flat).double()
+    sizes = torch.tensor([sum(t.numel() for t in ts) for ts in held], device=values.device)
+    owner = torch.repeat_interleave(torch.arange(len(held), device=values.device), sizes)
+    sums = torch.zeros(2, len(held), dtype=torch.float64, device=values.device)
+    sums[0].index_add_(0, owner, values)
+    sums[1].index_add_(0, owner, values.abs())
+    return [a + 1.618 * b if ts else None for a, b, ts in zip(*sums.tolist(), held)]
+
+
+def _float_tensors(torch, item) -> list:
     if isinstance(item, torch.Tensor):
         tensors = [item]
     elif _is_graph(item):
@@ -1539,13 +1571,8 @@ def _fingerprint(torch, item):
     elif isinstance(item, dict):
         tensors = list(item.values())[:8]
     else:
-        return None
-    floats = [t.detach() for t in tensors if isinstance(t, torch.Tensor) and t.is_floating_point()]
-    if not floats:
-        return None
-    sums = torch.stack([torch.stack([t.double().sum(), t.double().abs().sum()]) for t in floats])
-    a, b = sums.sum(0).tolist()
-    return a + 1.618 * b
+        return []
+    return [t for t in tensors if isinstance(t, torch.Tensor) and t.is_floating_point()]
 
 
 def _is_graph(x) -> bool:

@@ -295,7 +295,7 @@ def _few_collections(fn: Callable[..., CheckResult]) -> Callable[..., CheckResul
 def _collector_paused() -> Iterator[None]:
     """No cyclic collection while the cross-file stage builds the project and runs its rules:
     what it allocates lives to the end of the check (facts, the project's tables, the rules'
-    memos), and every collection scanned all of it again (about 0.3 s on each side on dgl).
+    memos), and every collection scanned all of it again (about 0.25 s on each side on dgl).
     Afterwards it is frozen: later collections in this process do not scan it either."""
     if not gc.isenabled():
         yield

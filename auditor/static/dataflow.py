@@ -847,15 +847,12 @@ def _methods_of(project: Project, classes: set[str]) -> list[FunctionInfo]:
 
 def _functions_by(project: Project, attr: str) -> dict[Optional[str], list[tuple[int, FunctionInfo]]]:
     """The project's functions grouped by ``attr`` (``class_name``, ``path``), each with its
-    position in the project's order. A project only ever adds functions (lazy loads append a
-    file's), so the groups are extended with the new ones, not rebuilt after every load."""
+    position in the project's order; extended as loads add functions (Project.functions_since)."""
     cache = _cache(project)
     groups, count = cache.get(("by", attr)) or ({}, 0)
-    functions = project.functions
-    if count != len(functions):
-        for pos, other in enumerate(list(functions.values())[count:], count):
-            groups.setdefault(getattr(other, attr), []).append((pos, other))
-        cache[("by", attr)] = (groups, len(functions))
+    for pos, other in enumerate(project.functions_since(count), count):
+        groups.setdefault(getattr(other, attr), []).append((pos, other))
+    cache[("by", attr)] = (groups, len(project.functions))
     return groups
 
 

@@ -658,7 +658,8 @@ class Project:
     def _constructed_as(self, fn: FunctionInfo, name: str, before_line: int) -> Iterator[str]:
         """The callees whose result ``fn`` (or, for ``self.attr``, its class) assigns to
         ``name``, latest first."""
-        made = [(fn, line, callee) for line, callee in reversed(self._constructions(fn).get(name, ()))]
+        made = [(fn, line, callee)
+                for line, callee in reversed(self._constructions(fn).get(name, ()))]
         if name.startswith("self.") and fn.class_name in self.classes:
             made += self._class_constructions(fn.class_name).get(name, ())
         for scope, line, callee in made:
@@ -730,16 +731,20 @@ class Project:
 
     def members(self, qualname: str) -> list[str]:
         """The functions defined inside ``qualname`` (a class's methods, the functions nested in
-        them, its nested classes' methods), in the project's order. Functions are only ever
-        added (a lazy load appends a file's): the index takes in the new ones."""
+        them, its nested classes' methods), in the project's order."""
         count, index = self._members
-        if count != len(self.functions):
-            for qual in list(self.functions)[count:]:
-                parts = qual.split(".")
-                for i in range(1, len(parts)):
-                    index.setdefault(".".join(parts[:i]), []).append(qual)
-            self._members = (len(self.functions), index)
+        for fn in self.functions_since(count):
+            parts = fn.qualname.split(".")
+            for i in range(1, len(parts)):
+                index.setdefault(".".join(parts[:i]), []).append(fn.qualname)
+        self._members = (len(self.functions), index)
         return list(index.get(qualname, ()))
+
+    def functions_since(self, count: int) -> list[FunctionInfo]:
+        """The functions added after the first ``count``, in the project's order. Functions are
+        only ever added (a lazy load appends a file's, a framework's loop its synthetic one), so
+        an index over them is extended with these, never rebuilt."""
+        return list(self.functions.values())[count:] if count != len(self.functions) else []
 
     def callees(self, qualname: str) -> list[str]:
         return self.graph.successors(qualname)

@@ -43,9 +43,13 @@ NOISE_CALL = re.compile(r"(^|\.)(randn|randn_like|rand|rand_like|normal|normal_|
                         r"gauss|normalvariate|laplace)$|noise|jitter", re.I)
 RENORMALISE = re.compile(r"normali[sz]e|\.norm\(|linalg\.norm", re.I)
 COPY = re.compile(r"\.clone\(|\.copy\(|deepcopy|\.detach\(\)\.clone|local_var")
-# prefilter: augmentation touches geometry (a matmul, a rotation), adds Gaussian noise, or
-# changes a dataset item
-AUGMENTING = re.compile(r"[\w)\]]\s*@\s*[\w(]|rotat|matmul|einsum|bmm|noise|jitter|augment|randn|normal\(|__getitem__")
+# prefilter, over whole files: the text draws random numbers (RANDOM's words, any case), and
+# augmentation touches geometry (a matmul, a rotation), adds Gaussian noise, or changes a dataset
+# item. Substring tests: a regex with a leading class or IGNORECASE tries every position
+RANDOM_WORDS = ("rand", "normal(", "uniform", "noise", "jitter", "gauss")
+AUGMENTING_WORDS = ("rotat", "matmul", "einsum", "bmm", "noise", "jitter", "augment", "randn", "normal(",
+                    "__getitem__")
+MATMUL_OPERATOR = re.compile(r"[\w)\]]\s*@\s*[\w(]")
 
 
 def channel(text: str) -> Optional[str]:
@@ -91,7 +95,9 @@ class InconsistentAugmentation(Rule):
     @classmethod
     def matches_text(cls, text: str) -> bool:
         # augmentation is random, and touches geometry (a matmul, a rotation) or a dataset item
-        return bool(RANDOM.search(text) and AUGMENTING.search(text))
+        lowered = text.lower()
+        return any(w in lowered for w in RANDOM_WORDS) and (
+            any(w in text for w in AUGMENTING_WORDS) or ("@" in text and bool(MATMUL_OPERATOR.search(text))))
     doc = """
 ## What it does
 Finds augmentation that runs per sample or per batch while training (in `__getitem__`, a

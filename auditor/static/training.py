@@ -58,7 +58,7 @@ from __future__ import annotations
 import re
 import weakref
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Optional
+from typing import Callable, Iterator, Mapping, Optional
 
 from auditor.static.dataflow import (MAX_INSTANCE_CLASSES, SHARING_METHODS, SHARING_WRAPPERS,
                                      callee_text, classmethod_instances, instance_classes)
@@ -185,9 +185,41 @@ def _chain_cuts(rest: str) -> bool:
 
 def outer_call(fn: FunctionInfo, j: int) -> Optional[Event]:
     """The outermost call of statement event ``j`` (``pred = logits.argmax(-1)``: argmax)."""
-    span = fn.events[j].span
-    return next((e for e in fn.events[j:] if e.kind == "call" and e.span.within(span)),
-                None)
+    return next((fn.events[k] for k in calls_within(fn, j, first=j)), None)
+
+
+def calls_within(fn: FunctionInfo, j: int, first: Optional[int] = None) -> Iterator[int]:
+    """Indices of the call events inside event ``j``'s span, from ``first`` (the event after
+    ``j`` unless given) on, in order. A file's events come in source order, so the scan stops at
+    the first event that starts past the span (asked for every statement a value passes
+    through: scanning to the end of a long function each time was quadratic); a function whose
+    events are not in order (a framework's synthetic loop) is scanned whole."""
+    events = fn.events
+    span = events[j].span
+    end = (span.end_line, span.end_column)
+    ordered = _in_source_order(events)
+    for k in range(j + 1 if first is None else first, len(events)):
+        e = events[k]
+        if ordered and (e.span.line, e.span.column) > end:
+            return
+        if e.kind == "call" and e.span.within(span):
+            yield k
+
+
+# id(events) -> (the list, whether its events start in source order); the list is kept so
+# that its id is not reused, and the table emptied past a bound (the language server lives long)
+_ORDERED: dict[int, tuple[list[Event], bool]] = {}
+_ORDERED_MAX = 100_000
+
+
+def _in_source_order(events: list[Event]) -> bool:
+    known = _ORDERED.get(id(events))
+    if known is None or known[0] is not events:
+        if len(_ORDERED) >= _ORDERED_MAX:
+            _ORDERED.clear()
+        starts = [(e.span.line, e.span.column) for e in events]
+        known = _ORDERED[id(events)] = (events, all(a <= b for a, b in zip(starts, starts[1:])))
+    return known[1]
 
 
 def statement_start(fn: FunctionInfo, k: int) -> int:
@@ -679,8 +711,7 @@ class Training:
             return self._unpacked_origin(fn, j, stmt.targets.index(expr), depth)
         if stmt.kind == "augassign" or len(stmt.targets) != 1:
             return [Origin("unknown")]  # loop targets, augmented assignments: not followed
-        calls = [k for k in range(j + 1, len(fn.events))
-                 if fn.events[k].kind == "call" and fn.events[k].span.within(stmt.span)]
+        calls = list(calls_within(fn, j))
         keys = _RETURN_ENTRY.match(stmt.text.split("=", 1)[-1].strip())
         if calls and keys and fn.events[calls[0]].span.within(stmt.span):
             return self._returned_entry(fn, calls[0], re.findall(r"\[([^\[\]]+)\]", keys.group(2)), depth)
@@ -731,8 +762,7 @@ class Training:
             name = items[position].strip()
             return self.origins(fn, name, j, depth + 1) if re.fullmatch(r"[\w.]+", name) \
                 else [Origin("unknown")]
-        calls = [k for k in range(j + 1, len(fn.events))
-                 if fn.events[k].kind == "call" and fn.events[k].span.within(stmt.span)]
+        calls = list(calls_within(fn, j))
         if not calls or depth > MAX_DEPTH:
             return [Origin("unknown")]
         call = fn.events[calls[0]]
@@ -806,8 +836,7 @@ class Training:
         for j, e in enumerate(fn.events):
             if e.kind != "return":
                 continue
-            calls = [k for k in range(j + 1, len(fn.events))
-                     if fn.events[k].kind == "call" and fn.events[k].span.within(e.span)]
+            calls = list(calls_within(fn, j))
             if calls:
                 out += self._call_origin(fn, calls[0], depth)
             elif len(_maximal(e.uses)) == 1:
@@ -1152,8 +1181,7 @@ class Training:
                 continue
             if live and self.grad_off(fn, j) is not None:
                 continue  # computed without gradients: a tensor with no history
-            calls = [k for k in range(j, len(fn.events))
-                     if fn.events[k].kind == "call" and fn.events[k].span.within(e.span)]
+            calls = list(calls_within(fn, j, first=j))
             outer = outer_call(fn, j)
             if outer is not None and self.returns_detached(fn, outer):
                 continue  # `emb = model.get_embedding(g)` that returns `h.detach()`: off the slice

@@ -1,0 +1,1 @@
+"""GraphMAE, node level, trained on neighbour-sampled blocks."""

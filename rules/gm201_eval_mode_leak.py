@@ -140,6 +140,49 @@ _FIRED = (
 )
 
 
+# a model whose `self.encoder` comes out of a factory (`make`), read by `use` in forward
+_REGISTRY_MODEL = (
+    "import torch\n"
+    "from torch import nn\n"
+    "TABLE = {{}}\n"
+    "def register(name):\n"
+    "    def deco(cls):\n"
+    "        TABLE[name] = cls\n"
+    "        return cls\n"
+    "    return deco\n"
+    "@register('mlp')\n"
+    "class MLP(nn.Sequential):\n"
+    "    def __init__(self, d):\n"
+    "        super().__init__(nn.Linear(d, d), nn.Dropout(0.5))\n"
+    "def build(kind, name, *args):\n"
+    "    return TABLE[name](*args)\n"
+    "def make_table(d):\n"
+    "    return torch.zeros(d)\n"
+    "class Model(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.lin = nn.Linear(4, 4)\n"
+    "        self.encoder = {make}\n"
+    "    def forward(self, x):\n"
+    "        return {use}\n"
+    "def evaluate(model, x):\n"
+    "    model.eval()\n"
+    "    with torch.no_grad():\n"
+    "        return model(x)\n"
+    "def fit(model, opt, loader, x):\n"
+    "    model.train()\n"
+    "    for epoch in range(3):\n"
+    "        for b in loader:\n"
+    "            loss = model(b).pow(2).mean()\n"
+    "            opt.zero_grad()\n"
+    "            loss.backward()\n"
+    "            opt.step()\n"
+    "        evaluate(model, x)\n"
+    "model = Model()\n"
+    "fit(model, torch.optim.Adam(model.parameters()), [torch.randn(2, 4)], torch.randn(2, 4))\n"
+)
+
+
 class EvalModeLeak(Rule):
     code = "GM201"
     name = "eval-mode-leak"
@@ -210,6 +253,9 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
 """
 
     VALID = [
+        # a factory's tensor (never called as a module) says nothing of modes: the model holds
+        # only a Linear, and its eval changes nothing
+        Valid(_REGISTRY_MODEL.format(make="make_table(4)", use="self.lin(x) + self.encoder")),
         # validation restores training mode before the next step
         Valid(
             "import torch\n"
@@ -906,6 +952,9 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
         # a validation handler registered on an engine; the engine fires it between steps
         Invalid({"engine.py": _ENGINE, "handlers.py": _HANDLER.format(restore=""), "train.py": _FIRED},
                 path="handlers.py", line=5, message_contains="train.py:10"),
+        # the model's encoder comes out of a registry's factory: its layers are not known here,
+        # so putting the model in eval mode may change them (it holds a Dropout)
+        Invalid(_REGISTRY_MODEL.format(make="build('encoder', 'mlp', 4)", use="self.encoder(x)"), line=25),
     ]
 
     @classmethod

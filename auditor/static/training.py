@@ -509,6 +509,20 @@ class Training:
             return False  # a project factory, `m.to(device)`: what it returns is not followed here
         return not last[:1].isupper()  # `range`, `len`; an unknown class may have modes
 
+    def _builds_attribute(self, method: FunctionInfo, k: int) -> bool:
+        """Call event ``k`` of ``method`` is the whole value of a ``self.<attr> = ...`` that the
+        class calls as a module (``self.<attr>(...)``), and a project function: a submodule made
+        by a factory (``self.encoder = build("encoder", name)``) whose class is not named here.
+        A factory's tensors or tables (``self.masks = self.make_masks()``) are never called."""
+        e = method.events[k]
+        if len(e.targets) != 1 or not e.targets[0].startswith("self.") or not method.class_name \
+                or outer_call(method, statement_start(method, k)) is not e or not self.resolve(method, e):
+            return False
+        info = self.project.classes.get(method.class_name)
+        methods = [self.project.function(q) for q in (info.methods if info is not None else ())]
+        return any(x.kind == "call" and x.func == e.targets[0]
+                   for f in methods if f is not None for x in f.events)
+
     def _class_mode_free(self, cls: str, seen: set[str]) -> bool:
         if cls in seen:
             return True
@@ -521,11 +535,12 @@ class Training:
             method = self.project.function(qual)
             if method is None:
                 return False
-            for e in method.events:
+            for k, e in enumerate(method.events):
                 if "self.training" in e.text or (e.kind == "call" and not self._call_mode_free(
                         method, e, seen) and (e.func.split("()")[0] in self.project.classes
                                               or "dropout" in e.func.lower()
-                                              or e.func.startswith("torch.nn."))):
+                                              or e.func.startswith("torch.nn.")
+                                              or self._builds_attribute(method, k))):
                     return False
         return True
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
@@ -84,6 +85,12 @@ class Flow:
         self.started: dict[str, tuple[int, int]] = {}  # function -> (clock, project size) of its last run
         self.reads: dict[str, set[str]] = {}  # function -> functions whose return taint it reads
         self.reads_attrs: set[str] = set()  # functions that read `self.<attr>` taints
+        # `dataset.graph` read outside the class (a local built from a project class): the
+        # attribute names some class holds a tainted graph in, and the functions that read
+        # such an attribute of an object and the classes they read it from
+        self.attr_names: set[str] = set()
+        self.reads_objects: dict[str, set[str]] = {}
+        self._readers: Optional[dict[str, set[str]]] = None  # attribute name -> functions
 
     # -- classifying calls -------------------------------------------------------------------------
     def op(self, fn: FunctionInfo, e: Event) -> Optional[Op]:
@@ -123,13 +130,23 @@ class Flow:
             self.reads_attrs.add(fn.qualname)
             return CLEAN.union(*(self.attrs.get((cls[:-2], name), CLEAN)
                                  for cls in self.project.method_candidates(fn.class_name, "x")))
+        obj, _, attr = name.rpartition(".")
+        if obj and "." not in obj and obj != "self" and attr in self.attr_names:
+            # built anywhere in the function (its last construction): a name is asked without
+            # its statement's line here
+            cls = self.project.instance_class(fn, obj, fn.span.end_line if fn.span else sys.maxsize)
+            if cls is not None:
+                classes = {c[:-2] for c in self.project.method_candidates(cls, "x")}
+                self.reads_objects.setdefault(fn.qualname, set()).update(classes)
+                return CLEAN.union(*(self.attrs.get((c, f"self.{attr}"), CLEAN) for c in classes))
         return CLEAN
 
     def tainted_use(self, fn: FunctionInfo, env: dict[str, Taint], uses: list[str]) -> Taint:
         """A graph-valued read of a tainted name (``g``, ``g.to``, ``g.edges``; not
         ``g.ndata`` or ``g.num_nodes()``)."""
-        if not env:  # no tainted local: only the instance's attributes can be (most functions)
-            uses = [u for u in uses if _root(u).startswith("self.")] if fn.class_name else []
+        if not env:  # no tainted local: only attributes can be (most functions)
+            uses = [u for u in uses if _root(u).startswith("self.") and fn.class_name
+                    or _root(u).partition(".")[2].split(".")[0] in self.attr_names]
         out = CLEAN
         for u in uses:
             # the longest tainted prefix: `self.gs.copy` reads `self.gs`, a looped graph list
@@ -165,6 +182,9 @@ class Flow:
             env[name] = origin
             if name.startswith("self.") and fn.class_name:
                 self._set(self.attrs, (fn.class_name, name), origin, ("attr", fn.class_name))
+                if name.count(".") == 1 and name[5:] not in self.attr_names:
+                    self.attr_names.add(name[5:])
+                    self._changed(("attr name", name[5:]))
 
     # -- one function --------------------------------------------------------------------------------
     def run_function(self, fn: FunctionInfo) -> None:
@@ -332,7 +352,22 @@ class Flow:
         inputs += [("return", q) for q in self.reads.get(fn.qualname, ())]
         if fn.qualname in self.reads_attrs:  # the classes `lookup` reads, already loaded
             inputs += [("attr", c[:-2]) for c in self.project.method_candidates(fn.class_name, "x")]
+        inputs += [("attr", c) for c in self.reads_objects.get(fn.qualname, ())]
+        inputs += [("attr name", a) for a in self.attr_names]
         return any(self.changed_at.get(what, 0) >= since for what in inputs)
+
+    def _attribute_readers(self) -> dict[str, set[str]]:
+        """Attribute name -> the functions that read it off a local object (``dataset.graph``).
+        Made once: functions loaded later are run whole anyway."""
+        if self._readers is None:
+            self._readers = {}
+            for fn in self.project.functions.values():
+                for e in fn.events:
+                    for u in e.uses:
+                        root, _, rest = _root(u).partition(".")
+                        if rest and root != "self":
+                            self._readers.setdefault(rest.split(".")[0], set()).add(fn.qualname)
+        return self._readers
 
     def _dependents(self, touched: set[tuple[str, object]]) -> list[FunctionInfo]:
         functions = self.project.functions
@@ -345,6 +380,9 @@ class Flow:
                 dirty.add(str(key))
             elif kind == "attr":
                 classes.add(str(key))
+                dirty.update(q for q, read in self.reads_objects.items() if key in read)
+            elif kind == "attr name":  # newly tainted: who reads it off an object may now see it
+                dirty.update(self._attribute_readers().get(str(key), ()))
             elif kind == "return":
                 name = str(key).rsplit(".", 1)[-1]
                 if name in ("forward", "__getitem__", "__iter__"):
@@ -516,6 +554,27 @@ No automatic fix: which of the two adds is the intended one depends on the other
         }),
     ]
     INVALID = [
+        # the graph a dataset object holds (its constructor added the loops), read off the
+        # object by the script and handed to a loader factory that adds them again
+        Invalid({
+            "data.py": (
+                "import dgl\n\n"
+                "class NodeData:\n"
+                "    def __init__(self, src, dst, n):\n"
+                "        g = dgl.graph((src, dst), num_nodes=n)\n"
+                "        self.graph = dgl.add_self_loop(g)\n\n"
+                "def make_loader(graph, sampler):\n"
+                "    graph = dgl.add_self_loop(graph)\n"
+                "    return dgl.dataloading.DataLoader(graph, graph.nodes(), sampler)\n"
+            ),
+            "train.py": (
+                "import dgl\n"
+                "from data import NodeData, make_loader\n\n"
+                "def main(src, dst, n):\n"
+                "    data = NodeData(src, dst, n)\n"
+                "    return make_loader(data.graph, dgl.dataloading.NeighborSampler([5]))\n"
+            ),
+        }, path="data.py", line=9),
         # the batch reaches the step as a call's result (`next(batches)` of a generator over the
         # loader of graphs that already carry their self loops)
         Invalid({

@@ -14,7 +14,7 @@ from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.context import dotted
 from auditor.static.dataflow import callers_of, constructed_class, function_of, is_loss_call
-from auditor.static.config_values import LITERAL, tables_of, values_of
+from auditor.static.config_values import LITERAL, Value, tables_of, values_of
 from auditor.static.facts import Event, FunctionInfo, Span
 from auditor.static.paths import bindings
 from auditor.static.project import Project
@@ -706,11 +706,19 @@ confirm.
                 continue
             values = [v for v in values_of(project, fn, weight.text, weight.span.line)
                       if isinstance(v.value, (int, float)) and not isinstance(v.value, bool)]
+            misspelt = next((v for v in values if v.default and v.near and any(
+                n.value != v.value for n in v.near[1])), None)
+            if misspelt is not None and (misspelt.source.path, misspelt.source.line) not in reported:
+                out.append(cls._misspelt(misspelt, weight, facts.path))
+                reported.add((misspelt.source.path, misspelt.source.line))
+                continue
+            switched_off = _guarded_by(fn, weight)
             for value in values:
                 where = (value.source.path, value.source.line)
-                # a literal bound in code (`running = 0` then `running * 0.9 + x`) is no setting
+                # a literal bound in code (`running = 0` then `running * 0.9 + x`) is no setting;
+                # a zero weight of a term added only when its weight is positive switches it off
                 if value.value > 0 or where in reported or value.source.what == LITERAL \
-                        or NOT_A_LOSS_WEIGHT.search(value.source.what):
+                        or NOT_A_LOSS_WEIGHT.search(value.source.what) or switched_off:
                     continue
                 reported.add(where)
                 what = "zero" if value.value == 0 else f"negative ({value.value:g})"
@@ -736,6 +744,20 @@ confirm.
                 finding.severity = Severity.WARNING
                 out.append(finding)
         return out
+
+    @classmethod
+    def _misspelt(cls, value: Value, weight: ConfiguredWeight, path: str) -> Finding:
+        """A weight read by a key no configuration sets, spelt almost as one it does set."""
+        assert value.near is not None
+        key, theirs = value.near
+        setting = ", ".join(dict.fromkeys(f"{v.value!r} at {v.source.where}" for v in theirs))
+        return cls.make_finding(
+            value.source.path, Span(value.source.line, 1, value.source.line, 1),
+            f"loss weight `{weight.text}` is read by a key no configuration sets, {value.source.what} "
+            f"({value.value:g}) is used; the configuration sets `{key}` ({setting}): a misspelt key? "
+            f"The weight of `{weight.term}` at {path}:{weight.span.line} is not the configured one",
+            fix=f"read the key the configuration sets, `{key}`",
+        )
 
     @classmethod
     def _unparsed_definitions(cls, project: Project, used: set[str], known: set[str]
@@ -920,3 +942,12 @@ def _only_logged(event: Event, totals: set[str]) -> bool:
     if any(w in event.text for w in LOG_WORDS):
         return True
     return event.kind == "return" and bool(set(event.uses) & totals)
+
+
+def _guarded_by(fn: FunctionInfo, weight: ConfiguredWeight) -> bool:
+    """The weighted term is added only under a test of the weight itself being non-zero
+    (``if self.w_vis > 0:``, ``if w:``, ``if w != 0:``): an optional term a zero turns off."""
+    own = re.escape(weight.text)
+    test = re.compile(rf"{own}|{own}\s*(>|!=)\s*0(\.0*)?|0(\.0*)?\s*(<|!=)\s*{own}")
+    return any(test.fullmatch(c.strip()) for e in fn.events if e.span.line == weight.span.line
+               for c in e.conditions)

@@ -202,6 +202,71 @@ def test_json_file_reduction(tmp_path: Path) -> None:
     assert config_file("cfg.yaml", "train.py", tmp_path).lines[("loss", "reduction")] == 4
 
 
+def test_toml_file_reduction(tmp_path: Path) -> None:
+    files = {**_yaml_config_script("conf/train.toml", "tomllib.load(f)"),
+             "conf/train.toml": '# run\nepochs = 10\n\n[loss]\nweight = 0.5\nreduction = "sum"\n'}
+    files["train.py"] = "import tomllib\n" + files["train.py"].replace("open('conf/train.toml')",
+                                                                      "open('conf/train.toml', 'rb')")
+    assert check(tmp_path, files, "GM401") == [("GM401", "train.py", 10)]
+    found = config_file("conf/train.toml", "train.py", tmp_path)
+    assert found is not None and found.lines[("loss", "reduction")] == 6
+    assert found.lines[("loss",)] == 4 and found.data["loss"]["weight"] == 0.5
+    # dotted keys and quoted ones; a file that is not valid TOML is no configuration
+    (tmp_path / "d.toml").write_text('[a]\nb.c = 1\n"d.e" = 2\n')
+    lines = config_file("d.toml", "train.py", tmp_path).lines
+    assert lines[("a", "b", "c")] == 2 and lines[("a", "d.e")] == 3
+    (tmp_path / "bad.toml").write_text("[a\nb = \n")
+    assert config_file("bad.toml", "train.py", tmp_path) is None
+
+
+def _toml_weights(key: str, guard: bool) -> dict[str, str]:
+    """A trainer that reads an optional term's weight from a TOML table, as a float."""
+    add = "        if self.w_vis > 0:\n            loss = loss + self.w_vis * F.l1_loss(out, x)\n" if guard \
+        else "        loss = loss + self.w_vis * F.l1_loss(out, x)\n"
+    return {
+        "configs/run.toml": "[loss]\nmask_weight = 1.0\nvisible_weight = 0.0\n",
+        "train.py": (
+            "import tomllib\n"
+            "import torch.nn.functional as F\n"
+            "\n"
+            "class Trainer:\n"
+            "    def __init__(self, model, opt, cfg):\n"
+            "        self.model, self.opt = model, opt\n"
+            "        self.w_mask = float(cfg['loss'].get('mask_weight', 1.0))\n"
+            f"        self.w_vis = float(cfg['loss'].get({key!r}, 1.0))\n"
+            "\n"
+            "    def step(self, x):\n"
+            "        out = self.model(x)\n"
+            "        loss = self.w_mask * F.mse_loss(out, x)\n"
+            f"{add}"
+            "        self.opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        self.opt.step()\n"
+            "\n"
+            "def main(model, opt, batches):\n"
+            "    with open('configs/run.toml', 'rb') as f:\n"
+            "        cfg = tomllib.load(f)\n"
+            "    trainer = Trainer(model, opt, cfg)\n"
+            "    for x in batches:\n"
+            "        trainer.step(x)\n"
+        ),
+    }
+
+
+@pytest.mark.parametrize("key, guard, expected", [
+    # a key no configuration sets, a letter away from one it does: reported where it is read
+    ("visible_weights", True, [("GM402", "train.py", 8)]),
+    ("visible_weights", False, [("GM402", "train.py", 8)]),
+    # the configured zero switches off a term added only when its weight is positive
+    ("visible_weight", True, []),
+    # unguarded, the configured zero is reported where it is written
+    ("visible_weight", False, [("GM402", "configs/run.toml", 3)]),
+])
+def test_weight_read_by_a_misspelt_key_of_a_toml_table(tmp_path: Path, key: str, guard: bool,
+                                                        expected: list) -> None:
+    assert check(tmp_path, _toml_weights(key, guard), "GM402") == expected
+
+
 def test_config_files_read_as_bounded_data_inside_the_tree(tmp_path: Path) -> None:
     """Four files the program opens, none followed: out of the tree, a link out of it, over
     the size bound, and a tag that would run a command (parsed as data, so it runs nothing)."""

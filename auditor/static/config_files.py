@@ -1,4 +1,5 @@
-"""Configuration files a program reads by a literal path: YAML and JSON, parsed as data only.
+"""Configuration files a program reads by a literal path: YAML, JSON and TOML, parsed as data
+only.
 
 ``cfg = yaml.safe_load(open("configs/train.yaml"))`` then ``cfg["loss"]["reduction"]``: the
 value is written in the YAML file. :func:`config_file` reads such a file of the checked tree
@@ -7,7 +8,7 @@ script that opens it) and answers its data with the line of each key.
 
 The tree is untrusted input: the path must be relative and stay inside the tree (no ``..``, no
 link out of it), the file is read without following a final link, never more than
-``MAX_CONFIG_BYTES``, and parsed as plain data (PyYAML's safe loader, ``json``): no tag builds an
+``MAX_CONFIG_BYTES``, and parsed as plain data (PyYAML's safe loader, ``json``, ``tomllib``): no tag builds an
 object, nothing is executed. Aliases are walked to at most ``MAX_CONFIG_VALUES`` values (a YAML
 alias bomb stays small).
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Optional
@@ -25,7 +27,7 @@ from auditor.static.reading import read_source
 MAX_CONFIG_BYTES = 256 * 1024
 MAX_CONFIG_VALUES = 4096
 MAX_FLOW_DEPTH = 64  # nesting no configuration needs
-SUFFIXES = {".yaml": "yaml", ".yml": "yaml", ".json": "json"}
+SUFFIXES = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".toml": "toml"}
 
 
 @dataclass
@@ -42,7 +44,7 @@ class ConfigFile:
 def config_file(literal: str, opener: str, root: Path) -> Optional[ConfigFile]:
     """The configuration file a program whose file is ``opener`` opens as ``literal``, found
     from ``root`` (the tree's root) or from ``opener``'s folder; None when it is not a readable
-    YAML/JSON file inside the tree, too large, or not valid."""
+    YAML, JSON or TOML file inside the tree, too large, or not valid."""
     rel = PurePosixPath(literal.replace("\\", "/"))
     kind = SUFFIXES.get(rel.suffix.lower())
     if kind is None or rel.is_absolute() or ".." in rel.parts or not rel.parts:
@@ -51,7 +53,7 @@ def config_file(literal: str, opener: str, root: Path) -> Optional[ConfigFile]:
         text = tree_text(candidate, root)
         if text is None:
             continue
-        parsed = _parse_yaml(text) if kind == "yaml" else _parse_json(text)
+        parsed = PARSERS[kind](text)
         if parsed is not None:
             return ConfigFile(candidate.as_posix(), *parsed, text=text)
     return None
@@ -139,6 +141,40 @@ def _parse_json(text: str) -> Optional[tuple[Any, dict[tuple, int]]]:
     return data, lines
 
 
+def _parse_toml(text: str) -> Optional[tuple[Any, dict[tuple, int]]]:
+    try:
+        data = tomllib.loads(text)
+    except (ValueError, RecursionError):  # TOMLDecodeError is a ValueError
+        return None
+    return data, _toml_lines(text)
+
+
+_TOML_TABLE = re.compile(r"\s*\[\[?([^\[\]]+)\]\]?\s*(#.*)?$")
+_TOML_KEY = re.compile(r"\s*((?:[\w-]+|\"[^\"]*\"|'[^']*')(?:\s*\.\s*(?:[\w-]+|\"[^\"]*\"|'[^']*'))*)\s*=")
+
+
+def _toml_key(text: str) -> tuple:
+    return tuple(part.strip().strip("\"'") for part in re.findall(r"\"[^\"]*\"|'[^']*'|[^.]+", text))
+
+
+def _toml_lines(text: str) -> dict[tuple, int]:
+    """The line of each key: its ``key = value`` under the latest ``[table]`` header (dotted
+    keys and headers split; a multi-line value's inner lines are not keys of their own only
+    as far as this scan goes: the first writing of a path wins)."""
+    lines: dict[tuple, int] = {}
+    table: tuple = ()
+    for number, line in enumerate(text.splitlines()[:MAX_CONFIG_VALUES], 1):
+        header = _TOML_TABLE.match(line)
+        if header:
+            table = _toml_key(header.group(1))
+            lines.setdefault(table, number)
+            continue
+        key = _TOML_KEY.match(line)
+        if key:
+            lines.setdefault((*table, *_toml_key(key.group(1))), number)
+    return lines
+
+
 def _json_lines(data: Any, at: tuple, text: str, start: int, lines: dict[tuple, int],
                 budget: list[int]) -> None:
     """The line of each key: its first ``"key":`` after where its parent's was written."""
@@ -152,3 +188,6 @@ def _json_lines(data: Any, at: tuple, text: str, start: int, lines: dict[tuple, 
         offset = found.start() if found else start
         lines[(*at, key)] = text.count("\n", 0, offset) + 1
         _json_lines(value, (*at, key), text, offset, lines, budget)
+
+
+PARSERS = {"yaml": _parse_yaml, "json": _parse_json, "toml": _parse_toml}

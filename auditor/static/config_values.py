@@ -20,7 +20,7 @@ with the :class:`Source` that wrote it. It follows, demand-driven and across fil
   ``self.attr`` is what the class's methods assign (constructor arguments, so); a project
   function's result is what its returns give, for that call's arguments;
 * ``a if c else b`` (both), ``-x``, and library names (``torch.bfloat16``) as :class:`Symbol`;
-* configuration files: ``yaml.safe_load(f)`` / ``json.load(f)`` of ``open(path)`` (directly, or
+* configuration files: ``yaml.safe_load(f)`` / ``json.load(f)`` / ``tomllib.load(f)`` of ``open(path)`` (directly, or
   ``with open(path) as f``) where ``path`` is a constant (a literal, an option's default): the
   file's keys and values, each with its line there (:mod:`auditor.static.config_files`);
   ``OmegaConf.load(path)`` likewise, ``OmegaConf.merge`` (later keys win, nested ones key by key),
@@ -36,8 +36,10 @@ from __future__ import annotations
 
 import ast
 import bisect
+import difflib
 import posixpath
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator, Optional, Union
 
@@ -56,9 +58,15 @@ MAX_VALUES = 16
 MAX_STEPS = 5000
 LITERAL = "a literal"  # a constant written in code, not as a configuration's setting
 # what parses a configuration file's text into data (the file is read here as data only)
-FILE_LOADERS = {"yaml.safe_load", "yaml.load", "yaml.full_load", "json.load", "json.loads"}
+FILE_LOADERS = {"yaml.safe_load", "yaml.load", "yaml.full_load", "json.load", "json.loads",
+                "tomllib.load", "tomllib.loads", "tomli.load", "tomli.loads", "toml.load", "toml.loads"}
 # loaders given the file's path itself, and wrappers that make a mapping's keys attributes
 PATH_LOADERS = {"omegaconf.OmegaConf.load"}
+# `float(cfg.get("w", 1.0))`: the number a setting converts to
+NUMBER_TYPES: dict[str, type] = {"float": float, "int": int}
+# two keys this alike are one misspelt (`visible_weights` / `visible_weight`: 0.97;
+# `mask_weight` / `mask_rate`: 0.6)
+NEAR_KEY_RATIO = 0.88
 ATTRIBUTE_MAPPINGS = {"omegaconf.OmegaConf.create", "easydict.EasyDict", "addict.Dict",
                       "munch.Munch", "munch.munchify", "types.SimpleNamespace", "argparse.Namespace"}
 REPLACERS = {"dataclasses.replace", "copy.replace"}  # a copy of an object with some fields changed
@@ -116,6 +124,9 @@ class Value:
     source: Source
     # a configuration default of a key the program never sets (``cfg.get("k", 1.0)``)
     default: bool = False
+    # for a default: the key of the looked-up table spelt almost as the key asked for, and
+    # its values (``cfg.get("visible_weights", 1.0)`` where the file sets ``visible_weight``)
+    near: Optional[tuple[str, list["Value"]]] = None
 
     def describe(self) -> str:
         return f"{self.value!r} ({self.source.what}, {self.source.where})"
@@ -705,6 +716,11 @@ class _Evaluator:
             return [Value(self._dict_call(fn, node, index, env, depth), self._source(fn, node, "a dict"))]
         if func in ("copy.copy", "copy.deepcopy") and node.args or method == "copy" and not node.args:
             return self.expr(fn, node.args[0] if node.args else node.func.value, index, env, depth)
+        if func in NUMBER_TYPES and len(node.args) == 1 and not node.keywords \
+                and self.project.function(f"{fn.module}.{func}") is None:  # the builtin
+            return [replace(v, value=_converted(NUMBER_TYPES[func], v.value))
+                    for v in self.expr(fn, node.args[0], index, env, depth)
+                    if _converted(NUMBER_TYPES[func], v.value) is not None]
         path_values = self._path_call(fn, node, index, env, depth)
         if path_values is not None:
             return path_values
@@ -890,8 +906,9 @@ class _Evaluator:
             text = ast.unparse(node)
             missing = config_default(self.project, text) is not UNKNOWN_VALUE
         if missing and default:
-            out += [Value(v.value, self._source(fn, node, f"the default of `{keys[0] if keys else '?'}`"), True)
-                    for v in self.expr(fn, default[0], index, env, depth)]
+            near = _near_key(keys[0], [b.value for b in bases if isinstance(b.value, Table)]) if keys else None
+            out += [Value(v.value, self._source(fn, node, f"the default of `{keys[0] if keys else '?'}`"), True,
+                          near) for v in self.expr(fn, default[0], index, env, depth)]
         return out
 
 
@@ -1039,3 +1056,26 @@ def low_values(values: list[Value]) -> Iterator[Value]:
     for v in values:
         if isinstance(v.value, Symbol) and v.value.rsplit(".", 1)[-1] in ("bfloat16", "float16", "half"):
             yield v
+
+
+def _converted(kind: type, value: Any) -> Optional[Union[int, float]]:
+    """``kind(value)`` for a number or a numeric string (a setting written as text); None for
+    anything else (a value this evaluator does not know the conversion of)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    try:
+        return kind(float(value)) if kind is int and isinstance(value, str) else kind(value)
+    except (ValueError, OverflowError):
+        return None
+
+
+def _near_key(key: str, tables: list[Table]) -> Optional[tuple[str, list[Value]]]:
+    """The key of ``tables`` closest in spelling to ``key`` (a letter or two apart), with its
+    values; None when none is that close."""
+    # keys apart only in their digits are siblings (`loss_w1`, `loss_w2`), not a misspelling
+    names = [k for t in tables for k in t.entries if isinstance(k, str) and k != key
+             and re.sub(r"\d", "", k) != re.sub(r"\d", "", key)]
+    close = difflib.get_close_matches(key, names, n=1, cutoff=NEAR_KEY_RATIO)
+    if not close:
+        return None
+    return close[0], [v for t in tables for v in t.entries.get(close[0], ())]

@@ -49,6 +49,7 @@ validate-floor: venv
 	$(PY) -m benchmarks.validation --mode static --floor --heldout engine
 	$(PY) -m benchmarks.validation --mode static --floor --heldout functional
 	$(PY) -m benchmarks.validation --mode static --floor --heldout lightning
+	$(PY) -m benchmarks.validation --mode static --floor --heldout sampled
 
 bench: venv
 	$(PY) benchmarks/static_bench.py

@@ -1,2 +1,0 @@
-from . import encoders, losses  # noqa: F401  (fills the registry)
-from .graphmae import GraphMAE, build_model

@@ -1,2 +1,0 @@
-from .sbm import SBMNodeDataset, FeatureStats
-from .loader import build_train_loader, build_inference_loader, prepare_batch, MaskSampler

@@ -1,1 +1,0 @@
-"""GraphMAE, node level, trained on neighbour-sampled blocks."""

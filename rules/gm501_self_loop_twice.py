@@ -65,6 +65,14 @@ def _root(text: str) -> str:
     return text.split("[")[0].split("(")[0].strip()
 
 
+def _attribute_read(use: str, in_class: str, names: set[str]) -> bool:
+    """``use`` reads an attribute that may hold a tainted graph: the instance's own
+    (``self.g``, in a method), or one of ``names`` off another object (``dataset.graph``)."""
+    root = _root(use)
+    return bool(in_class) and root.startswith("self.") or \
+        bool(names) and root.partition(".")[2].split(".")[0] in names
+
+
 class Flow:
     """Name-level taint "this graph already has self loops", across the project's functions."""
 
@@ -90,7 +98,9 @@ class Flow:
         # such an attribute of an object and the classes they read it from
         self.attr_names: set[str] = set()
         self.reads_objects: dict[str, set[str]] = {}
-        self._readers: Optional[dict[str, set[str]]] = None  # attribute name -> functions
+        # function -> the (object, attribute) it reads off local objects (``dataset.graph``)
+        self._reads: Optional[dict[str, set[tuple[str, str]]]] = None
+        self._classes: dict[tuple[str, str, int], frozenset[str]] = {}
 
     # -- classifying calls -------------------------------------------------------------------------
     def op(self, fn: FunctionInfo, e: Event) -> Optional[Op]:
@@ -132,21 +142,29 @@ class Flow:
                                  for cls in self.project.method_candidates(fn.class_name, "x")))
         obj, _, attr = name.rpartition(".")
         if obj and "." not in obj and obj != "self" and attr in self.attr_names:
-            # built anywhere in the function (its last construction): a name is asked without
-            # its statement's line here
-            cls = self.project.instance_class(fn, obj, fn.span.end_line if fn.span else sys.maxsize)
-            if cls is not None:
-                classes = {c[:-2] for c in self.project.method_candidates(cls, "x")}
+            classes = self._object_classes(fn, obj)
+            if classes:
                 self.reads_objects.setdefault(fn.qualname, set()).update(classes)
                 return CLEAN.union(*(self.attrs.get((c, f"self.{attr}"), CLEAN) for c in classes))
         return CLEAN
+
+    def _object_classes(self, fn: FunctionInfo, obj: str) -> frozenset[str]:
+        """The project classes (its own and its bases) of the object the local ``obj`` of
+        ``fn`` was built as, anywhere in ``fn`` (a name is asked here without its statement's
+        line): asked at every read of an attribute off it, kept until a load grows the project."""
+        key = (fn.qualname, obj, len(self.project.functions))
+        found = self._classes.get(key)
+        if found is None:
+            cls = self.project.instance_class(fn, obj, fn.span.end_line if fn.span else sys.maxsize)
+            found = self._classes[key] = frozenset(
+                c[:-2] for c in self.project.method_candidates(cls, "x")) if cls else frozenset()
+        return found
 
     def tainted_use(self, fn: FunctionInfo, env: dict[str, Taint], uses: list[str]) -> Taint:
         """A graph-valued read of a tainted name (``g``, ``g.to``, ``g.edges``; not
         ``g.ndata`` or ``g.num_nodes()``)."""
         if not env:  # no tainted local: only attributes can be (most functions)
-            uses = [u for u in uses if _root(u).startswith("self.") and fn.class_name
-                    or _root(u).partition(".")[2].split(".")[0] in self.attr_names]
+            uses = [u for u in uses if "." in u and _attribute_read(u, fn.class_name, self.attr_names)]
         out = CLEAN
         for u in uses:
             # the longest tainted prefix: `self.gs.copy` reads `self.gs`, a looped graph list
@@ -353,21 +371,34 @@ class Flow:
         if fn.qualname in self.reads_attrs:  # the classes `lookup` reads, already loaded
             inputs += [("attr", c[:-2]) for c in self.project.method_candidates(fn.class_name, "x")]
         inputs += [("attr", c) for c in self.reads_objects.get(fn.qualname, ())]
-        inputs += [("attr name", a) for a in self.attr_names]
+        if self.attr_names:
+            inputs += [("attr name", attr) for _, attr in self._object_reads().get(fn.qualname, ())
+                       if attr in self.attr_names]
         return any(self.changed_at.get(what, 0) >= since for what in inputs)
 
-    def _attribute_readers(self) -> dict[str, set[str]]:
-        """Attribute name -> the functions that read it off a local object (``dataset.graph``).
-        Made once: functions loaded later are run whole anyway."""
-        if self._readers is None:
-            self._readers = {}
+    def _object_reads(self) -> dict[str, set[tuple[str, str]]]:
+        """Function -> the (object, attribute) pairs it reads off local objects. Made once:
+        functions loaded later are run whole anyway."""
+        if self._reads is None:
+            self._reads = {}
             for fn in self.project.functions.values():
                 for e in fn.events:
                     for u in e.uses:
                         root, _, rest = _root(u).partition(".")
-                        if rest and root != "self":
-                            self._readers.setdefault(rest.split(".")[0], set()).add(fn.qualname)
-        return self._readers
+                        if rest and root != "self" and "." not in root:
+                            self._reads.setdefault(fn.qualname, set()).add((root, rest.split(".")[0]))
+        return self._reads
+
+    def _reading(self, attr: str) -> set[str]:
+        """The functions that read ``attr`` off a local object (``dataset.graph``) built from a
+        class that holds a tainted graph as ``self.<attr>``."""
+        holders = {cls for cls, name in self.attrs if name == f"self.{attr}"}
+        out = set()
+        for qual, obj in [(q, o) for q, reads in self._object_reads().items() for o, a in reads if a == attr]:
+            fn = self.project.functions.get(qual)
+            if fn is not None and holders & self._object_classes(fn, obj):
+                out.add(qual)
+        return out
 
     def _dependents(self, touched: set[tuple[str, object]]) -> list[FunctionInfo]:
         functions = self.project.functions
@@ -382,7 +413,7 @@ class Flow:
                 classes.add(str(key))
                 dirty.update(q for q, read in self.reads_objects.items() if key in read)
             elif kind == "attr name":  # newly tainted: who reads it off an object may now see it
-                dirty.update(self._attribute_readers().get(str(key), ()))
+                dirty.update(self._reading(str(key)))
             elif kind == "return":
                 name = str(key).rsplit(".", 1)[-1]
                 if name in ("forward", "__getitem__", "__iter__"):

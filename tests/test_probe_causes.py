@@ -446,6 +446,56 @@ for step in range(12):
     assert found and any("aux.weight" in e for f in found for e in f["evidence"]), data["findings"]
 
 
+SKIP_NET = """
+import torch, torch.nn as nn, torch.nn.functional as F
+
+class Layer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 6)
+        self.skip = nn.Linear(6, 6, bias=False)  # alone in its module
+
+    def forward(self, x, mask):
+        hidden = x.clone()
+        hidden[mask] = 0.0  # re-masked: the skip sees zeros on exactly the rows the loss reads
+        return self.fc(x) + self.skip(hidden)
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer = Layer()
+        self.aux = nn.Linear(6, 6, bias=False)
+
+    def forward(self, x, mask):
+        return self.layer(x, mask), self.aux(x)
+
+W_AUX = {w_aux}
+torch.manual_seed(0)
+model = Net()
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+for step in range(6):
+    x = torch.randn(32, 6)
+    mask = torch.arange(32) % 2 == 0
+    out, aux = model(x, mask)
+    loss = F.mse_loss(out[mask], x[mask]) + W_AUX * aux.pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+@pytest.mark.parametrize("w_aux", ["0.0", "0.5"])
+def test_a_zero_gradient_of_a_lone_parameter_is_judged_by_its_enclosing_module(cli, tmp_path, w_aux):
+    # `layer.skip.weight` gets no gradient (its input is zero on the rows the loss reads) while
+    # `layer.fc` does: that is the layer's arithmetic, not a term weighted 0. `aux`, alone in
+    # the model beside `layer`, gets none only when its term is weighted 0
+    write(tmp_path, {"train.py": SKIP_NET.replace("{w_aux}", w_aux)})
+    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "4"))
+    evidence = [e for f in errors(data, "GM402") for e in f["evidence"]]
+    assert not any("skip.weight" in e for e in evidence), data["findings"]
+    assert any("aux.weight" in e for e in evidence) == (w_aux == "0.0"), data["findings"]
+
+
 def test_cuda_autocast_on_a_cpu_run_is_not_refuted(cli, tmp_path):
     # torch disables autocast('cuda') when there is no CUDA device: the float32 loss this run
     # sees acquits nothing of the GPU run the line was written for

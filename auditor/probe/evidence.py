@@ -978,7 +978,10 @@ class Evidence:
         with recorded gradients (at least two), and those steps. A weight scales a module's
         output as a whole, so a parameter whose siblings in its module get gradient is left out:
         that zero is the module's own arithmetic (a GAT's destination attention, constant
-        within each softmax group, has an exactly zero gradient)."""
+        within each softmax group, has an exactly zero gradient). A module holding that
+        parameter alone (a Linear without bias) is judged by its nearest enclosing module that
+        holds others: a skip projection fed only zeros on the rows the loss reads (re-masked
+        nodes) gets no gradient while the layer around it does."""
         graded = [s for s in self.steps if s.kind == "backward" and s.grads]
         if len(graded) < 2:
             return [], graded
@@ -987,9 +990,8 @@ class Evidence:
             reached = set(s.params_reached)
             now = {n for n, g in s.grads.items() if g.state == "zero" and n in reached}
             zero = now if zero is None else zero & now
-        module = lambda name: name.rpartition(".")[0]  # noqa: E731
-        return sorted(n for n in zero or () if all(p in zero for p in graded[-1].grads
-                                                   if module(p) == module(n))), graded
+        names = list(graded[-1].grads)
+        return sorted(n for n in zero or () if all(p in zero for p in _siblings(n, names))), graded
 
     def growing_holders(self) -> list[tuple[str, list[RetainedGraph]]]:
         """Holders whose retained graph grew from one recorded step to the next and ended
@@ -1043,3 +1045,16 @@ class Evidence:
 def finite(x: Any) -> bool:
     v = _num(x)
     return v is not None and math.isfinite(v)
+
+
+def _siblings(name: str, names: list[str]) -> list[str]:
+    """The other parameters of the nearest module enclosing ``name`` that holds any (its own
+    module's, else its parent's, ...); none when the model holds nothing else."""
+    parts = name.split(".")[:-1]
+    while parts:
+        prefix = ".".join(parts) + "."
+        others = [p for p in names if p != name and p.startswith(prefix)]
+        if others:
+            return others
+        parts.pop()
+    return [p for p in names if p != name and "." not in p]

@@ -1049,7 +1049,7 @@ def finite(x: Any) -> bool:
 
 def _siblings(name: str, names: list[str]) -> list[str]:
     """The other parameters of the nearest module enclosing ``name`` that holds any (its own
-    module's, else its parent's, ...); none when the model holds nothing else."""
+    module's, else its parent's, ...), else the model's top-level ones."""
     parts = name.split(".")[:-1]
     while parts:
         prefix = ".".join(parts) + "."

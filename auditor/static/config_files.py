@@ -158,9 +158,9 @@ def _toml_key(text: str) -> tuple:
 
 
 def _toml_lines(text: str) -> dict[tuple, int]:
-    """The line of each key: its ``key = value`` under the latest ``[table]`` header (dotted
-    keys and headers split; a multi-line value's inner lines are not keys of their own only
-    as far as this scan goes: the first writing of a path wins)."""
+    """The line of each key: its ``key = value`` under the latest ``[table]`` header, dotted
+    keys and headers split. A line-by-line scan: a line inside a multi-line string or array
+    that looks like ``key =`` is taken for one, and the first line written for a path wins."""
     lines: dict[tuple, int] = {}
     table: tuple = ()
     for number, line in enumerate(text.splitlines()[:MAX_CONFIG_VALUES], 1):

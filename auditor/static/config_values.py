@@ -718,9 +718,9 @@ class _Evaluator:
             return self.expr(fn, node.args[0] if node.args else node.func.value, index, env, depth)
         if func in NUMBER_TYPES and len(node.args) == 1 and not node.keywords \
                 and self.project.function(f"{fn.module}.{func}") is None:  # the builtin
-            return [replace(v, value=_converted(NUMBER_TYPES[func], v.value))
-                    for v in self.expr(fn, node.args[0], index, env, depth)
-                    if _converted(NUMBER_TYPES[func], v.value) is not None]
+            converted = [(v, _converted(NUMBER_TYPES[func], v.value))
+                         for v in self.expr(fn, node.args[0], index, env, depth)]
+            return [replace(v, value=number) for v, number in converted if number is not None]
         path_values = self._path_call(fn, node, index, env, depth)
         if path_values is not None:
             return path_values
@@ -1059,12 +1059,12 @@ def low_values(values: list[Value]) -> Iterator[Value]:
 
 
 def _converted(kind: type, value: Any) -> Optional[Union[int, float]]:
-    """``kind(value)`` for a number or a numeric string (a setting written as text); None for
-    anything else (a value this evaluator does not know the conversion of)."""
+    """``kind(value)`` as Python computes it, for a number or a numeric string (a setting written
+    as text); None for anything else, or where Python raises (``int("0.5")``)."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         return None
     try:
-        return kind(float(value)) if kind is int and isinstance(value, str) else kind(value)
+        return kind(value)
     except (ValueError, OverflowError):
         return None
 

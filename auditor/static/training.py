@@ -190,36 +190,19 @@ def outer_call(fn: FunctionInfo, j: int) -> Optional[Event]:
 
 def calls_within(fn: FunctionInfo, j: int, first: Optional[int] = None) -> Iterator[int]:
     """Indices of the call events inside event ``j``'s span, from ``first`` (the event after
-    ``j`` unless given) on, in order. A file's events come in source order, so the scan stops at
-    the first event that starts past the span (asked for every statement a value passes
-    through: scanning to the end of a long function each time was quadratic); a function whose
-    events are not in order (a framework's synthetic loop) is scanned whole."""
+    ``j`` unless given) on, in order. The collector records a file's events in source order, so
+    the scan stops at the first event that starts past the span instead of running to the end
+    of the function for every statement asked about; a framework's synthetic loop, made of
+    events from several methods, is scanned whole."""
     events = fn.events
     span = events[j].span
     end = (span.end_line, span.end_column)
-    ordered = _in_source_order(events)
     for k in range(j + 1 if first is None else first, len(events)):
         e = events[k]
-        if ordered and (e.span.line, e.span.column) > end:
+        if not fn.framework and (e.span.line, e.span.column) > end:
             return
         if e.kind == "call" and e.span.within(span):
             yield k
-
-
-# id(events) -> (the list, whether its events start in source order); the list is kept so
-# that its id is not reused, and the table emptied past a bound (the language server lives long)
-_ORDERED: dict[int, tuple[list[Event], bool]] = {}
-_ORDERED_MAX = 100_000
-
-
-def _in_source_order(events: list[Event]) -> bool:
-    known = _ORDERED.get(id(events))
-    if known is None or known[0] is not events:
-        if len(_ORDERED) >= _ORDERED_MAX:
-            _ORDERED.clear()
-        starts = [(e.span.line, e.span.column) for e in events]
-        known = _ORDERED[id(events)] = (events, all(a <= b for a, b in zip(starts, starts[1:])))
-    return known[1]
 
 
 def statement_start(fn: FunctionInfo, k: int) -> int:

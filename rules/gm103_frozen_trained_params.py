@@ -449,7 +449,7 @@ No automatic fix: whether the freeze is intended is the author's decision.
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
         t = Training.of(project)
-        every = [b for b in t.optimizers() if b.modules or b.made]
+        every = [b for b in t.optimizers() if b.modules or b.made or b.handed]
         builds = [b for b in every if not b.filtered]
         subsets = [b for b in every if b.filtered]
         if not every:
@@ -569,7 +569,13 @@ No automatic fix: whether the freeze is intended is the author's decision.
             frozen = [o for o in t.origins(fn, re.sub(r"\[.*$", "", root), i) if o.known]
             if m_path == "" and any(_same_make(f, g) for f in frozen for g in given):
                 return True
-        return False
+        # `make_optimizer(model.parameters())`: the modules the helper's callers hand it
+        given = [o for o in t.handed_origins(build) if o.known]
+        if given and root == "self" and fn.class_name:
+            return any(t.contains_class(o.cls, fn.class_name) for o in given) \
+                and not re.search(r"copy", cls._made_by(t, fn, chain))
+        frozen = [o for o in t.origins(fn, re.sub(r"\[.*$", "", root), i) if o.known] if given else []
+        return any(_same_make(f, g) for f in frozen for g in given)
 
     @staticmethod
     def _same_instance(project: Project, a: FunctionInfo, b: FunctionInfo) -> bool:

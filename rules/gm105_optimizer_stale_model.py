@@ -192,6 +192,41 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
             "    model(x).sum().backward()\n"
             "    opt.step()\n"
         ),
+        # the same registry-built optimizer, over the model the Trainer keeps as given
+        Valid({
+            "registry.py": (
+                "TABLES = {}\n"
+                "def register(name):\n"
+                "    def deco(obj):\n"
+                "        TABLES[name] = obj\n"
+                "        return obj\n"
+                "    return deco\n"
+                "def build(name, *args, **kwargs):\n"
+                "    return TABLES[name](*args, **kwargs)\n"
+                "@register('adam')\n"
+                "def adam(params, lr):\n"
+                "    import torch\n"
+                "    return torch.optim.Adam(params, lr=lr)\n"
+            ),
+            "engine.py": (
+                "class Trainer:\n"
+                "    def __init__(self, model, optimizer):\n"
+                "        self.model = model\n"
+                "        self.optimizer = optimizer\n"
+                "    def step(self, x):\n"
+                "        loss = self.model(x).sum()\n"
+                "        self.optimizer.zero_grad()\n"
+                "        loss.backward()\n"
+                "        self.optimizer.step()\n"
+            ),
+            "train.py": (
+                "from torch import nn\nfrom registry import build\nfrom engine import Trainer\n"
+                "model = nn.Linear(4, 4)\n"
+                "trainer = Trainer(model, build('adam', model.parameters(), lr=0.1))\n"
+                "for x in data:\n"
+                "    trainer.step(x)\n"
+            ),
+        }),
         # Trainer storing the model it was given, across files
         Valid({
             "engine.py": (
@@ -323,6 +358,56 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
             "        opt.step()\n",
             line=5,
         ),
+        # the optimizer built by a registry's entry, through a lookup that hands the model's
+        # parameters on with `*args` (the registry also holds a loss), and a Trainer that
+        # deep-copies the model
+        Invalid({
+            "registry.py": (
+                "TABLES = {}\n"
+                "def register(kind, name):\n"
+                "    def deco(obj):\n"
+                "        TABLES.setdefault(kind, {})[name] = obj\n"
+                "        return obj\n"
+                "    return deco\n"
+                "def lookup(kind, name):\n"
+                "    return TABLES[kind][name]\n"
+                "def build(kind, name, *args, **kwargs):\n"
+                "    return lookup(kind, name)(*args, **kwargs)\n"
+            ),
+            "parts.py": (
+                "import torch\nfrom registry import register\n"
+                "@register('optimizer', 'adam')\n"
+                "def adam(params, lr):\n"
+                "    return torch.optim.Adam(params, lr=lr)\n"
+                "@register('loss', 'mse')\n"
+                "def mse(a, b):\n"
+                "    return (a - b).pow(2).mean()\n"
+            ),
+            "engine.py": (
+                "import copy\n"
+                "class Trainer:\n"
+                "    def __init__(self, model, optimizer):\n"
+                "        self.model = copy.deepcopy(model)\n"
+                "        self.optimizer = optimizer\n"
+                "    def step(self, x):\n"
+                "        loss = self.model(x).sum()\n"
+                "        self.optimizer.zero_grad()\n"
+                "        loss.backward()\n"
+                "        self.optimizer.step()\n"
+            ),
+            "train.py": (
+                "import parts\nfrom torch import nn\nfrom registry import build\nfrom engine import Trainer\n"
+                "def make_optimizer(params, cfg):\n"
+                "    return build('optimizer', cfg.name, params, lr=cfg.lr)\n"
+                "def main(cfg, data):\n"
+                "    model = nn.Linear(4, 4)\n"
+                "    trainer = Trainer(model, make_optimizer(model.parameters(), cfg))\n"
+                "    for x in data:\n"
+                "        trainer.step(x)\n"
+                "if __name__ == '__main__':\n"
+                "    main(load_config(), load_data())\n"
+            ),
+        }, path="engine.py", line=4, message_contains="deep copy"),
         # a model given as a parameter (its class unknown here) deep-copied after its optimizer
         Invalid(
             "import copy\nimport torch\n"
@@ -384,7 +469,7 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
             if o.kind != "new" or not is_optimizer_class(o.cls):
                 return []  # an optimizer we cannot follow: no verdict
             build = builds.get((o.fn, o.index))
-            if build is None or not (build.modules or build.made):
+            if build is None or not (build.modules or build.made or build.handed):
                 return []
             out.append((build, o))
         return out

@@ -157,3 +157,54 @@ def test_handlers_a_loop_with_a_commented_header_fires_are_its_callees():
     loop = next(e for e in result.project.functions["engine.Engine.fire"].events if e.kind == "assign")
     assert loop.text.split("\n", 1)[0] == "for handler in self._handlers:", loop.text
     assert "engine.log" in result.project.callees("engine.Engine.fire")
+
+
+CALLBACK_DISPATCH = {
+    "callbacks.py": (
+        "class Callback:\n"
+        "    def on_epoch_start(self, trainer): pass\n"
+        "    def on_epoch_end(self, trainer): pass\n"
+        "\n"
+        "class Probe(Callback):\n"
+        "    def on_epoch_end(self, trainer):\n"
+        "        trainer.model.eval()\n"
+    ),
+    "trainer.py": (
+        "class Trainer:\n"
+        "    def __init__(self, model, opt, callbacks):\n"
+        "        self.model, self.opt, self.callbacks = model, opt, list(callbacks)\n"
+        "    def _emit(self, hook, **kw):\n"
+        "        for cb in self.callbacks:\n"
+        "            getattr(cb, hook)(self, **kw)\n"
+        "    def fit(self, loader):\n"
+        "        for epoch in range(3):\n"
+        "            self.model.train()\n"
+        "            self._emit('on_epoch_start')\n"
+        "            for g in loader:\n"
+        "                loss = self.model(g)\n"
+        "                self.opt.zero_grad()\n"
+        "                loss.backward()\n"
+        "                self.opt.step()\n"
+        "            self._emit('on_epoch_end')\n"
+    ),
+}
+
+
+def test_a_method_called_by_the_name_a_parameter_holds_runs_from_the_calls_naming_it():
+    result = check_code(CALLBACK_DISPATCH, [all_rules()["GM201"]])
+    project = result.project
+    copies = {q.rsplit("<", 1)[-1].rstrip(">"): q for q in project.functions
+              if q.startswith("trainer.Trainer._emit<")}
+    assert set(copies) == {"on_epoch_start", "on_epoch_end"}
+    assert set(project.callees(copies["on_epoch_end"])) == {
+        "callbacks.Callback.on_epoch_end", "callbacks.Probe.on_epoch_end"}
+    assert project.callees(copies["on_epoch_start"]) == ["callbacks.Callback.on_epoch_start"]
+    assert project.callers("callbacks.Probe.on_epoch_end") == [copies["on_epoch_end"]]
+    # the probe's eval() returns to the end of the epoch, and `train()` runs before the next
+    # step: fired from `on_epoch_start` (after `train()`) it would leak
+    assert result.findings == []
+    leaking = dict(CALLBACK_DISPATCH, **{"callbacks.py": CALLBACK_DISPATCH["callbacks.py"].replace(
+        "    def on_epoch_end(self, trainer):\n        trainer.model.eval()",
+        "    def on_epoch_start(self, trainer):\n        trainer.model.eval()")})
+    found = check_code(leaking, [all_rules()["GM201"]]).findings
+    assert [(f.rule, f.path, f.line) for f in found] == [("GM201", "callbacks.py", 7)]

@@ -24,6 +24,11 @@ _SKIP_FIELDS = frozenset({"lpar", "rpar", "comma", "equal", "colon", "dot", "ope
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
+def _star_name(param: object) -> str:
+    """The name of a ``*args`` / ``**kwargs`` parameter; "" for none (or a bare ``*``)."""
+    return param.name.value if isinstance(param, cst.Param) else ""
+
+
 def _child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
     """Expression children without libcst's ``children`` property (which walks every
     whitespace and punctuation node and dominated the collector's time)."""
@@ -295,6 +300,9 @@ class FactCollector(Visitor):
             params=params,
             decorators=[self.ctx.qualify(d.decorator) for d in node.decorators],
             span=self.ctx.span(node),
+            varargs=_star_name(node.params.star_arg),
+            varkw=_star_name(node.params.star_kwarg),
+            kwonly=len(node.params.kwonly_params),
         )
         if self.classes:
             cls = self.facts.classes.get(info.class_name)

@@ -88,6 +88,11 @@ class FunctionInfo:
     params: list[str] = field(default_factory=list)
     decorators: list[str] = field(default_factory=list)
     span: Optional[Span] = None
+    # the names of ``*args`` and ``**kwargs`` ("" when absent): a wrapper that forwards them
+    # (``return lookup(name)(*args, **kwargs)``) hands its callers' arguments on
+    varargs: str = ""
+    varkw: str = ""
+    kwonly: int = 0  # how many of ``params``, at its end, are keyword-only
     events: list[Event] = field(default_factory=list)
     # a framework's loop run by a call on another object (auditor/static/frameworks.py:
     # `trainer.fit(model)` runs the model's fit loop): the parameter of that call whose argument
@@ -95,6 +100,12 @@ class FunctionInfo:
     instance_argument: str = ""
     # who wrote it when no file of the tree does: a framework's loop ("lightning")
     framework: str = ""
+
+    @property
+    def positional(self) -> list[str]:
+        """The parameters a positional argument binds, ``self``/``cls`` of a method left out."""
+        named = self.params[: len(self.params) - self.kwonly]
+        return named[1:] if self.class_name and named[:1] in (["self"], ["cls"]) else named
 
     @property
     def display(self) -> str:

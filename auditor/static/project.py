@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 
@@ -13,7 +14,7 @@ from auditor.static.context import MODULE_SCOPE
 from auditor.static.facts import Event, FileFacts, FunctionInfo, Span
 from auditor.static.frameworks import add_framework_loops
 from auditor.static.imports import Layout
-from auditor.static.programs import Program, entry_programs, import_graph, programs_with
+from auditor.static.programs import LIBRARY, Program, entry_programs, import_graph, programs_with
 from auditor.static.texts import container_items, top_level_items
 
 # calls followed up from a parameter to what the callers pass: a trainer's ``self.model`` from
@@ -23,6 +24,8 @@ MAX_PASSED = 2
 CALL_ARGUMENT = re.compile(r"([\w.]+)\(.*\)", re.S)
 # a call of what a container holds under some key: `LOSSES[cfg["loss"]](pred, target)`
 _LOOKUP = re.compile(r"([\w.]+)\[.+\]")
+# a `getattr(obj, name)(...)` whose object's class is unknown: at most this many methods so named
+MAX_NAMED_METHODS = 16
 
 
 def canonicalise(facts: FileFacts, layout: Layout) -> None:
@@ -72,15 +75,20 @@ _FOR_HEADER = re.compile(r"(?:async\s+)?for\s+.+?\s+in\s+(.+):\s*$")
 _STORING = ("append", "add", "insert", "appendleft")
 
 
+# the entries of a container a store reaches: `[k]`, and `.setdefault(k, {})` (which gives one)
+_ENTRY = r"(?:\[[^\[\]]*\]|\.setdefault\([^()]*\))"
+
+
 def _stored_item(event: Event, base: str) -> str:
     """What ``event`` puts into the container ``base`` (or into one of its entries):
-    ``base.append(x)``, ``base[k].append(x)``, ``base[k] = x``; "" for anything else."""
+    ``base.append(x)``, ``base[k].append(x)``, ``base[k] = x``,
+    ``base.setdefault(kind, {})[k] = x``; "" for anything else."""
     if event.kind == "call" and event.method in _STORING and event.args \
-            and re.sub(r"(\[[^\[\]]*\])+$", "", event.receiver) == base:
+            and re.sub(rf"{_ENTRY}+$", "", event.receiver) == base:
         return event.args[-1]
-    if event.kind == "assign" and event.text.startswith(base + "["):
+    if event.kind == "assign" and event.text.startswith((base + "[", base + ".setdefault(")):
         head, _, value = event.text.partition("=")
-        if re.fullmatch(rf"{re.escape(base)}(\[[^\[\]]*\])+\s*", head):
+        if re.fullmatch(rf"{re.escape(base)}{_ENTRY}*\[[^\[\]]*\]\s*", head):
             return value.strip()
     return ""
 
@@ -89,12 +97,17 @@ def _stores(event: Event) -> tuple[str, list[str]]:
     """The container ``event`` puts items in and those items (``LOSSES[name] = fn``: LOSSES,
     [fn]); ("", []) where it stores nothing."""
     head = event.receiver if event.kind == "call" else event.text.split("=", 1)[0]
-    base = re.sub(r"(\[[^\[\]]*\])+\s*$", "", head.strip())
+    base = re.sub(rf"{_ENTRY}+\s*$", "", head.strip())
     if not re.fullmatch(r"[\w.]+", base):
         return "", []
     display = event.kind == "assign" and base == head.strip()
     stored = container_items(event.text.split("=", 1)[-1]) if display else [_stored_item(event, base)]
     return base, stored
+
+
+def _string(text: str) -> str:
+    """The identifier a string literal spells (``"on_epoch_end"``), else ""."""
+    return text[1:-1] if re.fullmatch(r"""(['"])\w+\1""", text) else ""
 
 
 class Project:
@@ -140,6 +153,11 @@ class Project:
         # parameter whose argument is the instance: `model`)
         self.dispatch: dict[str, tuple[str, str]] = {}
         self.graph = CallGraph()
+        # a function calling the method its parameter names -> that parameter; its copies by the
+        # name a call passes; each copy's (parameter, name)  (see `_copy_for`)
+        self._dispatch_params: dict[str, str] = {}
+        self._copies: dict[str, dict[str, str]] = {}
+        self._fixed: dict[str, tuple[str, str]] = {}
         files = list(files)
         # path -> what an analysis left unjudged there, and why (a cap that keeps it linear):
         # reported with the file, never dropped in silence
@@ -190,9 +208,35 @@ class Project:
         self.functions.update(facts.functions)
         self.classes.update(facts.classes)
         for qual, fn in facts.functions.items():
+            param = next((e.args[1] for e in fn.events if e.kind == "call" and e.func == "getattr"
+                          and len(e.args) >= 2 and e.args[1] in fn.positional), None)
+            if param is not None:
+                self._dispatch_params[qual] = param
+        for qual, fn in facts.functions.items():
             self.graph.add_node(qual)
             for caller, event in self._pending.pop(qual, ()):
-                self._add_edge(caller, qual, event)
+                self._add_edge(caller, self._copy_for(qual, event), event)
+
+    def _copy_for(self, callee: str, event: Event) -> str:
+        """A function that calls the method its parameter names (``def _emit(self, hook, **kw):
+        for cb in self.callbacks: getattr(cb, hook)(self, **kw)``) runs, for a call that passes
+        a name (``self._emit("on_epoch_end", logs=logs)``), as its copy for that name: only the
+        methods so named run, and they return only to the calls that named them."""
+        param = self._dispatch_params.get(callee)
+        fn = self.functions.get(callee) if param else None
+        given = _string(event.argument(param, fn.positional.index(param))) if fn and param else ""
+        if not given:
+            return callee
+        copies = self._copies.setdefault(callee, {})
+        if given not in copies:
+            copy = dataclasses.replace(fn, qualname=f"{callee}<{given}>",
+                                       events=[dataclasses.replace(e) for e in fn.events])
+            copies[given] = copy.qualname
+            self._fixed[copy.qualname] = (param, given)
+            self.functions[copy.qualname] = copy
+            self.graph.add_node(copy.qualname)
+            self._link(copy)
+        return copies[given]
 
     def add_function(self, fn: FunctionInfo) -> None:
         """A function no file defines (a framework's loop, auditor/static/frameworks.py)."""
@@ -386,6 +430,13 @@ class Project:
             candidates += dispatched
         if func == "cls" and caller.class_name:  # `cls(...)` in a classmethod builds the class
             candidates += self.method_candidates(caller.class_name, "__init__")
+        if event.func.endswith("()") and not func.startswith("self."):
+            # `lookup(kind, name)(*args)`: what the inner call returns runs
+            inner = func if "." in func else next(
+                (q for q in (f"{caller.qualname}.{func}", f"{caller.module}.{func}") if q in self.functions), func)
+            candidates += self._named_methods(caller, event) if func == "getattr" \
+                else self.returned_callables(inner)
+            return list(dict.fromkeys(candidates))  # not a call of `lookup` itself
         candidates += [func, f"{func}.__init__"]
         if "." not in func or func.startswith("self."):
             # `step = make_step(model, opt)` then `step(x)`, or a callable an object was handed
@@ -396,6 +447,8 @@ class Project:
         candidates += self._registered(caller, func, event.span.line)
         if "." not in func and func in self._loop_targets(caller):
             candidates += self._contained(caller, func, event.span.line)
+        if self._dispatch_params:
+            candidates = [self._copy_for(c, event) for c in candidates]
         return list(dict.fromkeys(candidates))
 
     def _loop_targets(self, fn: FunctionInfo) -> frozenset[str]:
@@ -450,6 +503,88 @@ class Project:
             # what the callers hand over that no construction names: `self`, a `def`
             for caller, argument, at in self._passed_as(fn, name):
                 out += self._callables(caller, argument, at, up + 1)
+        return out
+
+    def returned_callables(self, callee: str) -> list[str]:
+        """What a call of ``callee``'s result runs (``lookup(kind, name)(*args)``): the functions
+        it returns by name (a closure, a module's function, one it was handed) and those held by
+        a registry it returns an entry of (``return TABLE[kind][name]``)."""
+        fn = self.function(callee)
+        out: list[str] = []
+        for e in fn.events if fn is not None else ():
+            value = e.text.removeprefix("return").strip() if e.kind == "return" else ""
+            if re.fullmatch(r"[\w.]+", value):
+                out += self._callables(fn, value, e.span.line)
+            elif _LOOKUP.fullmatch(value):
+                out += self._registered(fn, value, e.span.line)
+        return list(dict.fromkeys(out))
+
+    def _named_methods(self, caller: FunctionInfo, event: Event) -> list[str]:
+        """``getattr(cb, hook)(self, **kw)``: the methods named by the strings ``hook`` holds (a
+        literal, or those the caller's callers pass for it: ``self._emit("on_epoch_end")``), of
+        ``cb``'s class when known, else of the classes in a program of the caller's."""
+        inner = next((e for e in caller.events if e.kind == "call" and e.func == "getattr"
+                      and len(e.args) >= 2 and e.span.within(event.span)), None)
+        if inner is None:
+            return []
+        names = self._strings_of(caller, inner.args[1])
+        cls = self.instance_class(caller, inner.args[0], event.span.line)
+        out: list[str] = []
+        for name in names:
+            if cls is not None:
+                out += self.method_candidates(cls, name)
+                continue
+            named = [fn for fn in list(self.functions.values()) if fn.name == name and fn.class_name]
+            # those a program running the caller holds, when one does (a library's: all)
+            mine = [fn for fn in named if self.share_program(caller.path, fn.path)]
+            library = all(p.kind == LIBRARY for p in self.programs_with(caller.path))
+            out += [fn.qualname for fn in (named if library and not mine else mine)]
+        return out if len(out) <= MAX_NAMED_METHODS else []
+
+    def _strings_of(self, fn: FunctionInfo, text: str) -> list[str]:
+        """The strings an argument may hold: its literal, or for a parameter of ``fn`` the
+        literals ``fn``'s callers pass for it."""
+        if _string(text):
+            return [_string(text)]
+        fixed = self._fixed.get(fn.qualname)
+        if fixed is not None and fixed[0] == text:  # a dispatcher's copy for one name
+            return [fixed[1]]
+        if text not in fn.positional:
+            return []
+        position = fn.positional.index(text)
+        out: list[str] = []
+        for caller in self.callers(fn.qualname):
+            for site in self.graph.calls(caller, fn.qualname):
+                given = _string(site.argument(text, position))
+                if given:
+                    out.append(given)
+        return list(dict.fromkeys(out))
+
+    def forwarded(self, caller: FunctionInfo, event: Event,
+                  callee: FunctionInfo) -> list[tuple[FunctionInfo, Event, str, str]]:
+        """The parameters of ``callee`` that the call ``event`` in ``caller`` fills from
+        ``caller``'s own ``*args`` / ``**kwargs`` (``return lookup(kind, name)(*args, **kwargs)``):
+        (function, call event, parameter, argument) at each call of ``caller`` that gives one."""
+        spread = bool(caller.varargs) and f"*{caller.varargs}" in event.args
+        spread_kw = bool(caller.varkw) and f"**{caller.varkw}" in event.args
+        if not (spread or spread_kw):
+            return []
+        given = next((n for n, a in enumerate(event.args) if a.startswith("*")), len(event.args))
+        named = callee.positional
+        wanted = [(p, n - given) for n, p in enumerate(named) if n >= given and p not in event.kwargs]
+        wanted += [(p, -1) for p in callee.params[len(callee.params) - callee.kwonly:]
+                   if p not in event.kwargs]
+        skip = len(caller.positional)
+        out: list[tuple[FunctionInfo, Event, str, str]] = []
+        for outer_name in self.callers(caller.qualname):
+            outer = self.functions.get(outer_name)
+            for site in self.graph.calls(outer_name, caller.qualname) if outer is not None else ():
+                given_there = [a for a in site.args if not a.startswith("*")]
+                for param, j in wanted:
+                    arg = given_there[skip + j] if spread and 0 <= j and skip + j < len(given_there) else ""
+                    arg = arg or (site.kwargs.get(param, "") if spread_kw else "")
+                    if arg:
+                        out.append((outer, site, param, arg))
         return out
 
     def _registered(self, caller: FunctionInfo, func: str, line: int) -> list[str]:

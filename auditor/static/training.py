@@ -65,7 +65,7 @@ from auditor.static.dataflow import (MAX_INSTANCE_CLASSES, SHARING_METHODS, SHAR
 from auditor.static.facts import MODULE_SCOPE, ClassInfo, Event, FunctionInfo, Span
 from auditor.static.paths import (BACKWARD_METHODS, NO_GRAD_CONTEXTS, NOT_FORWARD, Identity, bindings,
                                   rebase)
-from auditor.static.project import Project
+from auditor.static.project import CALL_ARGUMENT, Project
 from auditor.static.texts import container_items, dict_entries, top_level_items
 
 Site = tuple[FunctionInfo, int]
@@ -319,6 +319,8 @@ class OptimizerBuild:
     made: list[int] = field(default_factory=list)  # `Model(...).parameters()`: the call events
     # where each of ``modules`` is read (the optimizer call, or `params = model.parameters()`)
     read_at: list[int] = field(default_factory=list)
+    # parameters of ``fn`` given as the optimizer's params: what its callers pass decides
+    handed: list[str] = field(default_factory=list)
 
     @property
     def event(self) -> Event:
@@ -818,12 +820,15 @@ class Training:
                 return [Origin("new", c, fn.qualname, k, call.span) for c in sorted(built)]
         if callees:
             out: list[Origin] = []
+            # `lookup(kind, name)(...)`: the entries of a registry that holds several kinds
+            # (losses, models, optimizers); those whose result is not followed are of another
+            fanned = func.endswith("()") and len(callees) > 1
             for qual in callees:
                 callee = self.project.function(qual)
                 if callee is not None:
-                    out += [o.through(fn.qualname, k, call.span)
-                            for o in self.returned(callee, depth + 1)]
-            return out
+                    found = [o.through(fn.qualname, k, call.span) for o in self.returned(callee, depth + 1)]
+                    out += found if not fanned or any(o.known for o in found) else []
+            return out or [Origin("unknown")]
         return [Origin("unknown")]
 
     def returned(self, fn: FunctionInfo, depth: int) -> list[Origin]:
@@ -854,6 +859,32 @@ class Training:
         """A parameter's objects: the arguments bound to it at every call site, or at ``site``
         alone (one level of call-site context: the call that produced the value asked about)."""
         out: list[Origin] = []
+        for caller, k, param, arg in self._bound(fn, site):
+            outer = rebase(expr, param, arg)
+            made = CALL_ARGUMENT.fullmatch(arg) if outer == arg else None
+            if made is not None:  # `Trainer(model, make_optimizer(model.parameters()))`
+                inner = self._argument_call(caller, k, made.group(1))
+                out += self._call_origin(caller, inner, depth + 1) if inner is not None else []
+            elif outer is not None:
+                out += self.origins(caller, outer, statement_start(caller, k), depth + 1)
+        return out or [Origin("unknown")]
+
+    @staticmethod
+    def _argument_call(fn: FunctionInfo, k: int, name: str) -> Optional[int]:
+        """The call of ``name`` written as an argument of the call at event ``k`` of ``fn``."""
+        for j in range(k + 1, len(fn.events)):
+            e = fn.events[j]
+            if not e.span.within(fn.events[k].span):
+                break
+            if e.kind == "call" and e.func.removesuffix("()").rsplit(".", 1)[-1] == name.rsplit(".", 1)[-1]:
+                return j
+        return None
+
+    def _bound(self, fn: FunctionInfo,
+               site: Optional[tuple[str, int]] = None) -> Iterator[tuple[FunctionInfo, int, str, str]]:
+        """(caller, event index, parameter, argument) of every argument bound to a parameter of
+        ``fn`` at its call sites (at ``site`` alone when given), those a wrapper hands on from
+        its own ``*args`` / ``**kwargs`` at the wrapper's call sites."""
         self.project.load_mentioning(fn.name if fn.name != "__init__" else fn.class_name.rsplit(".", 1)[-1])
         for qual in self.project.callers(fn.qualname):
             if site is not None and qual != site[0]:
@@ -868,10 +899,31 @@ class Training:
                     continue
                 e = caller.events[k]
                 for param, arg in bindings(e, fn):
-                    outer = rebase(expr, param, arg)
-                    if outer is not None:
-                        out += self.origins(caller, outer, statement_start(caller, k), depth + 1)
-        return out or [Origin("unknown")]
+                    yield caller, k, param, arg
+                for there, call, param, arg in self.project.forwarded(caller, e, fn):
+                    j = self._event_index(there).get(id(call))
+                    if j is not None:
+                        yield there, j, param, arg
+
+    def _handed(self, fn: FunctionInfo, param: str, site: Optional[tuple[str, int]],
+                depth: int = 0) -> list[Origin]:
+        """Where the modules were made whose parameters the callers of ``fn`` pass for its
+        ``param`` (``make_optimizer(model.parameters(), cfg)``), at ``site`` alone when given,
+        through helpers that pass them on as a parameter of their own."""
+        out: list[Origin] = []
+        for caller, k, name, arg in list(self._bound(fn, site)):
+            if name != param:
+                continue
+            start = statement_start(caller, k)
+            made = self._assignment(caller, arg, start) if re.fullmatch(r"\w+", arg) else None
+            if made is None and arg in caller.params and depth < MAX_DEPTH:
+                out += self._handed(caller, arg, None, depth + 1)
+                continue
+            # the argument, or the statement that made it (`params = list(model.parameters())`)
+            text, at = (caller.events[made[1]].text, made[1]) if made is not None else (arg, start)
+            for module in re.findall(r"([\w.]+)\.(?:named_)?parameters\(\)", text):
+                out += self.origins(caller, module, at, depth + 1)
+        return out
 
     def _event_index(self, fn: FunctionInfo) -> dict[int, int]:
         """id(event) -> its index in ``fn.events``: a parameter's callers are asked about often,
@@ -903,9 +955,12 @@ class Training:
                         texts = [e.text]
                         # the call itself, and the statements that built a `params` list it got
                         sources = [(i, k) for k in self._expression_events(fn, i)]
+                        handed = []
                         for arg in [*e.args[:1], e.kwargs.get("params", "")]:
                             hit = self._assignment(fn, arg, statement_start(fn, i)) \
                                 if re.fullmatch(r"\w+", arg) else None
+                            if hit is None and arg in fn.params and arg not in ("self", "cls"):
+                                handed.append(arg)
                             if hit is not None:
                                 texts.append(fn.events[hit[1]].text)
                                 sources += [(hit[1], k) for k in self._expression_events(fn, hit[1])]
@@ -920,7 +975,7 @@ class Training:
                                 made.append(k + 1)  # `Model(...).parameters()`: the receiver's call
                         filtered = any("requires_grad" in t for t in texts)
                         self._optimizers.append(
-                            OptimizerBuild(fn, i, mods, filtered, made, read_at))
+                            OptimizerBuild(fn, i, mods, filtered, made, read_at, handed))
         return self._optimizers
 
     def param_origins(self, build: OptimizerBuild,
@@ -928,7 +983,14 @@ class Training:
         """Where the modules an optimizer was given were created (``site``: the call of the
         helper that built it, when the optimizer came out of one)."""
         out = [o for m, i in build.modules_at() for o in self.origins_in(build.fn, m, i, site)]
+        out += self.handed_origins(build, site)
         return out + [o for k in build.made for o in self._call_origin(build.fn, k, 0)]
+
+    def handed_origins(self, build: OptimizerBuild,
+                       site: Optional[tuple[str, int]] = None) -> list[Origin]:
+        """Where the modules were made whose ``.parameters()`` the callers of the optimizer's
+        helper hand it (``build.handed``)."""
+        return [o for p in build.handed for o in self._handed(build.fn, p, site)]
 
     def steps_reached(self, fn: FunctionInfo, i: int, is_step: Callable[[int], bool]) -> list[int]:
         """The events ``k`` of ``fn`` (those ``is_step`` picks) after the backward at event ``i``

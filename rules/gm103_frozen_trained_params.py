@@ -404,6 +404,40 @@ No automatic fix: whether the freeze is intended is the author's decision.
                 "opt = torch.optim.Adam(model.parameters())\n"
             ),
         }, path="utils.py", line=3),
+        # a callback fired by the name of its hook (`getattr(cb, hook)(self)`) freezes the
+        # encoder of the model whose parameters a helper's optimizer was handed
+        Invalid({
+            "callbacks.py": (
+                "class Probe:\n"
+                "    def on_epoch_start(self, trainer):\n"
+                "        pass\n"
+                "    def on_epoch_end(self, trainer):\n"
+                "        trainer.model.encoder.requires_grad_(False)\n"
+            ),
+            "train.py": (
+                "import torch\nfrom torch import nn\nfrom callbacks import Probe\n"
+                "def make_optimizer(params):\n"
+                "    return torch.optim.Adam(params, lr=1e-3)\n"
+                "class Trainer:\n"
+                "    def __init__(self, model, opt, callbacks):\n"
+                "        self.model, self.opt, self.callbacks = model, opt, callbacks\n"
+                "    def emit(self, hook):\n"
+                "        for cb in self.callbacks:\n"
+                "            getattr(cb, hook)(self)\n"
+                "    def fit(self, data):\n"
+                "        for epoch in range(3):\n"
+                "            self.emit('on_epoch_start')\n"
+                "            for x in data:\n"
+                "                loss = self.model(x).sum()\n"
+                "                self.opt.zero_grad()\n"
+                "                loss.backward()\n"
+                "                self.opt.step()\n"
+                "            self.emit('on_epoch_end')\n"
+                "model = nn.Sequential()\n"
+                "model.encoder = nn.Linear(4, 4)\n"
+                "Trainer(model, make_optimizer(model.parameters()), [Probe()]).fit([torch.ones(4)])\n"
+            ),
+        }, path="callbacks.py", line=5),
         # a mask token created frozen inside the model class
         Invalid({
             "model.py": (
@@ -574,7 +608,10 @@ No automatic fix: whether the freeze is intended is the author's decision.
         if given and root == "self" and fn.class_name:
             return any(t.contains_class(o.cls, fn.class_name) for o in given) \
                 and not re.search(r"copy", cls._made_by(t, fn, chain))
-        frozen = [o for o in t.origins(fn, re.sub(r"\[.*$", "", root), i) if o.known] if given else []
+        # the object ``chain`` is part of, at any depth (`trainer.model` of `trainer.model.encoder`)
+        parts = re.sub(r"\[.*$", "", chain).split(".")
+        frozen = [o for n in range(1, len(parts) + 1) for o in t.origins(fn, ".".join(parts[:n]), i)
+                  if o.known] if given else []
         return any(_same_make(f, g) for f in frozen for g in given)
 
     @staticmethod

@@ -8,13 +8,13 @@ from typing import Any, Iterable, Iterator, Optional
 
 from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
-from auditor.static.facts import FunctionInfo
+from auditor.static.facts import Event, FunctionInfo, Span
 from auditor.static.project import Project
 from auditor.static.training import UNTRAINED_NAME, OptimizerBuild, Origin, Training
 from auditor.static.conditions import normalise, tests_of
 from auditor.static.config_truth import decided, never_runs
 from auditor.static.paths import trains_after
-from auditor.static.config_values import values_of
+from auditor.static.config_values import LITERAL, Source, values_of
 from auditor.static.values import config_default
 
 PARAMETER_CLASSES = ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
@@ -504,16 +504,41 @@ No automatic fix: whether the freeze is intended is the author's decision.
                     continue
                 if never_runs(project, fn, fn.events[i]):
                     continue  # no configured run reaches the freeze
+                event = fn.events[i]
+                optimizer = f"{build.fn.path}:{build.event.span.line}"
+                setting = cls._switched_on_elsewhere(project, fn, event)
+                if setting is not None:  # the freeze is a switch; the setting turns it on
+                    test, source = setting
+                    yield cls.make_finding(
+                        source.path, Span(source.line, 1, source.line, 1),
+                        f"this setting turns `{normalise(test)}` on for every configured run "
+                        f"({source.what}), so `{chain}` is frozen at {fn.path}:{event.span.line} "
+                        f"while the optimizer built at {optimizer} is given all of the model's "
+                        f"parameters: the frozen ones never train",
+                        fix="set it to off where the model should train the frozen part",
+                    )
+                    continue
                 yield cls.make_finding(
-                    fn.path, fn.events[i].span,
+                    fn.path, event.span,
                     f"`{chain}` is frozen (requires_grad=False"
                     + (f", {read}" if read else "")
-                    + ") but the optimizer built at "
-                    f"{build.fn.path}:{build.event.span.line} is given all of the model's "
+                    + f") but the optimizer built at {optimizer} is given all of the model's "
                     f"parameters: the frozen ones never train",
                     fix="remove the freeze, or give the optimizer only the parameters meant to "
                         "train (and document the partial fine-tuning)",
                 )
+
+    @staticmethod
+    def _switched_on_elsewhere(project: Project, fn: FunctionInfo,
+                               event: Event) -> Optional[tuple[str, Source]]:
+        """The enclosing test that holds on every configured run, decided by a setting written
+        elsewhere than in ``fn``'s file (a configuration file, a config class's default)."""
+        for test in tests_of(event):
+            truth = decided(project, fn, test, event.span.line)
+            if truth is not None and truth[0] and truth[1] is not None \
+                    and truth[1].path != fn.path and truth[1].what != LITERAL:
+                return test, truth[1]
+        return None
 
     @classmethod
     def _frozen_untrained(cls, t: Training, fn: FunctionInfo, i: int, chain: str, read: str,

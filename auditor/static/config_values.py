@@ -700,11 +700,18 @@ class _Evaluator:
                 stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None
             if isinstance(target, ast.Name) and target.id == attr and stmt.value is not None:
                 value = stmt.value
+                source = Source(module.path, stmt.lineno, f"the default of `{name}.{attr}`")
                 if isinstance(value, ast.Call) and _dotted(value.func) in ("field", "dataclasses.field"):
+                    factory = next((k.value for k in value.keywords if k.arg == "default_factory"), None)
+                    nested = self._class_named(module, _dotted(factory), len(statements(module))) \
+                        if factory is not None else ""
+                    if nested:  # `model: ModelConfig = field(default_factory=ModelConfig)`
+                        made = ast.Call(func=factory, args=[], keywords=[])
+                        return [Value(Instance(nested, module, made, len(statements(module))), source)]
                     value = next((k.value for k in value.keywords if k.arg == "default"), None)
                 if value is None:
                     return []
-                return [Value(v.value, Source(module.path, stmt.lineno, f"the default of `{name}.{attr}`"))
+                return [Value(v.value, source)
                         for v in self.expr(module, value, len(statements(module)), None, depth)]
         return []
 

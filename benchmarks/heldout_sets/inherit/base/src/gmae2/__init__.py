@@ -1,0 +1,1 @@
+"""GraphMAE for graph-level self-supervised pretraining."""

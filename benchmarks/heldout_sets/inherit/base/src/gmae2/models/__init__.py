@@ -1,0 +1,3 @@
+from .graphmae import GraphMAE, build_model
+
+__all__ = ["GraphMAE", "build_model"]

@@ -1,0 +1,3 @@
+from .trainer import GraphMAETrainer
+
+__all__ = ["GraphMAETrainer"]

@@ -7,6 +7,7 @@ from typing import Any, Iterable, Optional
 from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.facts import FunctionInfo
+from auditor.static.paths import bindings
 from auditor.static.project import Project
 from auditor.static.texts import dict_entries, entries_read, entry, top_level_items
 from auditor.static.training import Training, TrainingLoop, detached_text, is_backward
@@ -156,6 +157,23 @@ automatically because a tensor total may be used later on purpose.
 """
 
     VALID = [
+        # the same helper handed the loss's number
+        Valid(
+            "import torch\n"
+            "class Trainer:\n"
+            "    def __init__(self, model):\n"
+            "        self.model, self.step_losses = model, []\n"
+            "        self.opt = torch.optim.Adam(model.parameters())\n"
+            "    def log_step(self, loss):\n"
+            "        self.step_losses.append(loss)\n"
+            "    def fit(self, data):\n"
+            "        for x in data:\n"
+            "            loss = self.model(x).sum()\n"
+            "            self.log_step(loss.item())\n"
+            "            self.opt.zero_grad()\n"
+            "            loss.backward()\n"
+            "            self.opt.step()\n"
+        ),
         # numbers and integer tensors taken from the loss or the output, and a sum under no_grad
         Valid(
             "import torch\n"
@@ -291,6 +309,31 @@ automatically because a tensor total may be used later on purpose.
         }),
     ]
     INVALID = [
+        # a logging mixin's method handed the loss every step keeps it in a list
+        Invalid({
+            "mixins.py": (
+                "class LoggingMixin:\n"
+                "    def init_logging(self):\n"
+                "        self.step_losses = []\n"
+                "    def log_step(self, loss):\n"
+                "        self.step_losses.append(loss)\n"
+            ),
+            "train.py": (
+                "import torch\nfrom mixins import LoggingMixin\n"
+                "class Trainer(LoggingMixin):\n"
+                "    def __init__(self, model):\n"
+                "        self.model = model\n"
+                "        self.opt = torch.optim.Adam(model.parameters())\n"
+                "        self.init_logging()\n"
+                "    def fit(self, data):\n"
+                "        for x in data:\n"
+                "            loss = self.model(x).sum()\n"
+                "            self.log_step(loss)\n"
+                "            self.opt.zero_grad()\n"
+                "            loss.backward()\n"
+                "            self.opt.step()\n"
+            ),
+        }, path="mixins.py", line=5),
         Invalid(
             "def fit(model, opt, loader):\n"
             "    total = 0.0\n"
@@ -456,6 +499,27 @@ automatically because a tensor total may be used later on purpose.
             for i, acc, value in cls._adds(t, fn, range(len(fn.events)), graph):
                 if acc.startswith("self."):
                     out.append((fn, i, acc, value))
+        for fn in [loop.fn, *steps.values()]:
+            out += cls._handed_accumulations(t, fn, _graph_names(t, fn))
+        return out
+
+    @classmethod
+    def _handed_accumulations(cls, t: Training, fn: FunctionInfo, graph: set[str]
+                              ) -> list[tuple[FunctionInfo, int, str, str]]:
+        """A helper handed the loss each step (``self.log_step(loss)``, a mixin's method)
+        that adds its parameter to an attribute of its instance, which outlives the call."""
+        out = []
+        for e in fn.events:
+            if e.kind != "call" or not set(e.uses) & graph:
+                continue
+            for qual in t.resolve(fn, e):
+                callee = t.project.function(qual)
+                if callee is None or callee is fn:
+                    continue
+                handed = {param for param, arg in bindings(e, callee) if arg in graph}
+                out += [(callee, i, acc, value) for i, acc, value
+                        in cls._adds(t, callee, range(len(callee.events)), handed)
+                        if acc.startswith("self.")]
         return out
 
     @classmethod

@@ -24,6 +24,8 @@ MAX_PASSED = 2
 CALL_ARGUMENT = re.compile(r"([\w.]+)\(.*\)", re.S)
 # a call of what a container holds under some key: `LOSSES[cfg["loss"]](pred, target)`
 _LOOKUP = re.compile(r"([\w.]+)\[.+\]")
+# what a call of ``functools.partial(f, ...)``'s result runs: ``f``
+PARTIALS = ("functools.partial",)
 # a `getattr(obj, name)(...)` whose object's class is unknown: at most this many methods so named
 MAX_NAMED_METHODS = 16
 
@@ -156,6 +158,7 @@ class Project:
         # a function calling the method its parameter names -> that parameter; its copies by the
         # name a call passes; each copy's (parameter, name)  (see `_copy_for`)
         self._dispatch_params: dict[str, str] = {}
+        self._subclasses: tuple[int, dict[str, list[str]]] = (0, {})  # (classes indexed, base -> subclasses)
         self._copies: dict[str, dict[str, str]] = {}
         self._fixed: dict[str, tuple[str, str]] = {}
         files = list(files)
@@ -418,7 +421,10 @@ class Project:
         func = event.func.removesuffix("()")
         candidates: list[str] = []
         if func.startswith("self.") and caller.class_name:
+            # `self.training_step(batch)` in a base class's loop: its own, or a subclass's
+            # override (a template method's hooks)
             candidates += self.method_candidates(caller.class_name, func[5:])
+            candidates += self.overrides(caller.class_name, func[5:])
         cls = self.instance_class(caller, func, event.span.line)
         if cls is not None:  # calling an instance: nn.Module.__call__ runs forward
             candidates += self.method_candidates(cls, "forward") + self.method_candidates(cls, "__call__")
@@ -499,11 +505,77 @@ class Project:
         for built in self._built_from(fn, name, line):
             out += self.method_candidates(built, "__call__") if built in self.classes \
                 else self.returned_closures(built)
+        out += self._partials(fn, name, line)
         if up < MAX_PASSED and (name in fn.params or not out and name.startswith("self.")):
             # what the callers hand over that no construction names: `self`, a `def`
             for caller, argument, at in self._passed_as(fn, name):
                 out += self._callables(caller, argument, at, up + 1)
+        if not out and up < MAX_PASSED and "." in name:
+            out += self._attribute_callables(fn, name, line, up)
         return out
+
+    def _partials(self, fn: FunctionInfo, name: str, line: int) -> list[str]:
+        """``crit = functools.partial(sce_loss, alpha=2)`` (in ``fn``, or in any method of its
+        class for ``self.attr``): the function a call of it runs."""
+        scopes = [fn]
+        if name.startswith("self.") and fn.class_name in self.classes:
+            scopes = [f for q in self.classes[fn.class_name].methods if (f := self.functions.get(q))]
+        out: list[str] = []
+        for scope in scopes:
+            for e in scope.events:
+                if e.kind == "call" and e.func in PARTIALS and name in e.targets and e.args \
+                        and (scope is not fn or e.span.line <= line):
+                    wrapped = self.qualified(scope, e.args[0])
+                    target = self.function(wrapped)
+                    out += [target.qualname] if target is not None else \
+                        self.method_candidates(wrapped, "__call__") if wrapped in self.classes else []
+        return out
+
+    def _attribute_callables(self, fn: FunctionInfo, name: str, line: int, up: int) -> list[str]:
+        """What a call of an attribute runs that ``fn``'s class copies from another object
+        (``self.criterion = model.criterion``), or that an object of a known class holds
+        (``model.criterion(...)``): what that object's class assigns it."""
+        base, _, attr = name.rpartition(".")
+        if base == "self" and fn.class_name in self.classes:
+            out: list[str] = []
+            for q in self.classes[fn.class_name].methods:
+                method = self.functions.get(q)
+                for e in method.events if method is not None else ():
+                    for other in (e.bound_to(name) if e.kind == "assign" else []):
+                        if other != name and not other.startswith("self."):
+                            out += self._callables(method, other, e.span.line, up + 1)
+            return out
+        out = []
+        for cls in self._object_classes(fn, base, line) if base != "self" else []:
+            init = self.function(f"{cls}.__init__")
+            if init is not None and init.span is not None:
+                out += self._callables(init, f"self.{attr}", init.span.end_line, up + 1)
+        return out
+
+    def _object_classes(self, fn: FunctionInfo, name: str, line: int) -> list[str]:
+        """The project classes of the objects ``name`` holds: built there, or returned by the
+        factory that built them (``model = build_model(cfg)`` returning ``GraphMAE(...)``)."""
+        out: list[str] = []
+        for built in self._built_from(fn, name, line):
+            if built in self.classes:
+                out.append(built)
+                continue
+            factory = self.function(built)
+            for e in factory.events if factory is not None else ():
+                value = e.text.removeprefix("return").strip() if e.kind == "return" else ""
+                if re.fullmatch(r"[\w.]+", value):
+                    out += [c for c in self._built_from(factory, value, e.span.line) if c in self.classes]
+        return list(dict.fromkeys(out))
+
+    def qualified(self, fn: FunctionInfo, text: str) -> str:
+        """A dotted name written in ``fn`` as its module's imports resolve it (a function or
+        class of the module when defined there)."""
+        root, _, rest = text.partition(".")
+        imports = self.files[fn.path].imports if fn.path in self.files else {}
+        if root in imports:
+            return imports[root] + (f".{rest}" if rest else "")
+        local = f"{fn.module}.{text}"
+        return local if local in self.functions or local in self.classes else text
 
     def returned_callables(self, callee: str) -> list[str]:
         """What a call of ``callee``'s result runs (``lookup(kind, name)(*args)``): the functions
@@ -707,6 +779,30 @@ class Project:
         if (self._generation, self._loading) == state:
             memo[(class_qualname, method)] = (state, found)
         return list(found)
+
+    def overrides(self, class_qualname: str, method: str) -> list[str]:
+        """The methods named ``method`` that subclasses of the class define (at any depth): what
+        ``self.method()`` in the class may run on an instance of one of them."""
+        if "." in method:
+            return []
+        count, index = self._subclasses
+        fresh = list(itertools.islice(self.classes, count, None))  # a base may load a file
+        for qual in fresh:
+            for base in self.bases_of(qual):
+                if base != qual:
+                    index.setdefault(base, []).append(qual)
+        self._subclasses = (count + len(fresh), index)
+        out: list[str] = []
+        todo, seen = list(index.get(class_qualname, ())), {class_qualname}
+        while todo:
+            sub = todo.pop(0)
+            if sub in seen:
+                continue
+            seen.add(sub)
+            if f"{sub}.{method}" in self.functions:
+                out.append(f"{sub}.{method}")
+            todo += index.get(sub, ())
+        return out
 
     def _method_candidates(self, class_qualname: str, method: str) -> list[str]:
         out, todo, seen = [], [class_qualname], set()

@@ -532,8 +532,12 @@ No automatic fix: whether the freeze is intended is the author's decision.
     def _switched_on_elsewhere(project: Project, fn: FunctionInfo,
                                event: Event) -> Optional[tuple[str, Source]]:
         """The enclosing test that holds on every configured run, decided by a setting written
-        elsewhere than in ``fn``'s file (a configuration file, a config class's default)."""
+        elsewhere than in ``fn``'s file (a configuration file, a config class's default). A
+        switch only (``if cfg.freeze_encoder:``): a comparison's literal in the code may be the
+        wrong side (``cfg.stage != "pretraining"`` where the file says ``pretrain``)."""
         for test in tests_of(event):
+            if any(op in test for op in ("==", "!=", "<", ">", " in ", " is ")):
+                continue
             truth = decided(project, fn, test, event.span.line)
             if truth is not None and truth[0] and truth[1] is not None \
                     and truth[1].path != fn.path and truth[1].what != LITERAL:

@@ -79,6 +79,58 @@ def test_dataclass_default_weight(tmp_path: Path, construct: str, expected: list
     assert check(tmp_path, _dataclass_config(construct), "GM402") == expected
 
 
+def _nested_dataclass_switch(default: str) -> dict[str, str]:
+    """A section of the configuration built by ``field(default_factory=...)``; its switch
+    freezes the encoder where the model is built, the optimizer takes every parameter."""
+    return {
+        "settings.py": (
+            "from dataclasses import dataclass, field\n"
+            "\n"
+            "@dataclass\n"
+            "class ModelConfig:\n"
+            "    hidden: int = 16\n"
+            f"    freeze_encoder: bool = {default}\n"
+            "\n"
+            "@dataclass\n"
+            "class Config:\n"
+            "    model: ModelConfig = field(default_factory=ModelConfig)\n"
+        ),
+        "train.py": (
+            "import torch\n"
+            "from torch import nn\n"
+            "from settings import Config\n"
+            "\n"
+            "def build(mcfg):\n"
+            "    model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4))\n"
+            "    if mcfg.freeze_encoder:\n"
+            "        model[0].requires_grad_(False)\n"
+            "    return model\n"
+            "\n"
+            "def main(batches):\n"
+            "    cfg = Config()\n"
+            "    model = build(cfg.model)\n"
+            "    opt = torch.optim.Adam(model.parameters())\n"
+            "    for x in batches:\n"
+            "        loss = model(x).pow(2).mean()\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+            "\n"
+            "if __name__ == '__main__':\n"
+            "    main([torch.ones(4)])\n"
+        ),
+    }
+
+
+@pytest.mark.parametrize("default, expected", [
+    ("True", [("GM103", "settings.py", 6)]),
+    ("False", []),
+])
+def test_switch_in_a_nested_dataclass_section(tmp_path: Path, default: str, expected: list) -> None:
+    # the section's default_factory builds an object of the section's class: its defaults hold
+    assert check(tmp_path, _nested_dataclass_switch(default), "GM103") == expected
+
+
 def _reduction_from_module(mode: str) -> dict[str, str]:
     return {
         "settings.py": f"LOSS = {{'reduce': '{mode}', 'margin': 1.0}}\n",

@@ -499,6 +499,8 @@ def callers_of(project: Project, qualname: str) -> list[tuple[FunctionInfo, Even
         project.load_mentioning(fn.name)
         for registry in project.registries_of(fn):  # `LOSSES[cfg.loss](...)` calls it too
             project.load_mentioning(registry.rsplit(".", 1)[-1])
+        for name in project.partial_names(fn):  # `self.criterion = partial(fn, ...)`
+            project.load_mentioning(name)
     # The index grows with the project (files are loaded on demand): each call event is resolved
     # once; an event nothing resolves yet is tried again, directly and through instance data
     # flow, when more functions are known. Calls into imported libraries are never retried.

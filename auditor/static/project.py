@@ -531,6 +531,19 @@ class Project:
                         self.method_candidates(wrapped, "__call__") if wrapped in self.classes else []
         return out
 
+    def partial_names(self, fn: FunctionInfo) -> set[str]:
+        """The names a ``functools.partial`` of ``fn`` is kept under (``self.criterion``:
+        ``criterion``): a call of it may be written with that name only."""
+        memo = self.memo("partial_names")
+        count, index = memo.get("", (0, {}))
+        for scope in self.functions_since(count):
+            for e in scope.events:
+                if e.kind == "call" and e.func in PARTIALS and e.args and e.targets:
+                    wrapped = self.qualified(scope, e.args[0])
+                    index.setdefault(wrapped, set()).update(t.rsplit(".", 1)[-1] for t in e.targets)
+        memo[""] = (len(self.functions), index)
+        return set(index.get(fn.qualname, ()))
+
     def _attribute_callables(self, fn: FunctionInfo, name: str, line: int, up: int) -> list[str]:
         """What a call of an attribute runs that ``fn``'s class copies from another object
         (``self.criterion = model.criterion``), or that an object of a known class holds

@@ -189,30 +189,6 @@ parameters only).
         }),
     ]
     INVALID = [
-        # a template method: the base class's loop calls the hook a subclass overrides, and the
-        # override runs its forward under no_grad
-        Invalid({
-            "base.py": (
-                "class BaseTrainer:\n"
-                "    def __init__(self, model, opt):\n"
-                "        self.model, self.opt = model, opt\n"
-                "    def training_step(self, batch):\n"
-                "        raise NotImplementedError\n"
-                "    def fit(self, loader):\n"
-                "        for batch in loader:\n"
-                "            loss = self.training_step(batch)\n"
-                "            self.opt.zero_grad()\n"
-                "            loss.backward()\n"
-                "            self.opt.step()\n"
-            ),
-            "trainer.py": (
-                "import torch\nfrom base import BaseTrainer\n"
-                "class MAETrainer(BaseTrainer):\n"
-                "    @torch.no_grad()\n"
-                "    def training_step(self, batch):\n"
-                "        return self.model(batch).pow(2).mean()\n"
-            ),
-        }, path="trainer.py", line=4),
         # the loss computed with gradients off (the forward itself outside the block)
         Invalid(
             "import torch\n"
@@ -468,6 +444,30 @@ parameters only).
             "    main(torch.randn(8, 4))\n",
             line=21, message_contains="model.encode",
         ),
+        # a template method: the base class's loop calls the hook a subclass overrides, and the
+        # override runs its forward under no_grad
+        Invalid({
+            "base.py": (
+                "class BaseTrainer:\n"
+                "    def __init__(self, model, opt):\n"
+                "        self.model, self.opt = model, opt\n"
+                "    def training_step(self, batch):\n"
+                "        raise NotImplementedError\n"
+                "    def fit(self, loader):\n"
+                "        for batch in loader:\n"
+                "            loss = self.training_step(batch)\n"
+                "            self.opt.zero_grad()\n"
+                "            loss.backward()\n"
+                "            self.opt.step()\n"
+            ),
+            "trainer.py": (
+                "import torch\nfrom base import BaseTrainer\n"
+                "class MAETrainer(BaseTrainer):\n"
+                "    @torch.no_grad()\n"
+                "    def training_step(self, batch):\n"
+                "        return self.model(batch).pow(2).mean()\n"
+            ),
+        }, path="trainer.py", line=4),
     ]
 
     @classmethod

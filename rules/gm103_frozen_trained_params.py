@@ -18,6 +18,8 @@ from auditor.static.config_values import LITERAL, Source, values_of
 from auditor.static.values import config_default
 
 PARAMETER_CLASSES = ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
+# a setting whose name says it freezes (`freeze_encoder`, `frozen_backbone`, `fix_encoder`)
+FREEZE_SETTING = re.compile(r"freez|frozen|\bfix(ed)?_|_fixed\b", re.I)
 
 
 def _value(project: Project, fn: FunctionInfo, line: int, text: str) -> Optional[tuple[bool, str]]:
@@ -506,9 +508,9 @@ No automatic fix: whether the freeze is intended is the author's decision.
                     continue  # no configured run reaches the freeze
                 event = fn.events[i]
                 optimizer = f"{build.fn.path}:{build.event.span.line}"
-                setting = cls._switched_on_elsewhere(project, fn, event)
-                if setting is not None:  # the freeze is a switch; the setting turns it on
-                    test, source = setting
+                setting = cls._switched_on(project, fn, event)
+                if setting is not None and cls._setting_at_fault(fn, *setting):
+                    test, source = setting  # the freeze is a switch; the setting turns it on
                     yield cls.make_finding(
                         source.path, Span(source.line, 1, source.line, 1),
                         f"this setting turns `{normalise(test)}` on for every configured run "
@@ -518,6 +520,10 @@ No automatic fix: whether the freeze is intended is the author's decision.
                         fix="set it to off where the model should train the frozen part",
                     )
                     continue
+                if setting is not None:
+                    test, source = setting
+                    read = ", ".join(filter(None, [read, f"`{normalise(test)}` holds on every "
+                                                         f"configured run: {source.what}, {source.where}"]))
                 yield cls.make_finding(
                     fn.path, event.span,
                     f"`{chain}` is frozen (requires_grad=False"
@@ -529,20 +535,24 @@ No automatic fix: whether the freeze is intended is the author's decision.
                 )
 
     @staticmethod
-    def _switched_on_elsewhere(project: Project, fn: FunctionInfo,
-                               event: Event) -> Optional[tuple[str, Source]]:
-        """The enclosing test that holds on every configured run, decided by a setting written
-        elsewhere than in ``fn``'s file (a configuration file, a config class's default). A
-        switch only (``if cfg.freeze_encoder:``): a comparison's literal in the code may be the
-        wrong side (``cfg.stage != "pretraining"`` where the file says ``pretrain``)."""
+    def _switched_on(project: Project, fn: FunctionInfo, event: Event) -> Optional[tuple[str, Source]]:
+        """The enclosing test that holds on every configured run, with the constant deciding it."""
         for test in tests_of(event):
-            if any(op in test for op in ("==", "!=", "<", ">", " in ", " is ")):
-                continue
             truth = decided(project, fn, test, event.span.line)
-            if truth is not None and truth[0] and truth[1] is not None \
-                    and truth[1].path != fn.path and truth[1].what != LITERAL:
+            if truth is not None and truth[0] and truth[1] is not None:
                 return test, truth[1]
         return None
+
+    @staticmethod
+    def _setting_at_fault(fn: FunctionInfo, test: str, source: Source) -> bool:
+        """Is the setting, not the code, what to change? When it is written elsewhere (a
+        configuration file, a config class's default) and its name says it freezes
+        (``if cfg.freeze_encoder:``). A comparison's literal in the code may be the wrong side
+        (``cfg.stage != "pretraining"`` where the file says ``pretrain``), and a switch named for
+        something else (``if cfg.pretrain:``) makes the code's use of it the suspect."""
+        compares = any(op in test for op in ("==", "!=", "<", ">", " in ", " is "))
+        return not compares and bool(FREEZE_SETTING.search(test)) \
+            and source.path != fn.path and source.what != LITERAL
 
     @classmethod
     def _frozen_untrained(cls, t: Training, fn: FunctionInfo, i: int, chain: str, read: str,

@@ -309,31 +309,6 @@ automatically because a tensor total may be used later on purpose.
         }),
     ]
     INVALID = [
-        # a logging mixin's method handed the loss every step keeps it in a list
-        Invalid({
-            "mixins.py": (
-                "class LoggingMixin:\n"
-                "    def init_logging(self):\n"
-                "        self.step_losses = []\n"
-                "    def log_step(self, loss):\n"
-                "        self.step_losses.append(loss)\n"
-            ),
-            "train.py": (
-                "import torch\nfrom mixins import LoggingMixin\n"
-                "class Trainer(LoggingMixin):\n"
-                "    def __init__(self, model):\n"
-                "        self.model = model\n"
-                "        self.opt = torch.optim.Adam(model.parameters())\n"
-                "        self.init_logging()\n"
-                "    def fit(self, data):\n"
-                "        for x in data:\n"
-                "            loss = self.model(x).sum()\n"
-                "            self.log_step(loss)\n"
-                "            self.opt.zero_grad()\n"
-                "            loss.backward()\n"
-                "            self.opt.step()\n"
-            ),
-        }, path="mixins.py", line=5),
         Invalid(
             "def fit(model, opt, loader):\n"
             "    total = 0.0\n"
@@ -432,6 +407,31 @@ automatically because a tensor total may be used later on purpose.
                 "        history.append(metrics[\"loss\"])\n"
             ),
         }, path="train.py", line=6, message_contains='metrics["loss"]'),
+        # a logging mixin's method handed the loss every step keeps it in a list
+        Invalid({
+            "mixins.py": (
+                "class LoggingMixin:\n"
+                "    def init_logging(self):\n"
+                "        self.step_losses = []\n"
+                "    def log_step(self, loss):\n"
+                "        self.step_losses.append(loss)\n"
+            ),
+            "train.py": (
+                "import torch\nfrom mixins import LoggingMixin\n"
+                "class Trainer(LoggingMixin):\n"
+                "    def __init__(self, model):\n"
+                "        self.model = model\n"
+                "        self.opt = torch.optim.Adam(model.parameters())\n"
+                "        self.init_logging()\n"
+                "    def fit(self, data):\n"
+                "        for x in data:\n"
+                "            loss = self.model(x).sum()\n"
+                "            self.log_step(loss)\n"
+                "            self.opt.zero_grad()\n"
+                "            loss.backward()\n"
+                "            self.opt.step()\n"
+            ),
+        }, path="mixins.py", line=5),
     ]
 
     preview_kind = "tensors other than the loss kept across steps"

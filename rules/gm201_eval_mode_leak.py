@@ -12,7 +12,7 @@ from auditor.fix import Fix, Fixer
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.conditions import innermost
 from auditor.static.facts import Event, FunctionInfo
-from auditor.static.paths import (TRAINED, PathSearch, Step, first_trained, is_same_or_parent,
+from auditor.static.paths import (TRAINED, PathSearch, Step, first_trained, forward_use, is_same_or_parent,
                                   training_visitor)
 from auditor.static.project import Project
 from auditor.static.training import Training
@@ -778,7 +778,7 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
                 "        opt.step()\n"
                 "        if step % 50 == 0:\n"
                 "            evaluate(model, val)\n",
-        }, line=3, path="helpers.py", message_contains="train.py"),
+        }, line=3, path="train.py", message_contains="helpers.py:3"),
         # a Trainer whose validate() runs inside the batch loop
         Invalid({
             "engine.py":
@@ -799,7 +799,7 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
                 "            self.opt.step()\n"
                 "            if i % 10 == 0:\n"
                 "                self.validate(g)\n",
-        }, line=7, path="engine.py"),
+        }, line=11, path="engine.py", message_contains="engine.py:7"),
         # `self.eval()` inside a model method called from the training loop
         Invalid({
             "model.py":
@@ -954,7 +954,8 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
                 path="handlers.py", line=5, message_contains="train.py:10"),
         # the model's encoder comes out of a registry's factory: its layers are not known here,
         # so putting the model in eval mode may change them (it holds a Dropout)
-        Invalid(_REGISTRY_MODEL.format(make="build('encoder', 'mlp', 4)", use="self.encoder(x)"), line=25),
+        Invalid(_REGISTRY_MODEL.format(make="build('encoder', 'mlp', 4)", use="self.encoder(x)"), line=29,
+                message_contains=":25"),
     ]
 
     @classmethod
@@ -967,6 +968,7 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
                 if target is not None:
                     starts.append((fn, i, target))
         training = Training.of(project)
+        hoisted: dict[tuple[str, int], tuple[FunctionInfo, int, list[str]]] = {}
         for fn, i, target in starts:
             # the model put in eval mode, by where it was made: named again past a caller that
             # holds it under no name (a handler object's `self.model`, fired by an engine)
@@ -984,6 +986,14 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
             if hit is None or hit.step is None:
                 continue
             event = fn.events[i]
+            # an evaluation routine (it runs the model after the eval) leaves restoring the
+            # mode to its caller; a stray eval (in a checkpoint helper, say) is the defect
+            evaluates = any(forward_use(e, target) for e in fn.events[i + 1:])
+            once = cls._train_before_loop(training, hit.trail, made) if evaluates else None
+            if once is not None:  # one finding where the fix goes, for every eval it lets leak
+                hoisted.setdefault((once[0].qualname, once[1]), (*once, []))[2].append(
+                    f"{fn.path}:{event.span.line}")
+                continue
             via = f" (via {' -> '.join(hit.trail)})" if hit.trail else ""
             yield cls.make_finding(
                 fn.path, event.span,
@@ -994,6 +1004,46 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
                 fix=f"call `{target}.train()` when the evaluation ends (or at the top of every "
                 "training iteration)",
             )
+
+        for owner, k, evals in hoisted.values():
+            call = owner.events[k]
+            yield cls.make_finding(
+                owner.path, call.span,
+                f"`{call.receiver}.train()` runs once, before the loop it drives, and the "
+                f"evaluation in that loop switches the model to eval mode ({', '.join(evals)}): "
+                "every iteration after the first evaluation trains with Dropout off and "
+                "BatchNorm frozen",
+                fix=f"call `{call.receiver}.train()` at the top of every iteration",
+            )
+
+    @staticmethod
+    def _train_before_loop(training: Training, trail: tuple[str, ...],
+                           made: list) -> Optional[tuple[FunctionInfo, int]]:
+        """The ``.train()`` of the evaluated model that a function the leak returns through
+        calls once, outside the loop whose call site the leak came back through: the mode is
+        set before the loop and never again (``model.train()`` hoisted out of the epoch loop)."""
+        project = training.project
+        for where in trail:
+            path, _, line = where.rpartition(":")
+            for fn in list(project.functions.values()):
+                if fn.path != path or fn.span is None or not fn.span.line <= int(line) <= fn.span.end_line:
+                    continue
+                site = next((j for j, e in enumerate(fn.events) if e.kind == "call"
+                             and e.span.line == int(line) and e.loop_ids), None)
+                if site is None:
+                    continue
+                loops = set(fn.events[site].loop_ids)
+                for k in range(site):
+                    e = fn.events[k]
+                    if loops & set(e.loop_ids) or training.mode_switch(fn, k) is not False \
+                            or not e.receiver:
+                        continue
+                    mine = training.origins(fn, e.receiver, k)
+                    if not any(a.same_as(b) for a in mine for b in made) \
+                            and all(o.known for o in mine + made):
+                        continue
+                    return fn, k
+        return None
 
     @classmethod
     def fix(cls, finding: Finding, fixer: Fixer) -> Optional[Fix]:
@@ -1006,7 +1056,7 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
                       for t in [eval_target(e, project.files[fn.path].imports
                                             if fn.path in project.files else {})] if t), None)
         if start is None:
-            return None
+            return cls._fix_hoisted(fixer, finding)
         hit = first_trained(project, start[0],
                             PathSearch(project, visit).run(start[0], start[1], start[2], False))
         if hit is None or hit.step is None or not hit.step.tracked:
@@ -1027,6 +1077,24 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
         call = f"{step.tracked}.train()"
         return Fix(f"call `{call}` at the top of the training step ({step.where})",
                    [src.insert_before(first, call)])
+
+    @staticmethod
+    def _fix_hoisted(fixer: Fixer, finding: Finding) -> Optional[Fix]:
+        """A ``.train()`` run once before the loop: moved to the top of the loop's body."""
+        src = fixer.source(finding.path)
+        call = src.node_at(finding, cst.Call) if src else None
+        statement = src.statement_of(call) if src and call is not None else None
+        block = src.parent(statement) if src and statement is not None else None
+        body = list(getattr(block, "body", ()))
+        if src is None or call is None or statement not in body:
+            return None
+        loop = next((s for s in body[body.index(statement) + 1:] if isinstance(s, (cst.For, cst.While))), None)
+        inner = getattr(getattr(loop, "body", None), "body", None)
+        if loop is None or not inner:
+            return None
+        code = src.code(call)
+        return Fix(f"move `{code}` to the top of the loop at line {src.span(loop).line}",
+                   [src.remove(statement), src.insert_before(inner[0], code)])
 
     @classmethod
     def confirm(cls, finding: Finding, evidence) -> Optional[Verdict]:

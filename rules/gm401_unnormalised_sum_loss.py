@@ -312,41 +312,6 @@ loss weights tuned against the summed loss must be revisited.
         Valid(_PARTIAL_LOSS.replace("x[mask])\n", "x[mask]) / mask.sum()\n")),
     ]
     INVALID = [
-        # the loss a model keeps as a functools.partial, copied by the trainer that calls it
-        Invalid({
-            "model.py": (
-                "from functools import partial\nimport torch.nn.functional as F\nfrom torch import nn\n"
-                "def sce(pred, target, alpha=2.0):\n"
-                "    cos = (F.normalize(pred, dim=-1) * F.normalize(target, dim=-1)).sum(-1)\n"
-                "    return (1 - cos).pow(alpha).sum()\n"
-                "class MAE(nn.Module):\n"
-                "    def __init__(self):\n"
-                "        super().__init__()\n"
-                "        self.lin = nn.Linear(4, 4)\n"
-                "        self.criterion = partial(sce, alpha=3.0)\n"
-                "    def forward(self, x, mask):\n"
-                "        return self.lin(x), mask\n"
-                "def build():\n"
-                "    model = MAE()\n"
-                "    return model\n"
-            ),
-            "train.py": (
-                "import torch\nfrom model import build\n"
-                "class Trainer:\n"
-                "    def __init__(self, model):\n"
-                "        self.model = model\n"
-                "        self.criterion = model.criterion\n"
-                "        self.opt = torch.optim.Adam(model.parameters())\n"
-                "    def fit(self, data):\n"
-                "        for x, mask in data:\n"
-                "            out, m = self.model(x, mask)\n"
-                "            loss = self.criterion(out[m], x[m])\n"
-                "            self.opt.zero_grad()\n"
-                "            loss.backward()\n"
-                "            self.opt.step()\n"
-                "Trainer(build()).fit(load())\n"
-            ),
-        }, path="model.py", line=6),
         Invalid(
             "import torch.nn.functional as F\n"
             "def step(model, g, x, mask):\n"
@@ -518,6 +483,41 @@ loss weights tuned against the summed loss must be revisited.
         Invalid(_CRITERION_FACTORY, line=4, message_contains="`cfg['batch_size']` = 32"),
         # reduction='sum' bound by functools.partial, the rows given where the partial is called
         Invalid(_PARTIAL_LOSS, line=4, message_contains="rows selected by `mask`"),
+        # the loss a model keeps as a functools.partial, copied by the trainer that calls it
+        Invalid({
+            "model.py": (
+                "from functools import partial\nimport torch.nn.functional as F\nfrom torch import nn\n"
+                "def sce(pred, target, alpha=2.0):\n"
+                "    cos = (F.normalize(pred, dim=-1) * F.normalize(target, dim=-1)).sum(-1)\n"
+                "    return (1 - cos).pow(alpha).sum()\n"
+                "class MAE(nn.Module):\n"
+                "    def __init__(self):\n"
+                "        super().__init__()\n"
+                "        self.lin = nn.Linear(4, 4)\n"
+                "        self.criterion = partial(sce, alpha=3.0)\n"
+                "    def forward(self, x, mask):\n"
+                "        return self.lin(x), mask\n"
+                "def build():\n"
+                "    model = MAE()\n"
+                "    return model\n"
+            ),
+            "train.py": (
+                "import torch\nfrom model import build\n"
+                "class Trainer:\n"
+                "    def __init__(self, model):\n"
+                "        self.model = model\n"
+                "        self.criterion = model.criterion\n"
+                "        self.opt = torch.optim.Adam(model.parameters())\n"
+                "    def fit(self, data):\n"
+                "        for x, mask in data:\n"
+                "            out, m = self.model(x, mask)\n"
+                "            loss = self.criterion(out[m], x[m])\n"
+                "            self.opt.zero_grad()\n"
+                "            loss.backward()\n"
+                "            self.opt.step()\n"
+                "Trainer(build()).fit(load())\n"
+            ),
+        }, path="model.py", line=6),
     ]
 
     # -- per file: the `reduction=` arguments, for precise positions

@@ -84,7 +84,7 @@ EXPECTED = [
                  "    loss.backward()\n    opt.step()\n    if step % 100 == 0:\n        model.eval()\n"
                  "        with torch.no_grad():\n            val = model(val_g)\n"),
     ("GM201", 3, {"train.py": "from helpers import evaluate\ndef main(model, opt, loader, val):\n"
-                  "    model.train()\n    for step, g in enumerate(loader):\n        model.train()\n"
+                  "    for step, g in enumerate(loader):\n        model.train()\n"
                   "        loss = model(g)\n        loss.backward()\n        opt.step()\n"
                   "        if step % 50 == 0:\n            evaluate(model, val)\n"}),
     ("GM401", 0, "import torch.nn.functional as F\ndef step(model, g, x, mask):\n    recon = model(g, x)\n"

@@ -229,10 +229,12 @@ class Flow:
         result: Taint = CLEAN
         decided = False
         reads = self.comprehension_scope(fn, env, head)
+        made: dict[int, Taint] = {}  # what each inner call returned: `add_self_loop(make_graph(n))`
         for e in reversed(calls):  # innermost first: `dgl.add_self_loop(dgl.remove_self_loop(g))`
             op = self.op(fn, e)
             if op is None:
-                result |= self.call(fn, reads, e)
+                made[id(e)] = self.call(fn, reads, e)
+                result |= made[id(e)]
                 continue
             if op.kind == "make_adder":
                 if not set(head.targets) <= self.adders.get(fn.qualname, set()):
@@ -243,6 +245,9 @@ class Flow:
                 result, decided = CLEAN, True
             elif op.kind in ("add", "add_via_transform"):
                 earlier = self.graph_input(fn, reads, op, e)
+                if "(" in op.source and "remove_self_loop(" not in op.source:
+                    earlier = earlier.union(*(t for x in calls if x is not e and id(x) in made
+                                              and x.span.within(e.span) for t in [made[id(x)]]))
                 here = Origin(fn.path, e.span.line, _short(e.text))
                 if earlier - {here}:
                     key = (fn.path, e.span.line, e.span.column)
@@ -800,6 +805,16 @@ No automatic fix: which of the two adds is the intended one depends on the other
             "trainer = pl.Trainer(max_epochs=1)\n"
             "trainer.fit(Lit())\n",
             line=9, message_contains="example.py:6",
+        ),
+        # the loops added again to what a helper returns, written as the argument itself
+        Invalid(
+            "import dgl\n"
+            "def make_graph(n):\n"
+            "    g = dgl.rand_graph(n, 3 * n)\n"
+            "    return dgl.add_self_loop(dgl.remove_self_loop(g))\n"
+            "def build(ns):\n"
+            "    return [dgl.add_self_loop(make_graph(n)) for n in ns]\n",
+            line=6, message_contains="already has them",
         ),
     ]
 

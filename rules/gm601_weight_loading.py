@@ -18,6 +18,7 @@ from auditor.static.paths import (PathSearch, Step, call_sites_of, forward_use, 
                                   is_backward, runs_before, trains_after)
 from auditor.static.training import Training
 from auditor.static.project import Project
+from auditor.static.texts import dict_entries
 
 FILE_LOADERS = {
     "torch.load", "torch.serialization.load", "torch.hub.load_state_dict_from_url",
@@ -25,6 +26,8 @@ FILE_LOADERS = {
 }
 # `{k: v for k, v in sd.items() if ...}`: a state dict with some keys dropped
 STATE_OF = re.compile(r"^([\w.]+)\.state_dict\(\)$")
+# `ckpt["model"]`: a named section of a loaded checkpoint
+SECTION = re.compile(r"""(\w+)\[\s*["'](\w+)["']\s*\]""")
 KEY_FILTER = re.compile(r"\bfor\s+\w+\s*,\s*\w+\s+in\s+[^:]*\.items\(\)\s+if\b")
 # ... then `.state_dict()` of what the filter picked: a module chosen by key, loaded whole
 _PICKED_THEN_WHOLE = re.compile(r"\)\s*\.\s*state_dict\(\s*\)")
@@ -121,6 +124,30 @@ def _section_read(fn: FunctionInfo, name: str) -> Optional[Event]:
     read = re.compile(rf"\b{re.escape(name)}\s*\[\s*[\"'](\w+)[\"']\s*\]")
     return next((e for e in fn.events for m in read.finditer(e.text)
                  if m.group(1) not in _PARAMETER_NAMES), None)
+
+
+def _saved_sections(project: Project) -> dict[str, list[tuple[FunctionInfo, int, str]]]:
+    """Section name -> (function, event, module) of the checkpoints the project writes as a
+    dict of sections (``torch.save({"model": m.state_dict(), "step": s}, path)``, or the dict
+    built in a local first)."""
+    memo = project.memo("gm601_sections")
+    if "" not in memo:
+        out: dict[str, list[tuple[FunctionInfo, int, str]]] = {}
+        for fn, e in project.events("call"):
+            if e.func != "torch.save" or not e.args:
+                continue
+            k = fn.events.index(e)
+            texts = [e.args[0]]
+            if re.fullmatch(r"\w+", e.args[0]):  # `state = {...}` then `torch.save(state, path)`
+                texts += [x.text.split("=", 1)[1] for x in fn.events[:k]
+                          if x.kind == "assign" and x.targets == [e.args[0]] and "=" in x.text]
+            for text in texts:
+                for key, value in dict_entries(text.strip()).items():
+                    made = STATE_OF.match(value.strip())
+                    if made is not None:
+                        out.setdefault(key, []).append((fn, k, made.group(1)))
+        memo[""] = out
+    return memo[""]
 
 
 def _statement_text(project: Project, fn: FunctionInfo, event: Event) -> str:
@@ -950,10 +977,25 @@ checkpoint off changes what the run starts from; both change results on purpose.
         as well for a checkpoint of named sections (:func:`_section_read`)."""
         if _section_read(fn, arg) is not None:
             return False
+        t = Training.of(project)
+        section = SECTION.fullmatch(arg.strip())
+        if section is not None:
+            # `state["model"]` of a checkpoint the project saves as {"model": m.state_dict()}:
+            # the keys are those of `m`'s class (a whole model's, loaded into its encoder: none)
+            saved = _saved_sections(project).get(section.group(2), [])
+            theirs = [o for f, k, module in saved for o in t.origins(f, module, k)]
+            owner = target.rsplit(".", 1)[0] if "." in target.removeprefix("self.") else ""
+            whole = t.origins(fn, owner, i) if owner else []
+            if saved and whole and all(o.known for o in whole + theirs) \
+                    and {o.cls for o in whole} & {o.cls for o in theirs}:
+                return False  # the whole model's keys, loaded into a part of it: none match
+            mine = t.origins(fn, target, i)
+            if not saved or not all(o.known and o.cls for o in mine + theirs):
+                return None
+            return {o.cls for o in mine} == {o.cls for o in theirs}
         m = STATE_OF.match(arg.strip())
         if m is None:
             return None
-        t = Training.of(project)
         mine, theirs = t.origins(fn, target, i), t.origins(fn, m.group(1), i)
         if not all(o.known and o.cls for o in mine + theirs):
             return None

@@ -434,6 +434,12 @@ class Project:
             if cls is not None:
                 candidates += self.method_candidates(cls, event.method)
             candidates += dispatched
+        if event.receiver == "super()" and caller.class_name and event.method:
+            # `super().__init__(model, cfg)`: the method of the class's bases (each of them: a
+            # mixin's cooperative call goes on along the instance's MRO)
+            owner = caller.class_name if caller.class_name in self.classes else ""
+            candidates += [q for base in self.bases_of(owner) if base != owner
+                           for q in self.method_candidates(base, event.method)]
         if func == "cls" and caller.class_name:  # `cls(...)` in a classmethod builds the class
             candidates += self.method_candidates(caller.class_name, "__init__")
         if event.func.endswith("()") and not func.startswith("self."):
@@ -798,6 +804,11 @@ class Project:
         ``self.method()`` in the class may run on an instance of one of them."""
         if "." in method:
             return []
+        return [q for sub in self.subclasses(class_qualname)
+                if (q := f"{sub}.{method}") in self.functions]
+
+    def subclasses(self, class_qualname: str) -> list[str]:
+        """The project classes deriving from the class, at any depth, nearest first."""
         count, index = self._subclasses
         fresh = list(itertools.islice(self.classes, count, None))  # a base may load a file
         for qual in fresh:
@@ -809,13 +820,15 @@ class Project:
         todo, seen = list(index.get(class_qualname, ())), {class_qualname}
         while todo:
             sub = todo.pop(0)
-            if sub in seen:
-                continue
-            seen.add(sub)
-            if f"{sub}.{method}" in self.functions:
-                out.append(f"{sub}.{method}")
-            todo += index.get(sub, ())
+            if sub not in seen:
+                seen.add(sub)
+                out.append(sub)
+                todo += index.get(sub, ())
         return out
+
+    def lineage(self, class_qualname: str) -> list[str]:
+        """The class and its project bases, at any depth (its MRO's project classes)."""
+        return [q.rsplit(".", 1)[0] for q in self.method_candidates(class_qualname, "_")]
 
     def _method_candidates(self, class_qualname: str, method: str) -> list[str]:
         out, todo, seen = [], [class_qualname], set()
@@ -944,8 +957,9 @@ class Project:
         return owner if built else None
 
     def instance_class(self, fn: FunctionInfo, name: str, before_line: int) -> Optional[str]:
-        """The project class a local name (or ``self.attr``) was last built from, if known."""
-        return next((c for c in self._built_from(fn, name, before_line) if c in self.classes), None)
+        """The project class a local name (or ``self.attr``) was last built from, if known: by
+        a constructor, or by the factory that returned it (``model = build_model(cfg)``)."""
+        return next(iter(self._object_classes(fn, name, before_line)), None)
 
     def _constructions(self, fn: FunctionInfo) -> dict[str, list[tuple[int, str]]]:
         """name -> [(line, callee)] of the calls whose result ``fn`` assigns to that name."""

@@ -645,15 +645,21 @@ class Training:
             return self._statement_origin(*found, expr=expr, depth=depth)
         if expr.startswith("self.") and fn.class_name:
             out: list[Origin] = []
-            for qual in self.project.members(fn.class_name):
-                if qual == fn.qualname:
-                    continue
-                method = self.project.functions[qual]
-                hit = self._assignment(method, expr, len(method.events))
-                if hit is not None:
-                    out += self._statement_origin(*hit, expr=expr, depth=depth + 1)
-            if out:
-                return out
+            # the class's own methods; for a mixin, those of the classes it is mixed into
+            # (`self.model` a `CheckpointMixin` method reads is set by the trainer's base)
+            for owner in [fn.class_name, None]:
+                classes = [fn.class_name] if owner else list(dict.fromkeys(
+                    c for sub in self.project.subclasses(fn.class_name)
+                    for c in self.project.lineage(sub) if c != fn.class_name))
+                for qual in (q for c in classes for q in self.project.members(c)):
+                    if qual == fn.qualname:
+                        continue
+                    method = self.project.functions[qual]
+                    hit = self._assignment(method, expr, len(method.events))
+                    if hit is not None:
+                        out += self._statement_origin(*hit, expr=expr, depth=depth + 1)
+                if out:
+                    return out
         root = expr.split(".")[0]
         if root in fn.params and root not in ("self", "cls"):
             return self._from_callers(fn, expr, depth)

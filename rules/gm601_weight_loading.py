@@ -150,6 +150,23 @@ def _saved_sections(project: Project) -> dict[str, list[tuple[FunctionInfo, int,
     return memo[""]
 
 
+def _whole_into_part(project: Project, fn: FunctionInfo, i: int, arg: str, target: str) -> Optional[str]:
+    """Where the project saves, as the section ``arg`` reads (``state["model"]``), the state of
+    a whole model that ``target`` is a part of (``model.encoder``): every key carries the
+    part's prefix, none matches. None when not so, or not known."""
+    section = SECTION.fullmatch(arg.strip())
+    owner = target.rsplit(".", 1)[0] if "." in target.removeprefix("self.") else ""
+    if section is None or not owner:
+        return None
+    t = Training.of(project)
+    whole = t.origins(fn, owner, i)
+    for f, k, module in _saved_sections(project).get(section.group(2), []):
+        theirs = t.origins(f, module, k)
+        if whole and all(o.known for o in whole + theirs) and {o.cls for o in whole} & {o.cls for o in theirs}:
+            return f"{f.path}:{f.events[k].span.line}"
+    return None
+
+
 def _statement_text(project: Project, fn: FunctionInfo, event: Event) -> str:
     """The whole source of the statement an event belongs to (its summary keeps it shortened)."""
     if "…" not in event.text:
@@ -312,6 +329,41 @@ checkpoint off changes what the run starts from; both change results on purpose.
 """
 
     VALID = [
+        # the same section loaded into the whole model: its keys
+        Valid({
+            "trainer.py": (
+                "import torch\n"
+                "class CheckpointMixin:\n"
+                "    def save_checkpoint(self, path):\n"
+                "        state = {'model': self.model.state_dict(), 'step': self.step}\n"
+                "        torch.save(state, path)\n"
+                "class BaseTrainer:\n"
+                "    def __init__(self, model):\n"
+                "        self.model, self.step = model, 0\n"
+                "class Trainer(CheckpointMixin, BaseTrainer):\n"
+                "    def __init__(self, model):\n"
+                "        super().__init__(model)\n"
+            ),
+            "model.py": (
+                "from torch import nn\n"
+                "class MAE(nn.Module):\n"
+                "    def __init__(self):\n"
+                "        super().__init__()\n"
+                "        self.encoder = nn.Linear(4, 4)\n"
+                "        self.decoder = nn.Linear(4, 4)\n"
+            ),
+            "probe.py": (
+                "import torch\nfrom model import MAE\nfrom trainer import Trainer\n"
+                "def main(path, x):\n"
+                "    Trainer(MAE()).save_checkpoint(path)\n"
+                "    model = MAE()\n"
+                "    state = torch.load(path, weights_only=True)\n"
+                "    model.load_state_dict(state['model'], strict=False)\n"
+                "    return model.encoder(x)\n"
+                "if __name__ == '__main__':\n"
+                "    main('c.pt', torch.ones(4))\n"
+            ),
+        }),
         # a sub-module's keys picked from a whole model's checkpoint and loaded strictly: every
         # key of the encoder is there, or the load raises
         Valid(_probed_encoder("enc.load_state_dict(enc_sd)")),
@@ -775,6 +827,43 @@ checkpoint off changes what the run starts from; both change results on purpose.
             "    main(None, None, [], None)\n",
             line=4, message_contains="checkpoint of sections",
         ),
+        # a whole model's section of a checkpoint the project writes (through a mixin whose
+        # `self.model` the trainer's base sets) loaded into the model's encoder: no key matches
+        Invalid({
+            "trainer.py": (
+                "import torch\n"
+                "class CheckpointMixin:\n"
+                "    def save_checkpoint(self, path):\n"
+                "        state = {'model': self.model.state_dict(), 'step': self.step}\n"
+                "        torch.save(state, path)\n"
+                "class BaseTrainer:\n"
+                "    def __init__(self, model):\n"
+                "        self.model, self.step = model, 0\n"
+                "class Trainer(CheckpointMixin, BaseTrainer):\n"
+                "    def __init__(self, model):\n"
+                "        super().__init__(model)\n"
+            ),
+            "model.py": (
+                "from torch import nn\n"
+                "class MAE(nn.Module):\n"
+                "    def __init__(self):\n"
+                "        super().__init__()\n"
+                "        self.encoder = nn.Linear(4, 4)\n"
+                "        self.decoder = nn.Linear(4, 4)\n"
+            ),
+            "probe.py": (
+                "import torch\nfrom model import MAE\nfrom trainer import Trainer\n"
+                "def main(path, x):\n"
+                "    Trainer(MAE()).save_checkpoint(path)\n"
+                "    model = MAE()\n"
+                "    state = torch.load(path, weights_only=True)\n"
+                "    model.encoder.load_state_dict(state['model'], strict=False)\n"
+                "    return model.encoder(x)\n"
+                "if __name__ == '__main__':\n"
+                "    main('c.pt', torch.ones(4))\n"
+            ),
+        },
+                path="probe.py", line=8, message_contains="whole model it is part of (saved at trainer.py:5)"),
     ]
 
     # -- static ------------------------------------------------------------------------------------
@@ -837,7 +926,8 @@ checkpoint off changes what the run starts from; both change results on purpose.
                 keys = cls._keys_match(project, fn, i, arg, target)
                 where = "on a module the pipeline runs after it"
                 if keys is False:
-                    return cls._lenient(fn, event, target, where, _section_read(fn, arg))
+                    return cls._lenient(fn, event, target, where, _section_read(fn, arg),
+                                        _whole_into_part(project, fn, i, arg, target))
                 return cls._unseen_keys(fn, event, target, where) if keys is None else None
             # a frozen teacher or an EMA target: the dropped layers are never trained at all
             return cls.make_finding(
@@ -858,7 +948,8 @@ checkpoint off changes what the run starts from; both change results on purpose.
         if _is_strict_false(event) and keys is not True:
             if filtered is not None or keys is False:
                 # keys dropped, or another class's: some surely do not match
-                return cls._lenient(fn, event, target, "on the trained model", _section_read(fn, arg))
+                return cls._lenient(fn, event, target, "on the trained model", _section_read(fn, arg),
+                                    _whole_into_part(project, fn, i, arg, target))
             lenient = cls._unseen_keys(fn, event, target, "on the trained model")
         if filtered is not None:
             return cls.make_finding(
@@ -923,8 +1014,17 @@ checkpoint off changes what the run starts from; both change results on purpose.
 
     @classmethod
     def _lenient(cls, fn: FunctionInfo, event: Event, target: str, where: str,
-                 section: Optional[Event] = None) -> Finding:
-        """``section``: where the loaded dict is read by a section's name: no key matches."""
+                 section: Optional[Event] = None, whole: Optional[str] = None) -> Finding:
+        """``section``: where the loaded dict is read by a section's name: no key matches.
+        ``whole``: where the whole model whose part ``target`` is was saved as that dict."""
+        if whole is not None:
+            return cls.make_finding(
+                fn.path, event.span,
+                f"`{target}.load_state_dict(..., strict=False)` {where} is given the state of the "
+                f"whole model it is part of (saved at {whole}): every key carries the part's "
+                "prefix, none matches, nothing is loaded, and strict=False hides it",
+                fix="load the part's entries with the prefix stripped, strictly",
+            )
         if section is not None:
             return cls.make_finding(
                 fn.path, event.span,
@@ -982,13 +1082,10 @@ checkpoint off changes what the run starts from; both change results on purpose.
         if section is not None:
             # `state["model"]` of a checkpoint the project saves as {"model": m.state_dict()}:
             # the keys are those of `m`'s class (a whole model's, loaded into its encoder: none)
+            if _whole_into_part(project, fn, i, arg, target) is not None:
+                return False
             saved = _saved_sections(project).get(section.group(2), [])
             theirs = [o for f, k, module in saved for o in t.origins(f, module, k)]
-            owner = target.rsplit(".", 1)[0] if "." in target.removeprefix("self.") else ""
-            whole = t.origins(fn, owner, i) if owner else []
-            if saved and whole and all(o.known for o in whole + theirs) \
-                    and {o.cls for o in whole} & {o.cls for o in theirs}:
-                return False  # the whole model's keys, loaded into a part of it: none match
             mine = t.origins(fn, target, i)
             if not saved or not all(o.known and o.cls for o in mine + theirs):
                 return None

@@ -208,3 +208,38 @@ def test_a_method_called_by_the_name_a_parameter_holds_runs_from_the_calls_namin
         "    def on_epoch_start(self, trainer):\n        trainer.model.eval()")})
     found = check_code(leaking, [all_rules()["GM201"]]).findings
     assert [(f.rule, f.path, f.line) for f in found] == [("GM201", "callbacks.py", 7)]
+
+
+def test_super_calls_and_mixin_attributes_follow_the_class_hierarchy():
+    files = {
+        "trainer.py": (
+            "class LoggingMixin:\n"
+            "    def log_model(self):\n"
+            "        return self.model\n"
+            "class BaseTrainer:\n"
+            "    def __init__(self, model):\n"
+            "        self.model = model\n"
+            "    def fit(self, data):\n"
+            "        for x in data:\n"
+            "            self.training_step(x)\n"
+            "    def training_step(self, x):\n"
+            "        raise NotImplementedError\n"
+            "class Trainer(LoggingMixin, BaseTrainer):\n"
+            "    def __init__(self, model):\n"
+            "        super().__init__(model)\n"
+            "    def training_step(self, x):\n"
+            "        return self.model(x)\n"
+        ),
+        "train.py": (
+            "from torch import nn\nfrom trainer import Trainer\n"
+            "Trainer(nn.Linear(4, 4)).fit([])\n"
+        ),
+    }
+    project = check_code(files, list(all_rules().values())).project
+    from auditor.static.training import Training
+    assert "trainer.BaseTrainer.__init__" in project.callees("trainer.Trainer.__init__")
+    # the base's loop runs the subclass's override of its hook
+    assert "trainer.Trainer.training_step" in project.callees("trainer.BaseTrainer.fit")
+    mixin = project.functions["trainer.LoggingMixin.log_model"]
+    made = Training.of(project).origins(mixin, "self.model", 0)
+    assert [(o.kind, o.cls) for o in made] == [("new", "torch.nn.Linear")]

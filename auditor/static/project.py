@@ -460,7 +460,7 @@ class Project:
         if "." not in func and func in self._loop_targets(caller):
             candidates += self._contained(caller, func, event.span.line)
         if self._dispatch_params:
-            candidates = [self._copy_for(c, event) for c in candidates]
+            candidates = [self._copy_for(c, event) if c in self._dispatch_params else c for c in candidates]
         return list(dict.fromkeys(candidates))
 
     def _loop_targets(self, fn: FunctionInfo) -> frozenset[str]:
@@ -523,19 +523,43 @@ class Project:
     def _partials(self, fn: FunctionInfo, name: str, line: int) -> list[str]:
         """``crit = functools.partial(sce_loss, alpha=2)`` (in ``fn``, or in any method of its
         class for ``self.attr``): the function a call of it runs."""
-        scopes = [fn]
         if name.startswith("self.") and fn.class_name in self.classes:
-            scopes = [f for q in self.classes[fn.class_name].methods if (f := self.functions.get(q))]
+            made = self._class_partials(fn.class_name).get(name, [])
+        else:
+            made = [(fn, at, wrapped) for at, wrapped in self._partials_in(fn).get(name, ())]
         out: list[str] = []
-        for scope in scopes:
-            for e in scope.events:
-                if e.kind == "call" and e.func in PARTIALS and name in e.targets and e.args \
-                        and (scope is not fn or e.span.line <= line):
-                    wrapped = self.qualified(scope, e.args[0])
-                    target = self.function(wrapped)
-                    out += [target.qualname] if target is not None else \
-                        self.method_candidates(wrapped, "__call__") if wrapped in self.classes else []
+        for scope, at, wrapped in made:
+            if scope is fn and at > line:
+                continue
+            target = self.function(wrapped)
+            out += [target.qualname] if target is not None else \
+                self.method_candidates(wrapped, "__call__") if wrapped in self.classes else []
         return out
+
+    def _class_partials(self, cls: str) -> dict[str, list[tuple[FunctionInfo, int, str]]]:
+        """``self.attr`` -> [(method, line, wrapped)] of the partials the class's methods assign."""
+        memo = self.memo("class_partials")
+        found = memo.get(cls)
+        if found is None:
+            found = memo[cls] = {}
+            for q in self.classes[cls].methods:
+                method = self.functions.get(q)
+                for target, made in self._partials_in(method).items() if method is not None else ():
+                    found.setdefault(target, []).extend((method, at, w) for at, w in made)
+        return found
+
+    def _partials_in(self, fn: FunctionInfo) -> dict[str, list[tuple[int, str]]]:
+        """name -> [(line, wrapped function)] of the partials ``fn`` assigns (read once: asked
+        at every call through an attribute)."""
+        memo = self.memo("partials_in")
+        found = memo.get(fn.qualname)
+        if found is None:
+            found = memo[fn.qualname] = {}
+            for e in fn.events:
+                if e.kind == "call" and e.func in PARTIALS and e.args and e.targets:
+                    for target in e.targets:
+                        found.setdefault(target, []).append((e.span.line, self.qualified(fn, e.args[0])))
+        return found
 
     def partial_names(self, fn: FunctionInfo) -> set[str]:
         """The names a ``functools.partial`` of ``fn`` is kept under (``self.criterion``:
@@ -543,10 +567,9 @@ class Project:
         memo = self.memo("partial_names")
         count, index = memo.get("", (0, {}))
         for scope in self.functions_since(count):
-            for e in scope.events:
-                if e.kind == "call" and e.func in PARTIALS and e.args and e.targets:
-                    wrapped = self.qualified(scope, e.args[0])
-                    index.setdefault(wrapped, set()).update(t.rsplit(".", 1)[-1] for t in e.targets)
+            for target, made in self._partials_in(scope).items():
+                for _, wrapped in made:
+                    index.setdefault(wrapped, set()).add(target.rsplit(".", 1)[-1])
         memo[""] = (len(self.functions), index)
         return set(index.get(fn.qualname, ()))
 
@@ -557,12 +580,8 @@ class Project:
         base, _, attr = name.rpartition(".")
         if base == "self" and fn.class_name in self.classes:
             out: list[str] = []
-            for q in self.classes[fn.class_name].methods:
-                method = self.functions.get(q)
-                for e in method.events if method is not None else ():
-                    for other in (e.bound_to(name) if e.kind == "assign" else []):
-                        if other != name and not other.startswith("self."):
-                            out += self._callables(method, other, e.span.line, up + 1)
+            for method, other, at in self._copied_attributes(fn.class_name).get(name, ()):
+                out += self._callables(method, other, at, up + 1)
             return out
         out = []
         for cls in self._object_classes(fn, base, line) if base != "self" else []:
@@ -571,20 +590,55 @@ class Project:
                 out += self._callables(init, f"self.{attr}", init.span.end_line, up + 1)
         return out
 
+    def _copied_attributes(self, cls: str) -> dict[str, list[tuple[FunctionInfo, str, int]]]:
+        """``self.attr`` -> [(method, other object's attribute, line)] of the assignments in the
+        class's methods that make an attribute another object's (``self.criterion =
+        model.criterion``). Made once per class (its methods come with its file)."""
+        memo = self.memo("copied_attributes")
+        found = memo.get(cls)
+        if found is None:
+            found = memo[cls] = {}
+            for q in self.classes[cls].methods:
+                method = self.functions.get(q)
+                for e in method.events if method is not None else ():
+                    if e.kind != "assign":
+                        continue
+                    for target in e.targets:
+                        for other in e.bound_to(target) if target.startswith("self.") else ():
+                            if other != target and "." in other and not other.startswith("self."):
+                                found.setdefault(target, []).append((method, other, e.span.line))
+        return found
+
     def _object_classes(self, fn: FunctionInfo, name: str, line: int) -> list[str]:
         """The project classes of the objects ``name`` holds: built there, or returned by the
         factory that built them (``model = build_model(cfg)`` returning ``GraphMAE(...)``)."""
-        out: list[str] = []
+        return list(dict.fromkeys(self._object_classes_iter(fn, name, line)))
+
+    def _object_classes_iter(self, fn: FunctionInfo, name: str, line: int) -> Iterator[str]:
         for built in self._built_from(fn, name, line):
             if built in self.classes:
-                out.append(built)
-                continue
-            factory = self.function(built)
-            for e in factory.events if factory is not None else ():
-                value = e.text.removeprefix("return").strip() if e.kind == "return" else ""
-                if re.fullmatch(r"[\w.]+", value):
-                    out += [c for c in self._built_from(factory, value, e.span.line) if c in self.classes]
-        return list(dict.fromkeys(out))
+                yield built
+            elif built.split(".", 1)[0] in self._roots:  # a project factory, not a library's
+                yield from self._returned_classes(built)
+
+    def _returned_classes(self, factory_name: str) -> list[str]:
+        """The project classes of the objects a factory returns by name (``return model``)."""
+        memo = self.memo("returned_classes")
+        state = (self._generation, self._loading)
+        known = memo.get(factory_name)
+        if known is not None and known[0] == state:
+            return known[1]
+        memo[factory_name] = (state, [])  # a factory returning what it calls itself: none
+        factory = self.function(factory_name)
+        out: list[str] = []
+        for e in factory.events if factory is not None else ():
+            value = e.text.removeprefix("return").strip() if e.kind == "return" else ""
+            if re.fullmatch(r"[\w.]+", value):
+                out += [c for c in self._built_from(factory, value, e.span.line) if c in self.classes]
+        out = list(dict.fromkeys(out))
+        if (self._generation, self._loading) == state:
+            memo[factory_name] = (state, out)
+        return out
 
     def qualified(self, fn: FunctionInfo, text: str) -> str:
         """A dotted name written in ``fn`` as its module's imports resolve it (a function or
@@ -656,10 +710,17 @@ class Project:
         """The parameters of ``callee`` that the call ``event`` in ``caller`` fills from
         ``caller``'s own ``*args`` / ``**kwargs`` (``return lookup(kind, name)(*args, **kwargs)``):
         (function, call event, parameter, argument) at each call of ``caller`` that gives one."""
+        if not (caller.varargs or caller.varkw):
+            return []
         spread = bool(caller.varargs) and f"*{caller.varargs}" in event.args
         spread_kw = bool(caller.varkw) and f"**{caller.varkw}" in event.args
         if not (spread or spread_kw):
             return []
+        memo = self.memo("forwarded")
+        key = (id(event), callee.qualname)
+        known = memo.get(key)
+        if known is not None and known[0] == self._generation:
+            return known[1]
         given = next((n for n, a in enumerate(event.args) if a.startswith("*")), len(event.args))
         named = callee.positional
         wanted = [(p, n - given) for n, p in enumerate(named) if n >= given and p not in event.kwargs]
@@ -676,6 +737,7 @@ class Project:
                     arg = arg or (site.kwargs.get(param, "") if spread_kw else "")
                     if arg:
                         out.append((outer, site, param, arg))
+        memo[key] = (self._generation, out)
         return out
 
     def _registered(self, caller: FunctionInfo, func: str, line: int) -> list[str]:
@@ -809,6 +871,15 @@ class Project:
 
     def subclasses(self, class_qualname: str) -> list[str]:
         """The project classes deriving from the class, at any depth, nearest first."""
+        memo = self.memo("subclasses")
+        known = memo.get(class_qualname)
+        if known is not None and known[0] == len(self.classes):
+            return known[1]
+        found = self._subclasses_of(class_qualname)
+        memo[class_qualname] = (len(self.classes), found)
+        return found
+
+    def _subclasses_of(self, class_qualname: str) -> list[str]:
         count, index = self._subclasses
         fresh = list(itertools.islice(self.classes, count, None))  # a base may load a file
         for qual in fresh:
@@ -959,7 +1030,7 @@ class Project:
     def instance_class(self, fn: FunctionInfo, name: str, before_line: int) -> Optional[str]:
         """The project class a local name (or ``self.attr``) was last built from, if known: by
         a constructor, or by the factory that returned it (``model = build_model(cfg)``)."""
-        return next(iter(self._object_classes(fn, name, before_line)), None)
+        return next(self._object_classes_iter(fn, name, before_line), None)
 
     def _constructions(self, fn: FunctionInfo) -> dict[str, list[tuple[int, str]]]:
         """name -> [(line, callee)] of the calls whose result ``fn`` assigns to that name."""

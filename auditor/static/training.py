@@ -347,6 +347,8 @@ class Training:
         self._resolved: dict[tuple, list[str]] = {}
         self._contains: dict[tuple[str, str], bool] = {}
         self._event_indices: dict[str, tuple[list, dict[int, int]]] = {}
+        # (function, call site, project state) -> the arguments bound to its parameters
+        self._bindings: dict[tuple, list[tuple[FunctionInfo, int, str, str]]] = {}
         self._submodules: dict[tuple[str, str], set[str]] = {}
         self._loops: Optional[list[TrainingLoop]] = None
         self._optimizers: Optional[list[OptimizerBuild]] = None
@@ -887,11 +889,17 @@ class Training:
         return None
 
     def _bound(self, fn: FunctionInfo,
-               site: Optional[tuple[str, int]] = None) -> Iterator[tuple[FunctionInfo, int, str, str]]:
+               site: Optional[tuple[str, int]] = None) -> list[tuple[FunctionInfo, int, str, str]]:
         """(caller, event index, parameter, argument) of every argument bound to a parameter of
         ``fn`` at its call sites (at ``site`` alone when given), those a wrapper hands on from
-        its own ``*args`` / ``**kwargs`` at the wrapper's call sites."""
+        its own ``*args`` / ``**kwargs`` at the wrapper's call sites. Kept per project state:
+        every origins question about a parameter asks it."""
         self.project.load_mentioning(fn.name if fn.name != "__init__" else fn.class_name.rsplit(".", 1)[-1])
+        key = (fn.qualname, site, self.project._generation, len(self.project.functions))
+        known = self._bindings.get(key)
+        if known is not None:
+            return known
+        out: list[tuple[FunctionInfo, int, str, str]] = []
         for qual in self.project.callers(fn.qualname):
             if site is not None and qual != site[0]:
                 continue
@@ -904,12 +912,13 @@ class Training:
                 if site is not None and k != site[1]:
                     continue
                 e = caller.events[k]
-                for param, arg in bindings(e, fn):
-                    yield caller, k, param, arg
+                out += [(caller, k, param, arg) for param, arg in bindings(e, fn)]
                 for there, call, param, arg in self.project.forwarded(caller, e, fn):
                     j = self._event_index(there).get(id(call))
                     if j is not None:
-                        yield there, j, param, arg
+                        out.append((there, j, param, arg))
+        self._bindings[key] = out
+        return out
 
     def _handed(self, fn: FunctionInfo, param: str, site: Optional[tuple[str, int]],
                 depth: int = 0) -> list[Origin]:
@@ -917,7 +926,7 @@ class Training:
         ``param`` (``make_optimizer(model.parameters(), cfg)``), at ``site`` alone when given,
         through helpers that pass them on as a parameter of their own."""
         out: list[Origin] = []
-        for caller, k, name, arg in list(self._bound(fn, site)):
+        for caller, k, name, arg in self._bound(fn, site):
             if name != param:
                 continue
             start = statement_start(caller, k)

@@ -3,7 +3,8 @@ without ``.train()`` in between."""
 
 from __future__ import annotations
 
-from typing import Hashable, Iterable, Optional
+import re
+from typing import Callable, Hashable, Iterable, Optional
 
 import libcst as cst
 
@@ -39,7 +40,50 @@ def eval_target(event: Event, imports: dict[str, str]) -> Optional[str]:
     return None
 
 
-def visit(step: Step, state: Hashable) -> tuple[Optional[str], Hashable]:
+def visitor(start: FunctionInfo, index: int) -> Callable[[Step, Hashable], tuple[Optional[str], Hashable]]:
+    """The walk's visitor from the `.eval()` at event ``index`` of ``start``."""
+    def visit(step: Step, state: Hashable) -> tuple[Optional[str], Hashable]:
+        if step.event.kind == "call" and step.event.method == "train" \
+                and _restores_mode_read_after(step, start, index):
+            return None, state  # `model.train(was_training)`: back to the eval the start set
+        return _visit(step, state)
+    return visit
+
+
+def _restores_mode_read_after(step: Step, start: FunctionInfo, index: int) -> bool:
+    """``m.train(was_training)`` where ``was_training = m.training`` was read on this path
+    after the start's `.eval()` (an evaluation helper the leak calls): it puts back eval mode.
+    Read before the start (the helper's own eval is the start), it restores the mode the
+    helper was entered in."""
+    event, fn = step.event, step.fn
+    flag = event.args[0] if event.args else event.kwargs.get("mode", "")
+    if not re.fullmatch(r"\w+", flag) or flag in ("True", "False"):
+        return False
+    read = next((j for j in range(step.index - 1, -1, -1) if fn.events[j].kind == "assign"
+                 and fn.events[j].targets == [flag]), None)
+    if read is None or not fn.events[read].text.rstrip().endswith(".training"):
+        return False
+    return not (fn is start and read < index)
+
+
+def _functions_at(project: Project, where: str) -> list[FunctionInfo]:
+    """The functions whose body holds ``path:line`` (a path's call site)."""
+    path, _, line = where.rpartition(":")
+    return [fn for fn in list(project.functions.values()) if fn.path == path and fn.span is not None
+            and fn.span.line <= int(line) <= fn.span.end_line]
+
+
+def _short(fn: FunctionInfo) -> str:
+    return f"{fn.class_name.rsplit('.', 1)[-1]}.{fn.name}" if fn.class_name else fn.name
+
+
+def _trains(training: Training, fn: FunctionInfo) -> bool:
+    """``fn`` puts an attribute of its instance in train mode (``self.model.train()``)."""
+    return any(e.kind == "call" and e.receiver.startswith("self.") and training.mode_switch(fn, k) is False
+               for k, e in enumerate(fn.events))
+
+
+def _visit(step: Step, state: Hashable) -> tuple[Optional[str], Hashable]:
     """State: has the tracked model run forward (with gradients) since the `.eval()`, and under
     which condition of which function was `.train()` called on a path that may skip it?"""
     forwarded, restored_under = state if isinstance(state, tuple) else (state, None)
@@ -253,6 +297,49 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
 """
 
     VALID = [
+        # the same override calling the base's hook: train mode at every epoch's start
+        Valid({
+            "base.py": (
+                "class BaseTrainer:\n"
+                "    def __init__(self, model, opt):\n"
+                "        self.model, self.opt = model, opt\n"
+                "    def on_epoch_start(self):\n"
+                "        self.model.train()\n"
+                "    def validate(self, x):\n"
+                "        pass\n"
+                "    def fit(self, loader, x):\n"
+                "        for epoch in range(3):\n"
+                "            self.on_epoch_start()\n"
+                "            for g in loader:\n"
+                "                loss = self.model(g).mean()\n"
+                "                self.opt.zero_grad()\n"
+                "                loss.backward()\n"
+                "                self.opt.step()\n"
+                "            self.validate(x)\n"
+            ),
+            "trainer.py": (
+                "import torch\nfrom base import BaseTrainer\n"
+                "def score(model, x):\n"
+                "    was_training = model.training\n"
+                "    model.eval()\n"
+                "    with torch.no_grad():\n"
+                "        out = model(x)\n"
+                "    model.train(was_training)\n"
+                "    return out\n"
+                "class Trainer(BaseTrainer):\n"
+                "    def on_epoch_start(self):\n"
+                "        super().on_epoch_start()\n"
+                "        self.count = 0\n"
+                "    def validate(self, x):\n"
+                "        self.model.eval()\n"
+                "        return score(self.model, x)\n"
+            ),
+            "run.py": (
+                "import torch\nfrom torch import nn\nfrom trainer import Trainer\n"
+                "model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))\n"
+                "Trainer(model, torch.optim.Adam(model.parameters())).fit([torch.ones(4)], torch.ones(4))\n"
+            ),
+        }),
         # a factory's tensor (never called as a module) says nothing of modes: the model holds
         # only a Linear, and its eval changes nothing
         Valid(_REGISTRY_MODEL.format(make="make_table(4)", use="self.lin(x) + self.encoder")),
@@ -956,6 +1043,52 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
         # so putting the model in eval mode may change them (it holds a Dropout)
         Invalid(_REGISTRY_MODEL.format(make="build('encoder', 'mlp', 4)", use="self.encoder(x)"), line=29,
                 message_contains=":25"),
+        # a template method's hook overridden without `super()`: the base's `train()` no longer
+        # runs, and the validation's eval (its helper restores the mode it was entered in:
+        # eval) leaks into the next epochs
+        Invalid({
+            "base.py": (
+                "class BaseTrainer:\n"
+                "    def __init__(self, model, opt):\n"
+                "        self.model, self.opt = model, opt\n"
+                "    def on_epoch_start(self):\n"
+                "        self.model.train()\n"
+                "    def validate(self, x):\n"
+                "        pass\n"
+                "    def fit(self, loader, x):\n"
+                "        for epoch in range(3):\n"
+                "            self.on_epoch_start()\n"
+                "            for g in loader:\n"
+                "                loss = self.model(g).mean()\n"
+                "                self.opt.zero_grad()\n"
+                "                loss.backward()\n"
+                "                self.opt.step()\n"
+                "            self.validate(x)\n"
+            ),
+            "trainer.py": (
+                "import torch\nfrom base import BaseTrainer\n"
+                "def score(model, x):\n"
+                "    was_training = model.training\n"
+                "    model.eval()\n"
+                "    with torch.no_grad():\n"
+                "        out = model(x)\n"
+                "    model.train(was_training)\n"
+                "    return out\n"
+                "class Trainer(BaseTrainer):\n"
+                "    def on_epoch_start(self):\n"
+                ""
+                "        self.count = 0\n"
+                "    def validate(self, x):\n"
+                "        self.model.eval()\n"
+                "        return score(self.model, x)\n"
+            ),
+            "run.py": (
+                "import torch\nfrom torch import nn\nfrom trainer import Trainer\n"
+                "model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))\n"
+                "Trainer(model, torch.optim.Adam(model.parameters())).fit([torch.ones(4)], torch.ones(4))\n"
+            ),
+        }, path="trainer.py", line=11,
+                message_contains="without calling `super().on_epoch_start()`"),
     ]
 
     @classmethod
@@ -974,7 +1107,7 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
             # holds it under no name (a handler object's `self.model`, fired by an engine)
             made = training.origins(fn, target, i)
             identity = training.identity(made) if all(o.known for o in made) else None
-            trained = [o for o in PathSearch(project, visit, identity=identity).run(fn, i, target, False)
+            trained = [o for o in PathSearch(project, visitor(fn, i), identity=identity).run(fn, i, target, False)
                        if o.verdict == TRAINED and o.step is not None]
             if not trained or training.mode_free(fn, target, i):
                 continue  # mode_free: no Dropout, no BatchNorm in it, eval changes nothing
@@ -986,13 +1119,29 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
             if hit is None or hit.step is None:
                 continue
             event = fn.events[i]
-            # an evaluation routine (it runs the model after the eval) leaves restoring the
-            # mode to its caller; a stray eval (in a checkpoint helper, say) is the defect
-            evaluates = any(forward_use(e, target) for e in fn.events[i + 1:])
+            # an evaluation routine (it runs the model after the eval, or hands it to what does)
+            # leaves restoring the mode to its caller; a stray eval (in a checkpoint helper,
+            # say) is the defect
+            evaluates = any(forward_use(e, target) or e.kind == "call" and target in e.args
+                            for e in fn.events[i + 1:])
             once = cls._train_before_loop(training, hit.trail, made) if evaluates else None
             if once is not None:  # one finding where the fix goes, for every eval it lets leak
                 hoisted.setdefault((once[0].qualname, once[1]), (*once, []))[2].append(
                     f"{fn.path}:{event.span.line}")
+                continue
+            dropped = cls._override_dropping_restore(training, hit) if evaluates else None
+            if dropped is not None:
+                override, base = dropped
+                if (override.qualname, -1) not in hoisted:
+                    hoisted[(override.qualname, -1)] = (override, -1, [])
+                    yield cls.make_finding(
+                        override.path, override.span,
+                        f"`{_short(override)}` overrides `{_short(base)}` ({base.path}), which puts "
+                        f"the model back in train mode, without calling `super().{override.name}()`: after "
+                        f"the evaluation at {fn.path}:{event.span.line} the model keeps training "
+                        "in eval mode (Dropout off, BatchNorm frozen)",
+                        fix=f"call `super().{override.name}(...)` in the override",
+                    )
                 continue
             via = f" (via {' -> '.join(hit.trail)})" if hit.trail else ""
             yield cls.make_finding(
@@ -1006,6 +1155,8 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
             )
 
         for owner, k, evals in hoisted.values():
+            if k < 0:
+                continue  # an override reported where it was found
             call = owner.events[k]
             yield cls.make_finding(
                 owner.path, call.span,
@@ -1015,6 +1166,31 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
                 "BatchNorm frozen",
                 fix=f"call `{call.receiver}.train()` at the top of every iteration",
             )
+
+    @staticmethod
+    def _override_dropping_restore(training: Training, hit) -> Optional[tuple[FunctionInfo, FunctionInfo]]:
+        """On the leak's path (the backward's function and those it returned through), a
+        ``self.hook()`` whose base version puts the model back in train mode and whose override
+        neither does nor calls ``super().hook()`` (a template method's hook overridden without
+        the base's behaviour): (override, base)."""
+        project = training.project
+        frames = [hit.step.fn] + [fn for where in hit.trail for fn in _functions_at(project, where)]
+        for fn in frames:
+            for e in fn.events:
+                if e.kind != "call" or not e.func.startswith("self.") or e.func.count(".") != 1:
+                    continue
+                callees = [c for q in project.resolve_call(e, fn) if (c := project.function(q))]
+                restoring = [c for c in callees if _trains(training, c)]
+                for override in callees:
+                    if override in restoring or not override.class_name:
+                        continue
+                    base = next((b for b in restoring if b.class_name in project.lineage(override.class_name)
+                                 and b.class_name != override.class_name), None)
+                    calls_super = any(x.kind == "call" and x.receiver == "super()" and x.method == override.name
+                                      for x in override.events)
+                    if base is not None and not calls_super:
+                        return override, base
+        return None
 
     @staticmethod
     def _train_before_loop(training: Training, trail: tuple[str, ...],
@@ -1058,7 +1234,7 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
         if start is None:
             return cls._fix_hoisted(fixer, finding)
         hit = first_trained(project, start[0],
-                            PathSearch(project, visit).run(start[0], start[1], start[2], False))
+                            PathSearch(project, visitor(start[0], start[1])).run(start[0], start[1], start[2], False))
         if hit is None or hit.step is None or not hit.step.tracked:
             return None
         step = hit.step

@@ -243,7 +243,8 @@ def bindings(event: Event, callee: FunctionInfo) -> list[tuple[str, str]]:
             if callee.name in ("forward", "__call__") and event.method != callee.name:
                 pairs.append((first, func))  # `model(g)` / `self.model(g)`: self is the callee
             elif event.receiver and event.method:
-                pairs.append((first, event.receiver))
+                # `super().hook(x)`: the base's method runs on the same instance
+                pairs.append((first, "self" if event.receiver == "super()" else event.receiver))
     pairs += list(zip(params, positional))
     pairs += [(k, v) for k, v in event.kwargs.items() if k in callee.params]
     return pairs

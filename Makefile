@@ -50,6 +50,7 @@ validate-floor: venv
 	$(PY) -m benchmarks.validation --mode static --floor --heldout functional
 	$(PY) -m benchmarks.validation --mode static --floor --heldout lightning
 	$(PY) -m benchmarks.validation --mode static --floor --heldout sampled
+	$(PY) -m benchmarks.validation --mode static --floor --heldout inherit
 
 bench: venv
 	$(PY) benchmarks/static_bench.py

@@ -849,3 +849,29 @@ train(model, opt)
     assert not at(data, "GM105", "models.py", line_of(models, "# the factory")), data["findings"]
     # the parameters that never change are those in no param group: the same defect, once
     assert len(errors(data, "GM105")) == 1, data["findings"]
+
+
+def test_optimizer_given_part_of_the_model_through_a_factory_is_gm105_where_the_part_is_chosen(
+        cli, tmp_path):
+    # every optimizer is built by one factory; the caller hands it the encoder's parameters
+    # only: the cause is the caller's line that picks them, not the factory's constructor call
+    optim = """import torch
+
+OPTIMIZERS = {"sgd": torch.optim.SGD}
+
+def build_optimizer(params, name="sgd"):
+    return OPTIMIZERS[name](params, lr=0.01)  # the factory
+"""
+    train = "import torch, torch.nn.functional as F\n" + NET + LOOP + """
+from optim import build_optimizer
+
+torch.manual_seed(0)
+model = Net()
+opt = build_optimizer(model.enc.parameters())  # a part
+train(model, opt)
+"""
+    write(tmp_path, {"optim.py": optim, "train.py": train})
+    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "3"))
+    found = at(data, "GM105", "train.py", line_of(train, "# a part"))
+    assert found and "only part" in found[0]["evidence"][0], data["findings"]
+    assert not at(data, "GM105", "optim.py", line_of(optim, "# the factory")), data["findings"]

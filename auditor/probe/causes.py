@@ -7,9 +7,12 @@ calls that led to it) and ``seq`` (order of the causes in the run).
 
 from __future__ import annotations
 
+import functools
+from pathlib import Path
 from typing import Any, Optional
 
 from auditor.probe.evidence import OptimizerFacts, StepFacts
+from auditor.static.reading import python_lines, read_source
 
 Cause = dict[str, Any]
 
@@ -32,9 +35,37 @@ def optimizer_cause(o: OptimizerFacts) -> tuple[Optional[Cause], str]:
             return departed(built, o.replaced_built_at), \
                 f"{why}; the instance it holds was built at {chain(o.replaced_built_at)}"
         return built, why
+    if made and not o.foreign_params:
+        # every parameter it holds is the trained model's: it was given a part of the model
+        return chosen_at(made), f"{o.cls} given only part of the trained {o.model}'s parameters"
     if made:
         return made, f"{o.cls} built over another instance than the trained {o.model}"
     return None, ""
+
+
+def chosen_at(cause: Cause) -> Cause:
+    """The frame of a construction's stack, innermost first, whose line picks the parameters
+    it is given (``build_optimizer(model.encoder.parameters(), cfg)``): where the caller of a
+    factory that builds every optimizer chose a part of the model. ``cause`` itself when no
+    line of its stack does."""
+    stack = cause.get("stack") or []
+    for n, (path, line) in enumerate(stack):
+        if "parameters(" in _source_line(str(path), int(line)):
+            return {**cause, "path": path, "line": line, "stack": stack[n:]}
+    return cause
+
+
+@functools.lru_cache(maxsize=64)
+def _lines(path: str) -> tuple[str, ...]:
+    try:
+        return tuple(python_lines(read_source(Path(path)).decode("utf-8", errors="replace")))
+    except (OSError, ValueError):
+        return ()
+
+
+def _source_line(path: str, line: int) -> str:
+    lines = _lines(path)
+    return lines[line - 1] if 0 < line <= len(lines) else ""
 
 
 def departed(cause: Cause, other: Cause) -> Cause:

@@ -36,11 +36,11 @@ def diff(tmp_path: Path, *changes: tuple[str, str]) -> dict:
     # numpy left out of the seeding: the diff's own seed hides the masks' variation
     ((("    np.random.seed(seed)\n", ""),), "input", "rng numpy", "GM603", ("train.py", 12)),
     # zero_grad once, before training (line 21): the second step's backward (line 30) adds to
-    # the first step's gradients
+    # the first step's gradients; the cause is that reset, moved out of the loop
     ((("        self.optimizer.zero_grad()\n", ""),
       ("        self.optimizer = optimizer\n",
        "        self.optimizer = optimizer\n        optimizer.zero_grad()\n")),
-     "grad", "(before backward)", "GM104", ("train.py", 30)),
+     "grad", "(before backward)", "GM104", ("train.py", 21)),
 ])
 def test_a_change_shows_at_its_stage_and_cause(tmp_path, changes, stage, name, rule, line):
     report = diff(tmp_path, *changes)

@@ -614,12 +614,16 @@ class Project:
         factory that built them (``model = build_model(cfg)`` returning ``GraphMAE(...)``)."""
         return list(dict.fromkeys(self._object_classes_iter(fn, name, line)))
 
-    def _object_classes_iter(self, fn: FunctionInfo, name: str, line: int) -> Iterator[str]:
+    def _object_classes_iter(self, fn: FunctionInfo, name: str, line: int,
+                             every: bool = True) -> Iterator[str]:
+        """``every``: all the classes a factory may return; else only a factory's one class (a
+        factory choosing among several says nothing of which one this object is)."""
         for built in self._built_from(fn, name, line):
             if built in self.classes:
                 yield built
             elif built.split(".", 1)[0] in self._roots:  # a project factory, not a library's
-                yield from self._returned_classes(built)
+                made = self._returned_classes(built)
+                yield from made if every or len(made) == 1 else ()
 
     def _returned_classes(self, factory_name: str) -> list[str]:
         """The project classes of the objects a factory returns by name (``return model``)."""
@@ -1030,7 +1034,7 @@ class Project:
     def instance_class(self, fn: FunctionInfo, name: str, before_line: int) -> Optional[str]:
         """The project class a local name (or ``self.attr``) was last built from, if known: by
         a constructor, or by the factory that returned it (``model = build_model(cfg)``)."""
-        return next(self._object_classes_iter(fn, name, before_line), None)
+        return next(self._object_classes_iter(fn, name, before_line, every=False), None)
 
     def _constructions(self, fn: FunctionInfo) -> dict[str, list[tuple[int, str]]]:
         """name -> [(line, callee)] of the calls whose result ``fn`` assigns to that name."""

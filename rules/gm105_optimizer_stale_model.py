@@ -32,6 +32,20 @@ _LIT_REBUILD = (
     "        return {{'optimizer': torch.optim.Adam(self.model.parameters(), lr=1e-3)}}\n"
 )
 
+# a Trainer keeping the model it is given and stepping the optimizer it is given (the examples)
+_KEEPING_TRAINER = (
+    "class Trainer:\n"
+    "    def __init__(self, model, optimizer):\n"
+    "        self.model = model\n"
+    "        self.optimizer = optimizer\n"
+    "    def step(self, x):\n"
+    "        loss = self.model(x).sum()\n"
+    "        self.optimizer.zero_grad()\n"
+    "        loss.backward()\n"
+    "        self.optimizer.step()\n"
+)
+
+
 class OptimizerStaleModel(Rule):
     code = "GM105"
     name = "optimizer-stale-model"
@@ -208,17 +222,7 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
                 "    import torch\n"
                 "    return torch.optim.Adam(params, lr=lr)\n"
             ),
-            "engine.py": (
-                "class Trainer:\n"
-                "    def __init__(self, model, optimizer):\n"
-                "        self.model = model\n"
-                "        self.optimizer = optimizer\n"
-                "    def step(self, x):\n"
-                "        loss = self.model(x).sum()\n"
-                "        self.optimizer.zero_grad()\n"
-                "        loss.backward()\n"
-                "        self.optimizer.step()\n"
-            ),
+            "engine.py": _KEEPING_TRAINER,
             "train.py": (
                 "from torch import nn\nfrom registry import build\nfrom engine import Trainer\n"
                 "model = nn.Linear(4, 4)\n"
@@ -229,17 +233,7 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
         }),
         # Trainer storing the model it was given, across files
         Valid({
-            "engine.py": (
-                "class Trainer:\n"
-                "    def __init__(self, model, optimizer):\n"
-                "        self.model = model\n"
-                "        self.optimizer = optimizer\n"
-                "    def step(self, x):\n"
-                "        loss = self.model(x).sum()\n"
-                "        self.optimizer.zero_grad()\n"
-                "        loss.backward()\n"
-                "        self.optimizer.step()\n"
-            ),
+            "engine.py": _KEEPING_TRAINER,
             "train.py": (
                 "import torch\nfrom torch import nn\nfrom engine import Trainer\n"
                 "model = nn.Linear(4, 4).to('cpu')\n"
@@ -323,18 +317,9 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
         ),
         # a Trainer that deep-copies the model it is given, across files
         Invalid({
-            "engine.py": (
-                "import copy\n"
-                "class Trainer:\n"
-                "    def __init__(self, model, optimizer, device):\n"
-                "        self.model = copy.deepcopy(model).to(device)\n"
-                "        self.optimizer = optimizer\n"
-                "    def step(self, x):\n"
-                "        loss = self.model(x).sum()\n"
-                "        self.optimizer.zero_grad()\n"
-                "        loss.backward()\n"
-                "        self.optimizer.step()\n"
-            ),
+            "engine.py": "import copy\n" + _KEEPING_TRAINER.replace(
+                "(self, model, optimizer):\n        self.model = model",
+                "(self, model, optimizer, device):\n        self.model = copy.deepcopy(model).to(device)"),
             "train.py": (
                 "import torch\nfrom model import Net\nfrom engine import Trainer\n"
                 "model = Net()\n"
@@ -383,18 +368,7 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
                 "def mse(a, b):\n"
                 "    return (a - b).pow(2).mean()\n"
             ),
-            "engine.py": (
-                "import copy\n"
-                "class Trainer:\n"
-                "    def __init__(self, model, optimizer):\n"
-                "        self.model = copy.deepcopy(model)\n"
-                "        self.optimizer = optimizer\n"
-                "    def step(self, x):\n"
-                "        loss = self.model(x).sum()\n"
-                "        self.optimizer.zero_grad()\n"
-                "        loss.backward()\n"
-                "        self.optimizer.step()\n"
-            ),
+            "engine.py": "import copy\n" + _KEEPING_TRAINER.replace("self.model = model", "self.model = copy.deepcopy(model)"),
             "train.py": (
                 "import parts\nfrom torch import nn\nfrom registry import build\nfrom engine import Trainer\n"
                 "def make_optimizer(params, cfg):\n"

@@ -227,6 +227,55 @@ _REGISTRY_MODEL = (
 )
 
 
+
+def _overridden_hook(start: str) -> dict[str, str]:
+    """A template method's loop whose base hook puts the model in train mode each epoch, a
+    subclass overriding that hook (``start``: its first line, calling ``super()`` or not), and a
+    validation whose helper restores the mode it was entered in (the rule's examples)."""
+    files = {
+        "base.py": (
+            "class BaseTrainer:\n"
+            "    def __init__(self, model, opt):\n"
+            "        self.model, self.opt = model, opt\n"
+            "    def on_epoch_start(self):\n"
+            "        self.model.train()\n"
+            "    def validate(self, x):\n"
+            "        pass\n"
+            "    def fit(self, loader, x):\n"
+            "        for epoch in range(3):\n"
+            "            self.on_epoch_start()\n"
+            "            for g in loader:\n"
+            "                loss = self.model(g).mean()\n"
+            "                self.opt.zero_grad()\n"
+            "                loss.backward()\n"
+            "                self.opt.step()\n"
+            "            self.validate(x)\n"
+        ),
+        "trainer.py": (
+            "import torch\nfrom base import BaseTrainer\n"
+            "def score(model, x):\n"
+            "    was_training = model.training\n"
+            "    model.eval()\n"
+            "    with torch.no_grad():\n"
+            "        out = model(x)\n"
+            "    model.train(was_training)\n"
+            "    return out\n"
+            "class Trainer(BaseTrainer):\n"
+            "    def on_epoch_start(self):\n"
+            "{start}"
+            "        self.count = 0\n"
+            "    def validate(self, x):\n"
+            "        self.model.eval()\n"
+            "        return score(self.model, x)\n"
+        ),
+        "run.py": (
+            "import torch\nfrom torch import nn\nfrom trainer import Trainer\n"
+            "model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))\n"
+            "Trainer(model, torch.optim.Adam(model.parameters())).fit([torch.ones(4)], torch.ones(4))\n"
+        ),
+    }
+    return {name: text.replace("{start}", start) for name, text in files.items()}
+
 class EvalModeLeak(Rule):
     code = "GM201"
     name = "eval-mode-leak"
@@ -298,48 +347,7 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
 
     VALID = [
         # the same override calling the base's hook: train mode at every epoch's start
-        Valid({
-            "base.py": (
-                "class BaseTrainer:\n"
-                "    def __init__(self, model, opt):\n"
-                "        self.model, self.opt = model, opt\n"
-                "    def on_epoch_start(self):\n"
-                "        self.model.train()\n"
-                "    def validate(self, x):\n"
-                "        pass\n"
-                "    def fit(self, loader, x):\n"
-                "        for epoch in range(3):\n"
-                "            self.on_epoch_start()\n"
-                "            for g in loader:\n"
-                "                loss = self.model(g).mean()\n"
-                "                self.opt.zero_grad()\n"
-                "                loss.backward()\n"
-                "                self.opt.step()\n"
-                "            self.validate(x)\n"
-            ),
-            "trainer.py": (
-                "import torch\nfrom base import BaseTrainer\n"
-                "def score(model, x):\n"
-                "    was_training = model.training\n"
-                "    model.eval()\n"
-                "    with torch.no_grad():\n"
-                "        out = model(x)\n"
-                "    model.train(was_training)\n"
-                "    return out\n"
-                "class Trainer(BaseTrainer):\n"
-                "    def on_epoch_start(self):\n"
-                "        super().on_epoch_start()\n"
-                "        self.count = 0\n"
-                "    def validate(self, x):\n"
-                "        self.model.eval()\n"
-                "        return score(self.model, x)\n"
-            ),
-            "run.py": (
-                "import torch\nfrom torch import nn\nfrom trainer import Trainer\n"
-                "model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))\n"
-                "Trainer(model, torch.optim.Adam(model.parameters())).fit([torch.ones(4)], torch.ones(4))\n"
-            ),
-        }),
+        Valid(_overridden_hook("        super().on_epoch_start()\n")),
         # a factory's tensor (never called as a module) says nothing of modes: the model holds
         # only a Linear, and its eval changes nothing
         Valid(_REGISTRY_MODEL.format(make="make_table(4)", use="self.lin(x) + self.encoder")),
@@ -1046,48 +1054,7 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
         # a template method's hook overridden without `super()`: the base's `train()` no longer
         # runs, and the validation's eval (its helper restores the mode it was entered in:
         # eval) leaks into the next epochs
-        Invalid({
-            "base.py": (
-                "class BaseTrainer:\n"
-                "    def __init__(self, model, opt):\n"
-                "        self.model, self.opt = model, opt\n"
-                "    def on_epoch_start(self):\n"
-                "        self.model.train()\n"
-                "    def validate(self, x):\n"
-                "        pass\n"
-                "    def fit(self, loader, x):\n"
-                "        for epoch in range(3):\n"
-                "            self.on_epoch_start()\n"
-                "            for g in loader:\n"
-                "                loss = self.model(g).mean()\n"
-                "                self.opt.zero_grad()\n"
-                "                loss.backward()\n"
-                "                self.opt.step()\n"
-                "            self.validate(x)\n"
-            ),
-            "trainer.py": (
-                "import torch\nfrom base import BaseTrainer\n"
-                "def score(model, x):\n"
-                "    was_training = model.training\n"
-                "    model.eval()\n"
-                "    with torch.no_grad():\n"
-                "        out = model(x)\n"
-                "    model.train(was_training)\n"
-                "    return out\n"
-                "class Trainer(BaseTrainer):\n"
-                "    def on_epoch_start(self):\n"
-                ""
-                "        self.count = 0\n"
-                "    def validate(self, x):\n"
-                "        self.model.eval()\n"
-                "        return score(self.model, x)\n"
-            ),
-            "run.py": (
-                "import torch\nfrom torch import nn\nfrom trainer import Trainer\n"
-                "model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))\n"
-                "Trainer(model, torch.optim.Adam(model.parameters())).fit([torch.ones(4)], torch.ones(4))\n"
-            ),
-        }, path="trainer.py", line=11,
+        Invalid(_overridden_hook(""), path="trainer.py", line=11,
                 message_contains="without calling `super().on_epoch_start()`"),
     ]
 

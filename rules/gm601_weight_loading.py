@@ -102,6 +102,46 @@ _PROBED_ENCODER = {
 }
 
 
+def _section_checkpoint(load: str) -> dict[str, str]:
+    """A trainer whose mixin saves ``{"model": self.model.state_dict(), ...}`` and a probe stage
+    loading that section back by ``model.<load>`` (the rule's examples)."""
+    files = {
+        "trainer.py": (
+            "import torch\n"
+            "class CheckpointMixin:\n"
+            "    def save_checkpoint(self, path):\n"
+            "        state = {'model': self.model.state_dict(), 'step': self.step}\n"
+            "        torch.save(state, path)\n"
+            "class BaseTrainer:\n"
+            "    def __init__(self, model):\n"
+            "        self.model, self.step = model, 0\n"
+            "class Trainer(CheckpointMixin, BaseTrainer):\n"
+            "    def __init__(self, model):\n"
+            "        super().__init__(model)\n"
+        ),
+        "model.py": (
+            "from torch import nn\n"
+            "class MAE(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.encoder = nn.Linear(4, 4)\n"
+            "        self.decoder = nn.Linear(4, 4)\n"
+        ),
+        "probe.py": (
+            "import torch\nfrom model import MAE\nfrom trainer import Trainer\n"
+            "def main(path, x):\n"
+            "    Trainer(MAE()).save_checkpoint(path)\n"
+            "    model = MAE()\n"
+            "    state = torch.load(path, weights_only=True)\n"
+            "    model.{load}\n"
+            "    return model.encoder(x)\n"
+            "if __name__ == '__main__':\n"
+            "    main('c.pt', torch.ones(4))\n"
+        ),
+    }
+    return {name: text.replace("{load}", load) for name, text in files.items()}
+
+
 def _is_strict_false(event: Event) -> bool:
     return event.kwargs.get("strict") == "False" or event.args[1:2] == ["False"]
 
@@ -330,40 +370,7 @@ checkpoint off changes what the run starts from; both change results on purpose.
 
     VALID = [
         # the same section loaded into the whole model: its keys
-        Valid({
-            "trainer.py": (
-                "import torch\n"
-                "class CheckpointMixin:\n"
-                "    def save_checkpoint(self, path):\n"
-                "        state = {'model': self.model.state_dict(), 'step': self.step}\n"
-                "        torch.save(state, path)\n"
-                "class BaseTrainer:\n"
-                "    def __init__(self, model):\n"
-                "        self.model, self.step = model, 0\n"
-                "class Trainer(CheckpointMixin, BaseTrainer):\n"
-                "    def __init__(self, model):\n"
-                "        super().__init__(model)\n"
-            ),
-            "model.py": (
-                "from torch import nn\n"
-                "class MAE(nn.Module):\n"
-                "    def __init__(self):\n"
-                "        super().__init__()\n"
-                "        self.encoder = nn.Linear(4, 4)\n"
-                "        self.decoder = nn.Linear(4, 4)\n"
-            ),
-            "probe.py": (
-                "import torch\nfrom model import MAE\nfrom trainer import Trainer\n"
-                "def main(path, x):\n"
-                "    Trainer(MAE()).save_checkpoint(path)\n"
-                "    model = MAE()\n"
-                "    state = torch.load(path, weights_only=True)\n"
-                "    model.load_state_dict(state['model'], strict=False)\n"
-                "    return model.encoder(x)\n"
-                "if __name__ == '__main__':\n"
-                "    main('c.pt', torch.ones(4))\n"
-            ),
-        }),
+        Valid(_section_checkpoint("load_state_dict(state['model'], strict=False)")),
         # a sub-module's keys picked from a whole model's checkpoint and loaded strictly: every
         # key of the encoder is there, or the load raises
         Valid(_probed_encoder("enc.load_state_dict(enc_sd)")),
@@ -829,40 +836,7 @@ checkpoint off changes what the run starts from; both change results on purpose.
         ),
         # a whole model's section of a checkpoint the project writes (through a mixin whose
         # `self.model` the trainer's base sets) loaded into the model's encoder: no key matches
-        Invalid({
-            "trainer.py": (
-                "import torch\n"
-                "class CheckpointMixin:\n"
-                "    def save_checkpoint(self, path):\n"
-                "        state = {'model': self.model.state_dict(), 'step': self.step}\n"
-                "        torch.save(state, path)\n"
-                "class BaseTrainer:\n"
-                "    def __init__(self, model):\n"
-                "        self.model, self.step = model, 0\n"
-                "class Trainer(CheckpointMixin, BaseTrainer):\n"
-                "    def __init__(self, model):\n"
-                "        super().__init__(model)\n"
-            ),
-            "model.py": (
-                "from torch import nn\n"
-                "class MAE(nn.Module):\n"
-                "    def __init__(self):\n"
-                "        super().__init__()\n"
-                "        self.encoder = nn.Linear(4, 4)\n"
-                "        self.decoder = nn.Linear(4, 4)\n"
-            ),
-            "probe.py": (
-                "import torch\nfrom model import MAE\nfrom trainer import Trainer\n"
-                "def main(path, x):\n"
-                "    Trainer(MAE()).save_checkpoint(path)\n"
-                "    model = MAE()\n"
-                "    state = torch.load(path, weights_only=True)\n"
-                "    model.encoder.load_state_dict(state['model'], strict=False)\n"
-                "    return model.encoder(x)\n"
-                "if __name__ == '__main__':\n"
-                "    main('c.pt', torch.ones(4))\n"
-            ),
-        },
+        Invalid(_section_checkpoint("encoder.load_state_dict(state['model'], strict=False)"),
                 path="probe.py", line=8, message_contains="whole model it is part of (saved at trainer.py:5)"),
     ]
 

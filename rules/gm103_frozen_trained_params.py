@@ -656,10 +656,8 @@ No automatic fix: whether the freeze is intended is the author's decision.
     @staticmethod
     def _same_instance(project: Project, a: FunctionInfo, b: FunctionInfo) -> bool:
         """Methods whose ``self`` may be one object: of one class, or of a class and its base."""
-        def lineage(fn: FunctionInfo) -> set[str]:
-            return {q.rsplit(".", 1)[0] for q in project.method_candidates(fn.class_name, "_")}
         return bool(a.class_name and b.class_name) and (
-            a.class_name in lineage(b) or b.class_name in lineage(a))
+            a.class_name in project.lineage(b.class_name) or b.class_name in project.lineage(a.class_name))
 
     @staticmethod
     def _made_by(t: Training, fn: FunctionInfo, chain: str) -> str:

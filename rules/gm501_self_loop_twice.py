@@ -138,8 +138,8 @@ class Flow:
             return env[name]
         if name.startswith("self.") and fn.class_name:
             self.reads_attrs.add(fn.qualname)
-            return CLEAN.union(*(self.attrs.get((cls[:-2], name), CLEAN)
-                                 for cls in self.project.method_candidates(fn.class_name, "x")))
+            return CLEAN.union(*(self.attrs.get((cls, name), CLEAN)
+                                 for cls in self.project.lineage(fn.class_name)))
         obj, _, attr = name.rpartition(".")
         if obj and "." not in obj and obj != "self" and attr in self.attr_names:
             classes = self._object_classes(fn, obj)
@@ -156,8 +156,7 @@ class Flow:
         found = self._classes.get(key)
         if found is None:
             cls = self.project.instance_class(fn, obj, fn.span.end_line if fn.span else sys.maxsize)
-            found = self._classes[key] = frozenset(
-                c[:-2] for c in self.project.method_candidates(cls, "x")) if cls else frozenset()
+            found = self._classes[key] = frozenset(self.project.lineage(cls)) if cls else frozenset()
         return found
 
     def tainted_use(self, fn: FunctionInfo, env: dict[str, Taint], uses: list[str]) -> Taint:
@@ -374,7 +373,7 @@ class Flow:
         inputs = [("all", None), ("entry", fn.qualname)]
         inputs += [("return", q) for q in self.reads.get(fn.qualname, ())]
         if fn.qualname in self.reads_attrs:  # the classes `lookup` reads, already loaded
-            inputs += [("attr", c[:-2]) for c in self.project.method_candidates(fn.class_name, "x")]
+            inputs += [("attr", c) for c in self.project.lineage(fn.class_name)]
         inputs += [("attr", c) for c in self.reads_objects.get(fn.qualname, ())]
         if self.attr_names:
             inputs += [("attr name", attr) for _, attr in self._object_reads().get(fn.qualname, ())
@@ -427,7 +426,7 @@ class Flow:
         if classes:
             for fn in functions.values():
                 if fn.class_name and any(
-                        c[:-2] in classes for c in self.project.method_candidates(fn.class_name, "x")):
+                        c in classes for c in self.project.lineage(fn.class_name)):
                     dirty.add(fn.qualname)
         return [functions[q] for q in dirty if q in functions]
 

@@ -130,7 +130,7 @@ def _module_of(project: "Project", cls: str) -> Optional[FileFacts]:
 def _manual(project: "Project", cls: str) -> bool:
     """``self.automatic_optimization = False`` in a method of the class or a project base, or
     ``automatic_optimization = False`` in its body: manual optimization."""
-    for owner in [c.rsplit(".", 1)[0] for c in project.method_candidates(cls, "x")]:
+    for owner in project.lineage(cls):
         info, facts = project.classes.get(owner), _module_of(project, owner)
         if info is None or facts is None:
             continue

@@ -107,6 +107,11 @@ def _stores(event: Event) -> tuple[str, list[str]]:
     return base, stored
 
 
+def _returned_values(fn: FunctionInfo) -> list[tuple[str, int]]:
+    """(the value as written, line) of each ``return`` of ``fn``."""
+    return [(e.text.removeprefix("return").strip(), e.span.line) for e in fn.events if e.kind == "return"]
+
+
 def _string(text: str) -> str:
     """The identifier a string literal spells (``"on_epoch_end"``), else ""."""
     return text[1:-1] if re.fullmatch(r"""(['"])\w+\1""", text) else ""
@@ -635,10 +640,9 @@ class Project:
         memo[factory_name] = (state, [])  # a factory returning what it calls itself: none
         factory = self.function(factory_name)
         out: list[str] = []
-        for e in factory.events if factory is not None else ():
-            value = e.text.removeprefix("return").strip() if e.kind == "return" else ""
+        for value, line in _returned_values(factory) if factory is not None else ():
             if re.fullmatch(r"[\w.]+", value):
-                out += [c for c in self._built_from(factory, value, e.span.line) if c in self.classes]
+                out += [c for c in self._built_from(factory, value, line) if c in self.classes]
         out = list(dict.fromkeys(out))
         if (self._generation, self._loading) == state:
             memo[factory_name] = (state, out)
@@ -660,12 +664,11 @@ class Project:
         a registry it returns an entry of (``return TABLE[kind][name]``)."""
         fn = self.function(callee)
         out: list[str] = []
-        for e in fn.events if fn is not None else ():
-            value = e.text.removeprefix("return").strip() if e.kind == "return" else ""
+        for value, line in _returned_values(fn) if fn is not None else ():
             if re.fullmatch(r"[\w.]+", value):
-                out += self._callables(fn, value, e.span.line)
+                out += self._callables(fn, value, line)
             elif _LOOKUP.fullmatch(value):
-                out += self._registered(fn, value, e.span.line)
+                out += self._registered(fn, value, line)
         return list(dict.fromkeys(out))
 
     def _named_methods(self, caller: FunctionInfo, event: Event) -> list[str]:
@@ -1058,9 +1061,8 @@ class Project:
         """The functions defined in ``callee`` that it returns by name (``return train_step``):
         what a call of its result runs."""
         fn = self.functions.get(callee)
-        names = [e.text.removeprefix("return").strip() for e in (fn.events if fn else ())
-                 if e.kind == "return"]
-        return [f"{callee}.{name}" for name in names if f"{callee}.{name}" in self.functions]
+        return [f"{callee}.{name}" for name, _ in (_returned_values(fn) if fn else ())
+                if f"{callee}.{name}" in self.functions]
 
     def members(self, qualname: str) -> list[str]:
         """The functions defined inside ``qualname`` (a class's methods, the functions nested in

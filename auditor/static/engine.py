@@ -49,8 +49,8 @@ class FileResult:
     module: str
     facts: Optional[FileFacts] = None  # None: skipped by the prefilter, or unreadable
     outline: Optional[FileFacts] = None  # a skipped file's imports only (programs need them)
-    # a skipped file's facts, made ahead in a worker for the cross-file stage's on-demand loads
-    # (the engine moves them to the cache's lazy entries: never stored with the result)
+    # a skipped file's facts, made with the rest for the cross-file stage (the engine moves
+    # them to the cache's lazy entries: never stored with the result)
     summary: Optional[FileFacts] = None
     findings: list[Finding] = field(default_factory=list)
     error: Optional[FileError] = None
@@ -379,15 +379,17 @@ def run_check(
     done = cached
     if progress:
         progress(done, total)
-    # A file the prefilter skips is analysed on demand when the cross-file stage needs its
-    # facts (a call leads into it): in one process, after everything else. With workers, their
-    # facts are made ahead, in parallel, while the rest is analysed; a load then costs nothing.
+    # A file the prefilter skips gets no rule's visit, but its facts (a summary) are made with
+    # the rest and join the project from the start: the cross-file stage reaches nearly all of
+    # them, and each one it loaded on demand made every answer its memos held stale. A file
+    # too deep to summarise safely stays lazy: analysed, isolated, only if a call leads there.
     prepared: dict[str, FileFacts] = {}
+    todo = [(*job[:5], not cache.get(LAZY_PREFIX + job[0], digests[job[0]])) for job in todo]
     if jobs > 1 and len(todo) > 4 * jobs:
-        todo = [(*job[:5], not cache.get(LAZY_PREFIX + job[0], digests[job[0]])) for job in todo]
         answers = map_bounded(_analyze_job, todo, jobs)
     else:
-        answers = ((job, analyze_source(job[0], Path(job[1]), job[2], codes)) for job in todo)
+        answers = ((job, analyze_source(job[0], Path(job[1]), job[2], codes, summarise=job[5]))
+                   for job in todo)
     for job, answer in answers:
         res = _lost(job[0], 1, answer) if isinstance(answer, Lost) else answer
         if res.summary is not None:
@@ -404,14 +406,19 @@ def run_check(
     results = {rel: results[rel] for rel, _, _ in contents}
     abspaths = {job[0]: job[1] for job in todo}
 
-    def load_skipped(rel: str) -> Optional[FileFacts]:
-        # a prefiltered file that a call leads into: analyse it now (facts only), cached apart
+    def summary(rel: str) -> Optional[FileFacts]:
+        """A prefiltered file's facts made in this run's per-file stage, or in an earlier run's."""
         if rel in prepared:
             return prepared.pop(rel)
         digest = digests.get(rel)
-        hit = cache.get(LAZY_PREFIX + rel, digest) if digest else None
+        return cache.get(LAZY_PREFIX + rel, digest) if digest else None
+
+    def load_skipped(rel: str) -> Optional[FileFacts]:
+        # a prefiltered file that a call leads into: analyse it now (facts only), cached apart
+        hit = summary(rel)
         if hit is not None:
             return hit
+        digest = digests.get(rel)
         try:
             data = sources[rel] if rel in sources else read_source(Path(rel))
         except OSError:
@@ -421,8 +428,14 @@ def run_check(
             cache.put(LAZY_PREFIX + rel, digest, res.facts)
         return res.facts
 
-    analysed = [r.facts for r in results.values() if r.facts is not None]
-    skipped = {r.module: r.path for r in results.values() if r.facts is None and r.error is None}
+    analysed: list[FileFacts] = []
+    skipped: dict[str, str] = {}
+    for r in results.values():
+        facts = r.facts if r.facts is not None or r.error is not None else summary(r.path)
+        if facts is not None:
+            analysed.append(facts)
+        elif r.error is None:
+            skipped[r.module] = r.path
     outlines = [r.outline for r in results.values() if r.facts is None and r.outline is not None]
     findings: list[Finding] = []
     for res in results.values():

@@ -25,6 +25,9 @@ FILE_SECONDS = 60.0
 
 # the parent's ends of the workers' pipes (a forked worker closes its copies)
 _PARENT_ENDS: set[Connection] = set()
+# in a worker or a process beside (daemonic: it may have no children of its own), whose death
+# its parent reports already
+_IN_WORKER = False
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,8 @@ def _serve(fn: Callable[[J], R], conn: Connection, parent: int) -> None:
     closes. Its parent's death ends it, however the parent died: a parent stopped by a signal
     raises through the pool's ``finally`` (:func:`auditor.processes.interrupt_on_stop_signals`),
     and one killed outright (SIGKILL) kills it (Linux's parent-death signal) or closes its pipe."""
+    global _IN_WORKER
+    _IN_WORKER = True
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:  # the parent died before the line above: no signal will come
         os._exit(0)
@@ -179,6 +184,10 @@ def can_fork() -> bool:
 
 
 def run_isolated(fn: Callable[[J], R], job: J, timeout: Optional[float] = None) -> Union[R, Lost]:
-    """``fn(job)`` in a child process of its own (:func:`map_bounded` with one job)."""
+    """``fn(job)`` in a child process of its own (:func:`map_bounded` with one job); in a worker
+    or a process beside, in that process: a crash costs what it was doing, as its parent says
+    (a file too deep to summarise ahead, loaded on demand by a rule run beside)."""
+    if _IN_WORKER:
+        return fn(job)
     [(_, answer)] = map_bounded(fn, [job], 1, timeout)
     return answer

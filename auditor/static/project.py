@@ -265,20 +265,31 @@ class Project:
     def _link(self, fn: FunctionInfo, handed_only: bool = False) -> None:
         """Edges for ``fn``'s calls (``handed_only``: for those that call what ``fn`` was handed,
         a parameter or ``self.attr``, whose class only the callers' edges tell)."""
+        # what a call resolves to is `resolve_call`'s answer too, while no file is left to load
+        # on demand (a load could add a callee): rules ask it of every call again. Not for a
+        # handed call: the edges linked after it may still add to what it was handed
+        complete = not self._skipped and not handed_only
         for event in fn.events:
             if event.kind != "call":
                 continue
             if handed_only and not any(name.startswith("self.") or name in fn.params
                                        or name in self._loop_targets(fn) for name in
                                        (event.func.removesuffix("()"), event.receiver) if name):
+                kept = self._resolved.get(id(event))
+                if kept is not None and kept[0] == self._generation - 1:
+                    self._resolved[id(event)] = (self._generation, kept[1])  # it cannot change
                 continue
+            found: list[str] = []
             for callee in self._candidates(event, fn):
                 if callee not in self.functions and callee.split(".")[0] in self._roots:
                     callee = self.reexported(callee) or callee
                 if callee in self.functions:
                     self._add_edge(fn.qualname, callee, event)
+                    found.append(callee)
                 else:
                     self._pending.setdefault(callee, []).append((fn.qualname, event))
+            if complete:
+                self._resolved[id(event)] = (self._generation, list(dict.fromkeys(found)))
 
     def _add_edge(self, caller: str, callee: str, event: Event) -> None:
         self.graph.add_call(caller, callee, event)

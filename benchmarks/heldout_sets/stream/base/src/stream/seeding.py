@@ -1,0 +1,16 @@
+import random
+
+import dgl
+import numpy as np
+import torch
+
+
+def seed_everything(seed, deterministic=True):
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    dgl.seed(seed)
+    if deterministic:
+        torch.backends.cudnn.deterministic = True
+        torch.backends.cudnn.benchmark = False
+    return seed

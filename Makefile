@@ -51,6 +51,7 @@ validate-floor: venv
 	$(PY) -m benchmarks.validation --mode static --floor --heldout lightning
 	$(PY) -m benchmarks.validation --mode static --floor --heldout sampled
 	$(PY) -m benchmarks.validation --mode static --floor --heldout inherit
+	$(PY) -m benchmarks.validation --mode static --floor --heldout stream
 
 bench: venv
 	$(PY) benchmarks/static_bench.py

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Iterable, Optional
 
 from auditor.findings import Finding, Severity, Status
@@ -187,6 +188,29 @@ parameters only).
                 "z = model.embed(x)\n"
             ),
         }),
+        # a linear probe: the reloaded encoder runs under no_grad and no optimizer steps it;
+        # the probe's own optimizer holds the classifier alone
+        Valid(
+            "import torch\nfrom torch import nn\n"
+            "class Encoder(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.lin = nn.Linear(4, 4)\n"
+            "    def forward(self, x):\n"
+            "        return self.lin(x)\n"
+            "def probe(x, y):\n"
+            "    encoder = Encoder()\n"
+            "    encoder.load_state_dict(torch.load('encoder.pt', weights_only=True))\n"
+            "    with torch.no_grad():\n"
+            "        emb = encoder(x)\n"
+            "    clf = nn.Linear(4, 2)\n"
+            "    opt = torch.optim.Adam(clf.parameters())\n"
+            "    for _ in range(10):\n"
+            "        loss = nn.functional.cross_entropy(clf(emb), y)\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+        ),
     ]
     INVALID = [
         # the loss computed with gradients off (the forward itself outside the block)
@@ -508,6 +532,9 @@ parameters only).
                 off = t.grad_off(sfn, j)
                 if off is None or not t.module_call(sfn, j) or UNTRAINED_NAME.search(sfn.events[j].func):
                     continue
+                called = sfn.events[j].func.removesuffix("()")
+                if re.fullmatch(r"[\w.]+", called) and t.never_trained(sfn, called, j):
+                    continue  # a module no optimizer steps (a probe's frozen encoder)
                 blocks.setdefault((sfn.qualname, off), [sfn, off, []])[2].append(j)
             for sfn, off, forwards in blocks.values():
                 block = sfn.events[off].span

@@ -12,7 +12,7 @@ from auditor.static.facts import Event, FunctionInfo, Span
 from auditor.static.project import Project
 from auditor.static.training import UNTRAINED_NAME, OptimizerBuild, Origin, Training
 from auditor.static.conditions import normalise, tests_of
-from auditor.static.config_truth import decided, never_runs
+from auditor.static.config_truth import decided, never_runs, switched_on
 from auditor.static.paths import trains_after
 from auditor.static.config_values import LITERAL, Source, values_of
 from auditor.static.values import config_default
@@ -508,7 +508,7 @@ No automatic fix: whether the freeze is intended is the author's decision.
                     continue  # no configured run reaches the freeze
                 event = fn.events[i]
                 optimizer = f"{build.fn.path}:{build.event.span.line}"
-                setting = cls._switched_on(project, fn, event)
+                setting = switched_on(project, fn, event)
                 if setting is not None and cls._setting_at_fault(fn, *setting):
                     test, source = setting  # the freeze is a switch; the setting turns it on
                     yield cls.make_finding(
@@ -533,15 +533,6 @@ No automatic fix: whether the freeze is intended is the author's decision.
                     fix="remove the freeze, or give the optimizer only the parameters meant to "
                         "train (and document the partial fine-tuning)",
                 )
-
-    @staticmethod
-    def _switched_on(project: Project, fn: FunctionInfo, event: Event) -> Optional[tuple[str, Source]]:
-        """The enclosing test that holds on every configured run, with the constant deciding it."""
-        for test in tests_of(event):
-            truth = decided(project, fn, test, event.span.line)
-            if truth is not None and truth[0] and truth[1] is not None:
-                return test, truth[1]
-        return None
 
     @staticmethod
     def _setting_at_fault(fn: FunctionInfo, test: str, source: Source) -> bool:

@@ -329,6 +329,36 @@ purpose.
         }, path="engine.py", line=4, message_contains="outside the training loop"),
         # the reset moved into a hook that clears only every 4th batch; the step runs every batch
         Invalid(_PERIODIC_RESET.format(test="batch_idx % 4 == 0"), line=6, message_contains="every iteration"),
+        # gradient accumulation: a decorator backpropagates every micro-step and a helper steps
+        # every second one, never resetting: reported at that step, where the reset belongs
+        Invalid(
+            "import functools\nimport itertools\nimport torch\n"
+            "def apply_update(opt):\n"
+            "    opt.step()\n"
+            "def accumulate(n, opt):\n"
+            "    def deco(fn):\n"
+            "        counter = itertools.count(1)\n"
+            "        @functools.wraps(fn)\n"
+            "        def wrapper(*args):\n"
+            "            loss = fn(*args)\n"
+            "            (loss / n).backward()\n"
+            "            if next(counter) % n == 0:\n"
+            "                apply_update(opt)\n"
+            "            return loss\n"
+            "        return wrapper\n"
+            "    return deco\n"
+            "class Step:\n"
+            "    def __init__(self, model):\n"
+            "        self.model = model\n"
+            "    def __call__(self, x):\n"
+            "        return self.model(x).pow(2).mean()\n"
+            "def main(model, data):\n"
+            "    opt = torch.optim.Adam(model.parameters())\n"
+            "    step = accumulate(2, opt)(Step(model))\n"
+            "    for x in data:\n"
+            "        step(x)\n",
+            line=5, message_contains="applies the sum",
+        ),
     ]
 
     @classmethod
@@ -368,6 +398,16 @@ purpose.
                        f"of the gradients since this reset",
                        "reset the gradients once per optimizer step, in the loop (before the "
                        "backward, or right after `optimizer.step()`)")
+                return
+            step = loop.of("step")[0]
+            if step.fn is not back.fn:
+                # the update is a helper of its own (every n backwards, under gradient
+                # accumulation): its reset belongs right after its step
+                yield (step,
+                       f"gradients are {NEVER_RESET} at {where}: `{step.event.text.strip()}` "
+                       f"applies the sum of all gradients since the start, and the backward at "
+                       f"{back.fn.path}:{back.event.span.line} keeps adding into `.grad`",
+                       f"call `{step.receiver}.zero_grad()` right after this step")
                 return
             yield (back,
                    f"gradients are {NEVER_RESET} at {where}: this backward "

@@ -310,6 +310,24 @@ by a person, and the reference script must then do the same.
         ),
         # the same helper, switching the model to eval mode first
         Valid(_BN_MODEL + _MONITOR.format(before="    model.eval()\n")),
+        # an EMA teacher's update walks both models' parameters under no_grad in the loop: no
+        # forward runs there
+        Valid(
+            "import copy\nimport torch\nfrom torch import nn\n"
+            "model = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4))\n"
+            "teacher = copy.deepcopy(model).requires_grad_(False)\n"
+            "opt = torch.optim.Adam(model.parameters())\n"
+            "for x in data:\n"
+            "    loss = model(x).pow(2).mean() + teacher(x).sum().detach()\n"
+            "    opt.zero_grad()\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+            "    with torch.no_grad():\n"
+            "        for t, s in zip(teacher.parameters(), model.parameters()):\n"
+            "            t.mul_(0.99).add_(s, alpha=0.01)\n"
+            "        for tb, sb in zip(teacher.buffers(), model.buffers()):\n"
+            "            tb.copy_(sb)\n"
+        ),
     ]
     INVALID = [
         Invalid(
@@ -443,6 +461,45 @@ by a person, and the reference script must then do the same.
         ),
         # a monitoring helper the loop calls every 10 steps, after the backward, in train mode
         Invalid(_BN_MODEL + _MONITOR.format(before=""), line=12, message_contains="after the step's backward"),
+        # the EMA copy written the wrong way round, into the student's buffers read through a
+        # property; the optimizer is given weight-decay groups a helper collects from the model
+        Invalid(
+            "import copy\nimport torch\nfrom torch import nn\n"
+            "class Net(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.encoder = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4))\n"
+            "    def forward(self, x):\n"
+            "        return self.encoder(x)\n"
+            "def param_groups(modules, wd):\n"
+            "    decay, plain = [], []\n"
+            "    for module in modules:\n"
+            "        for name, p in module.named_parameters():\n"
+            "            (decay if p.ndim > 1 else plain).append(p)\n"
+            "    return [{'params': decay, 'weight_decay': wd}, {'params': plain, 'weight_decay': 0.0}]\n"
+            "class State:\n"
+            "    def __init__(self, model):\n"
+            "        self._model = model\n"
+            "        self.teacher = copy.deepcopy(model.encoder)\n"
+            "    @property\n"
+            "    def encoder(self):\n"
+            "        return self._model.encoder\n"
+            "    @torch.no_grad()\n"
+            "    def update_teacher(self):\n"
+            "        for tb, sb in zip(self.teacher.buffers(), self.encoder.buffers()):\n"
+            "            sb.copy_(tb)\n"
+            "def main(data):\n"
+            "    model = Net()\n"
+            "    state = State(model)\n"
+            "    opt = torch.optim.AdamW(param_groups([model], 1e-4))\n"
+            "    for x in data:\n"
+            "        loss = model(x).pow(2).mean()\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+            "        state.update_teacher()\n",
+            line=26, message_contains="a model the optimizer trains",
+        ),
     ]
 
     def __init__(self, ctx) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any, Iterable, Optional
 
@@ -13,7 +14,9 @@ from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static import dataflow as df
 from auditor.static.facts import Event, FunctionInfo, Span
 from auditor.static.project import Project
-from auditor.static.config_values import values_of
+from auditor.static.conditions import normalise
+from auditor.static.config_truth import never_runs, switched_on
+from auditor.static.config_values import LITERAL, values_of
 from auditor.static.values import fixed_size_name, varying_count
 
 # a division whose divisor is not a bare number: `/ n`, `/ mask.sum()`, `.div(len(x))`, `/=`
@@ -140,6 +143,32 @@ _PARTIAL_LOSS = (
     "    crit = functools.partial(F.mse_loss, reduction='sum')\n"
     + _CRIT_LOOP
 )
+
+
+# a loss whose `reduction == "sum"` branch a configuration table decides: no configured run
+# takes it, or every run does
+def _configured_reduction(value: str) -> dict[str, str]:
+    return {
+        "losses.py": (
+            "import torch.nn.functional as F\n"
+            "def sce(x, y, reduction='mean'):\n"
+            "    per = (1 - F.cosine_similarity(x, y)).pow(2)\n"
+            "    if reduction == 'sum':\n"
+            "        return per.sum()\n"
+            "    return per.mean()\n"
+        ),
+        "config.py": f"CONFIG = {{'lr': 0.01, 'reduction': '{value}'}}\n",
+        "train.py": (
+            "import torch\nfrom losses import sce\nfrom config import CONFIG\n"
+            "def train(model, data):\n"
+            "    opt = torch.optim.Adam(model.parameters(), lr=CONFIG['lr'])\n"
+            "    for g, x, mask in data:\n"
+            "        loss = sce(model(g, x)[mask], x[mask], reduction=CONFIG['reduction'])\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+        ),
+    }
 
 
 class UnnormalisedSumLoss(Rule):
@@ -310,6 +339,8 @@ loss weights tuned against the summed loss must be revisited.
         Valid(_CRITERION_FACTORY.replace("/ cfg['batch_size']", "/ cfg['batch_size'] / (pred.numel())")),
         # the partial loss's sum divided by the count where it is called
         Valid(_PARTIAL_LOSS.replace("x[mask])\n", "x[mask]) / mask.sum()\n")),
+        # the sum branch no configured run takes (every caller passes 'mean')
+        Valid(_configured_reduction("mean")),
     ]
     INVALID = [
         Invalid(
@@ -518,6 +549,8 @@ loss weights tuned against the summed loss must be revisited.
                 "Trainer(build()).fit(load())\n"
             ),
         }, path="model.py", line=6),
+        # the configuration switches the sum branch on for every run: reported at the setting
+        Invalid(_configured_reduction("sum"), path="config.py", line=1, message_contains="this setting"),
     ]
 
     # -- per file: the `reduction=` arguments, for precise positions
@@ -566,12 +599,28 @@ loss weights tuned against the summed loss must be revisited.
         for fn in list(project.functions.values()):
             for stmt in df.statements(fn):
                 for call in stmt.calls:
-                    if _is_full_sum(call) and cls._is_error(project, fn, stmt, call):
-                        what = f"`{call.receiver}.sum()`" if call.method == "sum" else "`torch.sum(...)`"
-                        found = cls._judge(project, fn, stmt, call, what, call.span)
-                        if found:
-                            findings.append(found)
+                    if not _is_full_sum(call) or never_runs(project, fn, call) \
+                            or not cls._is_error(project, fn, stmt, call):
+                        continue  # (a `reduction == "sum"` branch no configured run takes)
+                    what = f"`{call.receiver}.sum()`" if call.method == "sum" else "`torch.sum(...)`"
+                    found = cls._judge(project, fn, stmt, call, what, call.span)
+                    if found:
+                        findings.append(cls._at_setting(project, fn, call, found))
         return findings
+
+    @staticmethod
+    def _at_setting(project: Project, fn: FunctionInfo, call: Event, found: Finding) -> Finding:
+        """A sum under a test that a setting written elsewhere (a configuration file, a
+        defaults table) turns on for every configured run: the setting is what to change."""
+        setting = switched_on(project, fn, call)
+        if setting is None or setting[1].path == fn.path or setting[1].what == LITERAL:
+            return found
+        test, source = setting
+        return dataclasses.replace(
+            found, path=source.path, line=source.line, column=1, end_line=source.line, end_column=1,
+            message=f"this setting makes `{normalise(test)}` hold on every configured run "
+                    f"({source.what}): at {fn.path}:{call.span.line}, {found.message}",
+            fix="set it to the mean reduction, or divide the sum by the number of reconstructed nodes")
 
     @classmethod
     def _is_error(cls, project: Project, fn: FunctionInfo, stmt: df.Statement, call: Event) -> bool:

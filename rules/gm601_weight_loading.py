@@ -215,6 +215,20 @@ def _statement_text(project: Project, fn: FunctionInfo, event: Event) -> str:
     return (project.text_at(fn.path, stmt.head.span) if stmt is not None else None) or event.text
 
 
+def _keys_checked(project: Project, fn: FunctionInfo, event: Event) -> bool:
+    """The load's answer (its missing and unexpected keys) is tested where it is made: the load
+    sits in an ``assert``, or what it returns is asserted, tested or raised on afterwards
+    (``missing, unexpected = m.load_state_dict(sd, strict=False)``, ``if missing: raise``)."""
+    text = project.source_text(fn.path) or ""
+    lines = text.splitlines()
+    line = lines[event.span.line - 1] if 0 < event.span.line <= len(lines) else ""
+    if re.match(r"\s*assert\b", line):
+        return True
+    names = [t for t in event.targets if re.fullmatch(r"\w+", t)]
+    return any(re.match(rf"\s*(assert|if|elif|raise)\b.*\b{re.escape(n)}\b", e.text)
+               for n in names for e in fn.events if e.span.line > event.span.line)
+
+
 def _derived_names(fn: FunctionInfo, name: str, before: int) -> list[Event]:
     """Events before line ``before`` that produced ``name`` (transitively through assigns)."""
     todo, seen, out = [name.split("[")[0]], set(), []
@@ -602,6 +616,27 @@ checkpoint off changes what the run starts from; both change results on purpose.
                 "        loss.backward()\n"
                 "        opt.step()\n",
         }),
+        # strict=False whose skipped keys are looked at: asserted empty, or raised on
+        Valid(
+            "import torch\nfrom torch import nn\n"
+            "def load(path):\n"
+            "    encoder = nn.Linear(4, 4)\n"
+            "    assert not encoder.load_state_dict(torch.load(path, weights_only=True), strict=False).missing_keys\n"
+            "    return encoder\n"
+            "def probe(path, x):\n"
+            "    return load(path)(x)\n"
+        ),
+        Valid(
+            "import torch\nfrom torch import nn\n"
+            "def load(path):\n"
+            "    encoder = nn.Linear(4, 4)\n"
+            "    missing, unexpected = encoder.load_state_dict(torch.load(path, weights_only=True), strict=False)\n"
+            "    if missing:\n"
+            "        raise KeyError(missing)\n"
+            "    return encoder\n"
+            "def probe(path, x):\n"
+            "    return load(path)(x)\n"
+        ),
     ]
     INVALID = [
         # the file the project saves comes from a model built elsewhere: keys may not match
@@ -888,6 +923,8 @@ checkpoint off changes what the run starts from; both change results on purpose.
             # loaded strictly, a filtered dict is a sub-module's whole state or an error; one
             # completed from the module's own (`own.update(filtered)`) keeps what it held
             filtered = None
+        if _is_strict_false(event) and filtered is None and _keys_checked(project, fn, event):
+            return None  # the keys it skipped are looked at: not silent
         trained = trains_after(project, fn, i, target)
         if trained is None and not cls._optimised_here(fn, target):
             if not cls._runs_later(project, fn, i, target):

@@ -243,3 +243,57 @@ def test_super_calls_and_mixin_attributes_follow_the_class_hierarchy():
     mixin = project.functions["trainer.LoggingMixin.log_model"]
     made = Training.of(project).origins(mixin, "self.model", 0)
     assert [(o.kind, o.cls) for o in made] == [("new", "torch.nn.Linear")]
+
+
+DECORATED_STEP = {
+    "steps.py": (
+        "import functools\n"
+        "def timed(fn):\n"
+        "    @functools.wraps(fn)\n"
+        "    def wrapper(*args, **kwargs):\n"
+        "        return fn(*args, **kwargs)\n"
+        "    return wrapper\n"
+        "def accumulate(n):\n"
+        "    def deco(fn):\n"
+        "        def wrapper(state, *args):\n"
+        "            loss = fn(*args)\n"
+        "            (loss / n).backward()\n"
+        "            state.opt.step()\n"
+        "            state.opt.zero_grad()\n"
+        "            return loss\n"
+        "        return wrapper\n"
+        "    return deco\n"
+        "class Step:\n"
+        "    def __init__(self, model):\n"
+        "        self.model = model\n"
+        "    def __call__(self, x):\n"
+        "        return self.model(x).pow(2).mean()\n"
+    ),
+    "loop.py": (
+        "def train_steps(state, step_fn, data):\n"
+        "    for x in data:\n"
+        "        loss = step_fn(state, x)\n"
+        "        yield loss.item()\n"
+    ),
+    "run.py": (
+        "from steps import Step, accumulate, timed\n"
+        "from loop import train_steps\n"
+        "def main(state, model, data):\n"
+        "    step_fn = accumulate(2)(timed(Step(model)))\n"
+        "    return list(train_steps(state, step_fn, data))\n"
+    ),
+}
+
+
+def test_a_decorated_step_runs_the_decorators_wrappers_and_the_functions_they_close_over():
+    """``accumulate(2)(timed(Step(model)))`` held by a name: a call of it runs what ``deco``
+    returns (its wrapper, not ``deco``), and the wrappers' ``fn(...)`` runs what the decorators
+    were handed (a closure's free variable is its enclosing function's parameter)."""
+    project = check_code(DECORATED_STEP, [all_rules()["GM104"]]).project
+    assert project.callees("loop.train_steps") == ["steps.accumulate.deco.wrapper"]
+    assert project.callees("steps.accumulate.deco.wrapper") == ["steps.timed.wrapper"]
+    assert project.callees("steps.timed.wrapper") == ["steps.Step.__call__"]
+    from auditor.static.training import Training
+    [loop] = Training.of(project).training_loops()
+    assert loop.fn.qualname == "loop.train_steps"
+    assert {a.kind for a in loop.actions} == {"backward", "step", "reset"}

@@ -4,7 +4,8 @@
 runs its body. :func:`decided` answers a test's truth from the constants its operands may hold
 (:func:`auditor.static.config_values.values_of`): True or False when every combination of them
 gives that, with the constant that decided it; None when a value is unknown or they disagree.
-:func:`never_runs` names the enclosing test of an event that no configured run passes.
+:func:`never_runs` names the enclosing test of an event that no configured run passes;
+:func:`switched_on` the one that every configured run passes.
 """
 
 from __future__ import annotations
@@ -41,6 +42,16 @@ def never_runs(project: Project, fn: FunctionInfo, event: Event) -> Optional[tup
     for test in tests_of(event):
         truth = decided(project, fn, test, event.span.line)
         if truth is not None and not truth[0] and truth[1] is not None:
+            return test, truth[1]
+    return None
+
+
+def switched_on(project: Project, fn: FunctionInfo, event: Event) -> Optional[tuple[str, Source]]:
+    """The enclosing test of ``event`` that holds on every configured run, with the constant
+    deciding it (the setting that switches the code on)."""
+    for test in tests_of(event):
+        truth = decided(project, fn, test, event.span.line)
+        if truth is not None and truth[0] and truth[1] is not None:
             return test, truth[1]
     return None
 

@@ -79,6 +79,8 @@ _STORING = ("append", "add", "insert", "appendleft")
 
 # the entries of a container a store reaches: `[k]`, and `.setdefault(k, {})` (which gives one)
 _ENTRY = r"(?:\[[^\[\]]*\]|\.setdefault\([^()]*\))"
+_ENTRIES_AT_END = re.compile(rf"{_ENTRY}+\s*$")
+_LAST_ENTRY = re.compile(rf"{_ENTRY}*\[[^\[\]]*\]\s*")  # what follows a store's container
 
 
 def _stored_item(event: Event, base: str) -> str:
@@ -86,11 +88,11 @@ def _stored_item(event: Event, base: str) -> str:
     ``base.append(x)``, ``base[k].append(x)``, ``base[k] = x``,
     ``base.setdefault(kind, {})[k] = x``; "" for anything else."""
     if event.kind == "call" and event.method in _STORING and event.args \
-            and re.sub(rf"{_ENTRY}+$", "", event.receiver) == base:
+            and _ENTRIES_AT_END.sub("", event.receiver) == base:
         return event.args[-1]
     if event.kind == "assign" and event.text.startswith((base + "[", base + ".setdefault(")):
         head, _, value = event.text.partition("=")
-        if re.fullmatch(rf"{re.escape(base)}{_ENTRY}*\[[^\[\]]*\]\s*", head):
+        if _LAST_ENTRY.fullmatch(head, len(base)):
             return value.strip()
     return ""
 
@@ -98,8 +100,10 @@ def _stored_item(event: Event, base: str) -> str:
 def _stores(event: Event) -> tuple[str, list[str]]:
     """The container ``event`` puts items in and those items (``LOSSES[name] = fn``: LOSSES,
     [fn]); ("", []) where it stores nothing."""
+    if event.kind not in ("call", "assign") or event.kind == "call" and event.method not in _STORING:
+        return "", []  # asked of every event of every module scope: most store nothing
     head = event.receiver if event.kind == "call" else event.text.split("=", 1)[0]
-    base = re.sub(rf"{_ENTRY}+\s*$", "", head.strip())
+    base = _ENTRIES_AT_END.sub("", head.strip())
     if not re.fullmatch(r"[\w.]+", base):
         return "", []
     display = event.kind == "assign" and base == head.strip()
@@ -149,6 +153,7 @@ class Project:
         self._generation = 0
         self._resolved: dict[int, tuple[int, list[str]]] = {}
         self._reexports: dict[tuple[str, int], tuple[int, bool, Optional[str]]] = {}
+        self._returning: set[str] = set()  # factories whose returned callables are being read
         self._members: tuple[int, dict[str, list[str]]] = (0, {})  # (functions indexed, index)
         self._constructed: dict[str, dict[str, list[tuple[int, str]]]] = {}
         self._class_made: dict[str, dict[str, list[tuple[FunctionInfo, int, str]]]] = {}
@@ -525,13 +530,22 @@ class Project:
             return defined
         out: list[str] = []
         for built in self._built_from(fn, name, line):
-            out += self.method_candidates(built, "__call__") if built in self.classes \
-                else self.returned_closures(built)
+            if built.endswith("()"):  # `step = accumulate(n)(micro_step)`: what `deco` returns
+                out += [c for made in self.returned_callables(built[:-2])
+                        for c in self.returned_callables(made)]
+            else:
+                out += self.method_candidates(built, "__call__") if built in self.classes \
+                    else self.returned_callables(built)
         out += self._partials(fn, name, line)
         if up < MAX_PASSED and (name in fn.params or not out and name.startswith("self.")):
             # what the callers hand over that no construction names: `self`, a `def`
             for caller, argument, at in self._passed_as(fn, name):
                 out += self._callables(caller, argument, at, up + 1)
+        outer = self.enclosing(fn) if not out and up < MAX_PASSED and "." not in name else None
+        if outer is not None and name not in fn.params and name not in self._constructions(fn):
+            # a closure's free variable (`fn(*args)` in a decorator's wrapper): what the function
+            # defining it holds by that name (its parameter: what its callers pass)
+            out += self._callables(outer, name, outer.span.end_line if outer.span else line, up + 1)
         if not out and up < MAX_PASSED and "." in name:
             out += self._attribute_callables(fn, name, line, up)
         return out
@@ -674,12 +688,18 @@ class Project:
         it returns by name (a closure, a module's function, one it was handed) and those held by
         a registry it returns an entry of (``return TABLE[kind][name]``)."""
         fn = self.function(callee)
+        if fn is None or fn.qualname in self._returning:  # a factory returning its own call
+            return []
+        self._returning.add(fn.qualname)
         out: list[str] = []
-        for value, line in _returned_values(fn) if fn is not None else ():
-            if re.fullmatch(r"[\w.]+", value):
-                out += self._callables(fn, value, line)
-            elif _LOOKUP.fullmatch(value):
-                out += self._registered(fn, value, line)
+        try:
+            for value, line in _returned_values(fn):
+                if re.fullmatch(r"[\w.]+", value):
+                    out += self._callables(fn, value, line)
+                elif _LOOKUP.fullmatch(value):
+                    out += self._registered(fn, value, line)
+        finally:
+            self._returning.discard(fn.qualname)
         return list(dict.fromkeys(out))
 
     def _named_methods(self, caller: FunctionInfo, event: Event) -> list[str]:
@@ -1055,9 +1075,14 @@ class Project:
         table = self._constructed.get(fn.qualname)
         if table is None:
             table = {}
+            outer: Optional[Event] = None
             for event in fn.events:
                 if event.kind == "call" and event.targets:
-                    callee = event.func.removesuffix("()")
+                    if outer is not None and event.targets == outer.targets \
+                            and event.span.within(outer.span):
+                        continue  # in `f(a)(g(b))`, `f(a)` and `g(b)` are not the value
+                    outer = event if event.func.endswith("()") else None
+                    callee = event.func  # `f(a)(b)` keeps `()`: its value is what f's result returns
                     for target in event.targets:
                         table.setdefault(target, []).append((event.span.line, callee))
             self._constructed[fn.qualname] = table

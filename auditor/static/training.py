@@ -321,6 +321,9 @@ class OptimizerBuild:
     read_at: list[int] = field(default_factory=list)
     # parameters of ``fn`` given as the optimizer's params: what its callers pass decides
     handed: list[str] = field(default_factory=list)
+    # (function, module, event index) of modules whose parameters lists it was given were
+    # filled with (``Training.collected``)
+    collected: list[tuple[FunctionInfo, str, int]] = field(default_factory=list)
 
     @property
     def event(self) -> Event:
@@ -330,6 +333,10 @@ class OptimizerBuild:
         return [(m, self.read_at[n] if n < len(self.read_at) else self.index)
                 for n, m in enumerate(self.modules)]
 
+
+_PARAMETERS_OF = re.compile(r"([\w.]+)\.(?:named_)?parameters\(\)")
+_WORD = re.compile(r"\b[A-Za-z_]\w*\b")
+_FOR_IN = re.compile(r"for\s+\w+\s+in\s+(\w+)\s*:")
 
 _CACHE: "weakref.WeakKeyDictionary[Project, Training]" = weakref.WeakKeyDictionary()
 _ASKING: list = []  # an origins question being answered (identity-compared)
@@ -662,6 +669,9 @@ class Training:
                         out += self._statement_origin(*hit, expr=expr, depth=depth + 1)
                 if out:
                     return out
+            out = self._property_origins(fn.class_name, expr[5:], depth)
+            if out:
+                return out
         root = expr.split(".")[0]
         if root in fn.params and root not in ("self", "cls"):
             return self._from_callers(fn, expr, depth)
@@ -673,6 +683,26 @@ class Training:
             base, attr = expr.rsplit(".", 1)
             return self._held(fn, base, attr, i, depth) or self.origins(fn, base, i, depth + 1)
         return [Origin("unknown")]
+
+    def _property_origins(self, cls: str, attr: str, depth: int) -> list[Origin]:
+        """``self.encoder`` read through ``@property def encoder(self): return self._model.encoder``:
+        where the values the property returns come from."""
+        out: list[Origin] = []
+        for owner in self.project.lineage(cls) if "." not in attr else ():
+            getter = self.project.functions.get(f"{owner}.{attr}")
+            if getter is None or "property" not in getter.decorators:
+                continue
+            for j, e in enumerate(getter.events):
+                value = e.text.removeprefix("return").strip() if e.kind == "return" else ""
+                # `return self._model.encoder`: a part of the object the attribute holds
+                while re.fullmatch(r"[\w.]+", value):
+                    found = [o for o in self.origins(getter, value, j, depth + 1) if o.known]
+                    if found or value.count(".") < 2:
+                        out += found
+                        break
+                    value = value.rsplit(".", 1)[0]
+            break
+        return out
 
     def _held(self, fn: FunctionInfo, base: str, attr: str, i: int, depth: int) -> list[Origin]:
         """``state.model``: what the objects ``base`` holds were built holding as ``attr``: the
@@ -936,8 +966,67 @@ class Training:
                 continue
             # the argument, or the statement that made it (`params = list(model.parameters())`)
             text, at = (caller.events[made[1]].text, made[1]) if made is not None else (arg, start)
-            for module in re.findall(r"([\w.]+)\.(?:named_)?parameters\(\)", text):
-                out += self.origins(caller, module, at, depth + 1)
+            modules = [(caller, m, at) for m in _PARAMETERS_OF.findall(text)] \
+                or self.collected(caller, arg, start, depth + 1)
+            for where, module, j in modules:
+                out += self.origins(where, module, j, depth + 1)
+        return out
+
+    def collected(self, fn: FunctionInfo, name: str, i: int,
+                  depth: int = 0) -> list[tuple[FunctionInfo, str, int]]:
+        """(function, module, event index) of the modules whose parameters the list ``name``
+        holds at event ``i`` of ``fn`` when no ``.parameters()`` is written where it is made:
+        weight-decay groups filled in a loop over a module's parameters (``for n, p in
+        model.named_parameters(): (decay if p.ndim > 1 else plain).append(p)``), and those a
+        helper returns (``groups = param_groups([model], wd)``); a module the loop takes from a
+        list parameter is each module the callers list."""
+        if depth > MAX_DEPTH:
+            return []
+        made = self._assignment(fn, name, i) if re.fullmatch(r"\w+", name) else None
+        out: list[tuple[FunctionInfo, str, int]] = []
+        if made is not None:
+            out += [(fn, m, made[1]) for m in _PARAMETERS_OF.findall(fn.events[made[1]].text)]
+            for k in calls_within(fn, made[1]):
+                out += self.returned_collected(fn, k, depth)
+        word = re.compile(rf"\b{re.escape(name)}\b")
+        for k, e in enumerate(fn.events[:i]):
+            if e.kind != "call" or e.method not in ("append", "extend") or not word.search(e.receiver):
+                continue
+            item = e.args[0] if e.args else ""
+            header = next((fn.events[j] for j in range(k - 1, -1, -1)
+                           if fn.events[j].kind == "assign" and item in fn.events[j].targets
+                           and fn.events[j].text.startswith("for ")), None)
+            for module in _PARAMETERS_OF.findall(header.text.split("\n", 1)[0]) if header else ():
+                out += self._listed(fn, module, k, depth)
+        return out
+
+    def returned_collected(self, fn: FunctionInfo, k: int,
+                           depth: int = 0) -> list[tuple[FunctionInfo, str, int]]:
+        """:meth:`collected` of the lists a project helper called at event ``k`` returns
+        (``return [{"params": decay, ...}, {"params": plain, ...}]``)."""
+        out: list[tuple[FunctionInfo, str, int]] = []
+        for target in self.resolve(fn, fn.events[k]):
+            helper = self.project.function(target)
+            for j, e in enumerate(helper.events if helper is not None else ()):
+                if e.kind == "return":
+                    out += [found for held in _WORD.findall(e.text.removeprefix("return"))
+                            if held in e.uses for found in self.collected(helper, held, j, depth + 1)]
+        return out
+
+    def _listed(self, fn: FunctionInfo, module: str, i: int,
+                depth: int) -> list[tuple[FunctionInfo, str, int]]:
+        """``module`` at event ``i`` of ``fn``; when it is the target of a loop over a list
+        parameter (``for module in modules``), the modules the callers list for it."""
+        header = next((fn.events[j] for j in range(i - 1, -1, -1) if fn.events[j].kind == "assign"
+                       and fn.events[j].targets == [module] and fn.events[j].text.startswith("for ")), None)
+        walked = _FOR_IN.match(header.text.split("\n", 1)[0]) if header is not None else None
+        if walked is None or walked.group(1) not in fn.params:
+            return [(fn, module, i)]
+        out: list[tuple[FunctionInfo, str, int]] = []
+        for caller, k, param, arg in self._bound(fn):
+            if param == walked.group(1) and arg.startswith("[") and depth < MAX_DEPTH:
+                out += [(caller, m.strip(), k) for m in top_level_items(arg[1:-1])
+                        if re.fullmatch(r"[\w.]+", m.strip())]
         return out
 
     def _event_index(self, fn: FunctionInfo) -> dict[int, int]:
@@ -989,8 +1078,15 @@ class Training:
                             elif k + 1 < len(fn.events):
                                 made.append(k + 1)  # `Model(...).parameters()`: the receiver's call
                         filtered = any("requires_grad" in t for t in texts)
+                        collected = [] if mods or made else [
+                            found for arg in [*e.args[:1], e.kwargs.get("params", "")]
+                            for name in _WORD.findall(arg) if self._assignment(fn, name, i) is not None
+                            for found in self.collected(fn, name, statement_start(fn, i))]
+                        if not mods and not made:  # `AdamW(param_groups([model], wd))`
+                            collected += [found for _, k in sources if k != i
+                                          for found in self.returned_collected(fn, k)]
                         self._optimizers.append(
-                            OptimizerBuild(fn, i, mods, filtered, made, read_at, handed))
+                            OptimizerBuild(fn, i, mods, filtered, made, read_at, handed, collected))
         return self._optimizers
 
     def param_origins(self, build: OptimizerBuild,
@@ -998,6 +1094,7 @@ class Training:
         """Where the modules an optimizer was given were created (``site``: the call of the
         helper that built it, when the optimizer came out of one)."""
         out = [o for m, i in build.modules_at() for o in self.origins_in(build.fn, m, i, site)]
+        out += [o for where, m, i in build.collected for o in self.origins(where, m, i)]
         out += self.handed_origins(build, site)
         return out + [o for k in build.made for o in self._call_origin(build.fn, k, 0)]
 
@@ -1176,6 +1273,23 @@ class Training:
             return True
         return any(self.contains_class(h.cls, m) or self.contains_class(m, h.cls)
                    for h in held for m in made)
+
+    def never_trained(self, fn: FunctionInfo, expr: str, i: int) -> bool:
+        """Every object ``expr`` may be at event ``i`` of ``fn`` is known, and no optimizer
+        holds its parameters (a frozen encoder reloaded for a linear probe, an EMA copy)."""
+        mine = self.origins(fn, expr, i)
+        if not mine or not all(o.known for o in mine):
+            return False
+        trained = [h for b in self.optimizers() for h in self.param_origins(b) if h.known]
+        for o in mine:
+            if any(o.same_as(h) for h in trained):
+                return False
+            # made inside a trained class's methods (`self.encoder = Linear(...)`): a part of it
+            owner = self.project.functions.get(o.fn)
+            cls = o.cls if o.kind == "self" else owner.class_name if owner is not None else ""
+            if cls and any(h.cls and (h.cls == cls or self.contains_class(h.cls, cls)) for h in trained):
+                return False
+        return True
 
     def may_be_trained(self, fn: FunctionInfo, expr: str, i: int) -> bool:
         """The module ``expr`` names at event ``i`` of ``fn`` may be one whose parameters an
@@ -1411,8 +1525,8 @@ class Training:
                         # forwards it makes in train mode, without gradients or after the backward
                         found = self._hook_forwards(fn, i, self.grad_off(fn, i) is not None or after_backward,
                                                     steps)
-                    elif self.grad_off(fn, i) is None and not (after_backward and self.runs_forward(fn, i)):
-                        continue
+                    elif not self.runs_forward(fn, i) or (self.grad_off(fn, i) is None and not after_backward):
+                        continue  # a parameter walk (an EMA update's) is no forward
                     else:
                         # a framework's call of a user hook (auditor/static/frameworks.py): the
                         # forward is written in the hook, not at the framework's call

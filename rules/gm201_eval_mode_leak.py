@@ -94,12 +94,27 @@ def _visit(step: Step, state: Hashable) -> tuple[Optional[str], Hashable]:
         # restored runs in train mode; the state goes on for the paths that skipped it (`else`)
         return None, state
     if event.kind == "call" and tracked and event.method == "train" and not _mode_false(event) \
-            and any(is_same_or_parent(event.receiver, name) for name in step.names):
+            and (any(is_same_or_parent(event.receiver, name) for name in step.names)
+                 or _walks_modules_of(step.fn, step.index, event.receiver, step.names)):
         if not step.conditional:
             return RESTORED, state
         return None, (forwarded, (step.fn.qualname, innermost(event)))
     verdict, forwarded = training_visitor(step, forwarded)
     return verdict, (forwarded, restored_under) if restored_under is not None else forwarded
+
+
+def _walks_modules_of(fn: FunctionInfo, k: int, receiver: str, names: Iterable[str]) -> bool:
+    """``receiver`` at event ``k`` of ``fn`` is each module of a tracked model in turn: bound by
+    a loop over its ``.modules()`` (``for m, mode in modes.items(): m.train(mode)``, ``modes``
+    made from ``model.modules()``), a restore of every submodule's own mode."""
+    header = next((fn.events[j] for j in range(k - 1, -1, -1) if fn.events[j].kind == "assign"
+                   and receiver in fn.events[j].targets and fn.events[j].text.startswith("for ")), None)
+    walked = header.text.split("\n", 1)[0].split(" in ", 1)[-1] if header is not None else ""
+    base = re.match(r"\s*(\w+)", walked)
+    made = next((e.text for e in reversed(fn.events[:k]) if e.kind == "assign" and base
+                 and e.targets == [base.group(1)]), "") if base else ""
+    return any(re.search(rf"\b{re.escape(name)}\.(?:named_)?modules\(\)", walked + " " + made)
+               for name in names)
 
 
 def _is_docstring(statement: cst.BaseStatement) -> bool:
@@ -753,6 +768,29 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
         # the handler puts the model back in train mode
         Valid({"engine.py": _ENGINE, "handlers.py": _HANDLER.format(restore="        self.model.train()\n"),
                "train.py": _FIRED}),
+        # a context manager that saves each submodule's mode and puts every one back
+        Valid(
+            "import contextlib\nimport torch\n"
+            "@contextlib.contextmanager\n"
+            "def evaluating(model):\n"
+            "    modes = {m: m.training for m in model.modules()}\n"
+            "    model.eval()\n"
+            "    try:\n"
+            "        yield model\n"
+            "    finally:\n"
+            "        for m, mode in modes.items():\n"
+            "            m.train(mode)\n"
+            "def fit(model, opt, data):\n"
+            "    model.train()\n"
+            "    for step, x in enumerate(data):\n"
+            "        loss = model(x).pow(2).mean()\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+            "        if step % 10 == 0:\n"
+            "            with evaluating(model):\n"
+            "                model(x)\n"
+        ),
     ]
     INVALID = [
         # the same trainer calling only `forward`: the registry's model may be the one with

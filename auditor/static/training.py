@@ -695,8 +695,8 @@ class Training:
             for j, e in enumerate(getter.events):
                 value = e.text.removeprefix("return").strip() if e.kind == "return" else ""
                 # `return self._model.encoder`: a part of the object the attribute holds
-                while re.fullmatch(r"[\w.]+", value):
-                    found = [o for o in self.origins(getter, value, j, depth + 1) if o.known]
+                while re.fullmatch(r"[\w.]+", value):  # (a getter is no step of its own)
+                    found = [o for o in self.origins(getter, value, j, depth) if o.known]
                     if found or value.count(".") < 2:
                         out += found
                         break
@@ -714,6 +714,10 @@ class Training:
             info = self.project.classes.get(o.cls) if o.kind == "new" else None
             maker = self.project.functions.get(o.fn) if info is not None else None
             if info is None or maker is None or not 0 <= o.index < len(maker.events):
+                continue
+            held = self._property_origins(o.cls, attr, depth)  # `state.model`, a property
+            if held:
+                out += held
                 continue
             param, position = self._field_param(info, attr)
             arg = maker.events[o.index].argument(param, position) if param else ""

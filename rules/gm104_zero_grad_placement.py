@@ -475,7 +475,7 @@ purpose.
     def confirm(cls, finding: Finding, evidence: Any) -> Optional[Verdict]:
         if not evidence.ran(finding.path, finding.line, finding.end_line):
             return Verdict(Status.UNEXERCISED, ["the line never ran"])
-        if NEVER_RESET in finding.message:  # at the backward, or at a reset of other parameters
+        if NEVER_RESET in finding.message:  # at the backward or a helper's step, or a stray reset
             return cls._accumulated(evidence)
         resets = evidence.calls_at(finding.path, finding.line, kind="zero_grad",
                                    end_line=finding.end_line)
@@ -492,13 +492,14 @@ purpose.
     def _accumulated(evidence: Any) -> Optional[Verdict]:
         """From the trained parameters' gradients at the start of each backward after an
         optimizer step: still non-zero means nothing reset them."""
-        stepped = [s for s in evidence.steps if s.optimizer_steps > 0]
-        if len(stepped) < 2:
-            return None
-        stale = [s for s in stepped[1:] if s.stale_grads]
+        # a backward's stale gradients are recorded only when an optimizer stepped since the
+        # previous backward: under gradient accumulation, the micro-step after each update
+        stale = [s for s in evidence.steps if s.stale_grads]
         if stale:
             return Verdict(Status.CONFIRMED, [
-                f"at {len(stale)} of {len(stepped) - 1} later steps the trained parameters still "
-                f"held the previous gradient when the backward started ({stale[0].stale_grads} "
-                f"parameters): gradients accumulated across steps"])
+                f"at {len(stale)} of {len(evidence.steps)} backwards the trained parameters still "
+                f"held the gradient of an earlier optimizer step when the backward started "
+                f"({stale[0].stale_grads} parameters): gradients accumulated across steps"])
+        if len([s for s in evidence.steps if s.optimizer_steps > 0]) < 2:
+            return None
         return Verdict(Status.REFUTED, ["gradients were reset between optimizer steps"])

@@ -152,3 +152,43 @@ def test_frame_stats_read_the_layout_from_the_values(layout):
     masked = layout(parts)
     masked[::2] = 0.0  # masked nodes (GraphMAE zeroes them before its encoder)
     assert _frame_stats(torch, masked)["direction_norm_dev"] < 1e-5
+
+
+ACCUMULATING = """
+import torch, torch.nn as nn
+
+torch.manual_seed(0)
+model = nn.Linear(4, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+
+def update():
+    opt.step()  # the reset that belongs here is missing
+
+
+for i in range(8):
+    loss = model(torch.randn(3, 4)).pow(2).mean()
+    (loss / 2).backward()
+    if i % 2 == 1:  # gradient accumulation over two micro-steps
+        update()
+print("done")
+"""
+
+
+def test_gradients_kept_across_updates_under_accumulation_confirm_gm104(tmp_path):
+    """Under gradient accumulation the micro-step after each update starts from the update's
+    gradient when nothing resets it: the finding reported at the helper's step is confirmed."""
+    from auditor.findings import Finding, Severity, Status
+    from auditor.registry import all_rules
+
+    (tmp_path / "train.py").write_text(textwrap.dedent(ACCUMULATING), encoding="utf-8")
+    env = prepare(tmp_path / "run", tmp_path, "8", [("train.py", 10, 10)], "cpu")
+    outcome = run_command([sys.executable, "train.py"], env, tmp_path, 120, tmp_path / "log.txt")
+    assert outcome.exit_code == 0, outcome.tail
+    evidence = Evidence.load(tmp_path / "run" / "evidence")
+    rule = all_rules()["GM104"]
+    finding = Finding(rule="GM104", name=rule.name, severity=Severity.ERROR, path="train.py",
+                      line=10, column=5, end_line=10, end_column=15,
+                      message="gradients are never reset in the training loop at train.py:13")
+    verdict = rule.confirm(finding, evidence)
+    assert verdict is not None and verdict.status == Status.CONFIRMED, verdict

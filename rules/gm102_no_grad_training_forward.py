@@ -492,6 +492,30 @@ parameters only).
                 "        return self.model(batch).pow(2).mean()\n"
             ),
         }, path="trainer.py", line=4),
+        # the trained model reached through a chain of plain renames: each is another name for
+        # one value, no step deeper in the search for where it was made
+        Invalid(
+            "import torch\nfrom torch import nn\n"
+            "class Net(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.body = nn.Linear(4, 4)\n"
+            "        self.head = nn.Linear(4, 4)\n"
+            "    def forward(self, x):\n"
+            "        return self.head(self.body(x))\n"
+            "def train(data):\n"
+            "    net = Net()\n"
+            "    opt = torch.optim.Adam(net.parameters())\n"
+            + "".join(f"    a{k} = {'net' if k == 1 else f'a{k - 1}'}\n" for k in range(1, 8)) +
+            "    for x in data:\n"
+            "        with torch.no_grad():\n"
+            "            h = a7.body(x)\n"
+            "        loss = a7.head(h).pow(2).mean()\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n",
+            line=22,
+        ),
     ]
 
     @classmethod

@@ -761,7 +761,8 @@ class Training:
             return self._call_origin(fn, calls[0], depth)
         values = _maximal([u for u in stmt.uses if u not in ("None", "True", "False")])
         if len(values) == 1 and re.fullmatch(r"[\w.]+", stmt.text.split("=", 1)[-1].strip()):
-            return self.origins(fn, values[0], j, depth + 1)
+            # `self.model = model`: another name for one value, no branch: not a step deeper
+            return self.origins(fn, values[0], j, depth)
         return [Origin("unknown")]
 
     def _returned_entry(self, fn: FunctionInfo, k: int, keys: list[str], depth: int) -> list[Origin]:

@@ -16,7 +16,7 @@ from auditor.static.facts import Event, FunctionInfo
 from auditor.static.paths import (TRAINED, PathSearch, Step, first_trained, forward_use, is_same_or_parent,
                                   training_visitor)
 from auditor.static.project import Project
-from auditor.static.training import Training
+from auditor.static.training import Training, loop_header
 
 RESTORED = "restored"
 
@@ -107,8 +107,7 @@ def _walks_modules_of(fn: FunctionInfo, k: int, receiver: str, names: Iterable[s
     """``receiver`` at event ``k`` of ``fn`` is each module of a tracked model in turn: bound by
     a loop over its ``.modules()`` (``for m, mode in modes.items(): m.train(mode)``, ``modes``
     made from ``model.modules()``), a restore of every submodule's own mode."""
-    header = next((fn.events[j] for j in range(k - 1, -1, -1) if fn.events[j].kind == "assign"
-                   and receiver in fn.events[j].targets and fn.events[j].text.startswith("for ")), None)
+    header = loop_header(fn, k, receiver)
     walked = header.text.split("\n", 1)[0].split(" in ", 1)[-1] if header is not None else ""
     base = re.match(r"\s*(\w+)", walked)
     made = next((e.text for e in reversed(fn.events[:k]) if e.kind == "assign" and base

@@ -335,6 +335,13 @@ class OptimizerBuild:
 
 
 _PARAMETERS_OF = re.compile(r"([\w.]+)\.(?:named_)?parameters\(\)")
+
+
+def loop_header(fn: FunctionInfo, k: int, name: str) -> Optional[Event]:
+    """The ``for`` statement before event ``k`` of ``fn`` that binds ``name``, if any."""
+    return next((fn.events[j] for j in range(k - 1, -1, -1) if fn.events[j].kind == "assign"
+                 and name in fn.events[j].targets and fn.events[j].text.startswith("for ")), None)
+
 _WORD = re.compile(r"\b[A-Za-z_]\w*\b")
 _FOR_IN = re.compile(r"for\s+\w+\s+in\s+(\w+)\s*:")
 
@@ -997,10 +1004,7 @@ class Training:
         for k, e in enumerate(fn.events[:i]):
             if e.kind != "call" or e.method not in ("append", "extend") or not word.search(e.receiver):
                 continue
-            item = e.args[0] if e.args else ""
-            header = next((fn.events[j] for j in range(k - 1, -1, -1)
-                           if fn.events[j].kind == "assign" and item in fn.events[j].targets
-                           and fn.events[j].text.startswith("for ")), None)
+            header = loop_header(fn, k, e.args[0]) if e.args else None
             for module in _PARAMETERS_OF.findall(header.text.split("\n", 1)[0]) if header else ():
                 out += self._listed(fn, module, k, depth)
         return out
@@ -1022,8 +1026,7 @@ class Training:
                 depth: int) -> list[tuple[FunctionInfo, str, int]]:
         """``module`` at event ``i`` of ``fn``; when it is the target of a loop over a list
         parameter (``for module in modules``), the modules the callers list for it."""
-        header = next((fn.events[j] for j in range(i - 1, -1, -1) if fn.events[j].kind == "assign"
-                       and fn.events[j].targets == [module] and fn.events[j].text.startswith("for ")), None)
+        header = loop_header(fn, i, module)
         walked = _FOR_IN.match(header.text.split("\n", 1)[0]) if header is not None else None
         if walked is None or walked.group(1) not in fn.params:
             return [(fn, module, i)]
@@ -1083,11 +1086,12 @@ class Training:
                             elif k + 1 < len(fn.events):
                                 made.append(k + 1)  # `Model(...).parameters()`: the receiver's call
                         filtered = any("requires_grad" in t for t in texts)
-                        collected = [] if mods or made else [
-                            found for arg in [*e.args[:1], e.kwargs.get("params", "")]
-                            for name in _WORD.findall(arg) if self._assignment(fn, name, i) is not None
-                            for found in self.collected(fn, name, statement_start(fn, i))]
-                        if not mods and not made:  # `AdamW(param_groups([model], wd))`
+                        collected = []
+                        if not mods and not made:  # `AdamW(groups)`, `AdamW(param_groups([model], wd))`
+                            collected = [found for arg in [*e.args[:1], e.kwargs.get("params", "")]
+                                         for name in _WORD.findall(arg)
+                                         if self._assignment(fn, name, i) is not None
+                                         for found in self.collected(fn, name, statement_start(fn, i))]
                             collected += [found for _, k in sources if k != i
                                           for found in self.returned_collected(fn, k)]
                         self._optimizers.append(
@@ -1285,7 +1289,7 @@ class Training:
         mine = self.origins(fn, expr, i)
         if not mine or not all(o.known for o in mine):
             return False
-        trained = [h for b in self.optimizers() for h in self.param_origins(b) if h.known]
+        trained = self.trained_origins()
         for o in mine:
             if any(o.same_as(h) for h in trained):
                 return False
@@ -1302,8 +1306,11 @@ class Training:
         further out: the same construction reached through more factory calls). False when
         no origin can be followed, or all are other objects (an EMA teacher's copy)."""
         mine = [o for o in self.origins(fn, expr, i) if o.known]
-        trained = [h for b in self.optimizers() for h in self.param_origins(b) if h.known]
-        return any(o.same_as(h) for o in mine for h in trained)
+        return any(o.same_as(h) for o in mine for h in self.trained_origins())
+
+    def trained_origins(self) -> list[Origin]:
+        """Where the modules some optimizer was given were made (the known ones)."""
+        return [h for b in self.optimizers() for h in self.param_origins(b) if h.known]
 
     def identity(self, made: list[Origin]) -> Identity:
         """The objects ``made`` as :class:`PathSearch` follows them past where no name reaches

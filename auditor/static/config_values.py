@@ -35,13 +35,12 @@ events (:mod:`auditor.static.dataflow`), so reaching definitions are the ones ev
 from __future__ import annotations
 
 import ast
-import bisect
 import difflib
 import posixpath
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Iterable, Iterator, Optional, Union
 
 from auditor.static.config_files import ConfigFile, config_file
 from auditor.static.dataflow import (_bound, _self_definitions, callers_of, definitions,
@@ -220,9 +219,10 @@ class _Evaluator:
         self.nodes: dict[str, dict[tuple[int, int], list[ast.AST]]] = {}
         self.lines: dict[str, list[str]] = {}
         # path -> (first line, last line, the statement until it is indexed, then None)
-        self.tops: dict[str, list[tuple[int, int, Optional[ast.stmt]]]] = {}
+        self.indexed: set[ast.AST] = set()
         self.active: set[tuple] = set()  # questions being answered: cycles
         self.function_nodes: dict[str, Optional[ast.AST]] = {}
+        self.defs: dict[str, dict[str, list[ast.AST]]] = {}
         self.answers: dict[tuple, list[Value]] = {}
         self.parsed: dict[tuple[str, int], Optional[ast.expr]] = {}
         self.steps = MAX_STEPS
@@ -242,25 +242,26 @@ class _Evaluator:
                 self.trees[path] = None
             self.nodes[path] = {}
             self.lines[path] = text.splitlines() if text else []
-            tree = self.trees[path]
-            # the module's statements by the lines they cover (decorators included), each indexed
-            # when first asked about: most of a file is never asked about
-            self.tops[path] = [(min([s.lineno, *(d.lineno for d in getattr(s, "decorator_list", ()))]),
-                                s.end_lineno or s.lineno, s) for s in (tree.body if tree else [])]
         return self.trees[path]
 
     def _index_line(self, path: str, line: int) -> dict[tuple[int, int], list[ast.AST]]:
         """The statement and expression nodes of ``path`` by where they start (line, column as
-        events count it), with those of the module statement covering ``line`` included."""
-        self._tree(path)
-        index, lines, tops = self.nodes[path], self.lines[path], self.tops[path]
-        i = bisect.bisect_right(tops, line, key=lambda top: top[0]) - 1
-        if i >= 0 and tops[i][0] <= line <= tops[i][1] and tops[i][2] is not None:
-            stmt = tops[i][2]
-            tops[i] = (*tops[i][:2], None)  # indexed
-            for node in ast.walk(stmt):
+        events count it), with those of the innermost statement covering ``line`` included
+        (indexed when first asked about: most of a file never is)."""
+        tree = self._tree(path)
+        index, lines = self.nodes[path], self.lines[path]
+        stmt, inner = None, _covering(tree.body if tree else [], line)
+        while inner is not None:
+            stmt, inner = inner, _covering(_inner_statements(inner), line)
+        if stmt is not None and stmt not in self.indexed:
+            self.indexed.add(stmt)
+            todo: list[ast.AST] = [stmt]
+            while todo:
+                node = todo.pop()
                 if isinstance(node, (ast.stmt, ast.expr)):
                     index.setdefault((node.lineno, _char(lines, node.lineno, node.col_offset)), []).append(node)
+                # a nested statement covers other lines: it is indexed when one of them is asked
+                todo.extend(c for c in ast.iter_child_nodes(node) if not isinstance(c, ast.stmt))
         return index
 
     def _node_at(self, path: str, span: Span, kinds: tuple[type, ...]) -> Optional[ast.AST]:
@@ -275,12 +276,25 @@ class _Evaluator:
 
     def _function_node(self, fn: FunctionInfo) -> Optional[ast.AST]:
         if fn.qualname not in self.function_nodes:
-            tree = self._tree(fn.path)
-            found = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                     and n.name == fn.name and n.lineno >= fn.span.line] \
-                if tree is not None and fn.span is not None else []
-            self.function_nodes[fn.qualname] = min(found, key=lambda n: n.lineno, default=None)
+            defs = self._defs(fn.path)
+            self.function_nodes[fn.qualname] = next(
+                (n for n in defs.get(fn.name, ()) if n.lineno >= fn.span.line), None
+            ) if fn.span is not None else None
         return self.function_nodes[fn.qualname]
+
+    def _defs(self, path: str) -> dict[str, list[ast.AST]]:
+        """The file's function definitions by name, in line order: one walk of the file, not
+        one per function asked about."""
+        if path not in self.defs:
+            tree = self._tree(path)
+            found: dict[str, list[ast.AST]] = {}
+            for n in ast.walk(tree) if tree is not None else ():
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    found.setdefault(n.name, []).append(n)
+            for nodes in found.values():
+                nodes.sort(key=lambda n: n.lineno)
+            self.defs[path] = found
+        return self.defs[path]
 
     def _module_fn(self, fn: FunctionInfo) -> Optional[FunctionInfo]:
         return self.project.functions.get(f"{fn.module}.{MODULE_SCOPE}")
@@ -975,6 +989,25 @@ def _dest(event: Event) -> str:
     flags = [a.strip("'\"") for a in event.args if a[:1] in "'\""]
     name = next((f for f in flags if f.startswith("--")), flags[0] if flags else "")
     return name.lstrip("-").replace("-", "_")
+
+
+
+def _covering(statements: Iterable[ast.stmt], line: int) -> Optional[ast.stmt]:
+    """The statement of ``statements`` whose lines (decorators included) hold ``line``."""
+    for stmt in statements:
+        first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))])
+        if first <= line <= (stmt.end_lineno or stmt.lineno):
+            return stmt
+    return None
+
+
+def _inner_statements(stmt: ast.stmt) -> Iterator[ast.stmt]:
+    """The statements directly in ``stmt``'s bodies, its handlers' and match cases' included."""
+    for child in ast.iter_child_nodes(stmt):
+        if isinstance(child, ast.stmt):
+            yield child
+        elif isinstance(child, (ast.excepthandler, ast.match_case)):
+            yield from (c for c in ast.iter_child_nodes(child) if isinstance(c, ast.stmt))
 
 
 def _char(lines: list[str], line: int, offset: Optional[int]) -> int:

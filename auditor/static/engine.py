@@ -31,6 +31,7 @@ from auditor.static.facts import FileFacts
 from auditor.static.imports import Layout, module_identity, outline
 from auditor.static.isolate import Lost, map_bounded, run_isolated
 from auditor.static.nesting import MAX_DEPTH, RISKY_DEPTH, nesting_depth
+from auditor.static.parse import parse_module
 from auditor.static.positions import Shape, ast_shape
 from auditor.static.project import Project
 from auditor.static.project_stage import run_project_stage
@@ -202,7 +203,7 @@ def _analyse_tree(result: FileResult, text: str, wanted: list[type[Rule]], deepe
     (``shape``: the file's ast shape, when the caller made it)."""
     path, module = result.path, result.module
     try:
-        tree = cst.parse_module(text)
+        tree = parse_module(text)
     except cst.ParserSyntaxError as exc:
         result.findings.append(
             syntax_error_finding(path, exc.raw_line, exc.raw_column + 1, str(exc.message))

@@ -32,11 +32,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable, Optional
 
-import libcst as cst
-
 from auditor.static.collector import FactCollector
 from auditor.static.context import FileContext
 from auditor.static.facts import MODULE_SCOPE, FileFacts, FunctionInfo, Span
+from auditor.static.parse import parse_module
 from auditor.static.walk import walk
 
 if TYPE_CHECKING:
@@ -300,7 +299,7 @@ def _synthesize(project: "Project", cls: str, name: str, source: str,
     info, facts = project.classes[cls], _module_of(project, cls)
     assert facts is not None  # add_framework_loops skips classes of no known file
     module = facts.module
-    ctx = FileContext(facts.path, source, cst.parse_module(source), module)
+    ctx = FileContext(facts.path, source, parse_module(source), module)
     walk(ctx.module, [FactCollector(ctx)])
     fn = ctx.facts.functions[f"{module}.Loop.fit"]
     line = info.span.line if info.span is not None else 1

@@ -15,7 +15,7 @@ from auditor.static import dataflow as df
 from auditor.static.facts import Event, FunctionInfo, Span
 from auditor.static.project import Project
 from auditor.static.conditions import normalise
-from auditor.static.config_truth import never_runs, switched_on
+from auditor.static.config_truth import never_runs, set_in_file, switched_on
 from auditor.static.config_values import LITERAL, values_of
 from auditor.static.values import fixed_size_name, varying_count
 
@@ -611,14 +611,21 @@ loss weights tuned against the summed loss must be revisited.
     @staticmethod
     def _at_setting(project: Project, fn: FunctionInfo, call: Event, found: Finding) -> Finding:
         """A sum under a test that a setting written elsewhere (a configuration file, a
-        defaults table) turns on for every configured run: the setting is what to change."""
+        defaults table) turns on for every configured run, or that a configuration file turns
+        on for the runs it configures: the setting is what to change."""
         setting = switched_on(project, fn, call)
-        if setting is None or setting[1].path == fn.path or setting[1].what == LITERAL:
+        if setting is not None and (setting[1].path == fn.path or setting[1].what == LITERAL):
+            setting = None
+        runs = "every configured run"
+        if setting is None:
+            setting = set_in_file(project, fn, call)
+            runs = f"the runs {setting[1].path} configures" if setting is not None else ""
+        if setting is None:
             return found
         test, source = setting
         return dataclasses.replace(
             found, path=source.path, line=source.line, column=1, end_line=source.line, end_column=1,
-            message=f"this setting makes `{normalise(test)}` hold on every configured run "
+            message=f"this setting makes `{normalise(test)}` hold on {runs} "
                     f"({source.what}): at {fn.path}:{call.span.line}, {found.message}",
             fix="set it to the mean reduction, or divide the sum by the number of reconstructed nodes")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from auditor.static.config_files import config_file
+from auditor.static.config_files import MAX_CANDIDATES, config_file, tree_configs
 from auditor.suppression import parse_config_ignores
 from tests.conftest import run_cli
 from tests.conftest import check_tree
@@ -558,3 +558,116 @@ def _object_config(make: str, yaml_weight: str) -> dict[str, str]:
 def test_weights_of_objects_built_from_a_loaded_mapping(
         tmp_path: Path, make: str, yaml_weight: str, expected: list) -> None:
     assert check(tmp_path, _object_config(make, yaml_weight), "GM402") == expected
+
+
+def _named_config(reduction: str) -> dict[str, str]:
+    """Defaults deep-merged with a JSON file that only the command line names (no default)."""
+    return {
+        "configs/run.json": '{\n  "train": {\n    "reduction": "%s"\n  }\n}\n' % reduction,
+        "train.py": (
+            "import argparse\n"
+            "import copy\n"
+            "import json\n"
+            "\n"
+            "DEFAULTS = {'train': {'reduction': 'mean', 'lr': 0.1}}\n"
+            "\n"
+            "def merge(base, override):\n"
+            "    out = copy.deepcopy(base)\n"
+            "    for key, value in override.items():\n"
+            "        if isinstance(value, dict) and isinstance(out.get(key), dict):\n"
+            "            out[key] = merge(out[key], value)\n"
+            "        else:\n"
+            "            out[key] = value\n"
+            "    return out\n"
+            "\n"
+            "def load():\n"
+            "    parser = argparse.ArgumentParser()\n"
+            "    parser.add_argument('--config')\n"
+            "    args = parser.parse_args()\n"
+            "    cfg = copy.deepcopy(DEFAULTS)\n"
+            "    if args.config:\n"
+            "        with open(args.config) as fh:\n"
+            "            cfg = merge(cfg, json.load(fh))\n"
+            "    return cfg\n"
+            "\n"
+            "def fit(model, batches, opt):\n"
+            "    cfg = load()\n"
+            "    reduction = cfg['train']['reduction']\n"
+            "    for x, mask in batches:\n"
+            "        out = model(x)\n"
+            "        err = (out[mask] - x[mask]) ** 2\n"
+            "        if reduction == 'sum':\n"
+            "            loss = err.sum()\n"
+            "        else:\n"
+            "            loss = err.mean()\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+        ),
+    }
+
+
+@pytest.mark.parametrize("reduction, expected", [("sum", [("GM401", "configs/run.json", 3)]),
+                                                 ("mean", [])])
+def test_file_named_on_the_command_line(tmp_path: Path, reduction: str, expected: list) -> None:
+    """`open(args.config)` of an option without a default may be any JSON file of the tree; the
+    file's keys reach the defaults through a deep merge written as a loop over its items."""
+    assert check(tmp_path, _named_config(reduction), "GM401") == expected
+
+
+def _transforms(configured: str) -> dict[str, str]:
+    return {"data.py": (
+        "import dgl\n"
+        "\n"
+        "REGISTRY = {}\n"
+        "CONFIG = {'transforms': %s}\n"
+        "\n"
+        "def register(name):\n"
+        "    def deco(fn):\n"
+        "        REGISTRY[name] = fn\n"
+        "        return fn\n"
+        "    return deco\n"
+        "\n"
+        "@register('self_loop')\n"
+        "def add_loops(g):\n"
+        "    return dgl.add_self_loop(g)\n"
+        "\n"
+        "def build(src, dst):\n"
+        "    g = dgl.graph((src, dst))\n"
+        "    g = dgl.add_self_loop(g)\n"
+        "    for name in CONFIG['transforms']:\n"
+        "        g = REGISTRY[name](g)\n"
+        "    return g\n" % configured
+    )}
+
+
+@pytest.mark.parametrize("configured, expected", [("['self_loop']", [("GM501", "data.py", 14)]),
+                                                  ("[]", [])])
+def test_loop_over_an_empty_configured_list_never_runs(tmp_path: Path, configured: str,
+                                                       expected: list) -> None:
+    """The transforms a configured list names run in a loop over it: none when it is empty on
+    every configured run."""
+    assert check(tmp_path, _transforms(configured), "GM501") == expected
+
+
+def test_tree_configs_a_path_may_name(tmp_path: Path) -> None:
+    """The files a command-line path may be: of the loader's kind, outside hidden folders and
+    virtual environments; in a tree of many data files, only those whose path says
+    configuration, and none if still too many."""
+    (tmp_path / "src" / "configs").mkdir(parents=True)
+    (tmp_path / "src" / "configs" / "a.json").write_text("{}")
+    (tmp_path / "src" / "configs" / "b.yaml").write_text("a: 1\n")
+    (tmp_path / "src" / ".hidden").mkdir()
+    (tmp_path / "src" / ".hidden" / "c.json").write_text("{}")
+    (tmp_path / "src" / "env").mkdir()
+    (tmp_path / "src" / "env" / "pyvenv.cfg").write_text("")
+    (tmp_path / "src" / "env" / "d.json").write_text("{}")
+    assert tree_configs(tmp_path, {"src"}, {"json"}) == ["src/configs/a.json"]
+    assert tree_configs(tmp_path, {"src"}, {"yaml"}) == ["src/configs/b.yaml"]
+    (tmp_path / "src" / "data").mkdir()
+    for i in range(MAX_CANDIDATES):
+        (tmp_path / "src" / "data" / f"sample{i}.json").write_text("{}")
+    assert tree_configs(tmp_path, {"src"}, {"json"}) == ["src/configs/a.json"]
+    for i in range(MAX_CANDIDATES):
+        (tmp_path / "src" / "configs" / f"run{i}.json").write_text("{}")
+    assert tree_configs(tmp_path, {"src"}, {"json"}) == []

@@ -16,6 +16,7 @@ alias bomb stays small).
 from __future__ import annotations
 
 import json
+import os
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -27,6 +28,12 @@ from auditor.static.reading import read_source
 MAX_CONFIG_BYTES = 256 * 1024
 MAX_CONFIG_VALUES = 4096
 MAX_FLOW_DEPTH = 64  # nesting no configuration needs
+# a path named on the command line may be any configuration file of the tree: more than this many
+# is a tree of data files, not a choice of runs
+MAX_CANDIDATES = 16
+MAX_TREE_ENTRIES = 20000  # entries listed while looking for them
+CONFIG_WORDS = re.compile(r"conf|cfg|setting|param", re.IGNORECASE)
+SKIPPED_DIRS = {"__pycache__", "node_modules", "site-packages", "build", "dist"}
 SUFFIXES = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".toml": "toml"}
 
 
@@ -57,6 +64,32 @@ def config_file(literal: str, opener: str, root: Path) -> Optional[ConfigFile]:
         if parsed is not None:
             return ConfigFile(candidate.as_posix(), *parsed, text=text)
     return None
+
+
+def tree_configs(root: Path, folders: set[str], kinds: set[str]) -> list[str]:
+    """The configuration files of ``kinds`` (``"json"``, ``"yaml"``, ``"toml"``) under
+    ``folders`` of the tree at ``root`` (relative, POSIX; ``"."`` for the root), sorted: what a
+    path named only on the command line may be. Hidden and build folders, virtual environments
+    and links are left out; when more than :data:`MAX_CANDIDATES` are found, only those whose
+    path says configuration, and none if still too many."""
+    found: list[str] = []
+    budget = MAX_TREE_ENTRIES
+    for folder in sorted(folders):
+        start = root / folder
+        if not start.is_dir() or start.is_symlink():
+            continue
+        for here, dirs, files in os.walk(start, followlinks=False):
+            budget -= len(dirs) + len(files)
+            if budget < 0:
+                return []
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_DIRS
+                             and not (Path(here) / d / "pyvenv.cfg").exists())
+            rel = Path(here).relative_to(root)
+            found += [(rel / f).as_posix() for f in sorted(files)
+                      if SUFFIXES.get(Path(f).suffix.lower()) in kinds]
+    if len(found) > MAX_CANDIDATES:
+        found = [f for f in found if CONFIG_WORDS.search(f)]
+    return found if len(found) <= MAX_CANDIDATES else []
 
 
 def tree_text(rel: PurePosixPath, root: Path) -> Optional[str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import itertools
 import operator
+import re
 from typing import Any, Callable, Optional
 
 from auditor.static.conditions import tests_of
@@ -28,6 +29,7 @@ _COMPARE: dict[type, Callable[[Any, Any], bool]] = {
     ast.In: lambda a, b: operator.contains(b, a), ast.NotIn: lambda a, b: not operator.contains(b, a),
 }
 MAX_COMBINATIONS = 64
+_FOR = re.compile(r"(?:async\s+)?for\s+[^\n]+?\s+in\s+([^\n]+?):\s*(?:#[^\n]*)?(?:\n|$)")
 
 
 def decided(project: Project, fn: FunctionInfo, test: str, line: int) -> Optional[Truth]:
@@ -37,13 +39,37 @@ def decided(project: Project, fn: FunctionInfo, test: str, line: int) -> Optiona
 
 
 def never_runs(project: Project, fn: FunctionInfo, event: Event) -> Optional[tuple[str, Source]]:
-    """The enclosing test of ``event`` that every configured run finds false, with the constant
-    that decides it; None when each may hold."""
+    """The enclosing test of ``event`` that every configured run finds false, or the enclosing
+    loop over a configured list that every configured run leaves empty, with the constant that
+    decides it; None when each may hold."""
     for test in tests_of(event):
         truth = decided(project, fn, test, event.span.line)
         if truth is not None and not truth[0] and truth[1] is not None:
             return test, truth[1]
+    for loop in event.loop_ids:
+        found = _empty_loop(project, fn, loop)
+        if found is not None:
+            return found
     return None
+
+
+def _empty_loop(project: Project, fn: FunctionInfo, loop: int) -> Optional[tuple[str, Source]]:
+    """``for name in cfg.transforms:`` where the setting is an empty list on every configured
+    run: the header, and the setting. Only a setting read from a configuration (an attribute,
+    a key): a local list may be filled by ``append`` after it was written."""
+    memo = project.memo("config_truth.loops")
+    key = (fn.qualname, loop)
+    if key not in memo:
+        memo[key] = None
+        first = next((k for k, e in enumerate(fn.events) if loop in e.loop_ids), 0)
+        head = fn.events[first - 1] if first else None
+        header = _FOR.match(head.text) if head is not None and head.kind == "assign" else None
+        node = parsed(project, header.group(1), head.span.line) if header and head else None
+        if head is not None and isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+            found = values_of(project, fn, node, head.span.line)
+            if found and all(v.value == () and v.source.what != "a literal" for v in found):
+                memo[key] = (f"{header.group(1)} is empty", found[0].source)  # type: ignore[union-attr]
+    return memo[key]
 
 
 def switched_on(project: Project, fn: FunctionInfo, event: Event) -> Optional[tuple[str, Source]]:
@@ -53,6 +79,18 @@ def switched_on(project: Project, fn: FunctionInfo, event: Event) -> Optional[tu
         truth = decided(project, fn, test, event.span.line)
         if truth is not None and truth[0] and truth[1] is not None:
             return test, truth[1]
+    return None
+
+
+def set_in_file(project: Project, fn: FunctionInfo, event: Event) -> Optional[tuple[str, Source]]:
+    """The enclosing comparison of ``event`` that a configuration file of the tree makes hold
+    on the runs it configures (others may not), with that file's setting."""
+    for test in tests_of(event):
+        node = parsed(project, test, event.span.line)
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+            for holds, source in _outcomes(project, fn, node, event.span.line):
+                if holds and not source.path.endswith(".py"):
+                    return test, source
     return None
 
 
@@ -76,19 +114,26 @@ def _truth(project: Project, fn: FunctionInfo, node: ast.expr, line: int) -> Opt
 
 
 def _compare(project: Project, fn: FunctionInfo, node: ast.Compare, line: int) -> Optional[Truth]:
+    outcomes = _outcomes(project, fn, node, line)
+    return _agreed(outcomes) if outcomes else None
+
+
+def _outcomes(project: Project, fn: FunctionInfo, node: ast.Compare, line: int) -> list[tuple[bool, Source]]:
+    """The comparison's result for each pair of values its operands may hold, with the value
+    that is not the literal compared with; none when it cannot be told."""
     op = _COMPARE.get(type(node.ops[0]))
     lefts, rights = _operand(project, fn, node.left, line), _operand(project, fn, node.comparators[0], line)
     if op is None or not lefts or not rights or len(lefts) * len(rights) > MAX_COMBINATIONS:
-        return None
+        return []
     out = []
     for left, right in itertools.product(lefts, rights):
         try:
             result = bool(op(left.value, right.value))
         except TypeError:
-            return None
+            return []
         literal = right if left.source.path == fn.path and left.source.line == node.lineno else left
         out.append((result, literal.source))
-    return _agreed(out)
+    return out
 
 
 def _operand(project: Project, fn: FunctionInfo, node: ast.expr, line: int) -> list[Value]:

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Optional, Union
 
-from auditor.static.config_files import ConfigFile, config_file
+from auditor.static.config_files import SUFFIXES, ConfigFile, config_file, tree_configs
 from auditor.static.dataflow import (_bound, _self_definitions, callers_of, definitions,
                                      statement_at, statements)
 from auditor.static.facts import MODULE_SCOPE, Event, FunctionInfo, Span
@@ -126,6 +126,8 @@ class Value:
     # for a default: the key of the looked-up table spelt almost as the key asked for, and
     # its values (``cfg.get("visible_weights", 1.0)`` where the file sets ``visible_weight``)
     near: Optional[tuple[str, list["Value"]]] = None
+    # None standing for what the command line names: an option without a default, ``sys.argv[i]``
+    named: bool = False
 
     def describe(self) -> str:
         return f"{self.value!r} ({self.source.what}, {self.source.where})"
@@ -222,6 +224,7 @@ class _Evaluator:
         self.indexed: set[ast.AST] = set()
         self.active: set[tuple] = set()  # questions being answered: cycles
         self.function_nodes: dict[str, Optional[ast.AST]] = {}
+        self.configs: dict[str, list[str]] = {}  # the tree's configuration files, by kind
         self.defs: dict[str, dict[str, list[ast.AST]]] = {}
         self.answers: dict[tuple, list[Value]] = {}
         self.parsed: dict[tuple[str, int], Optional[ast.expr]] = {}
@@ -334,6 +337,9 @@ class _Evaluator:
                     if isinstance(v.value, (int, float)) and not isinstance(v.value, bool)]
         if isinstance(node, ast.IfExp):
             return self.expr(fn, node.body, index, env, depth) + self.expr(fn, node.orelse, index, env, depth)
+        if isinstance(node, (ast.List, ast.Tuple)) and all(isinstance(e, ast.Constant) for e in node.elts):
+            # a list of settings (`"transforms": []`): its items, as a tuple
+            return [Value(tuple(e.value for e in node.elts), self._source(fn, node, LITERAL))]
         if isinstance(node, ast.Name):
             if node.id == "__file__" and not definitions(fn, node.id, index):
                 own = own_file(fn.path, Path.cwd())
@@ -350,6 +356,8 @@ class _Evaluator:
                 isinstance(node.slice.value, int) and node.slice.value >= 0:  # `path.parents[1]`
             return _paths([(parent(v.value, node.slice.value + 1), v.source)
                            for v in self.expr(fn, node.value.value, index, env, depth) if isinstance(v.value, str)])
+        if isinstance(node, ast.Subscript) and self._library_name(fn, node.value) == "sys.argv":
+            return [Value(None, self._source(fn, node, "the command line"), named=True)]
         if isinstance(node, ast.Subscript):
             out = []
             keys = self.expr(fn, node.slice, index, env, depth)
@@ -444,10 +452,14 @@ class _Evaluator:
                 return self.expr(fn, stmt.value, at, env, depth)
             if isinstance(target, ast.Subscript) and _dotted(target.value) == name:
                 # `cfg["k"] = v`: what `cfg` held before, with `k` set
-                key = target.slice.value if isinstance(target.slice, ast.Constant) else None
                 before = self._name(fn, name, at, env, depth) if "." not in name else []
-                if not _hashable(key):
+                merged = self._merged_in_loop(fn, stmt, target, at, env, depth)
+                if merged:
+                    return [Value(_merged(b.value, m.value), b.source) for b in before
+                            if isinstance(b.value, Table) for m in merged]
+                if not isinstance(target.slice, ast.Constant) or not _hashable(target.slice.value):
                     return before
+                key = target.slice.value
                 value = _entry(key, self.expr(fn, stmt.value, at, env, depth))
                 return [Value(_with(b.value, {key: value}), b.source) for b in before
                         if isinstance(b.value, Table)]
@@ -460,6 +472,24 @@ class _Evaluator:
                     and isinstance(stmt.value.func, ast.Attribute) \
                     and stmt.value.func.attr == "parse_known_args":
                 return self.expr(fn, stmt.value, at, env, depth)  # `known, rest = ...`: the options
+        return []
+
+    def _merged_in_loop(self, fn: FunctionInfo, stmt: ast.stmt, target: ast.Subscript, at: int,
+                        env: Optional[Env], depth: int) -> list[Value]:
+        """``for k, v in m.items(): out[k] = v`` (or ``= merge(out[k], v)``, a deep merge's
+        recursion): the tables ``m`` may hold, whose keys this statement sets in ``out``."""
+        if not isinstance(target.slice, ast.Name):
+            return []
+        node = self._function_node(fn) if fn.name != MODULE_SCOPE else self._tree(fn.path)
+        for loop in ast.walk(node) if node is not None else ():
+            if isinstance(loop, ast.For) and _items_loop(loop, stmt.lineno) \
+                    and isinstance(loop.target.elts[0], ast.Name) \
+                    and loop.target.elts[0].id == target.slice.id \
+                    and isinstance(loop.target.elts[1], ast.Name) \
+                    and any(isinstance(n, ast.Name) and n.id == loop.target.elts[1].id
+                            for n in ast.walk(stmt.value)):
+                return [v for v in self.expr(fn, loop.iter.func.value, at, env, depth)  # type: ignore[attr-defined]
+                        if isinstance(v.value, Table)]
         return []
 
     def _updated(self, fn: FunctionInfo, name: str, start: int, stop: int, values: list[Value],
@@ -634,7 +664,8 @@ class _Evaluator:
             found = [v for t in tables for v in _deep_entry(t, attr)]
             if not found:
                 files = [v.value for call in self._loads_before(fn, line)
-                         for v in self._file_values(fn, call.args[0], index, None, depth + 1)
+                         for v in self._file_values(fn, call.args[0], index, None, depth + 1,
+                                                    _kind(self._library_name(fn, call.func)))
                          if isinstance(v.value, Table)]
                 found = [v for t in files for v in _deep_entry(t, attr)]
             out += found
@@ -682,12 +713,12 @@ class _Evaluator:
                            and isinstance(k.value, ast.Constant)), None)
             if default is not None:
                 stmt = statement_at(fn, event.span.line)
-                out += [Value(v.value, source) for v in
+                out += [Value(v.value, source, named=v.value is None) for v in
                         self.expr(fn, default, stmt.index if stmt else 0, None, 0)]
             elif action in ("store_true", "store_false"):
                 out.append(Value(action == "store_false", source))
             else:
-                out.append(Value(None, source))
+                out.append(Value(None, source, named=True))
         return out
 
     def _options_by_dest(self) -> dict[str, list[tuple[FunctionInfo, Event]]]:
@@ -755,9 +786,9 @@ class _Evaluator:
         if event is None:
             return []
         if event.func in FILE_LOADERS and node.args:
-            return self._file_values(fn, node.args[0], index, env, depth)
+            return self._file_values(fn, node.args[0], index, env, depth, _kind(event.func))
         if event.func in PATH_LOADERS and node.args:
-            return self._read(fn, node.args[0], index, env, depth)
+            return self._read(fn, node.args[0], index, env, depth, "yaml")
         if event.func in ATTRIBUTE_MAPPINGS:
             if node.keywords and not node.args:  # `Namespace(lr=0.1, **loaded)`: a mapping of them
                 return [Value(self._dict_call(fn, node, index, env, depth), self._source(fn, node, "a dict"))]
@@ -846,7 +877,7 @@ class _Evaluator:
         return chain
 
     def _file_values(self, fn: FunctionInfo, arg: ast.expr, index: int, env: Optional[Env],
-                     depth: int) -> list[Value]:
+                     depth: int, kind: str) -> list[Value]:
         """What a loader reads from ``arg``: ``open(path)`` (``.read()`` of it), or a name a
         ``with open(path) as f:`` before it binds; ``path`` a constant this evaluator finds."""
         if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute) and arg.func.attr == "read":
@@ -854,19 +885,31 @@ class _Evaluator:
         if isinstance(arg, ast.Name):
             arg = self._opened_as(fn, arg)
         path = _opened_path(arg)
-        return [] if path is None else self._read(fn, path, index, env, depth)
+        return [] if path is None else self._read(fn, path, index, env, depth, kind)
 
     def _read(self, fn: FunctionInfo, path: ast.expr, index: int, env: Optional[Env],
-              depth: int) -> list[Value]:
-        """The data of the configuration files ``path`` (an expression of ``fn``) may name."""
+              depth: int, kind: str) -> list[Value]:
+        """The data of the configuration files ``path`` (an expression of ``fn``) may name; a
+        path only the command line names may be any ``kind`` configuration file of the tree."""
+        names = [v.value for v in self.expr(fn, path, index, env, depth) if isinstance(v.value, str)
+                 or v.named]
+        if names and not any(isinstance(n, str) for n in names):
+            names = self._tree_configs(kind)
         out: list[Value] = []
-        for opened in self.expr(fn, path, index, env, depth):
-            found = config_file(opened.value, fn.path, Path.cwd()) if isinstance(opened.value, str) else None
+        for name in names:
+            found = config_file(name, fn.path, Path.cwd()) if isinstance(name, str) else None
             if found is not None:
                 files_read(self.project)[found.path] = found.text
             value = _file_value(found, found.data, ()) if found is not None else None
             out += [value] if value is not None else []
         return out
+
+    def _tree_configs(self, kind: str) -> list[str]:
+        """The tree's ``kind`` configuration files under the folders of the project's files."""
+        if kind not in self.configs:
+            folders = {path.split("/", 1)[0] if "/" in path else "." for path in self.project.files}
+            self.configs[kind] = tree_configs(Path.cwd(), folders, {kind})
+        return self.configs[kind]
 
     def _opened_as(self, fn: FunctionInfo, name: ast.Name) -> Optional[ast.expr]:
         """The ``open(...)`` call of the nearest ``with ... as <name>:`` of ``fn`` above ``name``."""
@@ -933,6 +976,11 @@ class _Evaluator:
         return out
 
 
+def _kind(loader: str) -> str:
+    """The kind of configuration file a loader (``json.load``) parses."""
+    return next((kind for kind in set(SUFFIXES.values()) if kind in loader), "")
+
+
 def _opened_path(call: Optional[ast.expr]) -> Optional[ast.expr]:
     """The path a call opens or reads: ``open(p)``, ``p.open()``, ``p.read_text()``."""
     if not isinstance(call, ast.Call):
@@ -953,13 +1001,15 @@ def _paths(found: list[tuple[Any, Source]]) -> list[Value]:
 
 def _file_value(found: ConfigFile, data: Any, at: tuple) -> Optional[Value]:
     """A configuration file's data at key path ``at``: a :class:`Table` of its keys, or the
-    scalar, with the line that writes it; None for a list (not followed)."""
+    scalar or list of scalars (a tuple), with the line that writes it; None for anything else."""
     where = Source(found.path, found.lines.get(at, 1),
                    f"`{'.'.join(map(str, at))}` in {found.path}" if at else found.path)
     if isinstance(data, dict):
         entries = {k: [v] for k, v in ((k, _file_value(found, d, (*at, k))) for k, d in data.items()
                                        if _hashable(k)) if v is not None}
         return Value(Table(entries), where)
+    if isinstance(data, list) and all(_hashable(d) for d in data):
+        return Value(tuple(data), where)
     return Value(data, where) if data is None or isinstance(data, (str, int, float, bool)) else None
 
 

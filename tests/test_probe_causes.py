@@ -159,6 +159,25 @@ train(model, torch.optim.SGD(model.parameters(), lr=0.01))
     assert "GM101" not in runtime and "GM103" not in runtime
 
 
+def test_no_grad_block_is_gm102_at_the_forward_it_swallows_not_at_the_block(cli, tmp_path):
+    # the block opens two statements above the forward it swallows: the run names that
+    # forward (the statement to move out), as the static finding does; the static pass is
+    # kept off this file, so what is reported is the run's own finding
+    train = NET.replace("        return self.dec(torch.relu(self.enc(x)))",
+                        "        with torch.no_grad():\n"
+                        "            noise = torch.zeros_like(x)\n"
+                        "            h = torch.relu(self.enc(x + noise))\n"
+                        "        return self.dec(h)") + LOOP + """
+torch.manual_seed(0)
+model = Net()
+train(model, torch.optim.SGD(model.parameters(), lr=0.01))
+"""
+    write(tmp_path, {"train.py": train, "other.py": "\n"})
+    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "3", "--paths", "other.py"))
+    assert [(f["line"], f["status"]) for f in errors(data, "GM102")] == \
+        [(line_of(train, "h = torch.relu(self.enc("), "runtime")], data["findings"]
+
+
 @pytest.mark.parametrize("groups", ["trainable", "all"])
 def test_frozen_ema_teacher_and_unused_mask_token_are_no_errors(cli, tmp_path, groups):
     # the optimizer holds only the trainable parameters, or all of them (GraphMAE2 does that:

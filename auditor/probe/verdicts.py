@@ -270,7 +270,7 @@ def _blocked_gradients(evidence: Evidence, steps: list[StepFacts], add) -> None:
         backward = f"step {s.index}: backward at {s.path}:{s.line}"
         if s.grad_off_cause or (s.grad_enabled_at_forward is False and not s.params_reached):
             cause = s.grad_off_cause or {"path": s.path, "line": s.line}
-            add("GM102", cause["path"], cause["line"],
+            add("GM102", cause["path"], cause.get("at") or cause["line"],
                 f"{len(unreached)} of {len(s.params_used)} parameters of {s.model or 'the model'} "
                 f"used in the forward get no gradient: the forward ran with gradients disabled",
                 "run the training forward outside torch.no_grad()/inference_mode()",

@@ -118,7 +118,9 @@ def install(rec, torch) -> None:
             f = f.f_back
         if f is None or not stack:
             return None
-        return {"path": stack[0][0], "line": stack[0][1], "stack": stack}
+        # `at`: the statement of that frame running now, in the switched-off block (the
+        # forward to move out of it); `line`: where gradients were switched off
+        return {"path": stack[0][0], "line": stack[0][1], "stack": stack, "at": f.f_lineno}
 
     @guarded
     def post(module, args, output):

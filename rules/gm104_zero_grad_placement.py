@@ -369,7 +369,14 @@ purpose.
             if all(training.keeps_no_grad(step) for step in loop.of("step")):
                 continue  # sparse embedding optimizers only: no `.grad` to accumulate
             for action, message, fix in cls._problems(training, loop, where):
-                yield cls.make_finding(action.fn.path, action.event.span, message, fix)
+                span = action.event.span
+                keyed = [k for k, key in enumerate(action.fn.decorator_keys) if key]
+                if action.kind == "reset" and keyed:
+                    # a handler: the event its registration names is what decides when it runs
+                    span = training.decorator_span(action.fn, keyed[0])
+                    message += (f" (it runs as the handler of `{action.fn.decorator_keys[keyed[0]]}` "
+                                f"that this decoration registers)")
+                yield cls.make_finding(action.fn.path, span, message, fix)
 
     @classmethod
     def _problems(cls, training: Training, loop: TrainingLoop,

@@ -11,7 +11,7 @@ from auditor.findings import Finding, Severity, Status
 from auditor.fix import Fix, Fixer
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.facts import Event, FunctionInfo
-from auditor.static.programs import LIBRARY, TEST, is_test_code
+from auditor.static.programs import LIBRARY, TEST, is_test_code, is_test_path
 from auditor.static.project import Project
 from auditor.static.training import is_backward
 from auditor.static.rng import (
@@ -104,6 +104,28 @@ drawn, never what the code computes with them.
 """
 
     VALID = [
+        # a script among the tests (a fixture generator with a main guard) seeds torch for its
+        # fixtures: it is no run that must reproduce the library's numpy draws
+        Valid({
+            "pkg/split.py":
+            "import numpy as np\n"
+            "\n"
+            "\n"
+            "def split(n):\n"
+            "    return np.random.permutation(n)\n",
+            "tests/make_data.py":
+            "import torch\n"
+            "from pkg.split import split\n"
+            "\n"
+            "\n"
+            "def make(n):\n"
+            "    torch.manual_seed(0)\n"
+            "    return torch.randn(n, 4), split(n)\n"
+            "\n"
+            "\n"
+            "if __name__ == '__main__':\n"
+            "    make(10)\n",
+        }),
         # the dgl seed set by a helper the package re-exports (`from .helpers import *` in
         # `pkg/__init__.py`: a relative import in an `__init__` is relative to that package)
         Valid({
@@ -358,8 +380,9 @@ drawn, never what the code computes with them.
         draws.sort(key=lambda d: (d[0].path, d[1].span.line, d[1].span.column))
         out: list[Finding] = []
         reported: set[tuple[str, str]] = set()
-        # a test suite is no run that must reproduce: its fixed seeds make its fixtures
-        tests = {p.entry for p in project.programs() if p.kind == TEST}
+        # a test suite is no run that must reproduce: its fixed seeds make its fixtures (a
+        # script among the tests, too)
+        tests = {p.entry for p in project.programs() if p.kind == TEST or is_test_path(p.entry)}
         for fn, event, draw in draws:
             if is_test_code(fn):
                 continue

@@ -297,3 +297,98 @@ def test_a_decorated_step_runs_the_decorators_wrappers_and_the_functions_they_cl
     [loop] = Training.of(project).training_loops()
     assert loop.fn.qualname == "loop.train_steps"
     assert {a.kind for a in loop.actions} == {"backward", "step", "reset"}
+
+
+EVENT_ENGINE = {
+    "engine.py": (
+        "import enum\n"
+        "from collections import defaultdict\n"
+        "\n"
+        "class Events(enum.Enum):\n"
+        "    EPOCH_STARTED = 'epoch_started'\n"
+        "    ITERATION_STARTED = 'iteration_started'\n"
+        "    COMPLETED = 'completed'\n"
+        "\n"
+        "    def __call__(self, every=None):\n"
+        "        return (self, every)\n"
+        "\n"
+        "class Engine:\n"
+        "    def __init__(self, process_fn):\n"
+        "        self._process_fn = process_fn\n"
+        "        self._handlers = defaultdict(list)\n"
+        "\n"
+        "    def add_event_handler(self, event, handler, *args):\n"
+        "        self._handlers[event].append((handler, args))\n"
+        "\n"
+        "    def on(self, event):\n"
+        "        def decorator(fn):\n"
+        "            self.add_event_handler(event, fn)\n"
+        "            return fn\n"
+        "        return decorator\n"
+        "\n"
+        "    def fire(self, event):\n"
+        "        for handler, args in list(self._handlers[event]):\n"
+        "            handler(self, *args)\n"
+        "\n"
+        "    def run(self, data, epochs):\n"
+        "        for epoch in range(epochs):\n"
+        "            self.fire(Events.EPOCH_STARTED)\n"
+        "            for batch in data:\n"
+        "                self.fire(Events.ITERATION_STARTED)\n"
+        "                self._process_fn(self, batch)\n"
+        "        self.fire(Events.COMPLETED)\n"
+    ),
+    "train.py": (
+        "import torch\n"
+        "from engine import Engine, Events\n"
+        "\n"
+        "def report(engine, every):\n"
+        "    print(every)\n"
+        "\n"
+        "def create_trainer(model, opt):\n"
+        "    def step(engine, batch):\n"
+        "        loss = model(batch)\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+        "\n"
+        "    trainer = Engine(step)\n"
+        "\n"
+        "    @trainer.on(Events.ITERATION_STARTED)\n"
+        "    def reset(engine):\n"
+        "        opt.zero_grad()\n"
+        "\n"
+        "    trainer.add_event_handler(Events.COMPLETED(every=2), report, 2)\n"
+        "    return trainer\n"
+        "\n"
+        "def main(model, data):\n"
+        "    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    create_trainer(model, opt).run(data, 3)\n"
+    ),
+}
+
+
+def test_handlers_run_from_the_fires_of_the_event_they_are_registered_for():
+    """A dispatcher looking handlers up by its parameter runs, for each call, as its copy for
+    the event that call names: a decorated handler and one added by name run from their own
+    event's fire only (a filtered event, `Events.COMPLETED(every=2)`, is that event)."""
+    result = check_code(EVENT_ENGINE, [all_rules()["GM104"]])
+    project = result.project
+    copies = {q.rsplit("<", 1)[-1].rstrip(">"): q for q in project.functions
+              if q.startswith("engine.Engine.fire<")}
+    assert set(copies) == {"EPOCH_STARTED", "ITERATION_STARTED", "COMPLETED"}
+    assert project.callees(copies["ITERATION_STARTED"]) == ["train.create_trainer.reset"]
+    assert project.callees(copies["COMPLETED"]) == ["train.report"]
+    assert project.callees(copies["EPOCH_STARTED"]) == []
+    # the decorator defined in a method is a closure of that method, not a method of the class
+    assert "engine.Engine.on.decorator" in project.functions
+    assert "engine.Engine.on.decorator" not in project.classes["engine.Engine"].methods
+    assert result.findings == []
+
+
+def test_a_reset_registered_for_another_event_is_reported_at_its_registration():
+    """The same reset registered for the epoch's start: reported where the event is named."""
+    files = dict(EVENT_ENGINE, **{"train.py": EVENT_ENGINE["train.py"].replace(
+        "@trainer.on(Events.ITERATION_STARTED)", "@trainer.on(Events.EPOCH_STARTED)")})
+    found = check_code(files, [all_rules()["GM104"]]).findings
+    assert [(f.rule, f.path, f.line) for f in found] == [("GM104", "train.py", 15)], found
+    assert "Events.EPOCH_STARTED" in found[0].message

@@ -179,6 +179,7 @@ class FactCollector(Visitor):
         self.facts.functions[top.qualname] = top
         self.functions: list[FunctionInfo] = [top]
         self.classes: list[str] = []
+        self.class_depths: list[int] = []  # how many functions were open at each class's start
         self.withs: list[list[str]] = []
         self.loops: list[int] = []
         self.loop_ids = itertools.count(1)  # unique per file, so cached facts are stable
@@ -276,16 +277,21 @@ class FactCollector(Visitor):
                                              [self.ctx.qualify(d.decorator) for d in node.decorators],
                                              fields)
         self.classes.append(node.name.value)
+        self.class_depths.append(len(self.functions))
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
         self.classes.pop()
+        self.class_depths.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.ctx.number(node, "def")
         outer = self.functions[-1]
+        # a method, or a function of a module; a closure (one in a method too, whose `self` is
+        # the method's) is named inside the function that defines it
+        method = bool(self.classes) and len(self.functions) == self.class_depths[-1]
         prefix = (
             [self.ctx.module_name, *self.classes]
-            if outer.name == MODULE_SCOPE or self.classes
+            if outer.name == MODULE_SCOPE or method
             else [outer.qualname]
         )
         qual = ".".join([*prefix, node.name.value])
@@ -299,12 +305,16 @@ class FactCollector(Visitor):
             class_name=".".join([self.ctx.module_name, *self.classes]) if self.classes else "",
             params=params,
             decorators=[self.ctx.qualify(d.decorator) for d in node.decorators],
+            decorator_keys=[self.ctx.code(d.decorator.args[0].value)
+                            if isinstance(d.decorator, cst.Call) and d.decorator.args
+                            and d.decorator.args[0].keyword is None and not d.decorator.args[0].star
+                            else "" for d in node.decorators],
             span=self.ctx.span(node),
             varargs=_star_name(node.params.star_arg),
             varkw=_star_name(node.params.star_kwarg),
             kwonly=len(node.params.kwonly_params),
         )
-        if self.classes:
+        if method:
             cls = self.facts.classes.get(info.class_name)
             if cls is not None:
                 cls.methods.append(qual)

@@ -87,6 +87,9 @@ class FunctionInfo:
     class_name: str = ""
     params: list[str] = field(default_factory=list)
     decorators: list[str] = field(default_factory=list)
+    # each decorator call's first argument as written (``Events.ITERATION_STARTED`` of
+    # ``@trainer.on(Events.ITERATION_STARTED)``), "" for none: the key it registers under
+    decorator_keys: list[str] = field(default_factory=list)
     span: Optional[Span] = None
     # the names of ``*args`` and ``**kwargs`` ("" when absent): a wrapper that forwards them
     # (``return lookup(name)(*args, **kwargs)``) hands its callers' arguments on

@@ -74,6 +74,8 @@ def canonicalise(facts: FileFacts, layout: Layout) -> None:
 
 # `for a, b in self.items[k]:` -> `self.items[k]`
 _FOR_HEADER = re.compile(r"(?:async\s+)?for\s+.+?\s+in\s+(.+):\s*$")
+# a copy of a container walked instead of the container: the same items
+_COPIED = re.compile(r"(?:list|tuple|sorted|reversed)\(([^()]*(?:\([^()]*\)[^()]*)*)\)")
 _STORING = ("append", "add", "insert", "appendleft")
 
 
@@ -114,6 +116,38 @@ def _stores(event: Event) -> tuple[str, list[str]]:
 def _returned_values(fn: FunctionInfo) -> list[tuple[str, int]]:
     """(the value as written, line) of each ``return`` of ``fn``."""
     return [(e.text.removeprefix("return").strip(), e.span.line) for e in fn.events if e.kind == "return"]
+
+
+def _key(text: str) -> str:
+    """A key as written, the same for ``Events.ITERATION_COMPLETED``, a filtered
+    ``Events.ITERATION_COMPLETED(every=50)`` and the member read off another name for the enum
+    (``events.ITERATION_COMPLETED``): a dotted name's member, or a string literal, else ""."""
+    text = re.sub(r"\(.*\)$", "", text.strip(), flags=re.S)
+    if re.fullmatch(r"[A-Za-z_]\w*(\.\w+)+", text):
+        return text.rsplit(".", 1)[1]
+    return text if re.fullmatch(r"""(['"])\w+\1""", text) else ""
+
+
+def _keyed_loop_param(fn: FunctionInfo) -> str:
+    """The parameter ``fn`` looks a container up by in a loop whose items it calls
+    (``for h in list(self._handlers[event]):``), or ""."""
+    for e in fn.events:
+        header = _FOR_HEADER.match(e.text.split("\n", 1)[0]) if e.kind == "assign" else None
+        if header is None:
+            continue
+        walked = header.group(1).strip()
+        copied = _COPIED.fullmatch(walked)
+        looked_up = re.fullmatch(r"[\w.]+\[(\w+)\]", copied.group(1) if copied else walked)
+        if looked_up and looked_up.group(1) in fn.positional:
+            return looked_up.group(1)
+    return ""
+
+
+def _store_key(event: Event, base: str) -> str:
+    """The key ``event`` stores under in ``base``: ``base[key].append(x)``, ``base[key] = x``."""
+    head = event.receiver if event.kind == "call" else event.text.split("=", 1)[0].strip()
+    found = re.match(re.escape(base) + r"\[([^\[\]]+)\]", head)
+    return found.group(1).strip() if found else ""
 
 
 def _string(text: str) -> str:
@@ -166,11 +200,14 @@ class Project:
         self.dispatch: dict[str, tuple[str, str]] = {}
         self.graph = CallGraph()
         # a function calling the method its parameter names -> that parameter; its copies by the
-        # name a call passes; each copy's (parameter, name)  (see `_copy_for`)
+        # name a call passes; each copy's (parameter, name)  (see `copy_for`)
         self._dispatch_params: dict[str, str] = {}
         self._subclasses: tuple[int, dict[str, list[str]]] = (0, {})  # (classes indexed, base -> subclasses)
         self._copies: dict[str, dict[str, str]] = {}
         self._fixed: dict[str, tuple[str, str]] = {}
+        # dispatchers that call what a container holds under the key their parameter names
+        # (``for h in self._handlers[event]: h(self)``): their copies are by that key
+        self._keyed: set[str] = set()
         files = list(files)
         # path -> what an analysis left unjudged there, and why (a cap that keeps it linear):
         # reported with the file, never dropped in silence
@@ -225,19 +262,24 @@ class Project:
                           and len(e.args) >= 2 and e.args[1] in fn.positional), None)
             if param is not None:
                 self._dispatch_params[qual] = param
+            keyed = _keyed_loop_param(fn)
+            if keyed and qual not in self._dispatch_params:
+                self._dispatch_params[qual] = keyed
+                self._keyed.add(qual)
         for qual, fn in facts.functions.items():
             self.graph.add_node(qual)
             for caller, event in self._pending.pop(qual, ()):
-                self._add_edge(caller, self._copy_for(qual, event), event)
+                self._add_edge(caller, self.copy_for(qual, event), event)
 
-    def _copy_for(self, callee: str, event: Event) -> str:
+    def copy_for(self, callee: str, event: Event) -> str:
         """A function that calls the method its parameter names (``def _emit(self, hook, **kw):
         for cb in self.callbacks: getattr(cb, hook)(self, **kw)``) runs, for a call that passes
         a name (``self._emit("on_epoch_end", logs=logs)``), as its copy for that name: only the
         methods so named run, and they return only to the calls that named them."""
         param = self._dispatch_params.get(callee)
         fn = self.functions.get(callee) if param else None
-        given = _string(event.argument(param, fn.positional.index(param))) if fn and param else ""
+        argument = event.argument(param, fn.positional.index(param)) if fn and param else ""
+        given = _key(argument) if callee in self._keyed else _string(argument)
         if not given:
             return callee
         copies = self._copies.setdefault(callee, {})
@@ -481,7 +523,7 @@ class Project:
         if "." not in func and func in self._loop_targets(caller):
             candidates += self._contained(caller, func, event.span.line)
         if self._dispatch_params:
-            candidates = [self._copy_for(c, event) if c in self._dispatch_params else c for c in candidates]
+            candidates = [self.copy_for(c, event) if c in self._dispatch_params else c for c in candidates]
         return list(dict.fromkeys(candidates))
 
     def _loop_targets(self, fn: FunctionInfo) -> frozenset[str]:
@@ -503,11 +545,14 @@ class Project:
         header = _FOR_HEADER.match(loop.text.split("\n", 1)[0]) if loop is not None else None
         if header is None:
             return []
-        base = re.sub(r"(\[[^\[\]]*\]|\.values\(\))+$", "", header.group(1).strip())
+        walked = header.group(1).strip()
+        copied = _COPIED.fullmatch(walked)  # `list(self._handlers[event])`: the same items
+        base = re.sub(r"(\[[^\[\]]*\]|\.values\(\))+$", "", copied.group(1) if copied else walked)
         position = loop.targets.index(name) if len(loop.targets) > 1 else None
         scopes = [fn]
         if base.startswith("self.") and fn.class_name:
             scopes = [self.functions[q] for q in self.members(fn.class_name) if q in self.functions]
+        fixed = self._fixed.get(fn.qualname) if fn.qualname.split("<", 1)[0] in self._keyed else None
         out: list[str] = []
         for scope in scopes:
             for e in scope.events:
@@ -515,9 +560,51 @@ class Project:
                 if item and position is not None:
                     parts = top_level_items(item[1:-1]) if item.startswith("(") else []
                     item = parts[position].strip() if len(parts) > position else ""
-                if item:
-                    out += self._callables(scope, self._argument_text(scope, e, item), e.span.line)
+                if not item:
+                    continue
+                item = self._argument_text(scope, e, item)
+                key = _store_key(e, base) if fixed is not None else ""
+                out += self._keyed_callables(scope, item, key, fixed[1], e.span.line) if key \
+                    else self._callables(scope, item, e.span.line)
         return out
+
+    def _keyed_callables(self, scope: FunctionInfo, item: str, key: str, given: str, line: int,
+                         up: int = 0) -> list[str]:
+        """The callables ``scope`` stores under ``key`` where that key is ``given`` (a handler
+        registered for one event): a key written there, or one the callers of ``scope`` pass
+        along with the item (``add_event_handler(Events.X, fn)``), or, in a decorator, the key
+        its decorations name (``@trainer.on(Events.X)``)."""
+        if key not in scope.params:
+            outer = self.enclosing(scope)
+            if outer is not None and key in outer.params and scope.params[:1] == [item]:
+                # a decorator's argument stored under its maker's parameter: the functions
+                # decorated with that key
+                return [q for q in self.decorated_by(scope) if self._decorated_key(q, outer) == given]
+            return self._callables(scope, item, line) if _key(key) == given else []
+        if up >= MAX_PASSED or item not in scope.params:
+            return []
+        out: list[str] = []
+        for caller in list(self.graph.predecessors(scope.qualname)):
+            caller_fn = self.functions.get(caller)
+            for event in self.graph.calls(caller, scope.qualname) if caller_fn else ():
+                arg = lambda p: self._argument_text(  # noqa: E731
+                    caller_fn, event, event.argument(p, scope.positional.index(p))) \
+                    if p in scope.positional else ""
+                passed_key, passed_item = arg(key), arg(item)
+                if passed_key and passed_item:
+                    out += self._keyed_callables(caller_fn, passed_item, passed_key, given,
+                                                 event.span.line, up + 1)
+        return out
+
+    def _decorated_key(self, qual: str, maker: FunctionInfo) -> str:
+        """The key a function's decoration by ``maker`` names (``@trainer.on(Events.X)``)."""
+        fn = self.functions.get(qual)
+        if fn is None:
+            return ""
+        for deco, key in zip(fn.decorators, fn.decorator_keys):
+            if deco.removesuffix("()").rsplit(".", 1)[-1] == maker.name:
+                return _key(key)
+        return ""
 
     def _callables(self, fn: FunctionInfo, name: str, line: int, up: int = 0) -> list[str]:
         """The functions a call of what ``name`` holds in ``fn`` runs: a function defined by that
@@ -537,6 +624,8 @@ class Project:
                 out += self.method_candidates(built, "__call__") if built in self.classes \
                     else self.returned_callables(built)
         out += self._partials(fn, name, line)
+        if fn.params[:1] == [name] and self.enclosing(fn) is not None:
+            out += self.decorated_by(fn)  # a decorator's argument: what it decorates
         if up < MAX_PASSED and (name in fn.params or not out and name.startswith("self.")):
             # what the callers hand over that no construction names: `self`, a `def`
             for caller, argument, at in self._passed_as(fn, name):
@@ -832,8 +921,31 @@ class Project:
         if outer is not None and deco.qualname in self.returned_closures(outer.qualname):
             makers.add(outer.qualname)
         functions, classes = self._decorations()
-        return [q for index in (functions, classes)
-                for _, q in sorted({hit for m in makers for hit in index.get(m, ())})]
+        hits = {hit for m in makers for index in (functions, classes) for hit in index.get(m, ())}
+        for maker in (self.functions.get(m) for m in makers):
+            if maker is not None and maker.class_name:
+                hits |= self._method_decorated(maker, functions)
+        return [q for _, q in sorted(hits)]
+
+    def _method_decorated(self, maker: FunctionInfo, functions: dict[str, list[tuple[int, str]]]
+                          ) -> set[tuple[int, str]]:
+        """The functions decorated by ``maker``, a method, through an object of its class:
+        ``@trainer.on(Events.ITERATION_STARTED)`` where ``trainer = Engine(step)`` (handlers and
+        callbacks registered on an object)."""
+        out: set[tuple[int, str]] = set()
+        for text, hits in functions.items():
+            receiver, _, method = text.rpartition(".")
+            if method != maker.name or not receiver or receiver.split(".", 1)[0] in self._roots:
+                continue
+            for hit in hits:
+                fn = self.functions.get(hit[1])
+                scope = self.enclosing(fn) if fn is not None else None
+                scope = scope or (self.functions.get(f"{fn.module}.{MODULE_SCOPE}") if fn else None)
+                cls = self.instance_class(scope, receiver, fn.span.line if fn and fn.span else 0) \
+                    if scope is not None else None
+                if cls is not None and maker.qualname in self.method_candidates(cls, maker.name):
+                    out.add(hit)
+        return out
 
     def _decorations(self) -> tuple[dict[str, list[tuple[int, str]]], dict[str, list[tuple[int, str]]]]:
         """The functions and the classes by each decorator they have (call parentheses dropped),

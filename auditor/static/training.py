@@ -431,7 +431,9 @@ class Training:
                 chain, method = event.receiver, event.method
             for origin in self.origins(fn, chain, i):
                 if origin.cls in self.project.classes:
-                    found += [c for c in self.project.method_candidates(origin.cls, method)
+                    # a dispatcher runs as its copy for the key or name this call passes
+                    found += [self.project.copy_for(c, event)
+                              for c in self.project.method_candidates(origin.cls, method)
                               if self.project.function(c) is not None]
         self._resolved[key] = list(dict.fromkeys(found))
         return self._resolved[key]

@@ -9,7 +9,7 @@ from typing import Iterable, Optional
 
 from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
-from auditor.static.config_truth import never_runs
+from auditor.static.config_truth import empty_loop
 from auditor.static.dataflow import call_targets, mentions
 from auditor.static.facts import Event, FunctionInfo, Span
 from auditor.static.paths import bindings
@@ -226,7 +226,7 @@ class Flow:
 
     def run_statement(self, fn: FunctionInfo, env: dict[str, Taint], group: list[Event]) -> None:
         head = group[0]
-        if (head.conditions or head.loop_ids) and self._never_runs(fn, head):
+        if head.loop_ids and self._never_runs(fn, head):
             return  # (a transform loop over a configured list that is empty on every run)
         calls = [e for e in group if e.kind == "call"]
         result: Taint = CLEAN
@@ -274,7 +274,7 @@ class Flow:
 
     def _never_runs(self, fn: FunctionInfo, head: Event) -> bool:
         if id(head) not in self._dead:
-            self._dead[id(head)] = never_runs(self.project, fn, head) is not None
+            self._dead[id(head)] = empty_loop(self.project, fn, head) is not None
         return self._dead[id(head)]
 
     def comprehension_scope(self, fn: FunctionInfo, env: dict[str, Taint], head: Event) -> dict[str, Taint]:

@@ -80,11 +80,13 @@ def test_members_are_the_functions_defined_inside_a_class_in_order():
         "        pass\n"
     )
     project = check_code({"train.py": code}, [all_rules()["GM201"]]).project
-    # a function nested in a method is named in its class (`Trainer.step`)
+    # a function nested in a method is named in that method (`Trainer.fit.step`), no method
     assert project.members("train.Trainer") == [
-        "train.Trainer.fit", "train.Trainer.step", "train.Trainer.Hooks.on_epoch",
+        "train.Trainer.fit", "train.Trainer.fit.step", "train.Trainer.Hooks.on_epoch",
         "train.Trainer.evaluate",
     ]
+    assert project.members("train.Trainer.fit") == ["train.Trainer.fit.step"]
+    assert "train.Trainer.fit.step" not in project.classes["train.Trainer"].methods
     assert project.members("train.Trainer.Hooks") == ["train.Trainer.Hooks.on_epoch"]
     # a subclass's name starts with its base's, but it is not inside it
     assert project.members("train.TrainerPlus") == ["train.TrainerPlus.fit"]

@@ -46,6 +46,12 @@ def never_runs(project: Project, fn: FunctionInfo, event: Event) -> Optional[tup
         truth = decided(project, fn, test, event.span.line)
         if truth is not None and not truth[0] and truth[1] is not None:
             return test, truth[1]
+    return empty_loop(project, fn, event)
+
+
+def empty_loop(project: Project, fn: FunctionInfo, event: Event) -> Optional[tuple[str, Source]]:
+    """The enclosing loop of ``event`` over a configured list that every configured run
+    leaves empty, with the setting; None when there is none."""
     for loop in event.loop_ids:
         found = _empty_loop(project, fn, loop)
         if found is not None:
@@ -65,7 +71,10 @@ def _empty_loop(project: Project, fn: FunctionInfo, loop: int) -> Optional[tuple
         head = fn.events[first - 1] if first else None
         header = _FOR.match(head.text) if head is not None and head.kind == "assign" else None
         node = parsed(project, header.group(1), head.span.line) if header and head else None
-        if head is not None and isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+        # a setting read off a configuration (`cfg.transforms`, `cfg["transforms"]`,
+        # `cfg.get("transforms", [])`); the values of other calls are not worth their cost here
+        if head is not None and (isinstance(node, (ast.Attribute, ast.Subscript)) or isinstance(
+                node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"):
             found = values_of(project, fn, node, head.span.line)
             if found and all(v.value == () and v.source.what != "a literal" for v in found):
                 memo[key] = (f"{header.group(1)} is empty", found[0].source)  # type: ignore[union-attr]

@@ -52,6 +52,7 @@ validate-floor: venv
 	$(PY) -m benchmarks.validation --mode static --floor --heldout sampled
 	$(PY) -m benchmarks.validation --mode static --floor --heldout inherit
 	$(PY) -m benchmarks.validation --mode static --floor --heldout stream
+	$(PY) -m benchmarks.validation --mode static --floor --heldout events
 
 bench: venv
 	$(PY) benchmarks/static_bench.py

@@ -1,0 +1,1 @@
+"""GraphMAE graph-level pretraining in an event-handler style."""

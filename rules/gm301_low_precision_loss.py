@@ -370,6 +370,11 @@ region or adding a scaler changes numerics and memory use, which a person has to
         func = call.func.removesuffix("()")
         if call.kwargs.get("enabled") == "False" or (func == "torch.cuda.amp.autocast" and call.args[:1] == ["False"]):
             return None
+        enabled = call.kwargs.get("enabled", "True")
+        if enabled != "True":  # a flag: off on every configured run, the region runs in float32
+            flags = values_of(project, fn, enabled, call.span.line)
+            if flags and not any(v.value for v in flags):
+                return None
         dtype = call.kwargs.get("dtype") or (call.args[1] if func in ("torch.autocast", "torch.amp.autocast")
                                               and len(call.args) > 1 else "")
         device = call.kwargs.get("device_type") or (call.args[0] if func in (

@@ -671,3 +671,54 @@ def test_tree_configs_a_path_may_name(tmp_path: Path) -> None:
     for i in range(MAX_CANDIDATES):
         (tmp_path / "src" / "configs" / f"run{i}.json").write_text("{}")
     assert tree_configs(tmp_path, {"src"}, {"json"}) == []
+
+
+def _inherited_precision(precision: str) -> dict[str, str]:
+    """An experiment file naming its base in `defaults:`, composed by the program's own loader
+    (recursive, over a loop of rebinding merges); the autocast flag a comparison stored in a
+    name."""
+    return {
+        "configs/base.yaml": "train:\n  precision: bf16\n  lr: 0.1\n",
+        "configs/exp/run.yaml": f"defaults: [../base.yaml]\ntrain:\n  precision: {precision}\n",
+        "train.py": (
+            "import argparse\n"
+            "import os\n"
+            "import torch\n"
+            "import yaml\n"
+            "\n"
+            "def merge(base, over):\n"
+            "    out = dict(base)\n"
+            "    for k, v in over.items():\n"
+            "        out[k] = merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v\n"
+            "    return out\n"
+            "\n"
+            "def load(path):\n"
+            "    with open(path) as fh:\n"
+            "        raw = yaml.safe_load(fh) or {}\n"
+            "    merged = {}\n"
+            "    for parent in raw.pop('defaults', []):\n"
+            "        merged = merge(merged, load(os.path.join(os.path.dirname(path), parent)))\n"
+            "    return merge(merged, raw)\n"
+            "\n"
+            "def fit(model, batches, opt):\n"
+            "    parser = argparse.ArgumentParser()\n"
+            "    parser.add_argument('--config', required=True)\n"
+            "    cfg = load(parser.parse_args().config)\n"
+            "    amp = cfg['train'].get('precision', 'fp32') == 'bf16'\n"
+            "    for x, mask in batches:\n"
+            "        with torch.autocast('cpu', dtype=torch.bfloat16, enabled=amp):\n"
+            "            out = model(x)\n"
+            "            loss = ((out[mask] - x[mask]) ** 2).mean()\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+        ),
+    }
+
+
+@pytest.mark.parametrize("precision, expected", [("fp32", []), ("bf16", [("GM301", "train.py", 26)])])
+def test_autocast_switched_by_an_inherited_setting(tmp_path: Path, precision: str, expected: list) -> None:
+    """The base file (bf16) is a set of defaults, not a run: the experiment file composed over
+    it decides the `enabled=` flag, and a flag false on every configured run leaves the
+    autocast off."""
+    assert check(tmp_path, _inherited_precision(precision), "GM301") == expected

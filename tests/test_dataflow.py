@@ -291,3 +291,31 @@ def test_definitions_reach_across_branches_but_not_from_the_other_side(tmp_path,
 def test_names_are_found_whole_and_as_values(text, name, whole, as_value):
     assert df.mentions(text, name) is whole
     assert df._carries(text, name) is (as_value if whole else True)
+
+
+LOOP_REBINDING = {
+    "models.py": (
+        "class Plain:\n"
+        "    pass\n"
+        "\n"
+        "class Wrapped:\n"
+        "    def __init__(self, inner):\n"
+        "        self.inner = inner\n"
+        "\n"
+        "def build(wrappers):\n"
+        "    model = Plain()\n"
+        "    for w in wrappers:\n"
+        "        model = Wrapped(model)\n"
+        "    return model\n"
+    ),
+}
+
+
+def test_a_rebinding_in_a_loop_leaves_the_definition_before_it_reaching(tmp_path, monkeypatch):
+    """The loop may run no time: after it, both the binding before it and the one in it reach."""
+    project = checked(LOOP_REBINDING, tmp_path, monkeypatch).project
+    fn = project.function("models.build")
+    ret = next(s for s in df.statements(fn) if s.kind == "return")
+    assert df.instance_classes(project, fn, "model", ret.index) == {"models.Plain", "models.Wrapped"}
+    assert [s.text for s in df.definitions(fn, "model", ret.index)] == [
+        "model = Wrapped(model)", "model = Plain()"]

@@ -12,22 +12,16 @@ from __future__ import annotations
 
 import ast
 import itertools
-import operator
 import re
-from typing import Any, Callable, Optional
+from typing import Optional
 
 from auditor.static.conditions import tests_of
-from auditor.static.config_values import Source, Value, parsed, values_of
+from auditor.static.config_values import COMPARE, Source, Value, parsed, values_of
 from auditor.static.facts import Event, FunctionInfo
 from auditor.static.project import Project
 
 Truth = tuple[bool, Optional[Source]]  # the test's value and a constant that decided it
 
-_COMPARE: dict[type, Callable[[Any, Any], bool]] = {
-    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Is: operator.is_, ast.IsNot: operator.is_not,
-    ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
-    ast.In: lambda a, b: operator.contains(b, a), ast.NotIn: lambda a, b: not operator.contains(b, a),
-}
 MAX_COMBINATIONS = 64
 _FOR = re.compile(r"(?:async\s+)?for\s+[^\n]+?\s+in\s+([^\n]+?):\s*(?:#[^\n]*)?(?:\n|$)")
 
@@ -130,7 +124,7 @@ def _compare(project: Project, fn: FunctionInfo, node: ast.Compare, line: int) -
 def _outcomes(project: Project, fn: FunctionInfo, node: ast.Compare, line: int) -> list[tuple[bool, Source]]:
     """The comparison's result for each pair of values its operands may hold, with the value
     that is not the literal compared with; none when it cannot be told."""
-    op = _COMPARE.get(type(node.ops[0]))
+    op = COMPARE.get(type(node.ops[0]))
     lefts, rights = _operand(project, fn, node.left, line), _operand(project, fn, node.comparators[0], line)
     if op is None or not lefts or not rights or len(lefts) * len(rights) > MAX_COMBINATIONS:
         return []

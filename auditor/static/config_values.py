@@ -36,11 +36,13 @@ from __future__ import annotations
 
 import ast
 import difflib
+import itertools
+import operator
 import posixpath
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Optional, Union
+from typing import Any, Callable, Iterable, Iterator, Optional, Union
 
 from auditor.static.config_files import SUFFIXES, ConfigFile, config_file, tree_configs
 from auditor.static.dataflow import (_bound, _self_definitions, callers_of, definitions,
@@ -71,6 +73,14 @@ ATTRIBUTE_MAPPINGS = {"omegaconf.OmegaConf.create", "easydict.EasyDict", "addict
 REPLACERS = {"dataclasses.replace", "copy.replace"}  # a copy of an object with some fields changed
 MERGERS = {"omegaconf.OmegaConf.merge"}
 OPENERS = {"open", "io.open", "builtins.open"}
+COMPARE: dict[type, Callable[[Any, Any], bool]] = {
+    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Is: operator.is_, ast.IsNot: operator.is_not,
+    ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+    ast.In: lambda a, b: operator.contains(b, a), ast.NotIn: lambda a, b: not operator.contains(b, a),
+}
+# keys by which a configuration file names the files it extends (Hydra's `defaults`, mmcv's
+# `_base_`, yacs' `_BASE_`): read first, the file's own keys over theirs
+INHERITS = ("defaults", "_base_", "_BASE_", "base", "bases", "inherit", "inherits", "extends")
 
 
 @dataclass(frozen=True)
@@ -337,6 +347,15 @@ class _Evaluator:
                     if isinstance(v.value, (int, float)) and not isinstance(v.value, bool)]
         if isinstance(node, ast.IfExp):
             return self.expr(fn, node.body, index, env, depth) + self.expr(fn, node.orelse, index, env, depth)
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):  # `loaded or {}`: either
+            return [v for operand in node.values for v in self.expr(fn, operand, index, env, depth)]
+        if isinstance(node, ast.DictComp) and len(node.generators) == 1 and not node.generators[0].ifs \
+                and _items_of(node.generators[0]) is not None:
+            # `{k: wrap(v) for k, v in m.items()}`: a mapping rebuilt key by key holds m's keys
+            return [v for v in self.expr(fn, _items_of(node.generators[0]), index, env, depth)
+                    if isinstance(v.value, Table)]
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in COMPARE:
+            return self._compare(fn, node, index, env, depth)
         if isinstance(node, (ast.List, ast.Tuple)) and all(isinstance(e, ast.Constant) for e in node.elts):
             # a list of settings (`"transforms": []`): its items, as a tuple
             return [Value(tuple(e.value for e in node.elts), self._source(fn, node, LITERAL))]
@@ -377,6 +396,30 @@ class _Evaluator:
         if isinstance(node, ast.Call):
             return self._call(fn, node, index, env, depth)
         return []
+
+    def _mapping_class(self, fn: FunctionInfo, event: Event) -> bool:
+        """A call building a project class derived from ``dict`` (an attribute-access dict),
+        or ``cls(...)`` in one's classmethod: the mapping it is given."""
+        named = fn.class_name if event.func == "cls" else event.func.removesuffix("()")
+        named = named if named in self.project.classes else self.project.reexported(named) or ""
+        return named in self.project.classes and any(
+            b.rsplit(".", 1)[-1] == "dict" for b in self.project.bases_of(named))
+
+    def _compare(self, fn: FunctionInfo, node: ast.Compare, index: int, env: Optional[Env],
+                 depth: int) -> list[Value]:
+        """``amp = cfg.precision == "bf16"``: a truth value for each pair of constants the two
+        sides may hold, with the side that is no literal as its source."""
+        op = COMPARE[type(node.ops[0])]
+        lefts = _scalars(self.expr(fn, node.left, index, env, depth))
+        rights = _scalars(self.expr(fn, node.comparators[0], index, env, depth))
+        out: list[Value] = []
+        for left, right in itertools.islice(itertools.product(lefts, rights), MAX_VALUES):
+            try:
+                result = bool(op(left.value, right.value))
+            except TypeError:
+                return []
+            out.append(Value(result, right.source if left.source.what == LITERAL else left.source))
+        return out
 
     def _dict(self, fn: FunctionInfo, node: ast.Dict, index: int, env: Optional[Env], depth: int) -> Table:
         table = Table()
@@ -789,7 +832,7 @@ class _Evaluator:
             return self._file_values(fn, node.args[0], index, env, depth, _kind(event.func))
         if event.func in PATH_LOADERS and node.args:
             return self._read(fn, node.args[0], index, env, depth, "yaml")
-        if event.func in ATTRIBUTE_MAPPINGS:
+        if event.func in ATTRIBUTE_MAPPINGS or self._mapping_class(fn, event):
             if node.keywords and not node.args:  # `Namespace(lr=0.1, **loaded)`: a mapping of them
                 return [Value(self._dict_call(fn, node, index, env, depth), self._source(fn, node, "a dict"))]
             return self.expr(fn, node.args[0], index, env, depth) if node.args else []
@@ -898,17 +941,37 @@ class _Evaluator:
         out: list[Value] = []
         for name in names:
             found = config_file(name, fn.path, Path.cwd()) if isinstance(name, str) else None
-            if found is not None:
-                files_read(self.project)[found.path] = found.text
-            value = _file_value(found, found.data, ()) if found is not None else None
+            value = self._composed(found, frozenset()) if found is not None else None
             out += [value] if value is not None else []
         return out
 
+    def _composed(self, found: ConfigFile, seen: frozenset[str]) -> Optional[Value]:
+        """A configuration file's data over that of the files it names as its bases
+        (``defaults: [../base.yaml]``, relative to it), each key with the line that wrote it."""
+        files_read(self.project)[found.path] = found.text
+        own = _file_value(found, found.data, ())
+        if own is None or not isinstance(own.value, Table):
+            return own
+        base: Optional[Table] = None
+        for parent in _bases(found):
+            read = config_file(parent, "", Path.cwd()) if parent not in seen | {found.path} else None
+            value = self._composed(read, seen | {found.path}) if read is not None else None
+            if value is not None and isinstance(value.value, Table):
+                base = value.value if base is None else _merged(base, value.value)
+        if base is None:
+            return own
+        mine = Table({k: v for k, v in own.value.entries.items() if k not in INHERITS})
+        return Value(_merged(base, mine), own.source)
+
     def _tree_configs(self, kind: str) -> list[str]:
-        """The tree's ``kind`` configuration files under the folders of the project's files."""
+        """The tree's ``kind`` configuration files under the folders of the project's files,
+        but those another of them extends: a base is a set of defaults, not a run."""
         if kind not in self.configs:
             folders = {path.split("/", 1)[0] if "/" in path else "." for path in self.project.files}
-            self.configs[kind] = tree_configs(Path.cwd(), folders, {kind})
+            found = tree_configs(Path.cwd(), folders, {kind})
+            read = [f for f in (config_file(name, "", Path.cwd()) for name in found) if f is not None]
+            bases = {b for f in read for b in _bases(f)}
+            self.configs[kind] = [name for name in found if name not in bases]
         return self.configs[kind]
 
     def _opened_as(self, fn: FunctionInfo, name: ast.Name) -> Optional[ast.expr]:
@@ -974,6 +1037,31 @@ class _Evaluator:
             out += [Value(v.value, self._source(fn, node, f"the default of `{keys[0] if keys else '?'}`"), True,
                           near) for v in self.expr(fn, default[0], index, env, depth)]
         return out
+
+
+def _items_of(generator: ast.comprehension) -> Optional[ast.expr]:
+    """``m`` of ``for k, v in m.items()``."""
+    it = generator.iter
+    if isinstance(generator.target, ast.Tuple) and len(generator.target.elts) == 2 \
+            and isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) \
+            and it.func.attr == "items" and not it.args:
+        return it.func.value
+    return None
+
+
+def _bases(found: ConfigFile) -> list[str]:
+    """The files a configuration file names as its bases, as paths of the tree (relative to
+    the file; a name without a suffix takes the file's own)."""
+    data = found.data if isinstance(found.data, dict) else {}
+    named = next((data[k] for k in INHERITS if k in data), [])
+    folder = posixpath.dirname(found.path)
+    suffix = posixpath.splitext(found.path)[1]
+    out = []
+    for item in [named] if isinstance(named, str) else named if isinstance(named, list) else []:
+        if isinstance(item, str) and item and item != "_self_":
+            path = posixpath.normpath(posixpath.join(folder, item))
+            out.append(path if posixpath.splitext(path)[1] else path + suffix)
+    return out
 
 
 def _kind(loader: str) -> str:

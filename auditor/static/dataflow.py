@@ -807,7 +807,8 @@ def definitions(fn: FunctionInfo, name: str, index: int) -> list[Statement]:
     ``if a: m = GCN() elif b: m = GAT()``, then ``return m``: both reach). A rebinding kills
     the earlier ones only where it runs on every pass through ``index`` (its enclosing tests
     hold there), as the forward flow has it; one on the other side of an ``if`` the use is in
-    never reaches it."""
+    never reaches it. A rebinding in a loop that does not hold the use (``for p in parents:
+    merged = merge(merged, load(p))``) leaves the one before the loop reaching it too."""
     stmts = statements(fn)
     use = stmts[index].head if index < len(stmts) else None
     here = set(use.conditions) if use is not None else set()
@@ -820,7 +821,9 @@ def definitions(fn: FunctionInfo, name: str, index: int) -> list[Statement]:
         if use is not None and excludes(stmt.head, use):
             continue
         found.append(stmt)
-        if stmt.kind == "assign" and set(stmt.head.conditions) <= here:
+        # a rebinding in a loop the use is outside of may run no time: the earlier ones reach too
+        if stmt.kind == "assign" and set(stmt.head.conditions) <= here and (
+                use is None or set(stmt.head.loop_ids) <= set(use.loop_ids)):
             break
     return found
 

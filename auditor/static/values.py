@@ -25,10 +25,12 @@ feeds as it walks (dict literals, ``dict(BASE, k=v)``, ``cfg.get("k", default)``
 from __future__ import annotations
 
 import re
+from pathlib import Path, PurePosixPath
 from typing import Any, Iterable, Optional, Union
 
 import libcst as cst
 
+from auditor.static.config_files import SUFFIXES, tree_configs, tree_text
 from auditor.static.dataflow import _bound, callers_of, definitions, statement_of
 from auditor.static.facts import Event, FunctionInfo
 from auditor.static.project import Project
@@ -378,7 +380,22 @@ def config_default(project: Project, text: str) -> Any:
     setting = re.compile(
         rf"""["']{re.escape(key)}["']\s*:|\[\s*["']{re.escape(key)}["']\s*\]\s*=(?!=)|"""
         rf"""\b{re.escape(key)}\s*=(?!=)|--{option}\b|setattr\([^,]+,\s*["']{re.escape(key)}["']""")
-    return UNKNOWN_VALUE if project.any_source_matches(setting) else default
+    if project.any_source_matches(setting):
+        return UNKNOWN_VALUE
+    # a configuration file of the tree that sets it (`precision: bf16` in YAML)
+    written = re.compile(rf"""^\s*["']?{re.escape(key)}["']?\s*[:=]""", re.MULTILINE)
+    return UNKNOWN_VALUE if any(written.search(t) for t in _tree_config_texts(project)) else default
+
+
+def _tree_config_texts(project: Project) -> list[str]:
+    """The texts of the tree's configuration files under the folders of the project's files
+    (read once per project)."""
+    memo = project.memo("values.tree_configs")
+    if "texts" not in memo:
+        folders = {path.split("/", 1)[0] if "/" in path else "." for path in project.files}
+        names = tree_configs(Path.cwd(), folders, set(SUFFIXES.values()))
+        memo["texts"] = [t for t in (tree_text(PurePosixPath(n), Path.cwd()) for n in names) if t]
+    return memo["texts"]
 
 
 def _is_getattr(node: cst.Call) -> bool:

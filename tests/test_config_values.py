@@ -662,15 +662,15 @@ def test_tree_configs_a_path_may_name(tmp_path: Path) -> None:
     (tmp_path / "src" / "env").mkdir()
     (tmp_path / "src" / "env" / "pyvenv.cfg").write_text("")
     (tmp_path / "src" / "env" / "d.json").write_text("{}")
-    assert tree_configs(tmp_path, {"src"}, {"json"}) == ["src/configs/a.json"]
-    assert tree_configs(tmp_path, {"src"}, {"yaml"}) == ["src/configs/b.yaml"]
+    assert tree_configs(tmp_path, ["src/train.py"], {"json"}) == ["src/configs/a.json"]
+    assert tree_configs(tmp_path, ["src/train.py"], {"yaml"}) == ["src/configs/b.yaml"]
     (tmp_path / "src" / "data").mkdir()
     for i in range(MAX_CANDIDATES):
         (tmp_path / "src" / "data" / f"sample{i}.json").write_text("{}")
-    assert tree_configs(tmp_path, {"src"}, {"json"}) == ["src/configs/a.json"]
+    assert tree_configs(tmp_path, ["src/train.py"], {"json"}) == ["src/configs/a.json"]
     for i in range(MAX_CANDIDATES):
         (tmp_path / "src" / "configs" / f"run{i}.json").write_text("{}")
-    assert tree_configs(tmp_path, {"src"}, {"json"}) == []
+    assert tree_configs(tmp_path, ["src/train.py"], {"json"}) == []
 
 
 def _inherited_precision(precision: str) -> dict[str, str]:

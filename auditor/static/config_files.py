@@ -21,7 +21,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
 
 from auditor.static.reading import read_source
 
@@ -66,12 +66,13 @@ def config_file(literal: str, opener: str, root: Path) -> Optional[ConfigFile]:
     return None
 
 
-def tree_configs(root: Path, folders: set[str], kinds: set[str]) -> list[str]:
-    """The configuration files of ``kinds`` (``"json"``, ``"yaml"``, ``"toml"``) under
-    ``folders`` of the tree at ``root`` (relative, POSIX; ``"."`` for the root), sorted: what a
-    path named only on the command line may be. Hidden and build folders, virtual environments
-    and links are left out; when more than :data:`MAX_CANDIDATES` are found, only those whose
-    path says configuration, and none if still too many."""
+def tree_configs(root: Path, checked: Iterable[str], kinds: set[str]) -> list[str]:
+    """The configuration files of ``kinds`` (``"json"``, ``"yaml"``, ``"toml"``) under the
+    top folders of the ``checked`` files (relative, POSIX) in the tree at ``root``, sorted: what
+    a path named only on the command line may be. Hidden and build folders, virtual
+    environments and links are left out; when more than :data:`MAX_CANDIDATES` are found, only
+    those whose path says configuration, and none if still too many."""
+    folders = {path.split("/", 1)[0] if "/" in path else "." for path in checked}
     found: list[str] = []
     budget = MAX_TREE_ENTRIES
     for folder in sorted(folders):

@@ -967,8 +967,7 @@ class _Evaluator:
         """The tree's ``kind`` configuration files under the folders of the project's files,
         but those another of them extends: a base is a set of defaults, not a run."""
         if kind not in self.configs:
-            folders = {path.split("/", 1)[0] if "/" in path else "." for path in self.project.files}
-            found = tree_configs(Path.cwd(), folders, {kind})
+            found = tree_configs(Path.cwd(), self.project.files, {kind})
             read = [f for f in (config_file(name, "", Path.cwd()) for name in found) if f is not None]
             bases = {b for f in read for b in _bases(f)}
             self.configs[kind] = [name for name in found if name not in bases]

@@ -581,16 +581,19 @@ class Project:
                 # decorated with that key
                 return [q for q in self.decorated_by(scope) if self._decorated_key(q, outer) == given]
             return self._callables(scope, item, line) if _key(key) == given else []
-        if up >= MAX_PASSED or item not in scope.params:
+        if up >= MAX_PASSED or key not in scope.positional:
             return []
         out: list[str] = []
         for caller in list(self.graph.predecessors(scope.qualname)):
             caller_fn = self.functions.get(caller)
             for event in self.graph.calls(caller, scope.qualname) if caller_fn else ():
-                arg = lambda p: self._argument_text(  # noqa: E731
-                    caller_fn, event, event.argument(p, scope.positional.index(p))) \
-                    if p in scope.positional else ""
-                passed_key, passed_item = arg(key), arg(item)
+                passed_key = self._argument_text(
+                    caller_fn, event, event.argument(key, scope.positional.index(key)))
+                if item not in scope.positional:  # the item is the scope's own: the key decides
+                    out += self._callables(scope, item, line) if _key(passed_key) == given else []
+                    continue
+                passed_item = self._argument_text(
+                    caller_fn, event, event.argument(item, scope.positional.index(item)))
                 if passed_key and passed_item:
                     out += self._keyed_callables(caller_fn, passed_item, passed_key, given,
                                                  event.span.line, up + 1)

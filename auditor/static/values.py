@@ -392,8 +392,7 @@ def _tree_config_texts(project: Project) -> list[str]:
     (read once per project)."""
     memo = project.memo("values.tree_configs")
     if "texts" not in memo:
-        folders = {path.split("/", 1)[0] if "/" in path else "." for path in project.files}
-        names = tree_configs(Path.cwd(), folders, set(SUFFIXES.values()))
+        names = tree_configs(Path.cwd(), project.files, set(SUFFIXES.values()))
         memo["texts"] = [t for t in (tree_text(PurePosixPath(n), Path.cwd()) for n in names) if t]
     return memo["texts"]
 

@@ -102,7 +102,6 @@ class Flow:
         # function -> the (object, attribute) it reads off local objects (``dataset.graph``)
         self._reads: Optional[dict[str, set[tuple[str, str]]]] = None
         self._classes: dict[tuple[str, str, int], frozenset[str]] = {}
-        self._dead: dict[int, bool] = {}  # statement head -> no configured run reaches it
 
     # -- classifying calls -------------------------------------------------------------------------
     def op(self, fn: FunctionInfo, e: Event) -> Optional[Op]:
@@ -226,7 +225,7 @@ class Flow:
 
     def run_statement(self, fn: FunctionInfo, env: dict[str, Taint], group: list[Event]) -> None:
         head = group[0]
-        if head.loop_ids and self._never_runs(fn, head):
+        if head.loop_ids and empty_loop(self.project, fn, head) is not None:
             return  # (a transform loop over a configured list that is empty on every run)
         calls = [e for e in group if e.kind == "call"]
         result: Taint = CLEAN
@@ -271,11 +270,6 @@ class Flow:
         if head.kind == "augassign" and not result:
             return
         self.assign(fn, env, head.targets, result)
-
-    def _never_runs(self, fn: FunctionInfo, head: Event) -> bool:
-        if id(head) not in self._dead:
-            self._dead[id(head)] = empty_loop(self.project, fn, head) is not None
-        return self._dead[id(head)]
 
     def comprehension_scope(self, fn: FunctionInfo, env: dict[str, Taint], head: Event) -> dict[str, Taint]:
         """The names a statement reads: ``env``, plus the targets of its comprehensions bound to

@@ -12,18 +12,17 @@ from __future__ import annotations
 
 import ast
 import itertools
-import re
 from typing import Optional
 
 from auditor.static.conditions import tests_of
 from auditor.static.config_values import COMPARE, Source, Value, parsed, values_of
 from auditor.static.facts import Event, FunctionInfo
 from auditor.static.project import Project
+from auditor.static.texts import loop_iterable
 
 Truth = tuple[bool, Optional[Source]]  # the test's value and a constant that decided it
 
 MAX_COMBINATIONS = 64
-_FOR = re.compile(r"(?:async\s+)?for\s+[^\n]+?\s+in\s+([^\n]+?):\s*(?:#[^\n]*)?(?:\n|$)")
 
 
 def decided(project: Project, fn: FunctionInfo, test: str, line: int) -> Optional[Truth]:
@@ -63,15 +62,15 @@ def _empty_loop(project: Project, fn: FunctionInfo, loop: int) -> Optional[tuple
         memo[key] = None
         first = next((k for k, e in enumerate(fn.events) if loop in e.loop_ids), 0)
         head = fn.events[first - 1] if first else None
-        header = _FOR.match(head.text) if head is not None and head.kind == "assign" else None
-        node = parsed(project, header.group(1), head.span.line) if header and head else None
+        walked = loop_iterable(head.text) if head is not None and head.kind == "assign" else ""
+        node = parsed(project, walked, head.span.line) if walked and head else None
         # a setting read off a configuration (`cfg.transforms`, `cfg["transforms"]`,
         # `cfg.get("transforms", [])`); the values of other calls are not worth their cost here
         if head is not None and (isinstance(node, (ast.Attribute, ast.Subscript)) or isinstance(
                 node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"):
             found = values_of(project, fn, node, head.span.line)
             if found and all(v.value == () and v.source.what != "a literal" for v in found):
-                memo[key] = (f"{header.group(1)} is empty", found[0].source)  # type: ignore[union-attr]
+                memo[key] = (f"{walked} is empty", found[0].source)
     return memo[key]
 
 

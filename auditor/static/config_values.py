@@ -235,6 +235,7 @@ class _Evaluator:
         self.active: set[tuple] = set()  # questions being answered: cycles
         self.function_nodes: dict[str, Optional[ast.AST]] = {}
         self.configs: dict[str, list[str]] = {}  # the tree's configuration files, by kind
+        self.files: dict[tuple[str, str], Optional[ConfigFile]] = {}  # (name, opener) -> read
         self.defs: dict[str, dict[str, list[ast.AST]]] = {}
         self.answers: dict[tuple, list[Value]] = {}
         self.parsed: dict[tuple[str, int], Optional[ast.expr]] = {}
@@ -940,10 +941,16 @@ class _Evaluator:
             names = self._tree_configs(kind)
         out: list[Value] = []
         for name in names:
-            found = config_file(name, fn.path, Path.cwd()) if isinstance(name, str) else None
+            found = self._config(name, fn.path) if isinstance(name, str) else None
             value = self._composed(found, frozenset()) if found is not None else None
             out += [value] if value is not None else []
         return out
+
+    def _config(self, name: str, opener: str = "") -> Optional[ConfigFile]:
+        """The configuration file ``name`` (see :func:`config_file`), read and parsed once."""
+        if (name, opener) not in self.files:
+            self.files[(name, opener)] = config_file(name, opener, Path.cwd())
+        return self.files[(name, opener)]
 
     def _composed(self, found: ConfigFile, seen: frozenset[str]) -> Optional[Value]:
         """A configuration file's data over that of the files it names as its bases
@@ -954,7 +961,7 @@ class _Evaluator:
             return own
         base: Optional[Table] = None
         for parent in _bases(found):
-            read = config_file(parent, "", Path.cwd()) if parent not in seen | {found.path} else None
+            read = self._config(parent) if parent not in seen | {found.path} else None
             value = self._composed(read, seen | {found.path}) if read is not None else None
             if value is not None and isinstance(value.value, Table):
                 base = value.value if base is None else _merged(base, value.value)
@@ -968,7 +975,7 @@ class _Evaluator:
         but those another of them extends: a base is a set of defaults, not a run."""
         if kind not in self.configs:
             found = tree_configs(Path.cwd(), self.project.files, {kind})
-            read = [f for f in (config_file(name, "", Path.cwd()) for name in found) if f is not None]
+            read = [f for f in (self._config(name) for name in found) if f is not None]
             bases = {b for f in read for b in _bases(f)}
             self.configs[kind] = [name for name in found if name not in bases]
         return self.configs[kind]

@@ -15,7 +15,7 @@ from auditor.static.facts import Event, FileFacts, FunctionInfo, Span
 from auditor.static.frameworks import add_framework_loops
 from auditor.static.imports import Layout
 from auditor.static.programs import LIBRARY, Program, entry_programs, import_graph, programs_with
-from auditor.static.texts import container_items, top_level_items
+from auditor.static.texts import container_items, loop_iterable, top_level_items
 
 # calls followed up from a parameter to what the callers pass: a trainer's ``self.model`` from
 # ``Trainer(model)``, that ``model`` from ``main(model)``'s caller
@@ -72,8 +72,6 @@ def canonicalise(facts: FileFacts, layout: Layout) -> None:
                 event.func = canon(event.func)
 
 
-# `for a, b in self.items[k]:` -> `self.items[k]`
-_FOR_HEADER = re.compile(r"(?:async\s+)?for\s+.+?\s+in\s+(.+):\s*$")
 # a copy of a container walked instead of the container: the same items
 _COPIED = re.compile(r"(?:list|tuple|sorted|reversed)\(([^()]*(?:\([^()]*\)[^()]*)*)\)")
 _STORING = ("append", "add", "insert", "appendleft")
@@ -132,10 +130,9 @@ def _keyed_loop_param(fn: FunctionInfo) -> str:
     """The parameter ``fn`` looks a container up by in a loop whose items it calls
     (``for h in list(self._handlers[event]):``), or ""."""
     for e in fn.events:
-        header = _FOR_HEADER.match(e.text.split("\n", 1)[0]) if e.kind == "assign" else None
-        if header is None:
+        walked = loop_iterable(e.text) if e.kind == "assign" else ""
+        if not walked:
             continue
-        walked = header.group(1).strip()
         copied = _COPIED.fullmatch(walked)
         looked_up = re.fullmatch(r"[\w.]+\[(\w+)\]", copied.group(1) if copied else walked)
         if looked_up and looked_up.group(1) in fn.positional:
@@ -542,10 +539,9 @@ class Project:
         registered on an object."""
         loop = next((e for e in reversed(fn.events) if e.span.line <= line and e.kind == "assign"
                      and name in e.targets and e.text.startswith(("for ", "async for "))), None)
-        header = _FOR_HEADER.match(loop.text.split("\n", 1)[0]) if loop is not None else None
-        if header is None:
+        walked = loop_iterable(loop.text) if loop is not None else ""
+        if not walked:
             return []
-        walked = header.group(1).strip()
         copied = _COPIED.fullmatch(walked)  # `list(self._handlers[event])`: the same items
         base = re.sub(r"(\[[^\[\]]*\]|\.values\(\))+$", "", copied.group(1) if copied else walked)
         position = loop.targets.index(name) if len(loop.targets) > 1 else None

@@ -57,3 +57,13 @@ def container_items(value: str) -> list[str]:
     if value[:1] + value[-1:] in ("[]", "()") or (value[:1] + value[-1:] == "{}" and ":" not in value):
         return [x.strip() for x in top_level_items(value[1:-1]) if x.strip()]
     return list(dict_entries(value).values())
+
+
+_FOR_HEADER = re.compile(r"(?:async\s+)?for\s+.+?\s+in\s+(.+?):\s*(?:#.*)?$")
+
+
+def loop_iterable(text: str) -> str:
+    """What a ``for`` statement walks, from its text (its header is the first line): ``cfg.items``
+    of ``for k in cfg.items:``; "" for any other statement."""
+    header = _FOR_HEADER.match(text.split("\n", 1)[0])
+    return header.group(1).strip() if header else ""

@@ -394,3 +394,78 @@ def test_a_reset_registered_for_another_event_is_reported_at_its_registration():
     found = check_code(files, [all_rules()["GM104"]]).findings
     assert [(f.rule, f.path, f.line) for f in found] == [("GM104", "train.py", 15)], found
     assert "Events.EPOCH_STARTED" in found[0].message
+
+
+REGISTRY_BY_KEY = {
+    "pkg/__init__.py": "",
+    "pkg/registry.py": (
+        "REGISTRY = {}\n"
+        "def register(name):\n"
+        "    def deco(obj):\n"
+        "        REGISTRY[name] = obj\n"
+        "        return obj\n"
+        "    return deco\n"
+        "def lookup(name):\n"
+        "    return REGISTRY[name]\n"
+    ),
+    "pkg/data.py": (
+        "import dgl\n"
+        "from .registry import register\n"
+        "@register('add_self_loop')\n"
+        "def _add(g):\n"
+        "    return dgl.add_self_loop(g)\n"
+        "def build(src, dst):\n"
+        "    g = dgl.graph((src, dst))\n"
+        "    return dgl.add_self_loop(g)\n"
+    ),
+    "pkg/losses.py": (
+        "from .registry import register\n"
+        "@register('sce')\n"
+        "def sce(x, y):\n"
+        "    return ((x - y) ** 2).mean()\n"
+        "LOSSES = {'mse': sce}\n"
+    ),
+    "pkg/steps.py": (
+        "from .registry import lookup\n"
+        "class Step:\n"
+        "    def __init__(self, model, name):\n"
+        "        self.model = model\n"
+        "        self.recon = lookup('sce')\n"
+        "        self.chosen = lookup(name)\n"
+        "    def __call__(self, g, x):\n"
+        "        pred = self.model(g, x)\n"
+        "        return self.recon(pred, x) + lookup('sce')(pred, x)\n"
+    ),
+    "train.py": (
+        "import torch\n"
+        "from pkg.data import build\n"
+        "from pkg.steps import Step\n"
+        "def main(model, src, dst, x):\n"
+        "    g = build(src, dst)\n"
+        "    step = Step(model, 'sce')\n"
+        "    opt = torch.optim.Adam(model.parameters())\n"
+        "    for _ in range(3):\n"
+        "        loss = step(g, x)\n"
+        "        opt.zero_grad()\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+        "if __name__ == '__main__':\n"
+        "    main(None, [0], [1], None)\n"
+    ),
+}
+
+
+def test_a_registry_looked_up_by_a_literal_key_runs_what_is_registered_under_it():
+    """`lookup("sce")` returns what `@register("sce")` stored, not every registered function:
+    the self-loop transform registered beside the loss is not called with the model's output."""
+    result = check_code(REGISTRY_BY_KEY, [all_rules()["GM501"]])
+    project = result.project
+    assert project.callees("pkg.steps.Step.__call__") == ["pkg.losses.sce", "pkg.registry.lookup<sce>"]
+    # a key that is a value (a parameter) does not narrow: every registered function may run
+    assert project.callees("pkg.steps.Step.__init__") == ["pkg.registry.lookup<sce>", "pkg.registry.lookup"]
+    assert result.findings == []
+    # the old reading (every entry of the registry) made the transform a callee of the step
+    files = dict(REGISTRY_BY_KEY, **{"pkg/steps.py": REGISTRY_BY_KEY["pkg/steps.py"].replace(
+        "lookup('sce')(pred, x)", "lookup('add_self_loop')(g)")})
+    found = check_code(files, [all_rules()["GM501"]]).findings
+    assert [(f.rule, f.path, f.line) for f in found] == [("GM501", "pkg/data.py", 5)], found

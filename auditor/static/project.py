@@ -15,7 +15,7 @@ from auditor.static.facts import Event, FileFacts, FunctionInfo, Span
 from auditor.static.frameworks import add_framework_loops
 from auditor.static.imports import Layout
 from auditor.static.programs import LIBRARY, Program, entry_programs, import_graph, programs_with
-from auditor.static.texts import container_items, loop_iterable, top_level_items
+from auditor.static.texts import container_items, dict_entries, loop_iterable, top_level_items
 
 # calls followed up from a parameter to what the callers pass: a trainer's ``self.model`` from
 # ``Trainer(model)``, that ``model`` from ``main(model)``'s caller
@@ -119,18 +119,22 @@ def _returned_values(fn: FunctionInfo) -> list[tuple[str, int]]:
 def _key(text: str) -> str:
     """A key as written, the same for ``Events.ITERATION_COMPLETED``, a filtered
     ``Events.ITERATION_COMPLETED(every=50)`` and the member read off another name for the enum
-    (``events.ITERATION_COMPLETED``): a dotted name's member, or a string literal, else ""."""
+    (``events.ITERATION_COMPLETED``): a constant's member (an upper-case member, or one read
+    off a class), or what a string literal spells, else "" (``cfg.loss`` is a value, not a key)."""
     text = re.sub(r"\(.*\)$", "", text.strip(), flags=re.S)
     if re.fullmatch(r"[A-Za-z_]\w*(\.\w+)+", text):
-        return text.rsplit(".", 1)[1]
-    return text if re.fullmatch(r"""(['"])\w+\1""", text) else ""
+        member = text.rsplit(".", 1)[1]
+        return member if member.isupper() or text[:1].isupper() else ""
+    return _string(text)
 
 
-def _keyed_loop_param(fn: FunctionInfo) -> str:
-    """The parameter ``fn`` looks a container up by in a loop whose items it calls
-    (``for h in list(self._handlers[event]):``), or ""."""
+def _keyed_param(fn: FunctionInfo) -> str:
+    """The parameter ``fn`` looks a container up by, in a loop whose items it calls
+    (``for h in list(self._handlers[event]):``) or in what it returns (``return
+    REGISTRY[name]``), or ""."""
     for e in fn.events:
-        walked = loop_iterable(e.text) if e.kind == "assign" else ""
+        walked = loop_iterable(e.text) if e.kind == "assign" else \
+            e.text.removeprefix("return").strip() if e.kind == "return" else ""
         if not walked:
             continue
         copied = _COPIED.fullmatch(walked)
@@ -259,7 +263,7 @@ class Project:
                           and len(e.args) >= 2 and e.args[1] in fn.positional), None)
             if param is not None:
                 self._dispatch_params[qual] = param
-            keyed = _keyed_loop_param(fn)
+            keyed = _keyed_param(fn)
             if keyed and qual not in self._dispatch_params:
                 self._dispatch_params[qual] = keyed
                 self._keyed.add(qual)
@@ -272,7 +276,9 @@ class Project:
         """A function that calls the method its parameter names (``def _emit(self, hook, **kw):
         for cb in self.callbacks: getattr(cb, hook)(self, **kw)``) runs, for a call that passes
         a name (``self._emit("on_epoch_end", logs=logs)``), as its copy for that name: only the
-        methods so named run, and they return only to the calls that named them."""
+        methods so named run, and they return only to the calls that named them. A function
+        that looks a container up by its parameter (a dispatcher's handlers, a registry's
+        ``return REGISTRY[name]``) has its copies by the key a call names (see :func:`_key`)."""
         param = self._dispatch_params.get(callee)
         fn = self.functions.get(callee) if param else None
         argument = event.argument(param, fn.positional.index(param)) if fn and param else ""
@@ -506,6 +512,10 @@ class Project:
             # `lookup(kind, name)(*args)`: what the inner call returns runs
             inner = func if "." in func else next(
                 (q for q in (f"{caller.qualname}.{func}", f"{caller.module}.{func}") if q in self.functions), func)
+            if inner in self._keyed:  # `lookup("sce")(pred, target)`: the copy for that key
+                looked_up = next((e for e in caller.events if e.kind == "call" and e is not event
+                                  and e.func == func and e.span.within(event.span)), None)
+                inner = self.copy_for(inner, looked_up) if looked_up is not None else inner
             candidates += self._named_methods(caller, event) if func == "getattr" \
                 else self.returned_callables(inner)
             return list(dict.fromkeys(candidates))  # not a call of `lookup` itself
@@ -876,10 +886,14 @@ class Project:
         if lookup is None:
             return []
         name = lookup.group(1)
+        # in a lookup function's copy for one key (``lookup("sce")``), the entries stored
+        # under that key only
+        fixed = self._fixed.get(caller.qualname)
+        given = fixed[1] if fixed is not None and func == f"{name}[{fixed[0]}]" else ""
         local = [e for e in caller.events if e.kind == "assign" and e.targets == [name]
                  and e.span.line < line]
         if local:
-            return self._held_callables(caller, name)
+            return self._held_callables(caller, name, given)
         imports = self.files[caller.path].imports if caller.path in self.files else {}
         home, _, var = imports.get(name, f"{caller.module}.{name}").rpartition(".")
         self._load_module_of(f"{home}.{var}", force=True)
@@ -887,29 +901,39 @@ class Project:
         for qual in [f"{home}.{MODULE_SCOPE}", *self.members(home)]:
             scope = self.functions.get(qual)
             if scope is not None and scope.module == home:
-                out += self._held_callables(scope, var)
+                out += self._held_callables(scope, var, given)
         return out
 
-    def _held_callables(self, scope: FunctionInfo, name: str) -> list[str]:
-        """The functions ``scope`` puts in the container ``name`` (see :meth:`_registered`)."""
+    def _held_callables(self, scope: FunctionInfo, name: str, given: str = "") -> list[str]:
+        """The functions ``scope`` puts in the container ``name`` (see :meth:`_registered`);
+        with ``given``, those stored under that key."""
         out: list[str] = []
-        for item in self._stored_in(scope, name):
-            if item in scope.params:  # a decorator storing what it decorates
+        for e, key, item in self._stored_in(scope, name):
+            if given and key:
+                out += self._keyed_callables(scope, item, key, given, e.span.line)
+            elif given and e.kind == "call":
+                continue  # appended, under no key
+            elif item in scope.params:  # a decorator storing what it decorates
                 out += [q for q in self.decorated_by(scope) if q in self.functions]
             else:
                 out += [f"{scope.module}.{item}", item]
         return out
 
     @staticmethod
-    def _stored_in(scope: FunctionInfo, name: str) -> list[str]:
-        """The names ``scope`` puts in the container ``name``: its display's items, what is
-        stored in it (``name[k] = x``, ``name.append(x)``)."""
+    def _stored_in(scope: FunctionInfo, name: str) -> list[tuple[Event, str, str]]:
+        """(event, key as written or "", name) of what ``scope`` puts in the container ``name``:
+        its display's items, what is stored in it (``name[k] = x``, ``name.append(x)``)."""
         display = re.compile(rf"{re.escape(name)}\s*=[^=]")
-        out: list[str] = []
+        out: list[tuple[Event, str, str]] = []
         for e in scope.events:
-            items = container_items(e.text.split("=", 1)[-1]) \
-                if e.kind == "assign" and display.match(e.text) else [_stored_item(e, name)]
-            out += [x for x in items if x and re.fullmatch(r"[\w.]+", x)]
+            if e.kind == "assign" and display.match(e.text):
+                value = e.text.split("=", 1)[-1]
+                entries = dict_entries(value)
+                stored = [(f'"{k}"', v) for k, v in entries.items()] if entries else \
+                    [("", x) for x in container_items(value)]
+            else:
+                stored = [(_store_key(e, name), _stored_item(e, name))]
+            out += [(e, k, x) for k, x in stored if x and re.fullmatch(r"[\w.]+", x)]
         return out
 
     def decorated_by(self, deco: FunctionInfo) -> list[str]:
@@ -1193,7 +1217,10 @@ class Project:
                             and event.span.within(outer.span):
                         continue  # in `f(a)(g(b))`, `f(a)` and `g(b)` are not the value
                     outer = event if event.func.endswith("()") else None
-                    callee = event.func  # `f(a)(b)` keeps `()`: its value is what f's result returns
+                    # `f(a)(b)` keeps `()`: its value is what f's result returns; a lookup by
+                    # a key (`lookup("sce")`) is its copy for that key
+                    callee = self.copy_for(event.func, event) if event.func in self._keyed \
+                        else event.func
                     for target in event.targets:
                         table.setdefault(target, []).append((event.span.line, callee))
             self._constructed[fn.qualname] = table

@@ -15,7 +15,7 @@ from auditor.static import dataflow as df
 from auditor.static.facts import Event, FunctionInfo, Span
 from auditor.static.project import Project
 from auditor.static.conditions import normalise
-from auditor.static.config_truth import never_runs, set_in_file, switched_on
+from auditor.static.config_truth import never_runs, returns_through, set_in_file, switched_on
 from auditor.static.config_values import LITERAL, values_of
 from auditor.static.values import fixed_size_name, varying_count
 
@@ -226,6 +226,23 @@ loss weights tuned against the summed loss must be revisited.
 """
 
     VALID = [
+        # the sum branch returns only to the call passing "sum", which divides by the count; the
+        # other call leaves the default (the mean), and one hands its own `reduction` on
+        Valid(
+            "import torch.nn.functional as F\n"
+            "def sce(x, y, reduction='mean'):\n"
+            "    per_node = 1 - F.cosine_similarity(x, y)\n"
+            "    if reduction == 'sum':\n"
+            "        return per_node.sum()\n"
+            "    return per_node.mean()\n"
+            "def latent(x, y, reduction='mean'):\n"
+            "    return sce(x, y.detach(), reduction=reduction)\n"
+            "def step(model, g, x, mask):\n"
+            "    recon, pred, target = model(g, x)\n"
+            "    loss = sce(recon[mask], x[mask], 'sum') / mask.numel() + sce(pred[mask], x[mask])\n"
+            "    loss = loss + latent(pred[mask], target[mask])\n"
+            "    loss.backward()\n"
+        ),
         # a gradient smoke test sums the raw output of a (wrapped) model: no target, no error
         Valid(
             "import torch\n"
@@ -551,6 +568,31 @@ loss weights tuned against the summed loss must be revisited.
         }, path="model.py", line=6),
         # the configuration switches the sum branch on for every run: reported at the setting
         Invalid(_configured_reduction("sum"), path="config.py", line=1, message_contains="this setting"),
+        # the sum reaches the backward in the wrapper a decorator factory made, divided only by
+        # the factory's accumulation count (a constant)
+        Invalid(
+            "import torch.nn.functional as F\n"
+            "def accumulate(n):\n"
+            "    def deco(fn):\n"
+            "        def wrapper(*args):\n"
+            "            loss = fn(*args)\n"
+            "            (loss / n).backward()\n"
+            "            return loss\n"
+            "        return wrapper\n"
+            "    return deco\n"
+            "def sce(x, y, reduction='mean'):\n"
+            "    per_node = 1 - F.cosine_similarity(x, y)\n"
+            "    if reduction == 'sum':\n"
+            "        return per_node.sum()\n"
+            "    return per_node.mean()\n"
+            "def step(model, g, x, mask):\n"
+            "    recon = model(g, x)\n"
+            "    return sce(recon[mask], x[mask], 'sum')\n"
+            "def train(model, batches):\n"
+            "    run = accumulate(2)(step)\n"
+            "    for g, x, mask in batches:\n"
+            "        run(model, g, x, mask)\n",
+            line=13, message_contains="reaches the backward at example.py:6"),
     ]
 
     # -- per file: the `reduction=` arguments, for precise positions
@@ -593,6 +635,9 @@ loss weights tuned against the summed loss must be revisited.
             stmt = df.statement_of(fn, call) if call is not None else None
             if call is None or stmt is None:
                 continue
+            if read in fn.params and any(not t.endswith(".__init__")
+                                         for t in df.call_targets(project, fn, call)):
+                continue  # handed on to a project loss (`reduction=reduction`): its sum is judged there
             found = cls._judge(project, fn, stmt, call, what, Span(line, col, end_line, end_col))
             if found:
                 findings.append(found)
@@ -664,7 +709,9 @@ loss weights tuned against the summed loss must be revisited.
             names = stmt.targets
             flow = df.flows_to(project, fn, names, stmt.index, stop=normalised) if names else df.Flow()
         else:
-            flow = df.flows_from(project, fn, call, stop=normalised)
+            # a sum under `if reduction == "sum":` returns only to the calls passing "sum"
+            flow = df.flows_from(project, fn, call, stop=normalised,
+                                 returns_to=lambda *site: returns_through(project, *site))
         if not flow.sinks:
             return None
         selection = _varying_rows(project, fn, stmt, call, flow if constructs else None)

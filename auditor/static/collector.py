@@ -313,6 +313,9 @@ class FactCollector(Visitor):
             varargs=_star_name(node.params.star_arg),
             varkw=_star_name(node.params.star_kwarg),
             kwonly=len(node.params.kwonly_params),
+            defaults={p.name.value: self.ctx.code(p.default)
+                      for p in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params)
+                      if p.default is not None},
         )
         if method:
             cls = self.facts.classes.get(info.class_name)

@@ -5,7 +5,8 @@ runs its body. :func:`decided` answers a test's truth from the constants its ope
 (:func:`auditor.static.config_values.values_of`): True or False when every combination of them
 gives that, with the constant that decided it; None when a value is unknown or they disagree.
 :func:`never_runs` names the enclosing test of an event that no configured run passes;
-:func:`switched_on` the one that every configured run passes.
+:func:`switched_on` the one that every configured run passes. :func:`returns_through` asks the
+same of one call: whether the constants it passes let a callee's event run.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from auditor.static.project import Project
 from auditor.static.texts import loop_iterable
 
 Truth = tuple[bool, Optional[Source]]  # the test's value and a constant that decided it
+Bound = dict[str, list[Value]]  # parameter -> the constants one call passes for it
 
 MAX_COMBINATIONS = 64
 
@@ -96,35 +98,63 @@ def set_in_file(project: Project, fn: FunctionInfo, event: Event) -> Optional[tu
     return None
 
 
-def _truth(project: Project, fn: FunctionInfo, node: ast.expr, line: int) -> Optional[Truth]:
+def returns_through(project: Project, callee: FunctionInfo, event: Event, caller: FunctionInfo,
+                    call: Event) -> bool:
+    """Whether ``event`` of ``callee`` may run when ``callee`` is entered through ``call`` of
+    ``caller``: False when one of its tests reads parameters of ``callee`` and is false for
+    every constant the call passes for them (``if reduction == "sum":`` entered through
+    ``sce(x, y)``, which leaves ``reduction="mean"``, or through ``sce(x, y, "mean")``)."""
+    position = {p: k for k, p in enumerate(callee.positional)}
+    for test in tests_of(event):
+        node = parsed(project, test, event.span.line)
+        names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} if node is not None else set()
+        bound: Bound = {}
+        for name in names & set(callee.params) - {"self", "cls"}:
+            argument = call.argument(name, position.get(name, len(call.args)))
+            if argument:
+                values = values_of(project, caller, argument, call.span.line)
+            elif name in callee.defaults:
+                values = values_of(project, callee, callee.defaults[name], callee.span.line)
+            else:
+                values = []
+            if not values:
+                break  # a value not known here: the test may hold
+            bound[name] = values
+        else:
+            truth = _truth(project, callee, node, event.span.line, bound) if bound and node else None
+            if truth is not None and not truth[0]:
+                return False
+    return True
+
+
+def _truth(project: Project, fn: FunctionInfo, node: ast.expr, line: int,
+           bound: Optional[Bound] = None) -> Optional[Truth]:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        inner = _truth(project, fn, node.operand, line)
+        inner = _truth(project, fn, node.operand, line, bound)
         return None if inner is None else (not inner[0], inner[1])
     if isinstance(node, ast.BoolOp):
-        parts = [_truth(project, fn, v, line) for v in node.values]
+        parts = [_truth(project, fn, v, line, bound) for v in node.values]
         short = isinstance(node.op, ast.Or)  # the value that settles `or` (True) / `and` (False)
         settled = next((p for p in parts if p is not None and p[0] == short), None)
         if settled is not None:
             return settled
         return None if None in parts else (not short, next((p[1] for p in parts if p[1]), None))
     if isinstance(node, ast.Compare) and len(node.ops) == 1:
-        return _compare(project, fn, node, line)
+        outcomes = _outcomes(project, fn, node, line, bound)
+        return _agreed(outcomes) if outcomes else None
     if isinstance(node, ast.Constant):
         return bool(node.value), None
-    found = _operand(project, fn, node, line)
+    found = _operand(project, fn, node, line, bound)
     return _agreed([(bool(v.value), v.source) for v in found]) if found else None
 
 
-def _compare(project: Project, fn: FunctionInfo, node: ast.Compare, line: int) -> Optional[Truth]:
-    outcomes = _outcomes(project, fn, node, line)
-    return _agreed(outcomes) if outcomes else None
-
-
-def _outcomes(project: Project, fn: FunctionInfo, node: ast.Compare, line: int) -> list[tuple[bool, Source]]:
+def _outcomes(project: Project, fn: FunctionInfo, node: ast.Compare, line: int,
+              bound: Optional[Bound] = None) -> list[tuple[bool, Source]]:
     """The comparison's result for each pair of values its operands may hold, with the value
     that is not the literal compared with; none when it cannot be told."""
     op = COMPARE.get(type(node.ops[0]))
-    lefts, rights = _operand(project, fn, node.left, line), _operand(project, fn, node.comparators[0], line)
+    lefts = _operand(project, fn, node.left, line, bound)
+    rights = _operand(project, fn, node.comparators[0], line, bound)
     if op is None or not lefts or not rights or len(lefts) * len(rights) > MAX_COMBINATIONS:
         return []
     out = []
@@ -138,9 +168,12 @@ def _outcomes(project: Project, fn: FunctionInfo, node: ast.Compare, line: int) 
     return out
 
 
-def _operand(project: Project, fn: FunctionInfo, node: ast.expr, line: int) -> list[Value]:
-    """The constants an operand may hold: a literal (tuples and lists of them too) or what the
-    configuration gives it."""
+def _operand(project: Project, fn: FunctionInfo, node: ast.expr, line: int,
+             bound: Optional[Bound] = None) -> list[Value]:
+    """The constants an operand may hold: a literal (tuples and lists of them too), what one
+    call passes for a parameter (``bound``), or what the configuration gives it."""
+    if bound and isinstance(node, ast.Name) and node.id in bound:
+        return bound[node.id]
     if isinstance(node, ast.Constant):
         return [Value(node.value, Source(fn.path, node.lineno, "a literal"))]
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):

@@ -467,10 +467,13 @@ class _Evaluator:
             return self._updated(fn, name, found[0].index, index, out, env, depth)
         if name in fn.params:
             return self._parameter(fn, name, env, depth)
-        outer = self.project.enclosing(fn)  # a closure's free variable: its enclosing function's
-        if outer is not None and outer.name != MODULE_SCOPE and (
-                name in outer.params or definitions(outer, name, len(statements(outer)))):
-            return self._name(outer, name, len(statements(outer)), None, depth)
+        # a closure's free variable: that of the nearest enclosing function binding it (a
+        # decorator factory's parameter read in the wrapper of its decorator)
+        outer = self.project.enclosing(fn)
+        while outer is not None and outer.name != MODULE_SCOPE:
+            if name in outer.params or definitions(outer, name, len(statements(outer))):
+                return self._name(outer, name, len(statements(outer)), None, depth)
+            outer = self.project.enclosing(outer)
         module = self._module_fn(fn)
         if module is not None and module is not fn and definitions(module, name, len(statements(module))):
             return self._name(module, name, len(statements(module)), None, depth)

@@ -573,6 +573,10 @@ def _args_matching(call: Event, pred: Callable[[str], bool]) -> list[tuple[Optio
 # -- forward flow --------------------------------------------------------------------------------
 
 StopFn = Callable[[FunctionInfo, Statement, set[str]], bool]
+# whether a value returned by ``event`` of a function may reach the call ``call`` of a caller
+# (a return under a test that this call's arguments make false does not): (function, event,
+# caller, call) -> bool
+ReturnsFn = Callable[[FunctionInfo, Event, FunctionInfo, Event], bool]
 
 
 @dataclass
@@ -609,13 +613,16 @@ class _Walker:
     context-sensitive: a value that entered a function through one call's arguments returns to
     that call only; a value born inside a function returns to every caller."""
 
-    def __init__(self, project: Project, stop: Optional[StopFn]) -> None:
+    def __init__(self, project: Project, stop: Optional[StopFn],
+                 returns_to: Optional[ReturnsFn] = None) -> None:
         self.project = project
         self.stop = stop
+        self.returns_to = returns_to
+        self.origin: Optional[tuple[FunctionInfo, Event]] = None  # the event flows_from follows
         self.flow = Flow()
         self.todo: list[tuple[FunctionInfo, frozenset[str], int, Optional[Event], Context]] = []
         self.seen: set[tuple] = set()
-        self.returned: set[str] = set()
+        self.returned: set[tuple[str, int]] = set()  # (function, return event) left
         self.budget = MAX_STEPS
 
     def push(self, fn: FunctionInfo, names: Iterable[str], start: int,
@@ -719,7 +726,7 @@ class _Walker:
             self._share(fn, new - live)
             live |= new
             if stmt.kind == "return" and direct:
-                self._out_of(fn, context)
+                self._out_of(fn, context, stmt.head)
 
     def _share(self, fn: FunctionInfo, names: set[str]) -> None:
         """``self.<attr>`` values reach every method of the class."""
@@ -745,17 +752,23 @@ class _Walker:
             params = [_param_for(callee, call, i, k) for i, k in matched]
             self.push(callee, [p for p in params if p], 0, context=context + ((fn, call),))
 
-    def _out_of(self, fn: FunctionInfo, context: Context) -> None:
+    def _out_of(self, fn: FunctionInfo, context: Context, returned: Event) -> None:
         if context:
             caller, call = context[-1]
             stmt = statement_of(caller, call)
             if stmt is not None:
                 self.push(caller, [], stmt.index, inner=call, context=context[:-1])
             return
-        if fn.qualname in self.returned:
+        if (fn.qualname, id(returned)) in self.returned:
             return
-        self.returned.add(fn.qualname)
+        self.returned.add((fn.qualname, id(returned)))
+        born = [returned]  # the events whose tests decide whether the value is returned
+        if self.origin is not None and self.origin[0] is fn:
+            born.append(self.origin[1])
         for caller, call in callers_of(self.project, fn.qualname):
+            if self.returns_to is not None and not all(
+                    self.returns_to(fn, e, caller, call) for e in born):
+                continue
             stmt = statement_of(caller, call)
             if stmt is not None:
                 self.push(caller, [], stmt.index, inner=call)
@@ -770,10 +783,12 @@ def flows_to(project: Project, fn: FunctionInfo, names: Iterable[str], start: in
 
 
 def flows_from(project: Project, fn: FunctionInfo, event: Event,
-               stop: Optional[StopFn] = None) -> Flow:
-    """Where the value of one call expression flows (its statement's targets and beyond)."""
+               stop: Optional[StopFn] = None, returns_to: Optional[ReturnsFn] = None) -> Flow:
+    """Where the value of one call expression flows (its statement's targets and beyond);
+    ``returns_to`` tells which callers a return of it reaches (every one without it)."""
     stmt = statement_of(fn, event)
-    walker = _Walker(project, stop)
+    walker = _Walker(project, stop, returns_to)
+    walker.origin = (fn, event)
     if stmt is not None:
         walker.push(fn, [], stmt.index, inner=event)
     return walker.run()

@@ -96,6 +96,8 @@ class FunctionInfo:
     varargs: str = ""
     varkw: str = ""
     kwonly: int = 0  # how many of ``params``, at its end, are keyword-only
+    # parameter -> its default as written (``reduction="mean"``): what a call that passes none binds
+    defaults: dict[str, str] = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)
     # a framework's loop run by a call on another object (auditor/static/frameworks.py:
     # `trainer.fit(model)` runs the model's fit loop): the parameter of that call whose argument

@@ -323,8 +323,8 @@ class Project:
             if event.kind != "call":
                 continue
             if handed_only and not any(name.startswith("self.") or name in fn.params
-                                       or name in self._loop_targets(fn) for name in
-                                       (event.func.removesuffix("()"), event.receiver) if name):
+                                       or name in self._loop_targets(fn) or self._closed_over(fn, name)
+                                       for name in (event.func.removesuffix("()"), event.receiver) if name):
                 kept = self._resolved.get(id(event))
                 if kept is not None and kept[0] == self._generation - 1:
                     self._resolved[id(event)] = (self._generation, kept[1])  # it cannot change
@@ -340,6 +340,16 @@ class Project:
                     self._pending.setdefault(callee, []).append((fn.qualname, event))
             if complete:
                 self._resolved[id(event)] = (self._generation, list(dict.fromkeys(found)))
+
+    def _closed_over(self, fn: FunctionInfo, name: str) -> bool:
+        """``name`` is a parameter of a function enclosing ``fn`` (``fn(*args)`` in the wrapper
+        of a decorator factory's decorator): what it holds, the callers of that function tell."""
+        outer = self.enclosing(fn) if "." not in name else None
+        while outer is not None:
+            if name in outer.params:
+                return True
+            outer = self.enclosing(outer)
+        return False
 
     def _add_edge(self, caller: str, callee: str, event: Event) -> None:
         self.graph.add_call(caller, callee, event)

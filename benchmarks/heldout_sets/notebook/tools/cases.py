@@ -99,8 +99,8 @@ CASES = [
          entries=[dict(rule="GM104", marks=["    opt.zero_grad()\n    opt.step()"])],
          divergence="grad",
          description="train_step clears the gradients after loss.backward() and before opt.step(): every "
-                     "stage-1 step sees no gradient; AdamW only applies weight decay (to the matrices), the rest "
-                     "of the model stays at its initialisation."),
+                     "stage-1 step sees no gradient (all None) and AdamW skips every parameter: the model stays at "
+                     "its initialisation through pretraining and only the stage-2 head is ever trained."),
     dict(id="c12", slug="finetune_loop_without_zero_grad", kind="bug", file=NB,
          find="for epoch in range(cfg_ft.epochs):\n    opt_ft.zero_grad()\n",
          replace="for epoch in range(cfg_ft.epochs):\n",
@@ -293,7 +293,7 @@ CASES = [
          replace="    with torch.no_grad():\n        mask_nodes = nbutils.sample_mask(train_idx, cfg.mask_rate)\n"
                  "    x_aug = nbutils.jitter(x, cfg.feat_noise)\n    loss, parts = mae_loss(m, g, x_aug, x, mask_nodes)\n"
                  "    loss.backward()\n    opt.step()\n    opt.zero_grad()\n",
-         entries=[dict(rule="GM104", marks=["    opt.step()\n    opt.zero_grad()"])],
+         entries=[dict(rule="GM104", marks=["    opt.zero_grad()\n    return loss"])],
          description="train_step clears the gradients after opt.step() instead of before the forward; the first "
                      "step starts from no gradient, so every step still sees exactly one iteration's gradient."),
     dict(id="c39", slug="finetune_optimizer_over_all_params", kind="benign", file=NB,
@@ -312,4 +312,16 @@ CASES = [
          replace="    loss_hist.append(loss.detach())\n    if (epoch + 1)",
          entries=[dict(rule="GM106", marks=["    loss_hist.append(loss.detach())"])],
          description="The pretraining loop keeps detached loss tensors in loss_hist (no graph attached)."),
+    dict(id="c42", slug="autocast_disabled_instead_of_nullcontext", kind="benign", file=NB,
+         find="amp_ctx = lambda: contextlib.nullcontext() if not cfg.amp else torch.autocast(\"cpu\", dtype=torch.bfloat16)  # noqa: E731\n",
+         replace="amp_ctx = lambda: torch.autocast(\"cpu\", dtype=torch.bfloat16, enabled=cfg.amp)  # noqa: E731\n",
+         entries=[dict(rule="GM301", marks=["@edit"])],
+         description="amp_ctx always enters a CPU bfloat16 autocast context, with enabled=cfg.amp; precision is "
+                     "fp32, so the context is disabled and every op runs in float32 as with nullcontext()."),
+    dict(id="c43", slug="batchnorm_momentum_explicit_default", kind="benign", file=NU,
+         find="    \"batchnorm\": lambda d: nn.BatchNorm1d(d),\n",
+         replace="    \"batchnorm\": lambda d: nn.BatchNorm1d(d, momentum=0.1, track_running_stats=True),\n",
+         entries=[dict(rule="GM202", marks=["@edit"])],
+         description="The batchnorm entry of nbutils.NORMS spells out momentum=0.1 and track_running_stats=True, "
+                     "the defaults."),
 ]

@@ -216,7 +216,7 @@ def live_graphs():
         if k.startswith("__") or isinstance(v, nn.Module) or callable(v):
             continue
         _walk(v, k, tensors)
-    holders, seen, stack = [], set(), []
+    holders, seen, stack, keep = [], set(), [], []  # keep: hold the wrappers so ids are not reused
     for path, t in tensors:
         if t.grad_fn is not None:
             holders.append(path)
@@ -226,6 +226,7 @@ def live_graphs():
         if fn is None or id(fn) in seen:
             continue
         seen.add(id(fn))
+        keep.append(fn)
         for nxt, _ in getattr(fn, "next_functions", ()):
             stack.append(nxt)
     holders = sorted({h.split("[")[0] + ("[..]" if "[" in h else "") for h in holders})

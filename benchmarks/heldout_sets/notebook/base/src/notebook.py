@@ -340,7 +340,7 @@ probe = nn.Linear(emb.shape[1], n_classes)
 opt_probe = torch.optim.Adam(probe.parameters(), lr=0.01)
 probe_gen = torch.Generator().manual_seed(seed + 21)
 for _ in range(probe_epochs):
-    for bidx in train_idx[torch.randperm(train_idx.numel(), generator=probe_gen)].split(256):
+    for bidx in train_idx[torch.randperm(train_idx.numel(), generator=probe_gen)].split(64):
         xb = emb_n[bidx]
         opt_probe.zero_grad()
         F.cross_entropy(probe(xb), labels[bidx]).backward()

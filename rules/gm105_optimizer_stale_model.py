@@ -10,7 +10,7 @@ from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.facts import FunctionInfo, Span
 from auditor.static.project import Project
 from auditor.static.training import (Action, Origin, OptimizerBuild, Training, TrainingLoop,
-                                     is_optimizer_class)
+                                     held_container, is_optimizer_class)
 
 
 
@@ -291,6 +291,32 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
             "            opt.step()\n"
             "        model = copy.deepcopy(model)\n"
         ),
+        # the same cells without the rebuild: the instance built after the optimizer is only
+        # evaluated, through the forward helper the training step also calls
+        Valid(
+            "import torch\nfrom torch import nn\n"
+            "def build():\n"
+            "    return nn.ModuleDict({'enc': nn.Linear(4, 4), 'drop': nn.Dropout(0.1)})\n"
+            "def groups(m, wd):\n"
+            "    decay = [p for n, p in m.named_parameters() if p.ndim > 1]\n"
+            "    rest = [p for n, p in m.named_parameters() if p.ndim <= 1]\n"
+            "    return [{'params': decay, 'weight_decay': wd}, {'params': rest, 'weight_decay': 0.0}]\n"
+            "def fwd(m, x):\n"
+            "    return m['drop'](m['enc'](x))\n"
+            "def step(m, o, x):\n"
+            "    o.zero_grad()\n"
+            "    loss = fwd(m, x).pow(2).mean()\n"
+            "    loss.backward()\n"
+            "    o.step()\n"
+            "@torch.no_grad()\n"
+            "def evaluate(m, x):\n"
+            "    return fwd(m, x).mean()\n"
+            "model = build()\n"
+            "opt = torch.optim.AdamW(groups(model, 0.1))\n"
+            "for i in range(3):\n"
+            "    step(model, opt, torch.randn(2, 4))\n"
+            "other = build()\n"
+            "print(evaluate(other, torch.randn(2, 4)))\n"),
     ]
     INVALID = [
         Invalid(
@@ -425,6 +451,34 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
         # a LightningModule rebuilding its model in `on_train_start`, which Lightning runs after
         # `configure_optimizers` built the optimizer over the first one
         Invalid(_LIT_REBUILD.format(hook="on_train_start"), line=12, message_contains="a new instance made here"),
+        # a notebook's cells: weight-decay groups from a helper, a ModuleDict called by its
+        # entries, the model rebuilt after the optimizer (reported there, line 21)
+        Invalid(
+            "import torch\nfrom torch import nn\n"
+            "def build():\n"
+            "    return nn.ModuleDict({'enc': nn.Linear(4, 4), 'drop': nn.Dropout(0.1)})\n"
+            "def groups(m, wd):\n"
+            "    decay = [p for n, p in m.named_parameters() if p.ndim > 1]\n"
+            "    rest = [p for n, p in m.named_parameters() if p.ndim <= 1]\n"
+            "    return [{'params': decay, 'weight_decay': wd}, {'params': rest, 'weight_decay': 0.0}]\n"
+            "def fwd(m, x):\n"
+            "    return m['drop'](m['enc'](x))\n"
+            "def step(m, o, x):\n"
+            "    o.zero_grad()\n"
+            "    loss = fwd(m, x).pow(2).mean()\n"
+            "    loss.backward()\n"
+            "    o.step()\n"
+            "@torch.no_grad()\n"
+            "def evaluate(m, x):\n"
+            "    return fwd(m, x).mean()\n"
+            "model = build()\n"
+            "opt = torch.optim.AdamW(groups(model, 0.1))\n"
+            "model = build()\n"
+            "for i in range(3):\n"
+            "    step(model, opt, torch.randn(2, 4))\n"
+            "other = build()\n"
+            "print(evaluate(other, torch.randn(2, 4)))\n",
+            line=21, message_contains="new instance"),
     ]
 
     @classmethod
@@ -443,7 +497,7 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
             if o.kind != "new" or not is_optimizer_class(o.cls):
                 return []  # an optimizer we cannot follow: no verdict
             build = builds.get((o.fn, o.index))
-            if build is None or not (build.modules or build.made or build.handed):
+            if build is None or not (build.modules or build.made or build.handed or build.collected):
                 return []
             out.append((build, o))
         return out
@@ -518,7 +572,16 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
         history: a linear probe on detached / no_grad embeddings does not train the encoder."""
         trained: list[Origin] = []
         for back in backs:
-            for sfn, j in t.loss_slice(back.fn, back.index, live=True):
+            found = t.loss_slice(back.fn, back.index, live=True)
+            # the slice's calls into each function: a helper's parameter holds what these
+            # calls pass, not what its other callers do (an evaluation of another instance
+            # through the same forward helper)
+            entries: dict[str, list[tuple[str, int]]] = {}
+            for cfn, k in found:
+                if 0 <= k < len(cfn.events) and cfn.events[k].kind == "call":
+                    for q in t.resolve(cfn, cfn.events[k]):
+                        entries.setdefault(q, []).append((cfn.qualname, k))
+            for sfn, j in found:
                 # calls inside a module are its submodules; those of the training code a module
                 # runs on itself (a LightningModule's `training_step`) are not
                 own = sfn.class_name == back.fn.class_name and sfn.name not in ("forward", "__call__")
@@ -529,8 +592,12 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
                     e = sfn.events[j]
                     # the module called, or the one whose method is called (`self.model.encode`)
                     names = [e.func, *([e.receiver] if own and e.method and e.receiver != "self" else [])]
-                    trained += [o for name in names for o in t.origins(sfn, name, j)
-                                if o.known and (t.is_module_class(o.cls) or o.kind == "copy")
+                    # a module a container module holds (`m["encoder"](g, x)`): part of it
+                    names += held_container(e.func)
+                    sites = entries.get(sfn.qualname) if sfn is not back.fn else None
+                    made = [o for name in names for site in sites for o in t.origins_in(sfn, name, j, site)] \
+                        if sites else [o for name in names for o in t.origins(sfn, name, j)]
+                    trained += [o for o in made if o.known and (t.is_module_class(o.cls) or o.kind == "copy")
                                 and not t.holds_no_parameters(o.cls)]
         return list(dict.fromkeys(trained))
 

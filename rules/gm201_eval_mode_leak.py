@@ -12,7 +12,7 @@ from auditor.findings import Finding, Severity, Status
 from auditor.fix import Fix, Fixer
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.conditions import innermost
-from auditor.static.facts import Event, FunctionInfo
+from auditor.static.facts import MODULE_SCOPE, Event, FunctionInfo
 from auditor.static.paths import (TRAINED, PathSearch, Step, first_trained, forward_use, is_same_or_parent,
                                   training_visitor)
 from auditor.static.project import Project
@@ -67,10 +67,12 @@ def _restores_mode_read_after(step: Step, start: FunctionInfo, index: int) -> bo
 
 
 def _functions_at(project: Project, where: str) -> list[FunctionInfo]:
-    """The functions whose body holds ``path:line`` (a path's call site)."""
+    """The functions whose body holds ``path:line`` (a path's call site); the module's own
+    code (a script's top-level loop, a notebook's cells) when a statement of it is there."""
     path, _, line = where.rpartition(":")
-    return [fn for fn in list(project.functions.values()) if fn.path == path and fn.span is not None
-            and fn.span.line <= int(line) <= fn.span.end_line]
+    return [fn for fn in list(project.functions.values()) if fn.path == path and (
+        fn.span.line <= int(line) <= fn.span.end_line if fn.span is not None
+        else fn.name == MODULE_SCOPE and any(e.span.line == int(line) for e in fn.events))]
 
 
 def _short(fn: FunctionInfo) -> str:
@@ -1093,6 +1095,25 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
         # eval) leaks into the next epochs
         Invalid(_overridden_hook(""), path="trainer.py", line=11,
                 message_contains="without calling `super().on_epoch_start()`"),
+        # a notebook's cells: `model.train()` once before the epoch loop of the module's own
+        # code, the evaluation helper run inside it
+        Invalid(
+            "import torch\nfrom torch import nn\n"
+            "model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.1))\n"
+            "opt = torch.optim.Adam(model.parameters())\n"
+            "@torch.no_grad()\n"
+            "def evaluate(m, x):\n"
+            "    m.eval()\n"
+            "    return m(x).mean()\n"
+            "model.train()\n"
+            "for epoch in range(10):\n"
+            "    loss = model(torch.randn(2, 4)).pow(2).mean()\n"
+            "    opt.zero_grad()\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+            "    if epoch % 5 == 0:\n"
+            "        print(evaluate(model, torch.randn(2, 4)))\n",
+            line=9, message_contains="runs once, before the loop"),
     ]
 
     @classmethod
@@ -1202,12 +1223,9 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
         """The ``.train()`` of the evaluated model that a function the leak returns through
         calls once, outside the loop whose call site the leak came back through: the mode is
         set before the loop and never again (``model.train()`` hoisted out of the epoch loop)."""
-        project = training.project
         for where in trail:
-            path, _, line = where.rpartition(":")
-            for fn in list(project.functions.values()):
-                if fn.path != path or fn.span is None or not fn.span.line <= int(line) <= fn.span.end_line:
-                    continue
+            line = where.rpartition(":")[2]
+            for fn in _functions_at(training.project, where):
                 site = next((j for j, e in enumerate(fn.events) if e.kind == "call"
                              and e.span.line == int(line) and e.loop_ids), None)
                 if site is None:

@@ -350,6 +350,12 @@ confirm.
         }),
         # every part named as the configuration's weights are
         Valid({"losses.py": _PARTS_BY_NAME.format(part="mse"), "cfg.yaml": "weights:\n  mse: 1.0\n  sce: 1.0\n"}),
+        # a running average of the loss, updated from itself (a logged number, not a term)
+        Valid(
+            "running = {'loss_ema': 0.0}\n"
+            "def log_step(loss):\n"
+            "    running['loss_ema'] = 0.9 * running['loss_ema'] + 0.1 * loss.item()\n"
+        ),
     ]
     INVALID = [
         Invalid("LOSS_WEIGHTS = {'coord': 1.0, 'tangent': 0.5, 'normal': 0.0}\n", line=1, column=57),
@@ -561,6 +567,10 @@ confirm.
                 # divergence, `-1.0 * log_likelihood`) it is the formula's sign, and a factor of
                 # -1 is a negation (`-1.0 * ll` is `-ll`: a log-likelihood turned into a loss)
                 if isinstance(term, cst.Name) and term.value in self.penalties[-1]:
+                    continue
+                # a number times a number, or the value being updated from itself (a running
+                # average: `ema = 0.9 * ema + 0.1 * loss.item()`): state, not a weighted term
+                if _number(term) is not None or self.ctx.code(weight, 60) in self.target.split(" "):
                     continue
                 reported = number is not None and (
                     number == 0 and self._lossy(term)

@@ -46,6 +46,10 @@ def filters_keys(text: str) -> bool:
     return found is not None and not _PICKED_THEN_WHOLE.search(text, found.end()) \
         and not _REBASED.search(text)
 BY_REFERENCE = re.compile(r"^\s*([\w.]+)\s*=\s*([\w.]+)\.state_dict\(\)\s*$")
+# a live state dict as a value: `model.state_dict()`
+LIVE_STATE = re.compile(r"\s*[\w.]+\.state_dict\(\)\s*")
+# an entry of a container read by a literal key: `best["state"]`, `best.get("state")`
+_ENTRY = re.compile(r"""([\w.]+)(?:\[\s*(['"])(\w+)\2\s*\]|\.get\(\s*(['"])(\w+)\4\s*(?:,[^()]*)?\))""")
 # identifiers a gate tests: args.pretrained, cfg["init_from"], config.get("resume")
 GATE_NAME = re.compile(
     r"\b(?:args|opt|opts|cfg|config|conf|hparams|params|flags|options|settings)\s*"
@@ -227,6 +231,33 @@ def _keys_checked(project: Project, fn: FunctionInfo, event: Event) -> bool:
     names = [t for t in event.targets if re.fullmatch(r"\w+", t)]
     return any(re.match(rf"\s*(assert|if|elif|raise)\b.*\b{re.escape(n)}\b", e.text)
                for n in names for e in fn.events if e.span.line > event.span.line)
+
+
+def _kept_in_entry(fn: FunctionInfo, arg: str, before: int) -> list[Event]:
+    """Events before line ``before`` that store a live ``state_dict()`` in the entry ``arg``
+    reads (``best["state"] = model.state_dict()``, ``best.update(state=model.state_dict())``,
+    ``best = {"state": model.state_dict()}``)."""
+    entry = _ENTRY.fullmatch(arg.strip())
+    if entry is None:
+        return []
+    base, key = entry.group(1), entry.group(3) or entry.group(5)
+    out = []
+    for e in fn.events:
+        if e.span.line >= before:
+            continue
+        if e.kind == "call" and e.receiver == base and e.method == "update":
+            values = [e.kwargs.get(key, "")] + [dict_entries(a).get(key, "") for a in e.args[:1]]
+        elif e.kind == "assign" and base in e.targets:
+            values = [dict_entries(e.text.split("=", 1)[1]).get(key, "")] if e.targets == [base] else []
+            out = []  # rebound (`state = torch.load(...)`): what was kept before is gone
+        elif e.kind == "assign" and re.fullmatch(rf"{re.escape(base)}\[\s*(['\"]){key}\1\s*\]\s*=[^=].*",
+                                                 e.text.split("\n", 1)[0].strip()):
+            values = [e.text.split("=", 1)[1]]
+        else:
+            continue
+        if any(LIVE_STATE.fullmatch(v) for v in values if v):
+            out.append(e)
+    return out
 
 
 def _derived_names(fn: FunctionInfo, name: str, before: int) -> list[Event]:
@@ -727,7 +758,7 @@ checkpoint off changes what the run starts from; both change results on purpose.
             "    loss.backward()\n"
             "    best = model.state_dict()\n"
             "model.load_state_dict(best)\n",
-            line=6, message_contains="reference",
+            line=5, message_contains="reference",
         ),
         # auto-resume: whatever checkpoint a previous run left behind
         Invalid(
@@ -873,6 +904,19 @@ checkpoint off changes what the run starts from; both change results on purpose.
         # `self.model` the trainer's base sets) loaded into the model's encoder: no key matches
         Invalid(_section_checkpoint("encoder.load_state_dict(state['model'], strict=False)"),
                 path="probe.py", line=8, message_contains="whole model it is part of (saved at trainer.py:5)"),
+        # the best state kept in a dict's entry, by reference, then restored after the loop
+        Invalid(
+            "best = {'loss': 1e9, 'state': None}\n"
+            "for g in loader:\n"
+            "    loss = model(g)\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+            "    if loss.item() < best['loss']:\n"
+            "        best.update(loss=loss.item(),\n"
+            "                    state=model.state_dict())\n"
+            "model.load_state_dict(best['state'])\n",
+            line=8, message_contains="loaded back at example.py:9",
+        ),
     ]
 
     # -- static ------------------------------------------------------------------------------------
@@ -898,18 +942,26 @@ checkpoint off changes what the run starts from; both change results on purpose.
 
         by_ref = next((e for e in origins if BY_REFERENCE.match(e.text)
                        and not updates and cls._trained_between(project, fn, e, event)), None)
+        if by_ref is None and arg:  # kept in a container's entry (`best["state"]`)
+            by_ref = next((e for e in _kept_in_entry(fn, arg, event.span.line)
+                           if cls._trained_between(project, fn, e, event)), None)
         if by_ref is None and arg.startswith("self.") and fn.class_name:
             # kept on the instance by one method, loaded back by another
             by_ref = next((e for q, f in project.functions.items()
                            if q.startswith(fn.class_name + ".") and f is not fn for e in f.events
                            if arg in e.targets and BY_REFERENCE.match(e.text)), None)
         if by_ref is not None:
+            # reported where the reference is kept: that is where the copy goes
+            owner = next((f for q, f in project.functions.items() if f.path == fn.path
+                          and by_ref in f.events), fn)
+            taken = next((e for e in owner.events if e.kind == "call" and e.method == "state_dict"
+                          and by_ref.span.line <= e.span.line <= by_ref.span.end_line), by_ref)
             return cls.make_finding(
-                fn.path, event.span,
-                f"`{arg}` is a reference to the live parameters (`{by_ref.text.strip()}` at "
-                f"{fn.path}:{by_ref.span.line}): loading it back restores the current weights, "
-                "not the ones saved then",
-                fix=f"keep a copy: `{arg} = copy.deepcopy({target}.state_dict())`",
+                owner.path, taken.span,
+                f"`{taken.receiver + '.state_dict()' if taken is not by_ref else arg}` keeps a reference to the "
+                f"live parameters, and `{arg}` is loaded back at {fn.path}:{event.span.line}: that "
+                "restores the current weights, not the ones kept then",
+                fix=f"keep a copy: `copy.deepcopy({target}.state_dict())`",
             )
 
         # the argument, not the call's text; both are shortened when long: the call that is

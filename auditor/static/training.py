@@ -241,6 +241,16 @@ def _maximal(names: list[str]) -> list[str]:
     return [n for n in names if not any(o != n and o.startswith(n + ".") for o in names)]
 
 
+_HELD = re.compile(r"([\w.]+)\[[^\[\]]+\]")
+
+
+def held_container(func: str) -> list[str]:
+    """The container a called entry is read from (``m`` of ``m["encoder"]``, ``self.layers``
+    of ``self.layers[i]``): a module a container module holds is part of that module."""
+    held = _HELD.fullmatch(func)
+    return [held.group(1)] if held else []
+
+
 @dataclass(frozen=True)
 class Origin:
     """Where an object was made. ``kind``: new (a constructor or factory), copy (deepcopy),
@@ -593,12 +603,13 @@ class Training:
         return out
 
     def module_call(self, fn: FunctionInfo, i: int) -> bool:
-        """The call at ``i`` runs a module's parameters (its forward, or a method of it)."""
+        """The call at ``i`` runs a module's parameters (its forward, or a method of it, or an
+        entry of a container module: ``m["encoder"](g, x)``)."""
         event = fn.events[i]
         if event.kind != "call" or "(" in event.func:
             return False
         chain = event.func
-        candidates = [chain]
+        candidates = [chain, *held_container(chain)]
         if event.receiver and event.method:
             candidates.append(event.receiver)
         for cand in candidates:

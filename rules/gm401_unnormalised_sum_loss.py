@@ -17,6 +17,7 @@ from auditor.static.project import Project
 from auditor.static.conditions import normalise
 from auditor.static.config_truth import never_runs, returns_through, set_in_file, switched_on
 from auditor.static.config_values import LITERAL, values_of
+from auditor.static.training import Training
 from auditor.static.values import fixed_size_name, varying_count
 
 # a division whose divisor is not a bare number: `/ n`, `/ mask.sum()`, `.div(len(x))`, `/=`
@@ -110,6 +111,9 @@ def _varying_rows(project: Project, fn: FunctionInfo, stmt: df.Statement, call: 
                     return found
     return None
 
+
+# calls that build a configuration object: a `reduction=` given to them is a setting, not a loss's
+CONFIG_OBJECTS = ("dict", "types.SimpleNamespace", "argparse.Namespace", "collections.namedtuple")
 
 # a training loop calling a criterion `crit` on the masked rows (the examples below)
 _CRIT_LOOP = (
@@ -593,6 +597,20 @@ loss weights tuned against the summed loss must be revisited.
             "    for g, x, mask in batches:\n"
             "        run(model, g, x, mask)\n",
             line=13, message_contains="reaches the backward at example.py:6"),
+        # a notebook's parameters cell sets the reduction, a dataclass carries it to the loss:
+        # reported at the setting, once (the dataclass's own `reduction=` is no loss)
+        Invalid(
+            "import dataclasses\nimport torch.nn.functional as F\n"
+            "reduction = 'sum'\n"
+            "@dataclasses.dataclass\n"
+            "class Config:\n"
+            "    reduction: str = 'mean'\n"
+            "cfg = Config(reduction=reduction)\n"
+            "def step(model, g, x, mask):\n"
+            "    recon = model(g, x)\n"
+            "    loss = F.mse_loss(recon[mask], x[mask], reduction=cfg.reduction)\n"
+            "    loss.backward()\n",
+            line=3, message_contains="this setting"),
     ]
 
     # -- per file: the `reduction=` arguments, for precise positions
@@ -617,6 +635,7 @@ loss weights tuned against the summed loss must be revisited.
         findings: list[Finding] = []
         # a literal `reduction='sum'` passed down to a loss's parameter is judged where it is written
         literal = {(facts.path, fact[0]) for facts, fact in project.rule_facts(cls.code) if not fact[5]}
+        training = Training.of(project)
         for facts, (line, col, end_line, end_col, text, read) in project.rule_facts(cls.code):
             fn = df.function_of(project, facts.path, line)
             if fn is None:
@@ -638,7 +657,12 @@ loss weights tuned against the summed loss must be revisited.
             if read in fn.params and any(not t.endswith(".__init__")
                                          for t in df.call_targets(project, fn, call)):
                 continue  # handed on to a project loss (`reduction=reduction`): its sum is judged there
+            mine = [c for c in df.constructed_class(project, call) if c in project.classes]
+            if call.func in CONFIG_OBJECTS or mine and not any(training.is_module_class(c) for c in mine):
+                continue  # a configuration object holding the setting (a dataclass), not a loss
             found = cls._judge(project, fn, stmt, call, what, Span(line, col, end_line, end_col))
+            if found and read:
+                found = cls._at_read_setting(found, stmt, summed)
             if found:
                 findings.append(found)
         for fn in list(project.functions.values()):
@@ -652,6 +676,22 @@ loss weights tuned against the summed loss must be revisited.
                     if found:
                         findings.append(cls._at_setting(project, fn, call, found))
         return findings
+
+    @staticmethod
+    def _at_read_setting(found: Finding, stmt: df.Statement, summed: list) -> Finding:
+        """A ``reduction=`` read whose "sum" every run gets from one setting written elsewhere
+        (a configuration file, a parameters cell, an option's default): the setting is what
+        to change, and every loss reading it is reported there once."""
+        sources = {(v.source.path, v.source.line) for v in summed}
+        source = summed[0].source
+        if len(sources) != 1 or source.path == found.path and \
+                stmt.head.span.line <= source.line <= stmt.head.span.end_line:
+            return found
+        return dataclasses.replace(
+            found, path=source.path, line=source.line, column=1, end_line=source.line, end_column=1,
+            message=f"this setting gives a loss 'sum' as its reduction ({source.what}): at "
+                    f"{found.path}:{found.line}, {found.message}",
+            fix="set it to 'mean', or divide the summed loss by the number of reconstructed nodes")
 
     @staticmethod
     def _at_setting(project: Project, fn: FunctionInfo, call: Event, found: Finding) -> Finding:

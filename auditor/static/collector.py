@@ -390,6 +390,10 @@ class FactCollector(Visitor):
 
     # -- statements ------------------------------------------------------------------------------
     def _enter_statement(self, node: AssignLike, targets: list[str]) -> None:
+        if self.classes and len(self.functions) == self.class_depths[-1]:
+            # a class body binds the class's attributes, not names of the enclosing scope: a
+            # dataclass field `reduction: str = "mean"` is `Config.reduction`
+            targets = [f"{self.classes[-1]}.{t}" for t in targets]
         self.statement = (targets, self.ctx.code(node))  # sliced from the source: cheap
         value = node.value
         if value is not None:

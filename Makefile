@@ -53,6 +53,7 @@ validate-floor: venv
 	$(PY) -m benchmarks.validation --mode static --floor --heldout inherit
 	$(PY) -m benchmarks.validation --mode static --floor --heldout stream
 	$(PY) -m benchmarks.validation --mode static --floor --heldout events
+	$(PY) -m benchmarks.validation --mode static --floor --heldout notebook
 
 bench: venv
 	$(PY) benchmarks/static_bench.py

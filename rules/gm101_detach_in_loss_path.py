@@ -40,6 +40,9 @@ def _under_no_grad(context: Iterable[str]) -> Optional[str]:
 _DATA_ATTRIBUTE = re.compile(r"\.data\b(?<!dgl\.data)(?<!utils\.data)(?<!geometric\.data)(?!set|loader)")
 
 
+# what a tensor is asked for that is no tensor: `p.data.size()` cuts nothing that flows on
+SHAPE_QUERIES = ("size", "shape", "numel", "nelement", "dim", "ndim", "dtype", "device", "is_cuda")
+
 class DetachInLossPath(Rule):
     code = "GM101"
     name = "detach-in-loss-path"
@@ -563,6 +566,21 @@ review that the value was not meant to be a frozen target.
             "        g_loss.backward()\n"
             "        opt_g.step()\n"
         ),
+        # a parameter copied as a new leaf that gets its own gradient; a shape read off `.data`
+        Valid(
+            "import torch\n"
+            "def step(model, emb, g, opt):\n"
+            "    x = torch.clone(emb.weight).detach()\n"
+            "    x.requires_grad = True\n"
+            "    loss = model(g, x).sum()\n"
+            "    n = 0\n"
+            "    for p in model.parameters():\n"
+            "        n += p.data.numel()\n"
+            "    loss = loss / n\n"
+            "    opt.zero_grad()\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+        ),
     ]
     INVALID = [
         # the GraphMAE bug: the encoder's embedding detached before the decoder
@@ -703,6 +721,26 @@ review that the value was not meant to be a frozen target.
             "        opt.step()\n",
             line=3,
         ),
+        # a parameter a factory registers on a container module, read through `.data`: the
+        # mask token never gets a gradient
+        Invalid(
+            "import torch\nfrom torch import nn\n"
+            "def build():\n"
+            "    m = nn.ModuleDict({'enc': nn.Linear(4, 4)})\n"
+            "    m.register_parameter('mask_token', nn.Parameter(torch.zeros(1, 4)))\n"
+            "    return m\n"
+            "def mask_input(m, x, mask):\n"
+            "    x_in = x.clone()\n"
+            "    x_in[mask] += m.mask_token.data\n"
+            "    return x_in\n"
+            "model = build()\n"
+            "opt = torch.optim.Adam(model.parameters())\n"
+            "for x, mask in batches:\n"
+            "    loss = model['enc'](mask_input(model, x, mask))[mask].pow(2).mean()\n"
+            "    opt.zero_grad()\n"
+            "    loss.backward()\n"
+            "    opt.step()\n",
+            line=9, message_contains="mask_token"),
     ]
 
     # -- per file: `.data` reads (writes such as `p.data.mul_()` and `p.data = ...` are skipped)
@@ -712,9 +750,13 @@ review that the value was not meant to be a frozen target.
         # them: their position is taken when it does (the position of a node not yet reached
         # costs a whole-file position pass)
         self._writes: set[cst.Attribute] = set()
+        self._queried: set[cst.Attribute] = set()  # `.data` nodes only asked for their shape
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        if node.attr.value != "data" or self.ctx.in_import:
+        if node.attr.value in SHAPE_QUERIES and isinstance(node.value, cst.Attribute):
+            self._queried.add(node.value)  # `p.data.size()`: a shape, no tensor flows on
+            return
+        if node.attr.value != "data" or self.ctx.in_import or node in self._queried:
             return
         if node in self._writes:
             span = self.ctx.span(node)
@@ -783,7 +825,7 @@ review that the value was not meant to be a frozen target.
             if fn is not None and fn.class_name and df.is_autograd_function(project, fn.class_name):
                 continue
             stmt = df.statement_at(fn, line) if fn is not None else None
-            if fn is None or stmt is None or stmt.kind not in ("assign", "return"):
+            if fn is None or stmt is None or stmt.kind not in ("assign", "augassign", "return"):
                 continue
             found = cls._judge(project, fn, stmt, None, f"`{receiver}.data`",
                                Span(line, col, end_line, end_col), receiver=receiver)
@@ -808,7 +850,7 @@ review that the value was not meant to be a frozen target.
             origin = next((df.Origin(fn, c, df.callee_text(c) + "(...)") for c in inner
                            if df.is_module_output(project, fn, c)), None)
             if origin is None:
-                names = [u for u in stmt.uses if df.mentions(receiver, u)]
+                names = [receiver] + [u for u in stmt.uses if df.mentions(receiver, u) and u != receiver]
                 origin = df.derives_from_module(project, fn, names, stmt.index)
         if origin is None:
             return None
@@ -816,6 +858,8 @@ review that the value was not meant to be a frozen target.
         cut = receiver or (call.receiver if call is not None else "")
         if cut and _carries_no_gradient(t, fn, stmt, cut):
             return None  # an integer target, an argmax: nothing to cut
+        if _made_a_leaf(fn, stmt):
+            return None  # `x = w.detach(); x.requires_grad = True`: a new leaf with its own gradient
         # 2. it must flow into a backpropagated loss, as the prediction (not as a target)
         if call is not None:
             flow = df.flows_from(project, fn, call)
@@ -889,6 +933,19 @@ def _carries_no_gradient(t: Training, fn: FunctionInfo, stmt: df.Statement, cut:
         return True
     index = fn.position(stmt.head)
     return re.fullmatch(r"\w+", cut) is not None and kind_at(t, fn, cut, index) == NUMBER
+
+
+def _made_a_leaf(fn: FunctionInfo, stmt: df.Statement) -> bool:
+    """What the statement assigns is made to require gradients afterwards in ``fn``
+    (``x.requires_grad = True``, ``x.requires_grad_()``): the cut starts a new leaf on purpose
+    (a copy whose gradient is read by hand, an adversarial input)."""
+    if stmt.kind != "assign" or len(stmt.targets) != 1:
+        return False
+    name = stmt.targets[0]
+    return any(e.span.line > stmt.head.span.line and (
+        e.kind == "assign" and e.targets == [f"{name}.requires_grad"] and e.text.rstrip().endswith("True")
+        or e.kind == "call" and e.receiver == name and e.method == "requires_grad_"
+        and e.args[:1] in ([], ["True"])) for e in fn.events)
 
 
 _LAST_METHOD = re.compile(r"\.(\w+)\((?:[^()]|\([^()]*\))*\)$")

@@ -7,6 +7,7 @@ from typing import Any, Iterable, Optional
 
 from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
+from auditor.static import dataflow as df
 from auditor.static.facts import Span
 from auditor.static.project import Project
 from auditor.static.training import UNTRAINED_NAME, Training
@@ -516,6 +517,26 @@ parameters only).
             "        opt.step()\n",
             line=22,
         ),
+        # a no_grad helper that only writes the mask token (a parameter a factory registered)
+        # into the input: the token never trains
+        Invalid(
+            "import torch\nfrom torch import nn\n"
+            "def build():\n"
+            "    m = nn.ModuleDict({'enc': nn.Linear(4, 4)})\n"
+            "    m.register_parameter('mask_token', nn.Parameter(torch.zeros(1, 4)))\n"
+            "    return m\n"
+            "@torch.no_grad()\ndef mask_input(m, x, mask):\n"
+            "    x_in = x.clone()\n"
+            "    x_in[mask] += m.mask_token\n"
+            "    return x_in\n"
+            "model = build()\n"
+            "opt = torch.optim.Adam(model.parameters())\n"
+            "for x, mask in batches:\n"
+            "    loss = model['enc'](mask_input(model, x, mask))[mask].pow(2).mean()\n"
+            "    opt.zero_grad()\n"
+            "    loss.backward()\n"
+            "    opt.step()\n",
+            line=7, message_contains="mask_input"),
     ]
 
     @classmethod
@@ -542,8 +563,10 @@ parameters only).
             for sfn, j in t.loss_slice(fn, i):
                 if j < 0:
                     k = t.grad_off_decorator(sfn)
+                    # it runs a module, or reads a module's parameter (`x + m.mask_token`)
                     if k is None or not any(
                             t.module_call(sfn, m) and not UNTRAINED_NAME.search(e.func)
+                            or any(df.is_parameter(project, sfn, u) for u in e.uses)
                             for m, e in enumerate(sfn.events)):
                         continue
                     span = t.decorator_span(sfn, k)

@@ -61,9 +61,15 @@ def _freezes(project: Project, fn: FunctionInfo) -> Iterator[tuple[int, str, boo
                 yield i, _through_loop(fn, i, e.targets[0].rsplit(".", 1)[0]), not flag[0], \
                     _read(text, flag[1])
         elif e.kind == "call" and e.func in PARAMETER_CLASSES and \
-                e.kwargs.get("requires_grad") == "False" and len(e.targets) == 1 and \
-                _fresh(fn, i):
-            yield i, e.targets[0], True, ""
+                e.kwargs.get("requires_grad") == "False" and _fresh(fn, i):
+            # bound to a name, or registered on a module by name
+            # (`m.register_parameter("mask_token", nn.Parameter(..., requires_grad=False))`)
+            registered = next((f"{x.receiver}.{x.args[0][1:-1]}" for x in fn.events[:i]
+                               if x.kind == "call" and x.method == "register_parameter" and x.receiver
+                               and len(x.args) == 2 and re.fullmatch(r"""(['"])\w+\1""", x.args[0])
+                               and e.span.within(x.span)), "")
+            if len(e.targets) == 1 or registered:
+                yield i, e.targets[0] if len(e.targets) == 1 else registered, True, ""
 
 
 # a tensor made to be learned from: a frozen Parameter built from one is a placeholder left
@@ -480,12 +486,31 @@ No automatic fix: whether the freeze is intended is the author's decision.
                                       "        self.encoder.requires_grad_(False)\n")
                 .replace("    if cfg['pretrain']:\n        model.encoder.requires_grad_(False)\n", ""),
                 line=9, message_contains="keeps its random initialisation"),
+        # the mask token registered frozen by the factory; the optimizer takes every parameter
+        Invalid(
+            "import torch\nfrom torch import nn\n"
+            "def build():\n"
+            "    m = nn.ModuleDict({'enc': nn.Linear(4, 4)})\n"
+            "    m.register_parameter('mask_token', nn.Parameter(torch.zeros(1, 4), requires_grad=False))\n"
+            "    return m\n"
+            "def mask_input(m, x, mask):\n"
+            "    x_in = x.clone()\n"
+            "    x_in[mask] += m.mask_token\n"
+            "    return x_in\n"
+            "model = build()\n"
+            "opt = torch.optim.Adam(model.parameters())\n"
+            "for x, mask in batches:\n"
+            "    loss = model['enc'](mask_input(model, x, mask))[mask].pow(2).mean()\n"
+            "    opt.zero_grad()\n"
+            "    loss.backward()\n"
+            "    opt.step()\n",
+            line=5, message_contains="mask_token"),
     ]
 
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
         t = Training.of(project)
-        every = [b for b in t.optimizers() if b.modules or b.made or b.handed]
+        every = [b for b in t.optimizers() if b.modules or b.made or b.handed or b.collected]
         builds = [b for b in every if not b.filtered]
         subsets = [b for b in every if b.filtered]
         if not every:
@@ -633,8 +658,10 @@ No automatic fix: whether the freeze is intended is the author's decision.
             frozen = [o for o in t.origins(fn, re.sub(r"\[.*$", "", root), i) if o.known]
             if m_path == "" and any(_same_make(f, g) for f in frozen for g in given):
                 return True
-        # `make_optimizer(model.parameters())`: the modules the helper's callers hand it
+        # `make_optimizer(model.parameters())`: the modules the helper's callers hand it; the
+        # modules whose parameters a helper collected into groups (`param_groups(model, wd)`)
         given = [o for o in t.handed_origins(build) if o.known]
+        given += [o for where, module, k in build.collected for o in t.origins(where, module, k) if o.known]
         if given and root == "self" and fn.class_name:
             return any(t.contains_class(o.cls, fn.class_name) for o in given) \
                 and not re.search(r"copy", cls._made_by(t, fn, chain))

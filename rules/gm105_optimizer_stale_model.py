@@ -7,10 +7,11 @@ from typing import Any, Iterable, Optional
 
 from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
+from auditor.static.dataflow import held_container
 from auditor.static.facts import FunctionInfo, Span
 from auditor.static.project import Project
 from auditor.static.training import (Action, Origin, OptimizerBuild, Training, TrainingLoop,
-                                     held_container, is_optimizer_class)
+                                     is_optimizer_class)
 
 
 

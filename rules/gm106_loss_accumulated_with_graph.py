@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Iterable, Optional
 
 from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
-from auditor.static.facts import FunctionInfo
+from auditor.static.facts import MODULE_SCOPE, FunctionInfo
 from auditor.static.paths import bindings
 from auditor.static.project import Project
 from auditor.static.texts import dict_entries, entries_read, entry, top_level_items
@@ -100,6 +101,22 @@ _METRICS_STEP = (
     "    return model, metrics\n"
 )
 
+
+
+def _outlives_call(project: Project, fn: FunctionInfo, acc: str) -> bool:
+    """``acc`` outlives a call of ``fn``: an attribute of its instance, or module-level state
+    that ``fn`` updates without binding the name for itself (``running["loss_ema"] = ...``,
+    ``history.append(loss)``, a ``global`` total's ``+=``)."""
+    if acc.startswith("self."):
+        return True
+    root = re.split(r"[.\[]", acc, maxsplit=1)[0]
+    if root in fn.params or fn.name == MODULE_SCOPE:
+        return False
+    module = project.function(f"{fn.module}.{MODULE_SCOPE}")
+    if module is None or not any(root in e.targets for e in module.events if e.kind == "assign"):
+        return False
+    return not any(e.kind == "assign" and e.targets == [root] and not e.text.startswith((root + "[", root + "."))
+                   for e in fn.events)
 
 class LossAccumulatedWithGraph(Rule):
     code = "GM106"
@@ -307,6 +324,19 @@ automatically because a tensor total may be used later on purpose.
                 "        sizes.append(metrics[\"nodes\"])\n"
             ),
         }),
+        # the same helper kept numbers: `.item()`
+        Valid(
+            "running = {'loss_ema': 0.0}\n"
+            "def log_step(loss):\n"
+            "    running['loss_ema'] = 0.9 * running['loss_ema'] + 0.1 * loss.item()\n"
+            "def train(model, opt, batches):\n"
+            "    for g, x in batches:\n"
+            "        loss = model(g, x)\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+            "        log_step(loss)\n"
+        ),
     ]
     INVALID = [
         Invalid(
@@ -432,6 +462,19 @@ automatically because a tensor total may be used later on purpose.
                 "            self.opt.step()\n"
             ),
         }, path="mixins.py", line=5),
+        # a logging helper the loop hands the loss keeps a running average in module-level state
+        Invalid(
+            "running = {'loss_ema': 0.0}\n"
+            "def log_step(loss):\n"
+            "    running['loss_ema'] = 0.9 * running['loss_ema'] + 0.1 * loss\n"
+            "def train(model, opt, batches):\n"
+            "    for g, x in batches:\n"
+            "        loss = model(g, x)\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+            "        log_step(loss)\n",
+            line=3, message_contains="running"),
     ]
 
     preview_kind = "tensors other than the loss kept across steps"
@@ -519,7 +562,7 @@ automatically because a tensor total may be used later on purpose.
                 handed = {param for param, arg in bindings(e, callee) if arg in graph}
                 out += [(callee, i, acc, value) for i, acc, value
                         in cls._adds(t, callee, range(len(callee.events)), handed)
-                        if acc.startswith("self.")]
+                        if _outlives_call(t.project, callee, acc)]
         return out
 
     @classmethod
@@ -552,7 +595,10 @@ automatically because a tensor total may be used later on purpose.
                 continue
             if t.grad_off(fn, i) is not None:
                 continue  # `with torch.no_grad(): total += loss` records no graph
-            if e.kind != "call" and not holds_graph(t, fn, acc, i + 1):
+            # an entry assigned from itself (`running["ema"] = 0.9 * running["ema"] + 0.1 * loss`)
+            # holds what is assigned: the values decide, not the container
+            entry_update = e.kind == "assign" and e.text.startswith(acc + "[")
+            if e.kind != "call" and not entry_update and not holds_graph(t, fn, acc, i + 1):
                 continue  # what it adds is a number: `acc += accuracy(scores, labels)`
             for value in values:
                 if value in graph and not detached_text(e.text, value) \

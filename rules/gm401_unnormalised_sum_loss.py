@@ -77,10 +77,16 @@ def _constant_divisors(project: Project, fn: FunctionInfo, stmt: df.Statement) -
     return out
 
 
+_LAMBDA = re.compile(r"\blambda\s*([^:]*):")
+
+
 def _lambda_bound(fn: FunctionInfo, stmt: df.Statement, call: Event) -> bool:
-    """The call sums names the statement binds itself (a lambda's parameters): neither ``fn``'s
-    parameters nor assigned in ``fn``."""
+    """The call sums names the statement binds itself (a lambda's parameters): its arguments,
+    or for ``(a - b).pow(2).sum()`` the names it reads, neither ``fn``'s parameters nor
+    assigned in ``fn``."""
     names = [a for a in call.args if re.fullmatch(r"[A-Za-z_]\w*", a)]
+    if not names and _LAMBDA.search(stmt.text):
+        names = [u for u in call.uses if re.fullmatch(r"[A-Za-z_]\w*", u)]
     return bool(names) and not any(a in fn.params or df.definitions(fn, a, stmt.index)
                                    for a in names)
 
@@ -362,6 +368,17 @@ loss weights tuned against the summed loss must be revisited.
         Valid(_PARTIAL_LOSS.replace("x[mask])\n", "x[mask]) / mask.sum()\n")),
         # the sum branch no configured run takes (every caller passes 'mean')
         Valid(_configured_reduction("mean")),
+        # the sum branch of a conditional expression that no call takes (the default is the mean)
+        Valid(
+            "import torch.nn.functional as F\n"
+            "def sce(x, y, reduction='mean'):\n"
+            "    loss = 1 - F.cosine_similarity(x, y)\n"
+            "    return loss.mean() if reduction == 'mean' else loss.sum()\n"
+            "def step(model, g, x, mask):\n"
+            "    recon = model(g, x)\n"
+            "    loss = sce(recon[mask], x[mask])\n"
+            "    loss.backward()\n"
+        ),
     ]
     INVALID = [
         Invalid(
@@ -611,6 +628,14 @@ loss weights tuned against the summed loss must be revisited.
             "    loss = F.mse_loss(recon[mask], x[mask], reduction=cfg.reduction)\n"
             "    loss.backward()\n",
             line=3, message_contains="this setting"),
+        # a lambda summing per-node errors, called on the masked rows
+        Invalid(
+            "def step(model, g, x, mask):\n"
+            "    mse_fn = lambda a, b: (a - b).pow(2).mean(-1).sum()\n"
+            "    recon = model(g, x)\n"
+            "    loss = mse_fn(recon[mask], x[mask])\n"
+            "    loss.backward()\n",
+            line=2, message_contains="rows selected by `mask`"),
     ]
 
     # -- per file: the `reduction=` arguments, for precise positions
@@ -718,6 +743,8 @@ loss weights tuned against the summed loss must be revisited.
     def _is_error(cls, project: Project, fn: FunctionInfo, stmt: df.Statement, call: Event) -> bool:
         """The summed value is a reconstruction error derived from a module's output."""
         operand = call.receiver if call.method == "sum" else call.args[0]
+        if _lambda_bound(fn, stmt, call):  # what is summed is what the lambda is called with
+            return bool(ERROR_TEXT.search(operand))
         names = [u for u in call.uses if df.mentions(operand, u)]
         # what the summed names were computed from: the right-hand sides, and never a module
         # construction (`net = DistributedDataParallel(...)` makes `net(x).sum()` no error)

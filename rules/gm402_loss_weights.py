@@ -428,6 +428,16 @@ confirm.
                 "    parts = {'coord': F.mse_loss(p, t) + 100 * F.l1_loss(p, t), 'dir': sce(p, t)}\n"
                 "    return sum(parts.values()), parts\n",
                 line=3, message_contains="weighted 100 to `coord`"),
+        # a loss held by a lambda is a component: computed, logged, never added
+        Invalid(
+            "import torch.nn.functional as F\n"
+            "mse_fn = lambda a, b: F.mse_loss(a, b)\n"
+            "def loss_fn(recon, x, mask):\n"
+            "    l_sce = F.cosine_embedding_loss(recon[mask], x[mask], x.new_ones(1))\n"
+            "    l_mse = mse_fn(recon[mask], x[mask])\n"
+            "    loss = l_sce + 0.5 * l_sce\n"
+            "    return loss, {'mse': l_mse.item()}\n",
+            line=5, message_contains="l_mse"),
     ]
 
     def __init__(self, ctx) -> None:

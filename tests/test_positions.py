@@ -137,3 +137,16 @@ def test_a_weighted_term_has_its_position_without_regenerating_the_file():
     assert ctx._exact is None
     assert (spans["w * loss"].line, spans["w * loss"].column, spans["w * loss"].end_column) == (2, 14, 22)
     assert spans["0.5 * aux"].column == 26
+
+
+def test_attribute_visitors_run_around_their_field():
+    """libcst's attribute visitors (``visit_IfExp_body``) run around that field's nodes, as
+    libcst's own traversal calls them: the collector records a conditional expression's test
+    as the condition of the calls in each branch."""
+    source = "def f(loss, reduction):\n    return loss.mean() if reduction == 'mean' else loss.sum()\n"
+    module = cst.parse_module(source)
+    ctx = FileContext("m.py", source, module, "m")
+    collector = FactCollector(ctx)
+    walk(module, [collector])
+    calls = {e.method: e.conditions for e in collector.facts.functions["m.f"].events if e.kind == "call"}
+    assert calls == {"mean": ["reduction == 'mean'"], "sum": ["not (reduction == 'mean')"]}

@@ -384,6 +384,20 @@ class FactCollector(Visitor):
         self.conditions.pop()
         self.ifs.pop()
 
+    # a conditional expression's branches run under its test, as an `if`'s blocks do
+    # (`loss.mean() if reduction == "mean" else loss.sum()`)
+    def visit_IfExp_body(self, node: cst.IfExp) -> None:
+        self.conditions.append(self.ctx.code(node.test, 400))
+
+    def leave_IfExp_body(self, node: cst.IfExp) -> None:
+        self.conditions.pop()
+
+    def visit_IfExp_orelse(self, node: cst.IfExp) -> None:
+        self.conditions.append(f"not ({self.ctx.code(node.test, 400)})")
+
+    def leave_IfExp_orelse(self, node: cst.IfExp) -> None:
+        self.conditions.pop()
+
     def visit_Else(self, node: cst.Else) -> None:
         if self.ifs and self.ifs[-1].orelse is node:  # not a loop's or a try's `else`
             self.conditions[-1] = f"not ({self.conditions[-1]})"

@@ -68,7 +68,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional
 
 from auditor.static.conditions import excludes
-from auditor.static.facts import Event, FunctionInfo, Span
+from auditor.static.facts import MODULE_SCOPE, Event, FunctionInfo, Span
 from auditor.static.project import Project
 
 # -- vocabulary ----------------------------------------------------------------------------------
@@ -395,6 +395,16 @@ def _sinks_in(fn: FunctionInfo, stmt: Statement, hit_calls: Iterable[Event]) -> 
 
 def _cache(project: Project) -> dict:
     return project.memo("dataflow")
+
+
+_HELD = re.compile(r"([\w.]+)\[[^\[\]]+\]")
+
+
+def held_container(func: str) -> list[str]:
+    """The container a called entry is read from (``m`` of ``m["encoder"]``, ``self.layers``
+    of ``self.layers[i]``): a module a container module holds is part of that module."""
+    held = _HELD.fullmatch(func)
+    return [held.group(1)] if held else []
 
 
 def _object_call(call: Event) -> str:
@@ -1262,6 +1272,9 @@ def _module_output(project: Project, fn: FunctionInfo, call: Event, depth: int) 
                     return True
     if targets:
         return False
+    for container in held_container(func):  # `m["encoder"](g, x)`: an entry of a container module
+        if any(is_module_class(project, c) for c in instance_classes(project, fn, container, idx)):
+            return True
     obj = _object_call(call)
     if obj:  # `self.encoder(g, x)`, `model(g, x)`, `lin(x)`
         classes = instance_classes(project, fn, obj, idx)
@@ -1284,12 +1297,43 @@ def _module_output(project: Project, fn: FunctionInfo, call: Event, depth: int) 
     return False
 
 
-def _is_parameter(project: Project, fn: FunctionInfo, name: str) -> bool:
+PARAMETER_CALLS = ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
+
+
+def registered_parameters(project: Project) -> dict[str, list[tuple[FunctionInfo, Event]]]:
+    """Attribute name -> where a module is given a parameter by that name outside its own
+    class: ``m.register_parameter("mask_token", nn.Parameter(...))``, ``m.mask_token =
+    nn.Parameter(...)`` (a factory building a container module, a notebook's cell)."""
+    cache = _cache(project)
+    if cache.get("registered_size") == len(project.functions):
+        return cache["registered"]
+    out: dict[str, list[tuple[FunctionInfo, Event]]] = {}
+    for fn in list(project.functions.values()):
+        for e in fn.events:
+            attr = ""
+            if e.kind == "call" and e.method == "register_parameter" and e.args:
+                attr = e.args[0][1:-1] if re.fullmatch(r"""(['"])\w+\1""", e.args[0]) else ""
+            elif e.kind == "call" and e.func in PARAMETER_CALLS and len(e.targets) == 1:
+                target = e.targets[0]
+                attr = target.rsplit(".", 1)[1] if target.count(".") == 1 and \
+                    not target.startswith(("self.", "cls.")) else ""
+            if attr:
+                out.setdefault(attr, []).append((fn, e))
+    cache["registered"], cache["registered_size"] = out, len(project.functions)
+    return out
+
+
+def is_parameter(project: Project, fn: FunctionInfo, name: str) -> bool:
+    """``name`` reads a module's parameter: ``self.mask_token`` set to an ``nn.Parameter`` in
+    the class, or ``m.mask_token`` registered on a module by a factory (see
+    :func:`registered_parameters`)."""
+    if name.count(".") == 1 and not name.startswith(("self.", "cls.")) \
+            and name.split(".", 1)[1] in registered_parameters(project):
+        return True
     if not (name.startswith("self.") and name.count(".") == 1 and fn.class_name):
         return False
     for _, stmt in _self_definitions(project, fn, name):
-        if any(c.func.removesuffix("()") in ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
-               for c in stmt.calls):
+        if any(c.func.removesuffix("()") in PARAMETER_CALLS for c in stmt.calls):
             return True
     return False
 
@@ -1321,9 +1365,13 @@ def _derive_one(project: Project, fn: FunctionInfo, name: str, index: int,
                 depth: int) -> Optional[Origin]:
     if depth > MAX_DEPTH:
         return None
-    if _is_parameter(project, fn, name):
-        stmt = _self_definitions(project, fn, name)[0][1]
-        return Origin(fn, stmt.head, name)
+    if is_parameter(project, fn, name):
+        if name.startswith("self."):
+            stmt = _self_definitions(project, fn, name)[0][1]
+            return Origin(fn, stmt.head, name)
+        registered = registered_parameters(project)[name.split(".", 1)[1]]
+        where, event = next((r for r in registered if r[0].path == fn.path), registered[0])
+        return Origin(where, event, name)
     defs = [(fn, s) for s in definitions(fn, name, index)]
     if not defs and name.startswith("self.") and name.count(".") == 1 and fn.class_name:
         defs = _self_definitions(project, fn, name)
@@ -1383,7 +1431,27 @@ def is_loss_call(project: Project, fn: FunctionInfo, call: Event) -> bool:
     local = callee_text(call)
     if "(" not in local and not call.method or local.startswith("self."):
         classes = instance_classes(project, fn, local, _index_of(fn, call))
-        return any(LOSS_FUNC_RE.match(c) or _is_loss_class(c) for c in classes)
+        if any(LOSS_FUNC_RE.match(c) or _is_loss_class(c) for c in classes):
+            return True
+    return "(" not in local and not call.method and _bound_to_loss(project, fn, local, _index_of(fn, call))
+
+
+def _bound_to_loss(project: Project, fn: FunctionInfo, name: str, index: int) -> bool:
+    """``name`` holds a lambda or a partial over a torch loss (``mse_fn = lambda a, b:
+    F.mse_loss(a, b)``, ``crit = partial(F.l1_loss, reduction="sum")``), bound in ``fn`` or at
+    its module's level."""
+    scopes = [(fn, index)]
+    module = project.functions.get(f"{fn.module}.{MODULE_SCOPE}")
+    if module is not None and module is not fn:
+        scopes.append((module, len(statements(module))))
+    for scope, before in scopes:
+        for stmt in definitions(scope, name, before):
+            value = _value_split(stmt.text)[1].strip() if stmt.kind == "assign" else ""
+            if value.startswith(("lambda", "functools.partial(", "partial(")) and any(
+                    LOSS_FUNC_RE.match(c.func.removesuffix("()")) for c in stmt.calls):
+                return True
+        if definitions(scope, name, before):
+            return False
     return False
 
 

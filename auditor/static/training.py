@@ -61,7 +61,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, Mapping, Optional
 
 from auditor.static.dataflow import (MAX_INSTANCE_CLASSES, SHARING_METHODS, SHARING_WRAPPERS,
-                                     callee_text, classmethod_instances, instance_classes)
+                                     callee_text, classmethod_instances, held_container, instance_classes)
 from auditor.static.facts import MODULE_SCOPE, ClassInfo, Event, FunctionInfo, Span
 from auditor.static.paths import (BACKWARD_METHODS, NO_GRAD_CONTEXTS, NOT_FORWARD, Identity, bindings,
                                   rebase)
@@ -239,16 +239,6 @@ _RETURN_ENTRY = re.compile(r"""^([\w.]+\(.*\))((?:\[\s*(?:\d+|'\w+'|"\w+")\s*\])
 def _maximal(names: list[str]) -> list[str]:
     """Drop names that are roots of longer chains in the same list (``a`` when ``a.b`` is read)."""
     return [n for n in names if not any(o != n and o.startswith(n + ".") for o in names)]
-
-
-_HELD = re.compile(r"([\w.]+)\[[^\[\]]+\]")
-
-
-def held_container(func: str) -> list[str]:
-    """The container a called entry is read from (``m`` of ``m["encoder"]``, ``self.layers``
-    of ``self.layers[i]``): a module a container module holds is part of that module."""
-    held = _HELD.fullmatch(func)
-    return [held.group(1)] if held else []
 
 
 @dataclass(frozen=True)

@@ -80,34 +80,47 @@ def descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         stack += reversed(below)
 
 
+Handlers = tuple[list[Callable], list[Callable], dict[str, tuple[list[Callable], list[Callable]]]]
+
+
 def walk(module: cst.Module, visitors: Iterable[Visitor]) -> None:
     """Call each visitor's ``visit_<Type>`` before a node's children and ``leave_<Type>`` after,
-    in the order the visitors are given (the engine's collector first)."""
+    in the order the visitors are given (the engine's collector first); libcst's attribute
+    visitors too (``visit_<Type>_<field>`` / ``leave_<Type>_<field>`` around that field)."""
     visits: dict[str, list[Callable]] = {}
     for v in visitors:
         for name, method in v.get_visitors().items():
             visits.setdefault(name, []).append(method)
-    table: dict[type, tuple[list[Callable], list[Callable]]] = {}
+    table: dict[type, Handlers] = {}
 
-    def handlers(t: type) -> tuple[list[Callable], list[Callable]]:
+    def handlers(t: type) -> Handlers:
         found = table.get(t)
         if found is None:
-            found = table[t] = (visits.get(f"visit_{t.__name__}", []), visits.get(f"leave_{t.__name__}", []))
+            fields = {name: (visits.get(f"visit_{t.__name__}_{name}", []),
+                             visits.get(f"leave_{t.__name__}_{name}", []))
+                      for name in child_fields(t)}
+            found = table[t] = (visits.get(f"visit_{t.__name__}", []), visits.get(f"leave_{t.__name__}", []),
+                                {name: pair for name, pair in fields.items() if pair[0] or pair[1]})
         return found
 
     def go(node: cst.CSTNode) -> None:
         t = type(node)
-        enter, leave = handlers(t)
+        enter, leave, around = handlers(t)
         for fn in enter:
             fn(node)
         for name in child_fields(t):
             value = getattr(node, name)
+            pair = around.get(name) if around else None
+            for fn in pair[0] if pair else ():
+                fn(node)
             if is_node(value):
                 go(value)
             elif isinstance(value, (tuple, list)):
                 for item in value:
                     if is_node(item):
                         go(item)
+            for fn in pair[1] if pair else ():
+                fn(node)
         for fn in leave:
             fn(node)
 

@@ -15,6 +15,36 @@ from auditor.static.training import (Action, Origin, OptimizerBuild, Training, T
 
 
 
+# a notebook's cells (the examples): weight-decay groups from a helper, a ModuleDict called by
+# its entries, a forward helper shared by the training step and an evaluation of another
+# instance; `{rebuild}` may build the model again after the optimizer
+_NOTEBOOK_CELLS = (
+    "import torch\nfrom torch import nn\n"
+    "def build():\n"
+    "    return nn.ModuleDict({'enc': nn.Linear(4, 4), 'drop': nn.Dropout(0.1)})\n"
+    "def groups(m, wd):\n"
+    "    decay = [p for n, p in m.named_parameters() if p.ndim > 1]\n"
+    "    rest = [p for n, p in m.named_parameters() if p.ndim <= 1]\n"
+    "    return [{'params': decay, 'weight_decay': wd}, {'params': rest, 'weight_decay': 0.0}]\n"
+    "def fwd(m, x):\n"
+    "    return m['drop'](m['enc'](x))\n"
+    "def step(m, o, x):\n"
+    "    o.zero_grad()\n"
+    "    loss = fwd(m, x).pow(2).mean()\n"
+    "    loss.backward()\n"
+    "    o.step()\n"
+    "@torch.no_grad()\n"
+    "def evaluate(m, x):\n"
+    "    return fwd(m, x).mean()\n"
+    "model = build()\n"
+    "opt = torch.optim.AdamW(groups(model, 0.1))\n"
+    "{rebuild}"
+    "for i in range(3):\n"
+    "    step(model, opt, torch.randn(2, 4))\n"
+    "other = build()\n"
+    "print(evaluate(other, torch.randn(2, 4)))\n"
+)
+
 # a LightningModule that builds its model again in the hook `{hook}` (the examples)
 _LIT_REBUILD = (
     "import pytorch_lightning as pl\nimport torch\nfrom torch import nn\n"
@@ -292,32 +322,9 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
             "            opt.step()\n"
             "        model = copy.deepcopy(model)\n"
         ),
-        # the same cells without the rebuild: the instance built after the optimizer is only
+        # a notebook's cells without a rebuild: the instance built after the optimizer is only
         # evaluated, through the forward helper the training step also calls
-        Valid(
-            "import torch\nfrom torch import nn\n"
-            "def build():\n"
-            "    return nn.ModuleDict({'enc': nn.Linear(4, 4), 'drop': nn.Dropout(0.1)})\n"
-            "def groups(m, wd):\n"
-            "    decay = [p for n, p in m.named_parameters() if p.ndim > 1]\n"
-            "    rest = [p for n, p in m.named_parameters() if p.ndim <= 1]\n"
-            "    return [{'params': decay, 'weight_decay': wd}, {'params': rest, 'weight_decay': 0.0}]\n"
-            "def fwd(m, x):\n"
-            "    return m['drop'](m['enc'](x))\n"
-            "def step(m, o, x):\n"
-            "    o.zero_grad()\n"
-            "    loss = fwd(m, x).pow(2).mean()\n"
-            "    loss.backward()\n"
-            "    o.step()\n"
-            "@torch.no_grad()\n"
-            "def evaluate(m, x):\n"
-            "    return fwd(m, x).mean()\n"
-            "model = build()\n"
-            "opt = torch.optim.AdamW(groups(model, 0.1))\n"
-            "for i in range(3):\n"
-            "    step(model, opt, torch.randn(2, 4))\n"
-            "other = build()\n"
-            "print(evaluate(other, torch.randn(2, 4)))\n"),
+        Valid(_NOTEBOOK_CELLS.replace("{rebuild}", "")),
     ]
     INVALID = [
         Invalid(
@@ -454,32 +461,8 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
         Invalid(_LIT_REBUILD.format(hook="on_train_start"), line=12, message_contains="a new instance made here"),
         # a notebook's cells: weight-decay groups from a helper, a ModuleDict called by its
         # entries, the model rebuilt after the optimizer (reported there, line 21)
-        Invalid(
-            "import torch\nfrom torch import nn\n"
-            "def build():\n"
-            "    return nn.ModuleDict({'enc': nn.Linear(4, 4), 'drop': nn.Dropout(0.1)})\n"
-            "def groups(m, wd):\n"
-            "    decay = [p for n, p in m.named_parameters() if p.ndim > 1]\n"
-            "    rest = [p for n, p in m.named_parameters() if p.ndim <= 1]\n"
-            "    return [{'params': decay, 'weight_decay': wd}, {'params': rest, 'weight_decay': 0.0}]\n"
-            "def fwd(m, x):\n"
-            "    return m['drop'](m['enc'](x))\n"
-            "def step(m, o, x):\n"
-            "    o.zero_grad()\n"
-            "    loss = fwd(m, x).pow(2).mean()\n"
-            "    loss.backward()\n"
-            "    o.step()\n"
-            "@torch.no_grad()\n"
-            "def evaluate(m, x):\n"
-            "    return fwd(m, x).mean()\n"
-            "model = build()\n"
-            "opt = torch.optim.AdamW(groups(model, 0.1))\n"
-            "model = build()\n"
-            "for i in range(3):\n"
-            "    step(model, opt, torch.randn(2, 4))\n"
-            "other = build()\n"
-            "print(evaluate(other, torch.randn(2, 4)))\n",
-            line=21, message_contains="new instance"),
+        Invalid(_NOTEBOOK_CELLS.replace("{rebuild}", "model = build()\n"), line=21,
+                message_contains="new instance"),
     ]
 
     @classmethod

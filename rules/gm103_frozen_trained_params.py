@@ -8,6 +8,7 @@ from typing import Any, Iterable, Iterator, Optional
 
 from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
+from auditor.static import dataflow as df
 from auditor.static.facts import Event, FunctionInfo, Span
 from auditor.static.project import Project
 from auditor.static.training import UNTRAINED_NAME, OptimizerBuild, Origin, Training
@@ -64,10 +65,8 @@ def _freezes(project: Project, fn: FunctionInfo) -> Iterator[tuple[int, str, boo
                 e.kwargs.get("requires_grad") == "False" and _fresh(fn, i):
             # bound to a name, or registered on a module by name
             # (`m.register_parameter("mask_token", nn.Parameter(..., requires_grad=False))`)
-            registered = next((f"{x.receiver}.{x.args[0][1:-1]}" for x in fn.events[:i]
-                               if x.kind == "call" and x.method == "register_parameter" and x.receiver
-                               and len(x.args) == 2 and re.fullmatch(r"""(['"])\w+\1""", x.args[0])
-                               and e.span.within(x.span)), "")
+            registered = next((f"{x.receiver}.{df.registered_name(x)}" for x in fn.events[:i]
+                               if df.registered_name(x) and e.span.within(x.span)), "")
             if len(e.targets) == 1 or registered:
                 yield i, e.targets[0] if len(e.targets) == 1 else registered, True, ""
 

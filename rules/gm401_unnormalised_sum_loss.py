@@ -16,7 +16,7 @@ from auditor.static.facts import Event, FunctionInfo, Span
 from auditor.static.project import Project
 from auditor.static.conditions import normalise
 from auditor.static.config_truth import never_runs, returns_through, set_in_file, switched_on
-from auditor.static.config_values import LITERAL, values_of
+from auditor.static.config_values import LITERAL, Source, values_of
 from auditor.static.training import Training
 from auditor.static.values import fixed_size_name, varying_count
 
@@ -77,7 +77,7 @@ def _constant_divisors(project: Project, fn: FunctionInfo, stmt: df.Statement) -
     return out
 
 
-_LAMBDA = re.compile(r"\blambda\s*([^:]*):")
+_LAMBDA = re.compile(r"\blambda\b[^:]*:")
 
 
 def _lambda_bound(fn: FunctionInfo, stmt: df.Statement, call: Event) -> bool:
@@ -116,6 +116,15 @@ def _varying_rows(project: Project, fn: FunctionInfo, stmt: df.Statement, call: 
                 if found:
                     return found
     return None
+
+
+def _moved_to(found: Finding, source: Source, why: str) -> Finding:
+    """``found`` reported at the setting ``source`` that decides it, saying why and where the
+    sum is."""
+    return dataclasses.replace(
+        found, path=source.path, line=source.line, column=1, end_line=source.line, end_column=1,
+        message=f"{why}: at {found.path}:{found.line}, {found.message}",
+        fix="set it to the mean reduction, or divide the sum by the number of reconstructed nodes")
 
 
 # calls that build a configuration object: a `reduction=` given to them is a setting, not a loss's
@@ -712,11 +721,7 @@ loss weights tuned against the summed loss must be revisited.
         if len(sources) != 1 or source.path == found.path and \
                 stmt.head.span.line <= source.line <= stmt.head.span.end_line:
             return found
-        return dataclasses.replace(
-            found, path=source.path, line=source.line, column=1, end_line=source.line, end_column=1,
-            message=f"this setting gives a loss 'sum' as its reduction ({source.what}): at "
-                    f"{found.path}:{found.line}, {found.message}",
-            fix="set it to 'mean', or divide the summed loss by the number of reconstructed nodes")
+        return _moved_to(found, source, f"this setting gives a loss 'sum' as its reduction ({source.what})")
 
     @staticmethod
     def _at_setting(project: Project, fn: FunctionInfo, call: Event, found: Finding) -> Finding:
@@ -733,11 +738,7 @@ loss weights tuned against the summed loss must be revisited.
         if setting is None:
             return found
         test, source = setting
-        return dataclasses.replace(
-            found, path=source.path, line=source.line, column=1, end_line=source.line, end_column=1,
-            message=f"this setting makes `{normalise(test)}` hold on {runs} "
-                    f"({source.what}): at {fn.path}:{call.span.line}, {found.message}",
-            fix="set it to the mean reduction, or divide the sum by the number of reconstructed nodes")
+        return _moved_to(found, source, f"this setting makes `{normalise(test)}` hold on {runs} ({source.what})")
 
     @classmethod
     def _is_error(cls, project: Project, fn: FunctionInfo, stmt: df.Statement, call: Event) -> bool:

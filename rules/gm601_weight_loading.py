@@ -952,8 +952,8 @@ checkpoint off changes what the run starts from; both change results on purpose.
                            if arg in e.targets and BY_REFERENCE.match(e.text)), None)
         if by_ref is not None:
             # reported where the reference is kept: that is where the copy goes
-            owner = next((f for q, f in project.functions.items() if f.path == fn.path
-                          and by_ref in f.events), fn)
+            owner = next((f for f in project.functions.values() if f.path == fn.path
+                          and any(e is by_ref for e in f.events)), fn)
             taken = next((e for e in owner.events if e.kind == "call" and e.method == "state_dict"
                           and by_ref.span.line <= e.span.line <= by_ref.span.end_line), by_ref)
             return cls.make_finding(

@@ -69,6 +69,7 @@ from typing import Callable, Iterable, Optional
 
 from auditor.static.conditions import excludes
 from auditor.static.facts import MODULE_SCOPE, Event, FunctionInfo, Span
+from auditor.static.texts import string_literal
 from auditor.static.project import Project
 
 # -- vocabulary ----------------------------------------------------------------------------------
@@ -1300,6 +1301,14 @@ def _module_output(project: Project, fn: FunctionInfo, call: Event, depth: int) 
 PARAMETER_CALLS = ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
 
 
+def registered_name(event: Event) -> str:
+    """The name ``m.register_parameter("mask_token", ...)`` gives its parameter, else ""."""
+    if event.kind != "call" or event.method != "register_parameter" or not event.receiver \
+            or len(event.args) != 2:
+        return ""
+    return string_literal(event.args[0])
+
+
 def registered_parameters(project: Project) -> dict[str, list[tuple[FunctionInfo, Event]]]:
     """Attribute name -> where a module is given a parameter by that name outside its own
     class: ``m.register_parameter("mask_token", nn.Parameter(...))``, ``m.mask_token =
@@ -1310,10 +1319,8 @@ def registered_parameters(project: Project) -> dict[str, list[tuple[FunctionInfo
     out: dict[str, list[tuple[FunctionInfo, Event]]] = {}
     for fn in list(project.functions.values()):
         for e in fn.events:
-            attr = ""
-            if e.kind == "call" and e.method == "register_parameter" and e.args:
-                attr = e.args[0][1:-1] if re.fullmatch(r"""(['"])\w+\1""", e.args[0]) else ""
-            elif e.kind == "call" and e.func in PARAMETER_CALLS and len(e.targets) == 1:
+            attr = registered_name(e)
+            if not attr and e.kind == "call" and e.func in PARAMETER_CALLS and len(e.targets) == 1:
                 target = e.targets[0]
                 attr = target.rsplit(".", 1)[1] if target.count(".") == 1 and \
                     not target.startswith(("self.", "cls.")) else ""

@@ -15,7 +15,7 @@ from auditor.static.facts import Event, FileFacts, FunctionInfo, Span
 from auditor.static.frameworks import add_framework_loops
 from auditor.static.imports import Layout
 from auditor.static.programs import LIBRARY, Program, entry_programs, import_graph, programs_with
-from auditor.static.texts import container_items, dict_entries, loop_iterable, top_level_items
+from auditor.static.texts import container_items, dict_entries, loop_iterable, string_literal, top_level_items
 
 # calls followed up from a parameter to what the callers pass: a trainer's ``self.model`` from
 # ``Trainer(model)``, that ``model`` from ``main(model)``'s caller
@@ -125,7 +125,7 @@ def _key(text: str) -> str:
     if re.fullmatch(r"[A-Za-z_]\w*(\.\w+)+", text):
         member = text.rsplit(".", 1)[1]
         return member if member.isupper() or text[:1].isupper() else ""
-    return _string(text)
+    return string_literal(text)
 
 
 def _keyed_param(fn: FunctionInfo) -> str:
@@ -149,11 +149,6 @@ def _store_key(event: Event, base: str) -> str:
     head = event.receiver if event.kind == "call" else event.text.split("=", 1)[0].strip()
     found = re.match(re.escape(base) + r"\[([^\[\]]+)\]", head)
     return found.group(1).strip() if found else ""
-
-
-def _string(text: str) -> str:
-    """The identifier a string literal spells (``"on_epoch_end"``), else ""."""
-    return text[1:-1] if re.fullmatch(r"""(['"])\w+\1""", text) else ""
 
 
 class Project:
@@ -282,7 +277,7 @@ class Project:
         param = self._dispatch_params.get(callee)
         fn = self.functions.get(callee) if param else None
         argument = event.argument(param, fn.positional.index(param)) if fn and param else ""
-        given = _key(argument) if callee in self._keyed else _string(argument)
+        given = _key(argument) if callee in self._keyed else string_literal(argument)
         if not given:
             return callee
         copies = self._copies.setdefault(callee, {})
@@ -835,8 +830,8 @@ class Project:
     def _strings_of(self, fn: FunctionInfo, text: str) -> list[str]:
         """The strings an argument may hold: its literal, or for a parameter of ``fn`` the
         literals ``fn``'s callers pass for it."""
-        if _string(text):
-            return [_string(text)]
+        if string_literal(text):
+            return [string_literal(text)]
         fixed = self._fixed.get(fn.qualname)
         if fixed is not None and fixed[0] == text:  # a dispatcher's copy for one name
             return [fixed[1]]
@@ -846,7 +841,7 @@ class Project:
         out: list[str] = []
         for caller in self.callers(fn.qualname):
             for site in self.graph.calls(caller, fn.qualname):
-                given = _string(site.argument(text, position))
+                given = string_literal(site.argument(text, position))
                 if given:
                     out.append(given)
         return list(dict.fromkeys(out))

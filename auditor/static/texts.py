@@ -6,6 +6,11 @@ from __future__ import annotations
 import re
 
 
+def string_literal(text: str) -> str:
+    """The identifier a string literal spells (``"on_epoch_end"``), else ""."""
+    return text[1:-1] if re.fullmatch(r"""(['"])\w+\1""", text) else ""
+
+
 def top_level_items(value: str) -> list[str]:
     """``a, (b, c), f(d, e)`` -> its comma-separated items outside brackets."""
     items, depth, start = [], 0, 0

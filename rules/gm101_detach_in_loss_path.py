@@ -920,7 +920,7 @@ review that the value was not meant to be a frozen target.
         if blocked:
             return Verdict(Status.CONFIRMED, [blocked[0].summary()])
         if reach:
-            return Verdict(Status.REFUTED, [f"every parameter used in the forward was reachable from "
+            return Verdict(Status.REFUTED, [f"every parameter used in the forward and meant to train was reachable from "
                                             f"the loss ({len(reach)} steps)"])
         return None
 

@@ -619,6 +619,6 @@ parameters only).
             if reach is not None and reach.unreached:
                 return Verdict(Status.CONFIRMED, [reach.summary()])
         if evidence.steps:
-            return Verdict(Status.REFUTED, ["every parameter used in the forward was reachable "
+            return Verdict(Status.REFUTED, ["every parameter used in the forward and meant to train was reachable "
                                             "from the loss"])
         return None

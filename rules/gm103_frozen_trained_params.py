@@ -685,13 +685,18 @@ No automatic fix: whether the freeze is intended is the author's decision.
         if not evidence.ran(finding.path, finding.line, finding.end_line):
             return Verdict(Status.UNEXERCISED, ["the freeze never ran"])
         for step in evidence.steps:
-            if step.params_frozen:
-                names = ", ".join(step.params_frozen[:4])
-                unchanged = [p for p in step.params_frozen if not step.param_change.get(p)]
+            # frozen before any step trained them: they keep what they held; a part an earlier
+            # stage trained, frozen for a later one, is frozen on purpose
+            earlier = evidence.trained_before(step)
+            frozen = [p for p in step.params_frozen if p not in earlier]
+            if frozen:
+                names = ", ".join(frozen[:4])
+                unchanged = [p for p in frozen if not step.param_change.get(p)]
                 return Verdict(Status.CONFIRMED,
-                               [f"{len(step.params_frozen)} parameters of the trained model had "
+                               [f"{len(frozen)} parameters of the trained model had "
                                 f"requires_grad=False at step {step.index} ({names}); "
                                 f"{len(unchanged)} of them never changed"])
         if evidence.steps:
-            return Verdict(Status.REFUTED, ["no parameter of the trained model was frozen"])
+            return Verdict(Status.REFUTED, ["no parameter of the trained model was frozen before "
+                                            "an earlier step trained it"])
         return None

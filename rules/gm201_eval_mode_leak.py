@@ -1303,6 +1303,11 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
         # CallRecord.steps counts the steps completed when the call ran (k: while preparing
         # step k + 1); StepFacts.index is 1-based: the first backward after it has index k + 1
         first = min((s for c in evals for s in c.steps), default=0)
+        if evals and not any(c.kind == "eval" for c in evals) and not any(
+                s >= first for c in evidence.calls("eval") for s in c.steps):
+            # a `train()` whose harm needs a later `.eval()` (a hoisted call): no evaluation ran
+            # after it within the steps probed, so the run does not decide
+            return None
         bad = [(s, mods) for s, mods in evidence.modes_at_backward
                if s.index > first and any(not t for t in mods.values())]
         if bad:

@@ -722,3 +722,44 @@ def test_autocast_switched_by_an_inherited_setting(tmp_path: Path, precision: st
     it decides the `enabled=` flag, and a flag false on every configured run leaves the
     autocast off."""
     assert check(tmp_path, _inherited_precision(precision), "GM301") == expected
+
+
+def _loss_built_from_a_section() -> dict[str, str]:
+    """A loss object whose constructor receives a configuration section unpacked
+    (``Recon(**cfg["loss"])``); its ``reduction`` is the section's entry, else the default."""
+    return {"train.py": (
+        "import yaml\n"
+        "import torch.nn.functional as F\n"
+        "\n"
+        "class Recon:\n"
+        "    def __init__(self, weight=1.0, reduction='mean'):\n"
+        "        self.weight = weight\n"
+        "        self.reduction = reduction\n"
+        "\n"
+        "    def __call__(self, pred, target):\n"
+        "        return self.weight * F.mse_loss(pred, target, reduction=self.reduction)\n"
+        "\n"
+        "def fit(model, batches, opt, crit):\n"
+        "    for g, x in batches:\n"
+        "        out = model(g, x)\n"
+        "        mask = g.ndata['mask']\n"
+        "        loss = crit(out[mask], x[mask])\n"
+        "        opt.zero_grad()\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+        "\n"
+        "def main(model, batches, opt):\n"
+        "    with open('configs/train.yaml') as f:\n"
+        "        cfg = yaml.safe_load(f)\n"
+        "    fit(model, batches, opt, Recon(**cfg['loss']))\n"
+    )}
+
+
+@pytest.mark.parametrize("section, expected", [
+    ("loss:\n  weight: 0.5\n  reduction: sum\n", [("GM401", "configs/train.yaml", 3)]),
+    ("loss:\n  weight: 0.5\n", []),  # the key left out: the constructor's default
+])
+def test_a_section_unpacked_into_a_constructor_gives_its_parameters(
+        tmp_path: Path, section: str, expected: list) -> None:
+    files = {**_loss_built_from_a_section(), "configs/train.yaml": section}
+    assert check(tmp_path, files, "GM401") == expected

@@ -894,3 +894,81 @@ train(model, opt)
     found = at(data, "GM105", "train.py", line_of(train, "# a part"))
     assert found and "only part" in found[0]["evidence"][0], data["findings"]
     assert not at(data, "GM105", "optim.py", line_of(optim, "# the factory")), data["findings"]
+
+
+CONTAINER = """
+import torch, torch.nn as nn, torch.nn.functional as F
+
+def build():
+    m = nn.ModuleDict({"enc": nn.Linear(6, 16), "dec": nn.Linear(16, 6)})
+    m.register_parameter("token", nn.Parameter(torch.zeros(1, 6)))
+    return m
+
+def masked(m, x):
+    x = x.clone()
+    x[:8] = x[:8] + m.token
+    return x
+
+def forward(m, x):
+    h = torch.relu(m["enc"](masked(m, x)))
+    return m["dec"](h)
+
+torch.manual_seed(0)
+model = build()
+opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+for step in range(6):
+    x = torch.randn(32, 6)
+    loss = F.mse_loss(forward(model, x), x)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+@pytest.mark.parametrize("edit, rule, needle", [
+    ({}, None, None),
+    ({"+ m.token\n": "+ m.token.data\n"}, "GM101", "m.token.data"),
+    ({"def masked": "@torch.no_grad()\ndef masked"}, "GM102", "@torch.no_grad()"),
+    ({"torch.zeros(1, 6))": "torch.zeros(1, 6), requires_grad=False)"}, "GM103", "requires_grad=False"),
+    ({"h = torch.relu(m[\"enc\"](masked(m, x)))": "h = torch.relu(m[\"enc\"](masked(m, x))).detach()"},
+     "GM101", ".detach()"),
+])
+def test_a_model_called_by_its_entries_is_one_model_with_its_registered_parameters(
+        cli, tmp_path, edit, rule, needle):
+    # an nn.ModuleDict never called itself: functions handed it call its entries, and a helper
+    # writes a parameter registered on the container into the input; the trained model is the
+    # container, the token one of its parameters
+    train = CONTAINER
+    for old, new in edit.items():
+        assert old in train
+        train = train.replace(old, new)
+    write(tmp_path, {"train.py": train})
+    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "4"))
+    for other in {"GM101", "GM102", "GM103"} - {rule}:
+        assert not errors(data, other), (other, data["findings"])
+    if rule is not None:
+        assert at(data, rule, "train.py", line_of(train, needle)), data["findings"]
+        assert len(errors(data, rule)) == 1, data["findings"]
+
+
+def test_a_part_trained_then_frozen_for_a_later_stage_is_no_gm103(cli, tmp_path):
+    # stage 2 freezes the encoder stage 1 trained and gives a new optimizer the decoder only
+    train = NET + """
+torch.manual_seed(0)
+model = Net()
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+for stage in range(2):
+    if stage == 1:
+        model.enc.requires_grad_(False)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for step in range(3):
+        x = torch.randn(32, 6)
+        loss = F.mse_loss(model(x), x)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+    write(tmp_path, {"train.py": train})
+    _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "6"))
+    freeze = [f for f in by_rule(data, "GM103") if f["line"] == line_of(train, "requires_grad_(False)")]
+    assert freeze and all(f["status"] == "refuted" for f in freeze), data["findings"]

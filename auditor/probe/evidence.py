@@ -642,6 +642,7 @@ class Evidence:
         self._calls: Optional[list[CallRecord]] = None
         self._by_line: Optional[dict[tuple[str, int], list[CallRecord]]] = None
         self._lines: Optional[dict[tuple[str, int], int]] = None
+        self._copied: Optional[set[str]] = None  # frozen parameters updated by copy: blocked()
 
     # -- loading -----------------------------------------------------------------------------------
     @classmethod
@@ -756,11 +757,40 @@ class Evidence:
         return None
 
     def param_reachability(self, step: Union[int, StepFacts] = 1) -> Optional[Reachability]:
+        """What ``step``'s loss reached; ``unreached`` leaves out the parameters frozen on
+        purpose (:meth:`blocked`)."""
         s = step if isinstance(step, StepFacts) else self.step(step)
         if s is None:
             return None
-        return Reachability(s.index, s.params_used, s.params_reached, s.params_unreached,
+        return Reachability(s.index, s.params_used, s.params_reached, self.blocked(s),
                             s.params_frozen, s.params_without_grad)
+
+    def blocked(self, s: StepFacts) -> list[str]:
+        """The parameters used in ``s``'s forward that its loss does not reach and that were
+        meant to get a gradient: not frozen, or frozen while an optimizer holds them. A frozen
+        parameter no optimizer holds (a frozen encoder, a target), or whose value moves between
+        steps without gradient (an EMA teacher, updated by copy), is frozen on purpose."""
+        if self._copied is None:
+            sums: dict[str, set] = {}
+            for t in self.steps:
+                for n, v in t.frozen_sums.items():
+                    sums.setdefault(n, set()).add(v)
+            self._copied = {n for n, vs in sums.items() if len(vs) > 1}
+        optimized = {n for o in self.optimizers for n in o.frozen_in_groups} - self._copied
+        frozen = set(s.params_frozen)
+        earlier = self.trained_before(s)
+        return [p for p in s.params_unreached if p not in self._copied and (
+            p not in frozen or (p in optimized or not self.optimizers) and p not in earlier)]
+
+    def trained_before(self, s: StepFacts) -> set[str]:
+        """The parameters an earlier step's loss reached: a part an earlier stage trained and
+        a later stage freezes is frozen on purpose."""
+        out: set[str] = set()
+        for t in self.steps:
+            if t is s or t.index >= s.index:
+                break
+            out.update(t.params_reached)
+        return out
 
     @property
     def modes_at_backward(self) -> list[tuple[StepFacts, dict[str, bool]]]:

@@ -239,8 +239,9 @@ class Recorder:
     def owner(self, module, depth: int = 1):
         """The outermost module whose methods, running in user frames above the caller, run
         ``module``: the model a submodule's forward belongs to when a method calls it directly
-        (a LightningModule's ``training_step`` calling ``self.model.encode``); ``module`` itself
-        when none does."""
+        (a LightningModule's ``training_step`` calling ``self.model.encode``), or when a function
+        handed the model calls its parts (``m["encoder"](g, x)`` in ``def forward(m, g, x)``);
+        ``module`` itself when none does."""
         try:
             f = sys._getframe(depth + 1)
         except ValueError:
@@ -248,7 +249,7 @@ class Recorder:
         out = module
         while f is not None:
             if self.rel(f.f_code.co_filename) is not None:
-                out = self.holder(f, out) or out
+                out = self.holder(f, out) or self.argument_holder(f, out) or out
             f = f.f_back
         return out
 
@@ -257,18 +258,33 @@ class Recorder:
         if "self" not in frame.f_code.co_varnames[:frame.f_code.co_argcount]:
             return None
         owner = frame.f_locals.get("self")
-        if not isinstance(owner, self.torch.nn.Module):
+        return owner if self.holds(owner, module) else None
+
+    def argument_holder(self, frame, module):
+        """A module passed to ``frame``'s function as an argument that holds ``module`` (the
+        outermost when several do)."""
+        code = frame.f_code
+        if not code.co_argcount:
             return None
+        args = frame.f_locals
+        held = [a for a in (args.get(n) for n in code.co_varnames[:code.co_argcount])
+                if a is not module and self.holds(a, module)]
+        return max(held, key=lambda a: len(self.held[id(a)][1]), default=None)
+
+    def holds(self, owner, module) -> bool:
+        """``owner`` is a module that is ``module`` or holds it."""
+        if not isinstance(owner, self.torch.nn.Module):
+            return False
         if owner is module:
-            return owner
+            return True
         known = self.held.get(id(owner))
         if known is None or known[0]() is not owner or id(module) not in known[1]:
             try:
                 known = (weakref.ref(owner), {id(m) for m in owner.modules()})
             except TypeError:
-                return None
+                return False
             self.held[id(owner)] = known
-        return owner if id(module) in known[1] else None
+        return id(module) in known[1]
 
     def stack_from(self, f, skip=None) -> list:
         """:meth:`stack` from frame ``f`` up."""
@@ -640,7 +656,8 @@ class Recorder:
     def _new_step_acc(self) -> dict:
         return {"used": set(), "roots": {}, "finite": [], "graphs": {}, "scaler": False,
                 "zero_grad": 0, "components": [], "recon": None, "cuts": [],
-                "grad_off_inner": {}, "off_forwards": {}, "sums": [], "node_rows": set()}
+                "grad_off_inner": {}, "grad_off_reads": {}, "off_forwards": {}, "sums": [],
+                "node_rows": set()}
 
     def register_root(self, root, ran=None) -> None:
         """Name a model's modules and parameters the first time it runs a root forward, or one
@@ -650,6 +667,10 @@ class Recorder:
         model = root
         if type(root).__name__ in WRAPPER_CLASSES and hasattr(root, "module"):
             model = root.module
+        known = self.roots.get(self.model_of.get(id(model)))
+        known = known() if known is not None else None
+        if known is not None and known is not model and self.holds(known, model):
+            model = known  # a part of a model already known, run by itself (a cell's code)
         mid = id(model)
         if mid in self.roots and self.roots[mid]() is model and \
                 self.model_of.get(id(ran if ran is not None else root)) == mid:
@@ -822,6 +843,12 @@ class Recorder:
         trainable = {id(p) for _, p in params if id(p) in unreached and p.requires_grad}
         inner = next((acc["grad_off_inner"][i] for i in trainable if i in acc["grad_off_inner"]),
                      None)
+        if inner is None:
+            # a parameter read off its module with gradients off (a helper under no_grad that
+            # writes it into the input), unless that switch ran whole forwards: an evaluation
+            evaluations = set(acc["off_forwards"])
+            inner = next((c for i, c in acc["grad_off_reads"].items()
+                          if i in trainable and (c["path"], c["line"]) not in evaluations), None)
         if inner is None:
             # a root forward run wholly with gradients off that is part of this step's
             # computation (its output fed the loss without a graph): none of its parameters

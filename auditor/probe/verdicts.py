@@ -252,21 +252,12 @@ def _blocked_gradients(evidence: Evidence, steps: list[StepFacts], add) -> None:
     (GM103: meant to be trained); a .detach()/.data on the way to the loss (GM101). Frozen
     parameters that no optimizer holds (an EMA teacher, a fixed target) and parameters of
     container modules that this configuration leaves unused are not errors."""
-    # frozen parameters whose values move between steps are updated by copy (EMA teachers)
-    sums: dict[str, set] = defaultdict(set)
+    optimized_frozen = {n for o in evidence.optimizers for n in o.frozen_in_groups}
     for s in steps:
-        for n, v in s.frozen_sums.items():
-            sums[n].add(v)
-    copied = {n for n, vs in sums.items() if len(vs) > 1}
-    optimized_frozen = {n for o in evidence.optimizers for n in o.frozen_in_groups} - copied
-    for s in steps:
-        frozen = set(s.params_frozen)
-        # a frozen parameter that no optimizer holds, or that is updated by copy, is frozen on
-        # purpose (a teacher, a target)
-        unreached = [p for p in s.params_unreached if p not in copied and (
-            p not in frozen or p in optimized_frozen or not evidence.optimizers)]
+        unreached = evidence.blocked(s)
         if not unreached:
             continue
+        frozen = set(s.params_frozen)
         backward = f"step {s.index}: backward at {s.path}:{s.line}"
         if s.grad_off_cause or (s.grad_enabled_at_forward is False and not s.params_reached):
             cause = s.grad_off_cause or {"path": s.path, "line": s.line}

@@ -194,9 +194,7 @@ def argument_values(project: Project, caller: FunctionInfo, call: Event, callee:
     arg = _argument(callee, call, node, param) if isinstance(node, ast.Call) else _STARRED
     if arg is _STARRED:
         return []
-    if arg is None:
-        return _scalars(evaluator._default(callee, param, 0))
-    return _scalars(evaluator.expr(caller, arg, _index_at(caller, call.span.line), None, 0))
+    return _scalars(evaluator.passed(caller, arg, _index_at(caller, call.span.line), callee, param, 0))
 
 
 def files_read(project: Project) -> dict[str, str]:
@@ -558,7 +556,7 @@ class _Evaluator:
         composed configuration for the parameter of a ``@hydra.main`` entry point."""
         if env is not None:
             caller, arg, at = env.get(name, (fn, None, 0))
-            return self.expr(caller, arg, at, None, depth) if arg is not None else self._default(fn, name, depth)
+            return self.passed(caller, arg, at, fn, name, depth)
         if fn.params[:1] == [name]:
             composed = self._hydra_config(fn)
             if composed is not None:
@@ -572,8 +570,23 @@ class _Evaluator:
             if arg is _STARRED:
                 continue
             stmt = statement_at(caller, event.span.line)
-            at = stmt.index if stmt is not None else 0
-            out += self.expr(caller, arg, at, None, depth) if arg is not None else self._default(fn, name, depth)
+            out += self.passed(caller, arg, stmt.index if stmt is not None else 0, fn, name, depth)
+        return out
+
+    def passed(self, caller: FunctionInfo, arg: Any, at: int, callee: FunctionInfo, name: str,
+               depth: int) -> list[Value]:
+        """What a call of ``caller`` passes for ``callee``'s parameter ``name`` (``arg`` as
+        :func:`_argument` gives it): the argument, the default when the call leaves it out, an
+        unpacked mapping's entry for it, else the default (a key the mapping lacks)."""
+        if arg is None:
+            return self._default(callee, name, depth)
+        if not isinstance(arg, _Unpacked):
+            return self.expr(caller, arg, at, None, depth)
+        out: list[Value] = []
+        for table in self.expr(caller, arg.mapping, at, None, depth + 1):
+            if isinstance(table.value, Table):
+                entry = table.value.entries.get(name)
+                out += _entry(name, entry) if entry is not None else self._default(callee, name, depth)
         return out
 
     def _hydra_config(self, fn: FunctionInfo) -> Optional[Value]:
@@ -1110,22 +1123,35 @@ def _file_value(found: ConfigFile, data: Any, at: tuple) -> Optional[Value]:
     return Value(data, where) if data is None or isinstance(data, (str, int, float, bool)) else None
 
 
-_STARRED = ast.Starred()  # an argument unpacked from `*args` / `**kwargs`: not followed
+_STARRED = ast.Starred()  # an argument unpacked from `*args`, or from `**kwargs` with others: not followed
+
+
+@dataclass(frozen=True)
+class _Unpacked:
+    """A parameter a call may pass by unpacking one mapping (``cls(**section)``): the mapping's
+    entry for it, else the parameter's default."""
+
+    mapping: ast.expr
 
 
 def _argument(callee: FunctionInfo, event: Event, call: ast.Call, name: str) -> Any:
     """The argument node ``call`` passes for ``callee``'s parameter ``name``; None when it leaves
-    it to its default; :data:`_STARRED` when an unpacking may pass it."""
+    it to its default; :class:`_Unpacked` when one ``**mapping`` may pass it; :data:`_STARRED`
+    when another unpacking may."""
     keyword = next((k for k in call.keywords if k.arg == name), None)
     if keyword is not None:
         return keyword.value
     if name not in callee.params:
         return None
     position = callee.params.index(name) - _bound(callee, event)
-    if any(isinstance(a, ast.Starred) for a in call.args[:max(position + 1, 0)]) or \
-            any(k.arg is None for k in call.keywords):
+    if any(isinstance(a, ast.Starred) for a in call.args[:max(position + 1, 0)]):
         return _STARRED
-    return call.args[position] if 0 <= position < len(call.args) else None
+    if 0 <= position < len(call.args):
+        return call.args[position]
+    unpacked = [k.value for k in call.keywords if k.arg is None]
+    if len(unpacked) > 1:
+        return _STARRED
+    return _Unpacked(unpacked[0]) if unpacked else None
 
 
 def _dest(event: Event) -> str:

@@ -556,9 +556,11 @@ def _bound(callee: FunctionInfo, call: Event) -> int:
     """How many leading parameters the call does not pass explicitly (``self``, ``cls``)."""
     if not callee.params or callee.params[0] not in ("self", "cls"):
         return 0
-    # `Class.method(obj, x)` passes self explicitly; `obj.method(x)`, `Class(x)`, `obj(x)` do not
+    # `Class.method(obj, x)` passes self explicitly; `obj.method(x)`, `Class(x)`, `obj(x)` do
+    # not, nor a constant's method (`LOSSES.build(cfg)`: an all-caps name holds an instance)
+    owner = call.receiver.rsplit(".", 1)[-1]
     explicit = (callee.params[0] == "self" and callee.name != "__init__"
-                and call.method == callee.name and call.receiver[:1].isupper())
+                and call.method == callee.name and owner[:1].isupper() and not owner.isupper())
     return 0 if explicit else 1
 
 

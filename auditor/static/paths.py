@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Hashable, Iterable, Optional
 
 from auditor.static.conditions import attribute_none_tests, innermost, ruled_out
-from auditor.static.dataflow import callers_of, contains
+from auditor.static.dataflow import callers_of, contains, held_container
 from auditor.static.facts import Event, FunctionInfo
 from auditor.static.project import Project
 
@@ -138,13 +138,16 @@ def is_backward(event: Event) -> bool:
 
 def forward_use(event: Event, tracked: str) -> bool:
     """The event runs the tracked module forward: itself, a module containing it (``model(g)``
-    for ``model.encoder``), or a submodule / method of it (``self.encoder(g)`` for ``self``)."""
+    for ``model.encoder``), or a submodule / method of it (``self.encoder(g)`` for ``self``,
+    an entry ``m["encoder"](g)`` for ``m``)."""
     if event.kind != "call":
         return False
     func = event.func.removesuffix("()")
     if func.endswith(".forward"):
         func = func[: -len(".forward")]
     if is_same_or_parent(func, tracked):
+        return True
+    if any(is_same_or_parent(tracked, c) for c in held_container(func)):
         return True
     return func.startswith(tracked + ".") and event.method not in NOT_FORWARD
 

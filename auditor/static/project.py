@@ -511,7 +511,8 @@ class Project:
             owner = caller.class_name if caller.class_name in self.classes else ""
             candidates += [q for base in self.bases_of(owner) if base != owner
                            for q in self.method_candidates(base, event.method)]
-        if func == "cls" and caller.class_name:  # `cls(...)` in a classmethod builds the class
+        if func == "cls" and caller.class_name and caller.params[:1] == ["cls"]:
+            # `cls(...)` in a classmethod builds the class
             candidates += self.method_candidates(caller.class_name, "__init__")
         if event.func.endswith("()") and not func.startswith("self."):
             # `lookup(kind, name)(*args)`: what the inner call returns runs
@@ -634,9 +635,13 @@ class Project:
             if built.endswith("()"):  # `step = accumulate(n)(micro_step)`: what `deco` returns
                 out += [c for made in self.returned_callables(built[:-2])
                         for c in self.returned_callables(made)]
+            elif built in self.classes:
+                out += self.method_candidates(built, "__call__")
+            elif built.startswith("self.") and fn.class_name:  # `cls = self.get(key)`
+                out += [c for m in self.method_candidates(fn.class_name, built[5:])
+                        for c in self.returned_callables(m)]
             else:
-                out += self.method_candidates(built, "__call__") if built in self.classes \
-                    else self.returned_callables(built)
+                out += self.returned_callables(built)
         out += self._partials(fn, name, line)
         if fn.params[:1] == [name] and self.enclosing(fn) is not None:
             out += self.decorated_by(fn)  # a decorator's argument: what it decorates
@@ -771,6 +776,11 @@ class Project:
         for value, line in _returned_values(factory) if factory is not None else ():
             if re.fullmatch(r"[\w.]+", value):
                 out += [c for c in self._built_from(factory, value, line) if c in self.classes]
+            elif re.fullmatch(r"\w+\(.*\)", value, re.S):
+                # `return cls(**kwargs)` of a class looked up (a registry's `build`)
+                held = self._callables(factory, value.split("(", 1)[0], line)
+                out += [c.removesuffix(".__init__") for c in held
+                        if c.endswith(".__init__") and c.removesuffix(".__init__") in self.classes]
         out = list(dict.fromkeys(out))
         if (self._generation, self._loading) == state:
             memo[factory_name] = (state, out)
@@ -899,6 +909,11 @@ class Project:
                  and e.span.line < line]
         if local:
             return self._held_callables(caller, name, given)
+        if name.startswith("self.") and caller.class_name in self.classes:
+            # a registry object's own table (`self._items[name]`), filled by its methods and
+            # the decorators they return
+            return [q for m in self.members(caller.class_name) if m in self.functions
+                    for q in self._held_callables(self.functions[m], name, given)]
         imports = self.files[caller.path].imports if caller.path in self.files else {}
         home, _, var = imports.get(name, f"{caller.module}.{name}").rpartition(".")
         self._load_module_of(f"{home}.{var}", force=True)
@@ -919,7 +934,8 @@ class Project:
             elif given and e.kind == "call":
                 continue  # appended, under no key
             elif item in scope.params:  # a decorator storing what it decorates
-                out += [q for q in self.decorated_by(scope) if q in self.functions]
+                out += [q if q in self.functions else f"{q}.__init__" for q in self.decorated_by(scope)
+                        if q in self.functions or q in self.classes]
             else:
                 out += [f"{scope.module}.{item}", item]
         return out
@@ -952,7 +968,7 @@ class Project:
         hits = {hit for m in makers for index in (functions, classes) for hit in index.get(m, ())}
         for maker in (self.functions.get(m) for m in makers):
             if maker is not None and maker.class_name:
-                hits |= self._method_decorated(maker, functions)
+                hits |= self._method_decorated(maker, functions) | self._method_decorated(maker, classes)
         return [q for _, q in sorted(hits)]
 
     def _method_decorated(self, maker: FunctionInfo, functions: dict[str, list[tuple[int, str]]]
@@ -963,14 +979,20 @@ class Project:
         out: set[tuple[int, str]] = set()
         for text, hits in functions.items():
             receiver, _, method = text.rpartition(".")
-            if method != maker.name or not receiver or receiver.split(".", 1)[0] in self._roots:
+            if method != maker.name or not receiver:
                 continue
+            home = ""
+            if receiver.split(".", 1)[0] in self._roots:
+                # an object another module holds (`@LOSSES.register("mse")`, imported)
+                home, _, receiver = receiver.rpartition(".")
+                if not home or f"{home}.{MODULE_SCOPE}" not in self.functions:
+                    continue
             for hit in hits:
-                fn = self.functions.get(hit[1])
-                scope = self.enclosing(fn) if fn is not None else None
-                scope = scope or (self.functions.get(f"{fn.module}.{MODULE_SCOPE}") if fn else None)
-                cls = self.instance_class(scope, receiver, fn.span.line if fn and fn.span else 0) \
-                    if scope is not None else None
+                fn = self.functions.get(hit[1]) or self.classes.get(hit[1])
+                scope = self.enclosing(fn) if isinstance(fn, FunctionInfo) and not home else None
+                scope = scope or (self.functions.get(f"{home or fn.module}.{MODULE_SCOPE}") if fn else None)
+                line = 1 << 30 if home else fn.span.line if fn and fn.span else 0
+                cls = self.instance_class(scope, receiver, line) if scope is not None else None
                 if cls is not None and maker.qualname in self.method_candidates(cls, maker.name):
                     out.add(hit)
         return out
@@ -1127,6 +1149,16 @@ class Project:
             yield callee
         if built or up >= MAX_PASSED:
             return
+        target = self.qualified(fn, name) if "." not in name and name not in fn.params else ""
+        if target and (fn.name != MODULE_SCOPE or "." in target):
+            # a module's global (`LOSSES = Registry("loss")`, here or imported): what the
+            # module's top-level code built it from
+            module, attr = target.rsplit(".", 1) if "." in target else (fn.module, name)
+            self._load_module_of(target)
+            scope = self.functions.get(f"{module}.{MODULE_SCOPE}")
+            if scope is not None:
+                yield from self._constructed_as(scope, attr, scope.span.end_line if scope.span else 1 << 30)
+                return
         for caller, argument, line in self._passed_as(fn, name):
             yield from self._built_from(caller, argument, line, up + 1)
 

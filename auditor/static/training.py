@@ -1003,6 +1003,11 @@ class Training:
             out += [(fn, m, made[1]) for m in _PARAMETERS_OF.findall(fn.events[made[1]].text)]
             for k in calls_within(fn, made[1]):
                 out += self.returned_collected(fn, k, depth)
+            # groups of lists made before (`{"params": decay}` where `decay = [p for n, p in
+            # model.named_parameters() if ...]`)
+            for held in fn.events[made[1]].uses:
+                if held != name and re.fullmatch(r"\w+", held):
+                    out += self.collected(fn, held, made[1], depth + 1)
         word = re.compile(rf"\b{re.escape(name)}\b")
         for k, e in enumerate(fn.events[:i]):
             if e.kind != "call" or e.method not in ("append", "extend") or not word.search(e.receiver):

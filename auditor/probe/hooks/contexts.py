@@ -26,7 +26,9 @@ def install(rec, torch) -> None:
         else:
             # torch switches grad modes internally all the time (optimizer.step...): only a
             # `with` or decorator written in user code counts
+            decorated = None
             while frame is not None and frame.f_code.co_filename.endswith("_contextlib.py"):
+                decorated = frame.f_locals.get("func", decorated)
                 frame = frame.f_back
             path = rec.rel(frame.f_code.co_filename) if frame is not None else None
             line = frame.f_lineno if frame is not None else 0
@@ -36,7 +38,14 @@ def install(rec, torch) -> None:
             if path is not None and off:
                 # the latest gradient switch-off in user code, with its frame: a root forward
                 # that runs with gradients off while that frame is still running names it
-                tls.grad_off = (frame, rec.stack_from(frame))
+                stack = rec.stack_from(frame)
+                code = getattr(decorated, "__code__", None)
+                where = rec.rel(code.co_filename) if code is not None else None
+                if where is not None:
+                    # a decorated function: its decorator (co_firstlineno) switched them off
+                    path, line = where, code.co_firstlineno
+                    stack = [[path, line], *stack]
+                tls.grad_off = (frame, stack, where is not None)
         if kind == "autocast":
             args = {"device": getattr(obj, "device", ""), "dtype": rec.short(getattr(obj, "fast_dtype", "")),
                     "enabled": bool(getattr(obj, "_enabled", True))}

@@ -112,7 +112,7 @@ def install(rec, torch) -> None:
         is still running (so it is the one in force), as a cause site; None when unknown."""
         if tls.grad_off is None:
             return None
-        frame, stack = tls.grad_off
+        frame, stack, decorated = tls.grad_off
         f = sys._getframe(2)
         while f is not None and f is not frame:
             f = f.f_back
@@ -120,7 +120,8 @@ def install(rec, torch) -> None:
             return None
         # `at`: the statement of that frame running now, in the switched-off block (the
         # forward to move out of it); `line`: where gradients were switched off
-        return {"path": stack[0][0], "line": stack[0][1], "stack": stack, "at": f.f_lineno}
+        return {"path": stack[0][0], "line": stack[0][1], "stack": stack,
+                "at": stack[0][1] if decorated else f.f_lineno}
 
     @guarded
     def post(module, args, output):
@@ -215,6 +216,30 @@ def install(rec, torch) -> None:
     mm = nn.modules.module
     rec.handles.append(mm.register_module_forward_pre_hook(pre))
     rec.handles.append(mm.register_module_forward_hook(post))
+
+    # -- parameters read outside any forward -----------------------------------------------------
+    def getattr_wrapper(original):
+        def __getattr__(self, name):
+            value = original(self, name)
+            if not tls.depth and not tls.busy and isinstance(value, nn.Parameter):
+                note_read(value)
+            return value
+        return __getattr__
+
+    @guarded
+    def note_read(p):
+        """A parameter that user code reads off its module outside any forward (a mask token a
+        helper writes into the input, a weight tied by hand) is used by this step as the
+        parameters of the modules that run are. Read with gradients off, the switch in force is
+        the cause of its missing gradient unless that switch also ran whole forwards (an
+        evaluation between steps): decided at the backward."""
+        rec.cur["used"].add(id(p))
+        if not torch.is_grad_enabled():
+            cause = grad_off_cause()
+            if cause is not None:
+                rec.cur["grad_off_reads"].setdefault(id(p), cause)
+
+    rec.patch(nn.Module, "__getattr__", getattr_wrapper)
 
     # -- BatchNorm resets ------------------------------------------------------------------------------
     def bn_reset_wrapper(original):

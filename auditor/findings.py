@@ -44,6 +44,9 @@ class Finding:
     evidence: list[str] = field(default_factory=list)
     # a kind of finding behind `--preview` (auditor/rule.py: Rule.preview_kind)
     preview: bool = False
+    # other places the finding depends on, "path:line" (the evaluation that a hoisted
+    # `train()` fails to undo): the probe runs until they have run too
+    related: list[str] = field(default_factory=list)
 
     @property
     def in_configuration(self) -> bool:
@@ -56,6 +59,8 @@ class Finding:
         data["status"] = self.status.value
         if not self.preview:
             del data["preview"]  # the JSON contract of stable findings is unchanged
+        if not self.related:
+            del data["related"]
         return data
 
     @classmethod

@@ -121,10 +121,11 @@ class Rule(Visitor):
     @classmethod
     def make_finding(
         cls, path: str, span: Span, message: str, fix: str = "", evidence: Iterable[str] = (),
-        preview: bool = False,
+        preview: bool = False, related: Iterable[str] = (),
     ) -> Finding:
         """``preview``: a kind of this rule's findings that readers judged right less than 90% of
-        the time: reported only with ``--preview``."""
+        the time: reported only with ``--preview``. ``related``: other places (``path:line``)
+        the finding depends on."""
         return Finding(
             rule=cls.code,
             name=cls.name,
@@ -138,6 +139,7 @@ class Rule(Visitor):
             fix=fix,
             evidence=list(evidence),
             preview=preview,
+            related=list(related),
         )
 
     @classmethod

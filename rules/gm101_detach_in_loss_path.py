@@ -40,6 +40,9 @@ def _under_no_grad(context: Iterable[str]) -> Optional[str]:
 _DATA_ATTRIBUTE = re.compile(r"\.data\b(?<!dgl\.data)(?<!utils\.data)(?<!geometric\.data)(?!set|loader)")
 
 
+# a DGL graph's node and edge views, whose `.data` is the feature frame (`g.nodes["paper"].data`)
+DGL_VIEWS = ("nodes", "edges", "srcnodes", "dstnodes")
+
 # what a tensor is asked for that is no tensor: `p.data.size()` cuts nothing that flows on
 SHAPE_QUERIES = ("size", "shape", "numel", "nelement", "dim", "ndim", "dtype", "device", "is_cuda")
 
@@ -764,6 +767,9 @@ review that the value was not meant to be a frozen target.
         text = dotted(node.value)
         if text is not None and self.ctx.qualify(node.value) != text:
             return  # a module attribute: `dgl.data`, `torch.utils.data`
+        if isinstance(node.value, cst.Subscript) and isinstance(node.value.value, cst.Attribute) \
+                and node.value.value.attr.value in DGL_VIEWS:
+            return  # `g.nodes[ntype].data`: a DGL graph's feature frame, no tensor
         span = self.ctx.span(node)
         self.fact(("data", span.line, span.column, span.end_line, span.end_column,
                    self.ctx.code(node.value, 80)))

@@ -1190,6 +1190,7 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
                 "every iteration after the first evaluation trains with Dropout off and "
                 "BatchNorm frozen",
                 fix=f"call `{call.receiver}.train()` at the top of every iteration",
+                related=evals,
             )
 
     @staticmethod

@@ -34,7 +34,7 @@ LIGHTNING_TRAINERS = {"pytorch_lightning.Trainer", "lightning.Trainer", "lightni
 TORCHRUN_ENV = re.compile(r"\b(LOCAL_RANK|WORLD_SIZE)\b")
 # a condition that only holds in a multi-process launch
 DIST_GUARD = re.compile(
-    r"world_size|\bdistributed\b|\bddp\b|is_initialized|local_rank|\brank\b|WORLD_SIZE|"
+    r"world_size|(\b|_)distributed\b|(\b|_)ddp\b|is_initialized|local_rank|\brank\b|WORLD_SIZE|"
     r"LOCAL_RANK|nprocs|multi_?gpu|(device_count\(\)|n_?gpus?|num_gpus)\s*(>\s*1|>=\s*2)",
     re.IGNORECASE,
 )
@@ -229,6 +229,24 @@ No automatic fix: whether the run is meant to be distributed is the author's dec
         }),
         # the name DDP for something else entirely
         Valid("def DDP(x):\n    return x\nmodel = DDP(model)\n"),
+        # the wrap under a flag named for distributed training (`use_distributed`), the process
+        # group set up elsewhere under the same setting
+        Valid(
+            "import torch.distributed as dist\n"
+            "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+            "def setup(cfg):\n"
+            "    if cfg.use_distributed:\n"
+            "        dist.init_process_group('nccl', rank=cfg.rank, world_size=cfg.world_size)\n"
+            "class Flow:\n"
+            "    def __init__(self, args, model):\n"
+            "        self.use_distributed = args.use_distributed\n"
+            "        if self.use_distributed:\n"
+            "            model = DDP(model)\n"
+            "        self.model = model\n"
+            "def main(args, model):\n"
+            "    setup(args)\n"
+            "    return Flow(args, model)\n"
+        ),
     ]
     INVALID = [
         Invalid(

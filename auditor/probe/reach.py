@@ -45,7 +45,13 @@ def watch_list(static: CheckResult) -> list[list]:
     """The recorder's watch list: ``[path, line, end_line, reach]`` per finding span (reach as
     :func:`reach_files` gives it, None when unknown or when the static pass kept no project)."""
     reach = reach_files(static.project, static.findings) if static.project is not None else {}
-    spans = sorted({(f.path, f.line, f.end_line) for f in static.findings})
+    spans = {(f.path, f.line, f.end_line) for f in static.findings}
+    for f in static.findings:  # the places a finding depends on must run too
+        for where in f.related:
+            path, _, line = where.rpartition(":")
+            if path and line.isdigit():
+                spans.add((path, int(line), int(line)))
+    spans = sorted(spans)
     return [[*span, reach.get(span[:2])] for span in spans]
 
 

@@ -151,7 +151,7 @@ def region(f: Finding) -> dict[str, int]:
 
 
 def result(f: Finding, fingerprint: str, rule_index: int, root: Path) -> dict[str, Any]:
-    return {
+    out: dict[str, Any] = {
         "ruleId": f.rule,
         "ruleIndex": rule_index,
         "level": level(f),
@@ -168,6 +168,14 @@ def result(f: Finding, fingerprint: str, rule_index: int, root: Path) -> dict[st
             "fix": f.fix,
         },
     }
+    related = [(path, int(line)) for path, _, line in (w.rpartition(":") for w in f.related)
+               if path and line.isdigit()]
+    if related:  # the places the finding depends on (the evaluation a hoisted train() misses)
+        out["relatedLocations"] = [
+            {"id": i, "physicalLocation": {"artifactLocation": artifact_location(path, root),
+                                           "region": {"startLine": line}}}
+            for i, (path, line) in enumerate(related)]
+    return out
 
 
 def render(report: Report, root: Optional[Path] = None) -> str:

@@ -763,3 +763,95 @@ def test_a_section_unpacked_into_a_constructor_gives_its_parameters(
         tmp_path: Path, section: str, expected: list) -> None:
     files = {**_loss_built_from_a_section(), "configs/train.yaml": section}
     assert check(tmp_path, files, "GM401") == expected
+
+
+_REGISTRY = (
+    "class Registry:\n"
+    "    def __init__(self):\n"
+    "        self._items = {}\n"
+    "\n"
+    "    def register(self, name):\n"
+    "        def deco(obj):\n"
+    "            self._items[name] = obj\n"
+    "            return obj\n"
+    "        return deco\n"
+    "\n"
+    "    def build(self, section, **extra):\n"
+    "        kwargs = dict(section)\n"
+    "        cls = self._items[kwargs.pop('name')]\n"
+    "        return cls(**kwargs, **extra)\n"
+    "\n"
+    "MODELS = Registry()\n"
+    "LOSSES = Registry()\n"
+)
+
+
+def _registry_pipeline() -> dict[str, str]:
+    """Objects built by name from configuration sections through registry objects: a loss
+    whose weight and reduction are the section's (set by a tuple assignment), a model whose
+    encoder a setting freezes, and an optimizer over weight-decay groups of the model."""
+    return {
+        "registry.py": _REGISTRY,
+        "parts.py": (
+            "import torch\n"
+            "import torch.nn.functional as F\n"
+            "from registry import LOSSES, MODELS\n"
+            "\n"
+            "@LOSSES.register('recon')\n"
+            "class Recon:\n"
+            "    def __init__(self, weight=1.0, reduction='mean'):\n"
+            "        self.weight, self.reduction = weight, reduction\n"
+            "\n"
+            "    def __call__(self, pred, target):\n"
+            "        return self.weight * F.mse_loss(pred, target, reduction=self.reduction)\n"
+            "\n"
+            "@MODELS.register('net')\n"
+            "class Net(torch.nn.Module):\n"
+            "    def __init__(self, hidden=8):\n"
+            "        super().__init__()\n"
+            "        self.encoder = torch.nn.Linear(4, hidden)\n"
+            "        self.decoder = torch.nn.Linear(hidden, 4)\n"
+            "\n"
+            "    def forward(self, g, x):\n"
+            "        return self.decoder(self.encoder(x))\n"
+        ),
+        "train.py": (
+            "import yaml\n"
+            "import torch\n"
+            "from registry import LOSSES, MODELS\n"
+            "import parts  # noqa: F401  (registers)\n"
+            "\n"
+            "def groups(model):\n"
+            "    decay = [p for n, p in model.named_parameters() if p.ndim > 1]\n"
+            "    plain = [p for n, p in model.named_parameters() if p.ndim <= 1]\n"
+            "    return torch.optim.AdamW([{'params': decay}, {'params': plain, 'weight_decay': 0.0}])\n"
+            "\n"
+            "def main(batches):\n"
+            "    with open('configs/train.yaml') as f:\n"
+            "        cfg = yaml.safe_load(f)\n"
+            "    model = MODELS.build(cfg['model'])\n"
+            "    if cfg['train'].get('freeze_encoder', False):\n"
+            "        model.encoder.requires_grad_(False)\n"
+            "    opt = groups(model)\n"
+            "    crit = LOSSES.build(cfg['loss'])\n"
+            "    for g, x in batches:\n"
+            "        mask = g.ndata['mask']\n"
+            "        loss = crit(model(g, x)[mask], x[mask])\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+        ),
+    }
+
+
+@pytest.mark.parametrize("setting, code, expected", [
+    ("loss:\n  name: recon\n  reduction: sum\n", "GM401", [("GM401", "configs/train.yaml", 3)]),
+    ("loss:\n  name: recon\n  weight: 0.0\n", "GM402", [("GM402", "configs/train.yaml", 3)]),
+    ("loss:\n  name: recon\n", "GM401,GM402,GM103", []),
+    ("loss:\n  name: recon\ntrain:\n  freeze_encoder: true\n", "GM103", [("GM103", "configs/train.yaml", 4)]),
+])
+def test_objects_built_by_name_through_registry_objects_take_their_sections(
+        tmp_path: Path, setting: str, code: str, expected: list) -> None:
+    files = {**_registry_pipeline(), "configs/train.yaml": "model:\n  name: net\n" + setting}
+    expected = [(rule, path, line + 2 if path.endswith(".yaml") else line) for rule, path, line in expected]
+    assert check(tmp_path, files, code) == expected

@@ -510,7 +510,7 @@ class _Evaluator:
                         if isinstance(b.value, Table)]
             if isinstance(target, ast.Tuple) and isinstance(stmt.value, ast.Tuple):
                 for part, value in zip(target.elts, stmt.value.elts):
-                    if isinstance(part, ast.Name) and part.id == name:
+                    if isinstance(part, ast.Name) and part.id == name or _dotted(part) == name:
                         return self.expr(fn, value, at, env, depth)
             if isinstance(target, ast.Tuple) and target.elts and isinstance(target.elts[0], ast.Name) \
                     and target.elts[0].id == name and isinstance(stmt.value, ast.Call) \
@@ -582,12 +582,13 @@ class _Evaluator:
             return self._default(callee, name, depth)
         if not isinstance(arg, _Unpacked):
             return self.expr(caller, arg, at, None, depth)
-        out: list[Value] = []
-        for table in self.expr(caller, arg.mapping, at, None, depth + 1):
-            if isinstance(table.value, Table):
-                entry = table.value.entries.get(name)
-                out += _entry(name, entry) if entry is not None else self._default(callee, name, depth)
-        return out
+        tables = [[t.value for t in self.expr(caller, m, at, None, depth + 1) if isinstance(t.value, Table)]
+                  for m in arg.mappings]
+        for held in reversed(tables):  # the last mapping that has the key gives it
+            entries = [t.entries[name] for t in held if name in t.entries]
+            if entries:
+                return [v for entry in entries for v in _entry(name, entry)]
+        return self._default(callee, name, depth) if any(tables) else []
 
     def _hydra_config(self, fn: FunctionInfo) -> Optional[Value]:
         """``@hydra.main(config_path=P, config_name=N)``: ``P/N.yaml`` (``P`` from the script's
@@ -1123,21 +1124,21 @@ def _file_value(found: ConfigFile, data: Any, at: tuple) -> Optional[Value]:
     return Value(data, where) if data is None or isinstance(data, (str, int, float, bool)) else None
 
 
-_STARRED = ast.Starred()  # an argument unpacked from `*args`, or from `**kwargs` with others: not followed
+_STARRED = ast.Starred()  # an argument unpacked from `*args`: not followed
 
 
 @dataclass(frozen=True)
 class _Unpacked:
-    """A parameter a call may pass by unpacking one mapping (``cls(**section)``): the mapping's
-    entry for it, else the parameter's default."""
+    """A parameter a call may pass by unpacking mappings (``cls(**section, **extra)``): the
+    last one's entry for it that has one, else the parameter's default."""
 
-    mapping: ast.expr
+    mappings: tuple[ast.expr, ...]
 
 
 def _argument(callee: FunctionInfo, event: Event, call: ast.Call, name: str) -> Any:
     """The argument node ``call`` passes for ``callee``'s parameter ``name``; None when it leaves
-    it to its default; :class:`_Unpacked` when one ``**mapping`` may pass it; :data:`_STARRED`
-    when another unpacking may."""
+    it to its default; :class:`_Unpacked` when ``**mapping`` may pass it; :data:`_STARRED` when
+    ``*args`` may."""
     keyword = next((k for k in call.keywords if k.arg == name), None)
     if keyword is not None:
         return keyword.value
@@ -1148,10 +1149,8 @@ def _argument(callee: FunctionInfo, event: Event, call: ast.Call, name: str) -> 
         return _STARRED
     if 0 <= position < len(call.args):
         return call.args[position]
-    unpacked = [k.value for k in call.keywords if k.arg is None]
-    if len(unpacked) > 1:
-        return _STARRED
-    return _Unpacked(unpacked[0]) if unpacked else None
+    unpacked = tuple(k.value for k in call.keywords if k.arg is None)
+    return _Unpacked(unpacked) if unpacked else None
 
 
 def _dest(event: Event) -> str:

@@ -643,6 +643,11 @@ class Project:
             else:
                 out += self.returned_callables(built)
         out += self._partials(fn, name, line)
+        looked_up = next((e.text.split("=", 1)[1].strip() for e in reversed(fn.events)
+                          if e.kind == "assign" and e.targets == [name] and e.span.line <= line
+                          and "=" in e.text), "")
+        if _LOOKUP.fullmatch(looked_up):  # `cls = self._items[key]`: what the container holds
+            out += self._registered(fn, looked_up, line)
         if fn.params[:1] == [name] and self.enclosing(fn) is not None:
             out += self.decorated_by(fn)  # a decorator's argument: what it decorates
         if up < MAX_PASSED and (name in fn.params or not out and name.startswith("self.")):
@@ -760,8 +765,36 @@ class Project:
             if built in self.classes:
                 yield built
             elif built.split(".", 1)[0] in self._roots:  # a project factory, not a library's
-                made = self._returned_classes(built)
+                made = self._returned_classes(built) or self._global_method_classes(built)
                 yield from made if every or len(made) == 1 else ()
+
+    def _global_method_classes(self, built: str) -> list[str]:
+        """The classes a method of a module's global object returns (``LOSSES.build(cfg.loss)``
+        as ``pkg.registry.LOSSES.build``), of a registry those registered through it."""
+        holder, _, method = built.rpartition(".")
+        module, _, var = holder.rpartition(".")
+        scope = self.functions.get(f"{module}.{MODULE_SCOPE}")
+        cls = self.instance_class(scope, var, scope.span.end_line if scope.span else 1 << 30) \
+            if scope is not None and var else None
+        if cls is None:
+            return []
+        return [c for m in self.method_candidates(cls, method)
+                for c in self.registered_through(holder, cls, self._returned_classes(m))]
+
+    def registered_through(self, holder: str, owner: str, classes: list[str]) -> list[str]:
+        """Of ``classes``, those a registry object ``holder`` (of class ``owner``) holds: a class
+        registered by a decorator that is a method of ``owner`` (``@MODELS.register("gmae")``)
+        is held by the object it was registered through, not by every object of that class
+        (``LOSSES``)."""
+        methods = {q.rsplit(".", 1)[-1] for q in self.classes[owner].methods} \
+            if owner in self.classes else set()
+
+        def registrars(cls: str) -> set[str]:
+            info = self.classes.get(cls)
+            decorators = [d.removesuffix("()") for d in (info.decorators if info else ())]
+            return {d.rsplit(".", 1)[0] for d in decorators if d.rsplit(".", 1)[-1] in methods}
+
+        return [c for c in classes if not registrars(c) or holder in registrars(c)]
 
     def _returned_classes(self, factory_name: str) -> list[str]:
         """The project classes of the objects a factory returns by name (``return model``)."""
@@ -1149,6 +1182,13 @@ class Project:
             yield callee
         if built or up >= MAX_PASSED:
             return
+        outer = self.enclosing(fn) if "." not in name and name not in fn.params else None
+        if outer is not None:
+            # a closure's free variable: what the function defining it holds by that name
+            found = list(self._built_from(outer, name, outer.span.end_line if outer.span else 1 << 30, up + 1))
+            yield from found
+            if found:
+                return
         target = self.qualified(fn, name) if "." not in name and name not in fn.params else ""
         if target and (fn.name != MODULE_SCOPE or "." in target):
             # a module's global (`LOSSES = Registry("loss")`, here or imported): what the
@@ -1156,8 +1196,10 @@ class Project:
             module, attr = target.rsplit(".", 1) if "." in target else (fn.module, name)
             self._load_module_of(target)
             scope = self.functions.get(f"{module}.{MODULE_SCOPE}")
-            if scope is not None:
-                yield from self._constructed_as(scope, attr, scope.span.end_line if scope.span else 1 << 30)
+            found = list(self._constructed_as(scope, attr, scope.span.end_line if scope.span else 1 << 30)) \
+                if scope is not None else []
+            yield from found
+            if found:
                 return
         for caller, argument, line in self._passed_as(fn, name):
             yield from self._built_from(caller, argument, line, up + 1)

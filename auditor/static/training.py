@@ -871,15 +871,27 @@ class Training:
             built = classmethod_instances(self.project, fn, call)
             if 0 < len(built) <= MAX_INSTANCE_CLASSES:
                 return [Origin("new", c, fn.qualname, k, call.span) for c in sorted(built)]
+        # `cls(**kwargs)` of a class a registry's lookup gives (its `build`): each class it may be
+        built = sorted({c.removesuffix(".__init__") for c in self.resolve(fn, call)}
+                       & set(self.project.classes))
+        made = [Origin("new", c, fn.qualname, k, call.span) for c in built] \
+            if len(built) <= MAX_INSTANCE_CLASSES else []
+        if made and not callees:
+            return made
         if callees:
-            out: list[Origin] = []
+            out: list[Origin] = list(made)
             # `lookup(kind, name)(...)`: the entries of a registry that holds several kinds
             # (losses, models, optimizers); those whose result is not followed are of another
-            fanned = func.endswith("()") and len(callees) > 1
+            fanned = (func.endswith("()") or bool(made)) and len(callees) + len(made) > 1
             for qual in callees:
                 callee = self.project.function(qual)
                 if callee is not None:
                     found = [o.through(fn.qualname, k, call.span) for o in self.returned(callee, depth + 1)]
+                    if call.receiver and callee.class_name:  # a registry object's `build`
+                        held = set(self.project.registered_through(
+                            self.project.qualified(fn, call.receiver), callee.class_name,
+                            [o.cls for o in found if o.cls]))
+                        found = [o for o in found if not o.cls or o.cls in held]
                     out += found if not fanned or any(o.known for o in found) else []
             return out or [Origin("unknown")]
         return [Origin("unknown")]

@@ -978,6 +978,7 @@ def _other_route(project: Project, fn: FunctionInfo, stmt: df.Statement, cut: st
         undetached = rf"(?<![\w.]){re.escape(_tight(cut))}(?!\w|\.(?:detach_?\(|data\b))"
         code = project.text_at(fn.path, stmt.head.span) or stmt.head.text
         code = re.sub(r"\"[^\"]*\"|'[^']*'", "''", code)  # `{"loss": loss.detach()}`: a key
+        code = re.sub(r"\bfor\s+[\w\s,()]+?\s+in\b", " in", code)  # a comprehension binds it
         if re.search(undetached, _tight(code)):
             return True
         if re.fullmatch(r"[\w.]+", cut) and df.flows_to(project, fn, [cut], stmt.index + 1).sinks:

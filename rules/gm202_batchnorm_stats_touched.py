@@ -11,6 +11,7 @@ import libcst as cst
 
 from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
+from auditor.static.config_truth import never_runs
 from auditor.static.context import dotted
 from auditor.static.dataflow import function_of
 from auditor.static.facts import FunctionInfo, Span
@@ -37,6 +38,15 @@ SMALL_GRAPH_NODES = 64  # below this many nodes per forward, batch statistics ar
 @dataclass
 class BatchNormBuilt:
     span: Span
+
+
+@dataclass
+class EvalOnBatchNorm:
+    """``m.eval()`` under a test that it is a BatchNorm layer: decided with the project (a
+    switch no configured run turns on never runs it)."""
+
+    span: Span
+    receiver: str
 
 
 @dataclass
@@ -585,9 +595,7 @@ by a person, and the reference script must then do the same.
                         "place outside the forward",
                         fix="let the forward maintain the running statistics")
         elif method == "eval" and any(self.bn_tests):
-            self.report(node, f"`{receiver}.eval()` on a BatchNorm layer freezes its running "
-                        "statistics (and uses them during training)",
-                        fix="train BatchNorm layers in train mode, as the reference does")
+            self.fact(EvalOnBatchNorm(self.ctx.span(node), receiver))
         elif method == "load_state_dict" and BN_NAME.search(receiver):
             self.report(node, f"`{receiver}.load_state_dict(...)` loads BatchNorm statistics "
                         "from another model into this layer alone",
@@ -625,9 +633,20 @@ by a person, and the reference script must then do the same.
 
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
-        if not any(True for _ in _facts(project, BatchNormBuilt)):
-            return []
         out = []
+        for file, frozen in _facts(project, EvalOnBatchNorm):
+            fn = function_of(project, file.path, frozen.span.line)
+            event = next((e for e in fn.events if e.kind == "call" and e.method == "eval"
+                          and e.span.line == frozen.span.line), None) if fn is not None else None
+            if event is not None and never_runs(project, fn, event):
+                continue  # a freeze behind a switch that no configured run turns on
+            out.append(cls.make_finding(
+                file.path, frozen.span,
+                f"`{frozen.receiver}.eval()` on a BatchNorm layer freezes its running statistics "
+                "(and uses them during training)",
+                fix="train BatchNorm layers in train mode, as the reference does"))
+        if not any(True for _ in _facts(project, BatchNormBuilt)):
+            return out
         training = Training.of(project)
         for _, fn, i in training.extra_forwards():
             call = fn.events[i]

@@ -1001,7 +1001,7 @@ checkpoint off changes what the run starts from; both change results on purpose.
                 "fresh initialisation, or the last training step's values) instead of the loaded ones",
                 fix="load the whole state dict strictly (or copy the module)",
             )
-        if cls._file_loads(project, fn, event, origins) \
+        if cls._file_loads(project, fn, event, origins) and _section_read(fn, arg) is None \
                 and Training.of(project).saved_alike(fn, target, i):
             # a stage of the project saves the state of a module built alike (pretrain, then
             # fine-tune with a new head): loading it, strict=False for that head, is the handoff

@@ -209,6 +209,10 @@ def _evaluator(project: Project) -> "_Evaluator":
     evaluator = memo.get("evaluator")
     if evaluator is None or evaluator.project is not project:
         evaluator = memo["evaluator"] = _Evaluator(project)
+    if evaluator.generation != project._generation:
+        # files loaded or calls linked since: an answer may now follow further
+        evaluator.answers.clear()
+        evaluator.generation = project._generation
     evaluator.steps = MAX_STEPS
     return evaluator
 
@@ -236,6 +240,7 @@ class _Evaluator:
         self.files: dict[tuple[str, str], Optional[ConfigFile]] = {}  # (name, opener) -> read
         self.defs: dict[str, dict[str, list[ast.AST]]] = {}
         self.answers: dict[tuple, list[Value]] = {}
+        self.generation = project._generation  # of the project the answers were found in
         self.parsed: dict[tuple[str, int], Optional[ast.expr]] = {}
         self.steps = MAX_STEPS
         self.with_names: dict[str, list[tuple[str, int, ast.expr]]] = {}  # `with open(p) as f`
@@ -358,7 +363,14 @@ class _Evaluator:
         if isinstance(node, (ast.List, ast.Tuple)) and all(isinstance(e, ast.Constant) for e in node.elts):
             # a list of settings (`"transforms": []`): its items, as a tuple
             return [Value(tuple(e.value for e in node.elts), self._source(fn, node, LITERAL))]
+        if isinstance(node, ast.JoinedStr):
+            return self._joined(fn, node, index, env, depth)
         if isinstance(node, ast.Name):
+            if node.id in ("__name__", "__package__") and not definitions(fn, node.id, index):
+                # the module's own name, as the project names it (its package's for __package__)
+                package = fn.path.endswith("__init__.py") or node.id == "__name__"
+                return [Value(fn.module if package else fn.module.rpartition(".")[0],
+                              self._source(fn, node, "the module's name"))]
             if node.id == "__file__" and not definitions(fn, node.id, index):
                 own = own_file(fn.path, Path.cwd())
                 return [Value(own, self._source(fn, node, "the script's own path"))] if own else []
@@ -507,6 +519,13 @@ class _Evaluator:
                 key = target.slice.value
                 value = _entry(key, self.expr(fn, stmt.value, at, env, depth))
                 return [Value(_with(b.value, {key: value}), b.source) for b in before
+                        if isinstance(b.value, Table)]
+            keys = _nested_keys(target, name)
+            if keys is not None:
+                # `cfg["runner"]["init_file"] = v`: what `cfg` held before, that entry set
+                before = self._name(fn, name, at, env, depth) if "." not in name else []
+                value = _entry(keys[-1], self.expr(fn, stmt.value, at, env, depth))
+                return [Value(_with_nested(b.value, keys, value), b.source) for b in before
                         if isinstance(b.value, Table)]
             if isinstance(target, ast.Tuple) and isinstance(stmt.value, ast.Tuple):
                 for part, value in zip(target.elts, stmt.value.elts):
@@ -843,6 +862,10 @@ class _Evaluator:
             return self._lookup(fn, node, node.func.value, node.args[0], node.args[1:2], index, env, depth)
         if func == "getattr" and len(node.args) >= 2:
             return self._lookup(fn, node, node.args[0], node.args[1], node.args[2:3], index, env, depth)
+        if self._library_name(fn, node.func) == "importlib.import_module" and node.args:
+            # a module imported by a name computed from settings: what a getattr on it finds
+            return [Value(Symbol(v.value), v.source) for v in self.expr(fn, node.args[0], index, env, depth)
+                    if isinstance(v.value, str)]
         event = self._event_of(fn, node)
         if event is None:
             return []
@@ -1033,6 +1056,21 @@ class _Evaluator:
             else:
                 table.entries[keyword.arg] = _entry(keyword.arg, self.expr(fn, keyword.value, index, env, depth))
         return table
+
+    def _joined(self, fn: FunctionInfo, node: ast.JoinedStr, index: int, env: Optional[Env],
+                depth: int) -> list[Value]:
+        """An f-string whose parts are constants: each text it may make (``f"{pkg}.{name}"``)."""
+        texts: list[tuple[str, Optional[Source]]] = [("", None)]
+        for part in node.values:
+            if isinstance(part, ast.Constant) and isinstance(part.value, str):
+                pieces = [(part.value, None)]
+            elif isinstance(part, ast.FormattedValue) and part.conversion == -1 and part.format_spec is None:
+                pieces = [(str(v.value), v.source) for v in self.expr(fn, part.value, index, env, depth)
+                          if isinstance(v.value, (str, int))]
+            else:
+                return []
+            texts = [(a + b, bs or src) for (a, src), (b, bs) in itertools.product(texts, pieces)][:MAX_VALUES]
+        return [Value(text, src or self._source(fn, node, LITERAL)) for text, src in texts]
 
     def _lookup(self, fn: FunctionInfo, node: ast.Call, base: ast.expr, key: ast.expr,
                 default: list[ast.expr], index: int, env: Optional[Env], depth: int) -> list[Value]:
@@ -1238,6 +1276,27 @@ def _deep_entry(table: Table, key: str) -> list[Value]:
         if not level:
             break
     return []
+
+
+def _nested_keys(target: ast.expr, name: str) -> Optional[list[Any]]:
+    """The constant keys of a store two or more levels into ``name`` (``name["a"]["b"]``)."""
+    keys: list[Any] = []
+    while isinstance(target, ast.Subscript):
+        if not isinstance(target.slice, ast.Constant) or not _hashable(target.slice.value):
+            return None
+        keys.insert(0, target.slice.value)
+        target = target.value
+    return keys if len(keys) > 1 and _dotted(target) == name else None
+
+
+def _with_nested(table: Table, keys: list[Any], value: list["Value"]) -> Table:
+    """``table`` with the entry at the path ``keys`` set to ``value`` (the tables on the way
+    copied, those not followed left as they are)."""
+    if len(keys) == 1:
+        return _with(table, {keys[0]: value})
+    inner = [Value(_with_nested(v.value, keys[1:], value), v.source)
+             for v in table.entries.get(keys[0], []) if isinstance(v.value, Table)]
+    return _with(table, {keys[0]: inner}) if inner else table
 
 
 def _merge(into: Table, other: Table) -> None:

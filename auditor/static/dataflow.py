@@ -1347,6 +1347,18 @@ def is_parameter(project: Project, fn: FunctionInfo, name: str) -> bool:
     return False
 
 
+_COMPREHENSION = re.compile(r"\bfor\s+([\w\s,()]+?)\s+in\s+([\w.]+?)(?:\.(?:items|values)\(\))?[\s\]})]")
+
+
+def comprehension_source(text: str, name: str) -> str:
+    """The name a comprehension of ``text`` walks when it binds ``name`` (``enc`` of ``for t, h
+    in enc.items()``, of ``for h in enc.values()``, of ``for h in enc``); "" when none does."""
+    for targets, iterated in _COMPREHENSION.findall(text):
+        if name in re.findall(r"\w+", targets):
+            return iterated
+    return ""
+
+
 def derives_from_module(project: Project, fn: FunctionInfo, names: Iterable[str], index: int,
                         depth: int = 0, stmt: Optional[Statement] = None) -> Optional[Origin]:
     """The module call (or parameter) that one of ``names``, as of statement ``index``, derives
@@ -1384,6 +1396,11 @@ def _derive_one(project: Project, fn: FunctionInfo, name: str, index: int,
     defs = [(fn, s) for s in definitions(fn, name, index)]
     if not defs and name.startswith("self.") and name.count(".") == 1 and fn.class_name:
         defs = _self_definitions(project, fn, name)
+    iterated = comprehension_source(statements(fn)[index].text, name) \
+        if not defs and 0 <= index < len(statements(fn)) else ""
+    if iterated and iterated != name:
+        # `{t: dec(h.detach()) for t, h in enc.items()}`: an element of what it walks
+        return derives_from_module(project, fn, [iterated], index, depth + 1)
     for where, stmt in defs:
         if stmt.kind == "augassign" or stmt.kind == "assign":
             if is_scalar_conversion(stmt) or (stmt.kind == "assign" and _only_detached(stmt)):

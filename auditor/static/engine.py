@@ -30,6 +30,7 @@ from auditor.static.deep import with_deep_stack
 from auditor.static.facts import FileFacts
 from auditor.static.imports import Layout, module_identity, outline
 from auditor.static.isolate import Lost, map_bounded, run_isolated
+from auditor.static.named_objects import link_named_objects
 from auditor.static.nesting import MAX_DEPTH, RISKY_DEPTH, nesting_depth
 from auditor.static.parse import parse_module
 from auditor.static.positions import Shape, ast_shape
@@ -445,8 +446,8 @@ def run_check(
             errors.append(res.error)
     with _collector_paused():
         project, (project_findings, project_errors, truncated) = run_project_stage(
-            lambda: Project(analysed, skipped=skipped, loader=load_skipped,
-                            layout=Layout(digests), outlines=outlines),
+            lambda: link_named_objects(Project(analysed, skipped=skipped, loader=load_skipped,
+                                               layout=Layout(digests), outlines=outlines)),
             rules, jobs)
     findings = on_entry_paths([*findings, *project_findings], project, codes)
     errors += project_errors

@@ -167,6 +167,9 @@ class Project:
         layout: Optional[Layout] = None,
         outlines: Iterable[FileFacts] = (),
     ) -> None:
+        # (function, name) -> what the name holds when the program finds it by configured names
+        # (a plugin module's attribute): auditor/static/named_objects.py
+        self._named: dict[tuple[str, str], list[str]] = {}
         self.files: dict[str, FileFacts] = {}
         self.functions: dict[str, FunctionInfo] = {}
         self.classes: dict[str, Any] = {}
@@ -290,6 +293,29 @@ class Project:
             self.graph.add_node(copy.qualname)
             self._link(copy)
         return copies[given]
+
+    def _named_imports(self) -> dict[str, set[str]]:
+        """path -> the files of the objects it finds by configured names (a plugin module that
+        ``importlib.import_module`` imports by a configured name)."""
+        out: dict[str, set[str]] = {}
+        for (qual, _), found in self._named.items():
+            fn = self.functions.get(qual)
+            for name in found if fn is not None else ():
+                module = name
+                while module and module not in self.module_paths:
+                    module = module.rpartition(".")[0]
+                if module:
+                    out.setdefault(fn.path, set()).add(self.module_paths[module])
+        return out
+
+    def link_named_objects(self, table: dict[tuple[str, str], list[str]]) -> None:
+        """What names hold that the program finds by configured names (``auditor/static/
+        named_objects.py``); the calls are linked again through them."""
+        self._named = table
+        if table:  # what the analyses derived from the calls and imports is derived again
+            self._memos.clear()
+            self._programs = None
+            self.relink()
 
     def add_function(self, fn: FunctionInfo) -> None:
         """A function no file defines (a framework's loop, auditor/static/frameworks.py)."""
@@ -648,6 +674,9 @@ class Project:
                           and "=" in e.text), "")
         if _LOOKUP.fullmatch(looked_up):  # `cls = self._items[key]`: what the container holds
             out += self._registered(fn, looked_up, line)
+        if not out:  # `cls = load_plugin(pkg, cfg["name"], cfg["cls"])`: found by configured names
+            out += [f"{q}.__init__" if q in self.classes else q
+                    for q in self._named.get((fn.qualname, name), ())]
         if fn.params[:1] == [name] and self.enclosing(fn) is not None:
             out += self.decorated_by(fn)  # a decorator's argument: what it decorates
         if up < MAX_PASSED and (name in fn.params or not out and name.startswith("self.")):
@@ -809,7 +838,7 @@ class Project:
         for value, line in _returned_values(factory) if factory is not None else ():
             if re.fullmatch(r"[\w.]+", value):
                 out += [c for c in self._built_from(factory, value, line) if c in self.classes]
-            elif re.fullmatch(r"\w+\(.*\)", value, re.S):
+            elif re.match(r"\w+\(", value):  # (the text may be shortened)
                 # `return cls(**kwargs)` of a class looked up (a registry's `build`)
                 held = self._callables(factory, value.split("(", 1)[0], line)
                 out += [c.removesuffix(".__init__") for c in held
@@ -1180,6 +1209,10 @@ class Project:
         for callee in self._constructed_as(fn, name, before_line):
             built = True
             yield callee
+        if up < MAX_PASSED:
+            for caller, argument, line in self._handed_back(fn, name, before_line):
+                built = True
+                yield from self._built_from(caller, argument, line, up + 1)
         if built or up >= MAX_PASSED:
             return
         outer = self.enclosing(fn) if "." not in name and name not in fn.params else None
@@ -1203,6 +1236,31 @@ class Project:
                 return
         for caller, argument, line in self._passed_as(fn, name):
             yield from self._built_from(caller, argument, line, up + 1)
+
+    def _handed_back(self, fn: FunctionInfo, name: str, line: int) -> Iterator[tuple[FunctionInfo, str, int]]:
+        """``model, opt = runner.prepare(model, opt)`` (or ``self.model, ... =``, in any method
+        of the class): a callee that returns the arguments it was given, each element of its
+        tuple one of its parameters; (caller, argument, line) of the argument ``name`` takes."""
+        scopes = [fn]
+        if name.startswith("self.") and fn.class_name in self.classes:
+            scopes += [self.functions[q] for q in self.classes[fn.class_name].methods
+                       if q in self.functions and self.functions[q] is not fn]
+        for scope in scopes:
+            for event in scope.events:
+                if event.kind != "call" or len(event.targets) < 2 or name not in event.targets \
+                        or (scope is fn and event.span.line > line):
+                    continue
+                position = event.targets.index(name)
+                for q in self.resolve_call(event, scope):
+                    callee = self.functions.get(q)
+                    for value, _ in _returned_values(callee) if callee is not None else ():
+                        items = top_level_items(value)
+                        item = items[position].strip() if len(items) == len(event.targets) else ""
+                        if item in callee.params and item not in ("self", "cls"):
+                            bound = 1 if callee.params[:1] == ["self"] else 0
+                            argument = event.argument(item, callee.params.index(item) - bound)
+                            if re.fullmatch(r"[\w.]+", argument):
+                                yield scope, argument, event.span.line
 
     def _passed_as(self, fn: FunctionInfo, name: str) -> Iterator[tuple[FunctionInfo, str, int]]:
         """(caller, argument, line) of the calls whose argument ``name`` holds in ``fn``: a
@@ -1370,6 +1428,8 @@ class Project:
         """The programs the tree's entry points start (auditor/static/programs.py)."""
         if self._programs is None:
             self._imports = import_graph(self)
+            for path, found in self._named_imports().items():  # plugins imported by name
+                self._imports.setdefault(path, set()).update(found)
             self._programs = entry_programs(self, self._imports, self.root)
         return self._programs
 

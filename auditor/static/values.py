@@ -99,6 +99,10 @@ def kind_at(t: Training, fn: FunctionInfo, name: str, i: int, depth: int = 0) ->
     value = _AUGMENTED.split(stmt.text, 1)[-1] if stmt.kind == "augassign" else \
         stmt.text.split("=", 1)[-1] if "=" in stmt.text else ""
     if stmt.kind == "assign" and len(stmt.targets) > 1:
+        parts = top_level_items(value.strip())
+        if len(parts) == len(stmt.targets) and "(" not in parts[stmt.targets.index(name)]:
+            # `SEED, ACCUM, LR = 0, 2, 0.005`: the element of the display
+            return _expression_kind(t, fn, j, parts[stmt.targets.index(name)].strip(), depth + 1)
         # `loss, acc, opt = train_epoch(...)`: the element of what the callee returns
         k = _outer_call_index(fn, j)
         if k is None or not _one_term(value.strip()):

@@ -353,9 +353,10 @@ class _Evaluator:
             return self.expr(fn, node.body, index, env, depth) + self.expr(fn, node.orelse, index, env, depth)
         if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):  # `loaded or {}`: either
             return [v for operand in node.values for v in self.expr(fn, operand, index, env, depth)]
-        if isinstance(node, ast.DictComp) and len(node.generators) == 1 and not node.generators[0].ifs \
+        if isinstance(node, ast.DictComp) and len(node.generators) == 1 \
                 and _items_of(node.generators[0]) is not None:
             # `{k: wrap(v) for k, v in m.items()}`: a mapping rebuilt key by key holds m's keys
+            # (those a filter drops, `if k != "name"`, too: a lookup asks for the others)
             return [v for v in self.expr(fn, _items_of(node.generators[0]), index, env, depth)
                     if isinstance(v.value, Table)]
         if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in COMPARE:

@@ -170,6 +170,7 @@ class Project:
         # (function, name) -> what the name holds when the program finds it by configured names
         # (a plugin module's attribute): auditor/static/named_objects.py
         self._named: dict[tuple[str, str], list[str]] = {}
+        self._handing: set[tuple[str, str]] = set()  # _handed_back's questions being answered
         self.files: dict[str, FileFacts] = {}
         self.functions: dict[str, FunctionInfo] = {}
         self.classes: dict[str, Any] = {}
@@ -1241,6 +1242,17 @@ class Project:
         """``model, opt = runner.prepare(model, opt)`` (or ``self.model, ... =``, in any method
         of the class): a callee that returns the arguments it was given, each element of its
         tuple one of its parameters; (caller, argument, line) of the argument ``name`` takes."""
+        key = (fn.qualname, name)
+        if key in self._handing:  # asked again while resolving the call that hands it back
+            return
+        self._handing.add(key)
+        try:
+            yield from self._handed_back_uncached(fn, name, line)
+        finally:
+            self._handing.discard(key)
+
+    def _handed_back_uncached(self, fn: FunctionInfo, name: str,
+                              line: int) -> Iterator[tuple[FunctionInfo, str, int]]:
         scopes = [fn]
         if name.startswith("self.") and fn.class_name in self.classes:
             scopes += [self.functions[q] for q in self.classes[fn.class_name].methods

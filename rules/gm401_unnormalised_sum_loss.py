@@ -15,7 +15,8 @@ from auditor.static import dataflow as df
 from auditor.static.facts import Event, FunctionInfo, Span
 from auditor.static.project import Project
 from auditor.static.conditions import normalise
-from auditor.static.config_truth import never_runs, returns_through, set_in_file, switched_on
+from auditor.static.config_truth import (never_runs, returns_through, set_in_file, switched_on,
+                                         switched_on_through)
 from auditor.static.config_values import LITERAL, Source, values_of
 from auditor.static.training import Training
 from auditor.static.values import fixed_size_name, varying_count
@@ -735,6 +736,16 @@ loss weights tuned against the summed loss must be revisited.
         if setting is None:
             setting = set_in_file(project, fn, call)
             runs = f"the runs {setting[1].path} configures" if setting is not None else ""
+        if setting is None:
+            # the test reads parameters: the calls that switch it on, each by the same setting
+            # written elsewhere (`sce(x, y, self.reduction)` where the defaults say "sum")
+            through = [switched_on_through(project, fn, call, caller, site)
+                       for caller, site in df.callers_of(project, fn.qualname)
+                       if returns_through(project, fn, call, caller, site)]
+            sources = {(s[1].path, s[1].line) for s in through if s is not None}
+            if through and None not in through and len(sources) == 1 \
+                    and through[0][1].path != fn.path and through[0][1].what != LITERAL:
+                setting, runs = through[0], "the runs that reach it"
         if setting is None:
             return found
         test, source = setting

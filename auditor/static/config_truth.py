@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 import itertools
-from typing import Optional
+from typing import Iterator, Optional
 
 from auditor.static.conditions import tests_of
 from auditor.static.config_values import COMPARE, Source, Value, parsed, values_of
@@ -104,6 +104,23 @@ def returns_through(project: Project, callee: FunctionInfo, event: Event, caller
     ``caller``: False when one of its tests reads parameters of ``callee`` and is false for
     every constant the call passes for them (``if reduction == "sum":`` entered through
     ``sce(x, y)``, which leaves ``reduction="mean"``, or through ``sce(x, y, "mean")``)."""
+    return not any(truth is not None and not truth[0]
+                   for _, truth in _truths_through(project, callee, event, caller, call))
+
+
+def switched_on_through(project: Project, callee: FunctionInfo, event: Event, caller: FunctionInfo,
+                        call: Event) -> Optional[tuple[str, Source]]:
+    """The test of ``event`` that holds for every constant ``call`` passes for the parameters it
+    reads, with the constant deciding it (``if reduction == "sum":`` entered through
+    ``sce(x, y, self.reduction)`` where the configuration sets "sum")."""
+    return next(((test, truth[1]) for test, truth in _truths_through(project, callee, event, caller, call)
+                 if truth is not None and truth[0] and truth[1] is not None), None)
+
+
+def _truths_through(project: Project, callee: FunctionInfo, event: Event, caller: FunctionInfo,
+                    call: Event) -> Iterator[tuple[str, Optional[Truth]]]:
+    """Each test of ``event`` that reads parameters of ``callee``, with its truth for the
+    constants ``call`` passes for them (None when one is not known)."""
     position = {p: k for k, p in enumerate(callee.positional)}
     for test in tests_of(event):
         node = parsed(project, test, event.span.line)
@@ -118,13 +135,12 @@ def returns_through(project: Project, callee: FunctionInfo, event: Event, caller
             else:
                 values = []
             if not values:
-                break  # a value not known here: the test may hold
+                yield test, None  # a value not known here: the test may hold
+                break
             bound[name] = values
         else:
-            truth = _truth(project, callee, node, event.span.line, bound) if bound and node else None
-            if truth is not None and not truth[0]:
-                return False
-    return True
+            if bound and node:
+                yield test, _truth(project, callee, node, event.span.line, bound)
 
 
 def _truth(project: Project, fn: FunctionInfo, node: ast.expr, line: int,

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any, Iterable, Iterator, Optional
 
 from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static import dataflow as df
-from auditor.static.config_values import LITERAL, low_values, values_of
+from auditor.static.config_values import LITERAL, Source, low_values, values_of
 from auditor.static.facts import Event, FunctionInfo, Span
 from auditor.static.frameworks import TRAINERS
 from auditor.static.project import Project
@@ -299,8 +300,9 @@ region or adding a scaler changes numerics and memory use, which a person has to
         for fn in list(project.functions.values()):
             for stmt in df.statements(fn):
                 for call in stmt.calls:
-                    if call.func.removesuffix("()") in AUTOCAST and stmt.kind == "with":
-                        found = cls._autocast(project, fn, stmt, call)
+                    made = cls._autocast_made_by(project, fn, call) if stmt.kind == "with" else None
+                    if call.func.removesuffix("()") in AUTOCAST and stmt.kind == "with" or made:
+                        found = cls._autocast(project, fn, stmt, *(made or (fn, call)))
                         if found:
                             findings.append(found)
                     else:
@@ -364,17 +366,38 @@ region or adding a scaler changes numerics and memory use, which a person has to
                     return f"{_precision(low.value)} (`{text}`, from {low.source.where})"
         return ""
 
+    @staticmethod
+    def _autocast_made_by(project: Project, fn: FunctionInfo, call: Event) -> Optional[tuple[FunctionInfo, Event]]:
+        """A ``with`` entering what a project function makes: an autocast it returns
+        (``def autocast(self): return torch.autocast(...)``) or enters around its ``yield`` (a
+        ``@contextmanager``); that function and its autocast call."""
+        if call.func.removesuffix("()") in AUTOCAST:
+            return None
+        for q in project.resolve_call(call, fn):
+            maker = project.function(q)
+            for stmt in df.statements(maker) if maker is not None else ():
+                inner = next((c for c in stmt.calls if c.func.removesuffix("()") in AUTOCAST), None)
+                if inner is not None and (stmt.kind == "return" or stmt.kind == "with" and any(
+                        e.kind == "yield" or e.text.lstrip().startswith("yield")
+                        for e in maker.events if df.contains(stmt.head.span, e.span) and e is not stmt.head)):
+                    return maker, inner
+        return None
+
     @classmethod
     def _autocast(cls, project: Project, fn: FunctionInfo, with_stmt: df.Statement,
-                  call: Event) -> Optional[Finding]:
+                  maker: FunctionInfo, call: Event) -> Optional[Finding]:
+        """The autocast ``call`` (of ``maker``: ``fn`` itself, or the function that makes what
+        ``with_stmt`` enters) over the region of ``with_stmt`` in ``fn``."""
         func = call.func.removesuffix("()")
         if call.kwargs.get("enabled") == "False" or (func == "torch.cuda.amp.autocast" and call.args[:1] == ["False"]):
             return None
         enabled = call.kwargs.get("enabled", "True")
+        setting: Optional[Source] = None
         if enabled != "True":  # a flag: off on every configured run, the region runs in float32
-            flags = values_of(project, fn, enabled, call.span.line)
+            flags = values_of(project, maker, enabled, call.span.line)
             if flags and not any(v.value for v in flags):
                 return None
+            setting = _selecting_setting(maker, enabled, flags)
         dtype = call.kwargs.get("dtype") or (call.args[1] if func in ("torch.autocast", "torch.amp.autocast")
                                               and len(call.args) > 1 else "")
         device = call.kwargs.get("device_type") or (call.args[0] if func in (
@@ -407,17 +430,17 @@ region or adding a scaler changes numerics and memory use, which a person has to
                 message += f"; the loss itself is also computed in float16 ({loss_at})"
             fix = ("create `scaler = torch.cuda.amp.GradScaler()` and call `scaler.scale(loss).backward()`, "
                    "`scaler.step(optimizer)`, `scaler.update()`; or use `dtype=torch.bfloat16`")
-            return cls.make_finding(fn.path, call.span, message, fix)
+            return _at(cls.make_finding(maker.path, call.span, message, fix), setting)
         if loss_at and precision and not _float32_losses(project, fn, region):
             finding = cls.make_finding(
-                fn.path, call.span,
+                maker.path, call.span,
                 f"the reconstruction loss is computed inside this {precision} autocast region "
                 f"({loss_at}) and backpropagated at {sink.where}: small errors are rounded away",
                 "close the autocast block after the forward and compute the loss on `.float()` "
                 "predictions outside it",
             )
             finding.severity = Severity.WARNING
-            return finding
+            return _at(finding, setting)
         return None
 
     @classmethod
@@ -541,6 +564,29 @@ region or adding a scaler changes numerics and memory use, which a person has to
 
 # torch losses that autocast itself runs in float32 (its "autocast to float32" op list): inside a
 # low-precision region they still compute in full precision
+def _selecting_setting(fn: FunctionInfo, enabled: str, flags: list) -> Optional[Source]:
+    """The one setting written elsewhere that turns the autocast on for every run, when the flag
+    is that setting itself or its equality with a literal (``enabled=cfg.precision == "bf16"``:
+    the setting chose bf16); None when the code's own test decides it (``!= "fp32"`` holds for
+    any other spelling, the code is what to change)."""
+    if not flags or not all(v.value for v in flags) or re.search(r"!=|\bnot\b|<|>", enabled):
+        return None
+    sources = {(v.source.path, v.source.line) for v in flags}
+    source = flags[0].source
+    return source if len(sources) == 1 and source.path != fn.path and source.what != LITERAL else None
+
+
+def _at(found: Finding, setting: Optional[Source]) -> Finding:
+    """``found`` reported at the setting that switches the autocast on, when there is one."""
+    if setting is None:
+        return found
+    return dataclasses.replace(
+        found, path=setting.path, line=setting.line, column=1, end_line=setting.line, end_column=1,
+        message=f"this setting turns the autocast on for every run ({setting.what}): at "
+                f"{found.path}:{found.line}, {found.message}",
+        fix="set full precision here, or compute the loss outside the autocast region")
+
+
 AUTOCAST_FLOAT32_LOSSES = {
     "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div",
     "binary_cross_entropy_with_logits", "cosine_embedding_loss", "margin_ranking_loss",

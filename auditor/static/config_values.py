@@ -559,17 +559,42 @@ class _Evaluator:
 
     def _updated(self, fn: FunctionInfo, name: str, start: int, stop: int, values: list[Value],
                  env: Optional[Env], depth: int) -> list[Value]:
-        """``name.update(...)`` calls between its definition and the read."""
+        """``name.update(...)`` calls between its definition and the read, and calls of project
+        helpers that merge another mapping into it in place (``merge(cfg, loaded)`` whose body
+        is ``for k, v in over.items(): base[k] = ...``)."""
         for stmt in statements(fn)[start + 1:stop]:
             for call in stmt.calls:
-                if call.receiver == name and call.method == "update":
-                    node = self._node_at(fn.path, call.span, (ast.Call,))
-                    if node is None:
-                        continue
+                node = self._node_at(fn.path, call.span, (ast.Call,)) \
+                    if call.receiver == name and call.method == "update" \
+                    or call.args[:1] == [name] and len(call.args) >= 2 else None
+                if node is None:
+                    continue
+                if call.method == "update":
                     added = self._dict_call(fn, node, stmt.index, env, depth)
                     values = [Value(_with(v.value, added.entries), v.source) for v in values
                               if isinstance(v.value, Table)]
+                elif len(node.args) >= 2 and self._merges_in_place(fn, call):
+                    over = [o for o in self.expr(fn, node.args[1], stmt.index, env, depth)
+                            if isinstance(o.value, Table)]
+                    if over:
+                        values = [Value(_merged(v.value, o.value), v.source) for v in values
+                                  if isinstance(v.value, Table) for o in over]
         return values
+
+    def _merges_in_place(self, fn: FunctionInfo, call: Event) -> bool:
+        """The project function ``call`` runs writes its second parameter's items into its
+        first (a deep merge in place)."""
+        for q in self.project.resolve_call(call, fn):
+            helper = self.project.function(q)
+            if helper is None or len(helper.params) < 2:
+                continue
+            base, over = helper.params[:2]
+            loop = re.compile(rf"for\s+\w+\s*,\s*\w+\s+in\s+\(?{over}\b.*\.items\(\)")
+            if any(loop.match(e.text) for e in helper.events if e.kind == "assign") and any(
+                    e.kind == "assign" and any(t == base or t.startswith(base + "[") for t in e.targets)
+                    and "[" in e.text.split("=", 1)[0] for e in helper.events):
+                return True
+        return False
 
     def _parameter(self, fn: FunctionInfo, name: str, env: Optional[Env], depth: int) -> list[Value]:
         """What the callers pass (``env``: the one call being followed), else the default; the

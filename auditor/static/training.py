@@ -879,7 +879,7 @@ class Training:
         if made and not callees:
             return made
         if callees:
-            out: list[Origin] = list(made)
+            out: list[Origin] = []
             # `lookup(kind, name)(...)`: the entries of a registry that holds several kinds
             # (losses, models, optimizers); those whose result is not followed are of another
             fanned = (func.endswith("()") or bool(made)) and len(callees) + len(made) > 1
@@ -893,7 +893,9 @@ class Training:
                             [o.cls for o in found if o.cls]))
                         found = [o for o in found if not o.cls or o.cls in held]
                     out += found if not fanned or any(o.known for o in found) else []
-            return out or [Origin("unknown")]
+            # of a table holding factories and classes, the factories' objects when they are
+            # followed (`build("optimizer", ...)`), else the classes (`cls(**kwargs)`)
+            return out or made or [Origin("unknown")]
         return [Origin("unknown")]
 
     def returned(self, fn: FunctionInfo, depth: int) -> list[Origin]:

@@ -14,6 +14,31 @@ from auditor.static.facts import Event, FunctionInfo, Span
 from auditor.static.frameworks import TRAINERS
 from auditor.static.project import Project
 
+# an accelerator-like wrapper whose method makes the autocast the training step enters, switched by
+# a setting of the YAML file the script loads (the examples)
+_RUNNER = (
+    "import torch\n"
+    "class Runner:\n"
+    "    def __init__(self, precision='no'):\n"
+    "        self.precision = precision\n"
+    "    def autocast(self):\n"
+    "        return torch.autocast('cpu', dtype=torch.bfloat16, enabled=self.precision {test})\n"
+)
+_RUNNER_STEP = (
+    "import yaml\n"
+    "from runner import Runner\n"
+    "def fit(model, loader, opt):\n"
+    "    with open('cfg.yaml') as f:\n"
+    "        cfg = yaml.safe_load(f)\n"
+    "    runner = Runner(cfg['precision'])\n"
+    "    for g, x in loader:\n"
+    "        with runner.autocast():\n"
+    "            loss = (model(g, x) - x).pow(2).mean()\n"
+    "        opt.zero_grad()\n"
+    "        loss.backward()\n"
+    "        opt.step()\n"
+)
+
 AUTOCAST = {"torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast",
             "torch.cpu.amp.autocast", "torch.amp.autocast_mode.autocast"}
 LOW = re.compile(r"\b(?:torch\.)?(float16|half|bfloat16|bf16|fp16)\b")
@@ -113,6 +138,9 @@ region or adding a scaler changes numerics and memory use, which a person has to
 """
 
     VALID = [
+        # the wrapper's autocast, off on the run the configuration file gives
+        Valid({"runner.py": _RUNNER.format(test="== 'bf16'"), "train.py": _RUNNER_STEP,
+               "cfg.yaml": "precision: fp32\n"}),
         # Lightning's mixed precision: autocast around float32 weights
         Valid({"train.py": _LIGHTNING_FIT.format(precision="cfg['precision']"),
                "cfg.yaml": "max_steps: 10\nprecision: bf16-mixed\n"}),
@@ -290,6 +318,13 @@ region or adding a scaler changes numerics and memory use, which a person has to
         Invalid({"train.py": _LIGHTNING_FIT.format(precision="cfg['precision']"),
                  "cfg.yaml": "max_steps: 10\nprecision: bf16-true\n"},
                 path="cfg.yaml", line=2, message_contains="train.py:6"),
+        # an autocast an accelerator-like wrapper returns, entered by the training step: on
+        # every run the code's own test switches it on (any setting but "fp32")
+        Invalid({"runner.py": _RUNNER.format(test="!= 'fp32'"), "train.py": _RUNNER_STEP,
+                 "cfg.yaml": "precision: 'no'\n"}, path="runner.py", line=6, message_contains="autocast region"),
+        # ... and selected by the configuration file: reported at its setting
+        Invalid({"runner.py": _RUNNER.format(test="== 'bf16'"), "train.py": _RUNNER_STEP,
+                 "cfg.yaml": "precision: bf16\n"}, path="cfg.yaml", line=1, message_contains="runner.py:6"),
     ]
 
     # -- project stage -----------------------------------------------------------------------------

@@ -855,3 +855,50 @@ def test_objects_built_by_name_through_registry_objects_take_their_sections(
     files = {**_registry_pipeline(), "configs/train.yaml": "model:\n  name: net\n" + setting}
     expected = [(rule, path, line + 2 if path.endswith(".yaml") else line) for rule, path, line in expected]
     assert check(tmp_path, files, code) == expected
+
+
+def _sum_switched_by_callers(mode: str) -> dict[str, str]:
+    """A loss that sums under `if reduction == "sum":`, reached from a criterion object whose
+    reduction a settings module gives, and from a plain loop that leaves the default."""
+    return {
+        "settings.py": f"LOSS = {{'reduction': '{mode}'}}\n",
+        "train.py": (
+            "from settings import LOSS\n"
+            "\n"
+            "def sce(x, y, reduction='mean'):\n"
+            "    loss = (x - y).pow(2).sum(-1)\n"
+            "    if reduction == 'sum':\n"
+            "        return loss.sum()\n"
+            "    return loss.mean()\n"
+            "\n"
+            "class Crit:\n"
+            "    def __init__(self, reduction='mean'):\n"
+            "        self.reduction = reduction\n"
+            "\n"
+            "    def __call__(self, pred, target):\n"
+            "        return sce(pred, target, self.reduction)\n"
+            "\n"
+            "def fit(model, batches, opt):\n"
+            "    crit = Crit(**LOSS)\n"
+            "    for g, x in batches:\n"
+            "        mask = g.ndata['mask']\n"
+            "        loss = crit(model(g, x)[mask], x[mask])\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+            "\n"
+            "def reference(model, batches, opt):\n"
+            "    for g, x in batches:\n"
+            "        mask = g.ndata['mask']\n"
+            "        loss = sce(model(g, x)[mask], x[mask])\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+        ),
+    }
+
+
+@pytest.mark.parametrize("mode, expected", [("sum", [("GM401", "settings.py", 1)]), ("mean", [])])
+def test_a_sum_switched_on_by_the_calls_that_reach_it_is_reported_at_their_setting(
+        tmp_path: Path, mode: str, expected: list) -> None:
+    assert check(tmp_path, _sum_switched_by_callers(mode), "GM401") == expected

@@ -9,20 +9,17 @@ from typing import Any, Iterable, Iterator, Optional
 from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static import dataflow as df
-from auditor.static.facts import Event, FunctionInfo, Span
+from auditor.static.facts import FunctionInfo, Span
 from auditor.static.project import Project
 from auditor.static.training import UNTRAINED_NAME, OptimizerBuild, Origin, Training
 from auditor.static.conditions import normalise, tests_of
-from auditor.static.config_truth import decided, never_runs, switched_on
+from auditor.static.config_truth import decided, never_runs, setting_at_fault, switched_on
 from auditor.static.paths import trains_after
-from auditor.static.config_values import LITERAL, Source, values_of
+from auditor.static.config_values import values_of
 from auditor.static.values import config_default
 
 PARAMETER_CLASSES = ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
 # a setting whose name says it freezes (`freeze_encoder`, `frozen_backbone`, `fix_encoder`)
-FREEZE_SETTING = re.compile(r"freez|frozen|\bfix(ed)?_|_fixed\b", re.I)
-
-
 def _value(project: Project, fn: FunctionInfo, line: int, text: str) -> Optional[tuple[bool, str]]:
     """A requires_grad flag as written, with why it is known: a literal, a configuration read
     whose key nothing in the tree sets (``cfg.get("train_encoder", False)``: every run gets the
@@ -533,7 +530,7 @@ No automatic fix: whether the freeze is intended is the author's decision.
                 event = fn.events[i]
                 optimizer = f"{build.fn.path}:{build.event.span.line}"
                 setting = switched_on(project, fn, event)
-                if setting is not None and cls._setting_at_fault(fn, *setting):
+                if setting is not None and setting_at_fault(fn, *setting):
                     test, source = setting  # the freeze is a switch; the setting turns it on
                     yield cls.make_finding(
                         source.path, Span(source.line, 1, source.line, 1),
@@ -557,17 +554,6 @@ No automatic fix: whether the freeze is intended is the author's decision.
                     fix="remove the freeze, or give the optimizer only the parameters meant to "
                         "train (and document the partial fine-tuning)",
                 )
-
-    @staticmethod
-    def _setting_at_fault(fn: FunctionInfo, test: str, source: Source) -> bool:
-        """Is the setting, not the code, what to change? When it is written elsewhere (a
-        configuration file, a config class's default) and its name says it freezes
-        (``if cfg.freeze_encoder:``). A comparison's literal in the code may be the wrong side
-        (``cfg.stage != "pretraining"`` where the file says ``pretrain``), and a switch named for
-        something else (``if cfg.pretrain:``) makes the code's use of it the suspect."""
-        compares = any(op in test for op in ("==", "!=", "<", ">", " in ", " is "))
-        return not compares and bool(FREEZE_SETTING.search(test)) \
-            and source.path != fn.path and source.what != LITERAL
 
     @classmethod
     def _frozen_untrained(cls, t: Training, fn: FunctionInfo, i: int, chain: str, read: str,

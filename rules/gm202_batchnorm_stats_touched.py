@@ -3,6 +3,7 @@ outside the normal forward; BatchNorm over the few nodes of a single graph."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Optional
@@ -11,7 +12,7 @@ import libcst as cst
 
 from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
-from auditor.static.config_truth import never_runs
+from auditor.static.config_truth import never_runs, setting_at_fault, switched_on
 from auditor.static.context import dotted
 from auditor.static.dataflow import function_of
 from auditor.static.facts import FunctionInfo, Span
@@ -640,11 +641,20 @@ by a person, and the reference script must then do the same.
                           and e.span.line == frozen.span.line), None) if fn is not None else None
             if event is not None and never_runs(project, fn, event):
                 continue  # a freeze behind a switch that no configured run turns on
-            out.append(cls.make_finding(
+            found = cls.make_finding(
                 file.path, frozen.span,
                 f"`{frozen.receiver}.eval()` on a BatchNorm layer freezes its running statistics "
                 "(and uses them during training)",
-                fix="train BatchNorm layers in train mode, as the reference does"))
+                fix="train BatchNorm layers in train mode, as the reference does")
+            setting = switched_on(project, fn, event) if event is not None else None
+            if setting is not None and setting_at_fault(fn, *setting):
+                test, source = setting  # the freeze is a switch; the setting turns it on
+                found = dataclasses.replace(
+                    found, path=source.path, line=source.line, column=1, end_line=source.line,
+                    end_column=1, fix="set it to off: train BatchNorm layers in train mode",
+                    message=f"this setting turns `{test}` on for every configured run "
+                            f"({source.what}): at {found.path}:{found.line}, {found.message}")
+            out.append(found)
         if not any(True for _ in _facts(project, BatchNormBuilt)):
             return out
         training = Training.of(project)

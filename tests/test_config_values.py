@@ -902,3 +902,26 @@ def _sum_switched_by_callers(mode: str) -> dict[str, str]:
 def test_a_sum_switched_on_by_the_calls_that_reach_it_is_reported_at_their_setting(
         tmp_path: Path, mode: str, expected: list) -> None:
     assert check(tmp_path, _sum_switched_by_callers(mode), "GM401") == expected
+
+
+def test_a_batchnorm_freeze_switched_on_by_a_file_is_reported_at_its_setting(tmp_path: Path) -> None:
+    train = (
+        "import yaml\n"
+        "import torch\n"
+        "\n"
+        "def train(model, opt, batches):\n"
+        "    with open('configs/train.yaml') as f:\n"
+        "        cfg = yaml.safe_load(f)\n"
+        "    for x in batches:\n"
+        "        model.train()\n"
+        "        if cfg['trainer']['freeze_bn']:\n"
+        "            for m in model.modules():\n"
+        "                if isinstance(m, torch.nn.BatchNorm1d):\n"
+        "                    m.eval()\n"
+        "        loss = model(x).pow(2).mean()\n"
+        "        opt.zero_grad()\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+    )
+    files = {"train.py": train, "configs/train.yaml": "trainer:\n  epochs: 3\n  freeze_bn: true\n"}
+    assert check(tmp_path, files, "GM202") == [("GM202", "configs/train.yaml", 3)]

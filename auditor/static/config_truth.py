@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import ast
 import itertools
+import re
 from typing import Iterator, Optional
 
 from auditor.static.conditions import tests_of
-from auditor.static.config_values import COMPARE, Source, Value, parsed, values_of
+from auditor.static.config_values import COMPARE, LITERAL, Source, Value, parsed, values_of
 from auditor.static.facts import Event, FunctionInfo
 from auditor.static.project import Project
 from auditor.static.texts import loop_iterable
@@ -84,6 +85,22 @@ def switched_on(project: Project, fn: FunctionInfo, event: Event) -> Optional[tu
         if truth is not None and truth[0] and truth[1] is not None:
             return test, truth[1]
     return None
+
+
+# a switch whose name says it freezes something (`freeze_encoder`, `fixed_bn`)
+FREEZE_SETTING = re.compile(r"freez|frozen|\bfix(ed)?_|_fixed\b", re.I)
+
+
+def setting_at_fault(fn: FunctionInfo, test: str, source: Source) -> bool:
+    """Is the setting that switches a test on, not the code, what to change? When it is written
+    elsewhere (a configuration file, a config class's default) and the test is that switch
+    itself, named for freezing (``if cfg.freeze_encoder:``). A comparison's literal in the code
+    may be the wrong side (``cfg.stage != "pretraining"`` where the file says ``pretrain``), and a
+    switch named for something else (``if cfg.pretrain:``) makes the code's use of it the
+    suspect."""
+    compares = any(op in test for op in ("==", "!=", "<", ">", " in ", " is "))
+    return not compares and bool(FREEZE_SETTING.search(test)) \
+        and source.path != fn.path and source.what != LITERAL
 
 
 def set_in_file(project: Project, fn: FunctionInfo, event: Event) -> Optional[tuple[str, Source]]:

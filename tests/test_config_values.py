@@ -716,11 +716,12 @@ def _inherited_precision(precision: str) -> dict[str, str]:
     }
 
 
-@pytest.mark.parametrize("precision, expected", [("fp32", []), ("bf16", [("GM301", "train.py", 26)])])
+@pytest.mark.parametrize("precision, expected", [("fp32", []),
+                                                   ("bf16", [("GM301", "configs/exp/run.yaml", 3)])])
 def test_autocast_switched_by_an_inherited_setting(tmp_path: Path, precision: str, expected: list) -> None:
     """The base file (bf16) is a set of defaults, not a run: the experiment file composed over
     it decides the `enabled=` flag, and a flag false on every configured run leaves the
-    autocast off."""
+    autocast off; a flag its setting turns on is reported at that setting."""
     assert check(tmp_path, _inherited_precision(precision), "GM301") == expected
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from auditor.static.config_values import Symbol, values_of
+from auditor.static.config_values import Symbol, tables_of, values_of
 from auditor.static.facts import MODULE_SCOPE, FunctionInfo
 from auditor.static.project import Project
 
@@ -18,19 +18,64 @@ LOOKUPS = ("importlib.import_module", "getattr")
 
 
 def link_named_objects(project: Project) -> Project:
-    """``project`` with the objects its functions find by configured names linked."""
-    table: dict[tuple[str, str], list[str]] = {}
+    """``project`` with the objects its functions find by configured names linked: what a name
+    holds (``cls = load_plugin(...)``: a class), and what it holds an instance of (``self.encoder =
+    instantiate(cfg.encoder)``: the class a ``_target_`` setting names, Hydra's convention)."""
+    held: dict[tuple[str, str], list[str]] = {}
+    instances: dict[tuple[str, str], list[str]] = {}
     for fn in list(project.functions.values()):
         for event in fn.events:
-            if event.kind != "call" or len(event.targets) != 1 or not re.fullmatch(r"\w+", event.targets[0]):
+            if event.kind != "call" or len(event.targets) != 1 or not re.fullmatch(r"[\w.]+", event.targets[0]):
                 continue
-            if not any(_looks_up(project.function(q)) for q in project.resolve_call(event, fn)):
-                continue
-            found = _named(project, fn, event.targets[0], event.span.end_line + 1)
-            if found:
-                table.setdefault((fn.qualname, event.targets[0]), []).extend(found)
-    project.link_named_objects(table)
+            name = event.targets[0]
+            callees = [project.function(q) for q in project.resolve_call(event, fn)]
+            if "." not in name and any(_looks_up(c) for c in callees):
+                found = _named(project, fn, name, event.span.end_line + 1)
+                if found:
+                    held.setdefault((fn.qualname, name), []).extend(found)
+            elif event.args and (event.func in INSTANTIATORS or any(_reads_target(c) for c in callees)):
+                found = _targets(project, fn, event.args[0], event.span.line)
+                if found:
+                    instances.setdefault((fn.class_name if name.startswith("self.") else fn.qualname, name),
+                                         []).extend(found)
+    project.link_named_objects(held, instances)
     return project
+
+
+# library functions that build the object a configuration node's `_target_` names
+INSTANTIATORS = ("hydra.utils.instantiate", "hydra.utils.call")
+TARGET_KEY = "_target_"
+
+
+def _reads_target(fn: FunctionInfo | None) -> bool:
+    """``fn`` builds what its first parameter's ``_target_`` names (a hand-written
+    ``instantiate``)."""
+    return fn is not None and bool(fn.params) and any(
+        TARGET_KEY in e.text and fn.params[0] in e.uses for e in fn.events)
+
+
+def _targets(project: Project, fn: FunctionInfo, node: str, line: int) -> list[str]:
+    """The project classes and functions the ``_target_`` of the configuration node ``node``
+    names (``pkg.models.Encoder``; as the program imports it, a suffix of the project's name)."""
+    out: list[str] = []
+    for table in tables_of(project, fn, node, line):
+        for value in table.value.entries.get(TARGET_KEY, []):
+            if isinstance(value.value, str):
+                out += _project_named(project, value.value)
+    return list(dict.fromkeys(out))
+
+
+def _project_named(project: Project, dotted: str) -> list[str]:
+    """The project class or function a dotted name names: itself, re-exported, or the one
+    whose qualified name ends with it (the program runs with its source folder on the path)."""
+    if dotted in project.classes or dotted in project.functions:
+        return [dotted]
+    found = project.reexported(dotted)
+    if found:
+        return [found]
+    tail = "." + dotted
+    matches = [q for q in (*project.classes, *project.functions) if q.endswith(tail)]
+    return matches if len(matches) == 1 else []
 
 
 def _looks_up(fn: FunctionInfo | None) -> bool:

@@ -170,6 +170,7 @@ class Project:
         # (function, name) -> what the name holds when the program finds it by configured names
         # (a plugin module's attribute): auditor/static/named_objects.py
         self._named: dict[tuple[str, str], list[str]] = {}
+        self._named_instances: dict[tuple[str, str], list[str]] = {}
         self._handing: set[tuple[str, str]] = set()  # _handed_back's questions being answered
         self.files: dict[str, FileFacts] = {}
         self.functions: dict[str, FunctionInfo] = {}
@@ -298,22 +299,28 @@ class Project:
     def _named_imports(self) -> dict[str, set[str]]:
         """path -> the files of the objects it finds by configured names (a plugin module that
         ``importlib.import_module`` imports by a configured name)."""
+        def file_of(qualname: str) -> Optional[str]:
+            module = qualname
+            while module and module not in self.module_paths:
+                module = module.rpartition(".")[0]
+            return self.module_paths.get(module) if module else None
+
         out: dict[str, set[str]] = {}
-        for (qual, _), found in self._named.items():
-            fn = self.functions.get(qual)
-            for name in found if fn is not None else ():
-                module = name
-                while module and module not in self.module_paths:
-                    module = module.rpartition(".")[0]
-                if module:
-                    out.setdefault(fn.path, set()).add(self.module_paths[module])
+        for (qual, _), found in [*self._named.items(), *self._named_instances.items()]:
+            where = file_of(qual)
+            for name in found if where is not None else ():
+                path = file_of(name)
+                if path is not None:
+                    out.setdefault(where, set()).add(path)
         return out
 
-    def link_named_objects(self, table: dict[tuple[str, str], list[str]]) -> None:
-        """What names hold that the program finds by configured names (``auditor/static/
-        named_objects.py``); the calls are linked again through them."""
-        self._named = table
-        if table:  # what the analyses derived from the calls and imports is derived again
+    def link_named_objects(self, held: dict[tuple[str, str], list[str]],
+                           instances: dict[tuple[str, str], list[str]]) -> None:
+        """What names hold, and hold instances of, that the program finds by configured names
+        (``auditor/static/named_objects.py``; keyed by function, or by class for ``self.x``);
+        the calls are linked again through them."""
+        self._named, self._named_instances = held, instances
+        if held or instances:  # what the analyses derived from the calls and imports is derived again
             self._memos.clear()
             self._programs = None
             self.relink()
@@ -791,6 +798,10 @@ class Project:
                              every: bool = True) -> Iterator[str]:
         """``every``: all the classes a factory may return; else only a factory's one class (a
         factory choosing among several says nothing of which one this object is)."""
+        named = self._named_instances.get((fn.class_name if name.startswith("self.") else fn.qualname, name))
+        if named:  # built from the class a configured `_target_` names
+            yield from (c for c in named if c in self.classes)
+            return
         for built in self._built_from(fn, name, line):
             if built in self.classes:
                 yield built

@@ -54,6 +54,7 @@ validate-floor: venv
 	$(PY) -m benchmarks.validation --mode static --floor --heldout stream
 	$(PY) -m benchmarks.validation --mode static --floor --heldout events
 	$(PY) -m benchmarks.validation --mode static --floor --heldout notebook
+	$(PY) -m benchmarks.validation --mode static --floor --heldout hetero
 
 bench: venv
 	$(PY) benchmarks/static_bench.py

@@ -595,6 +595,10 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
         site_fn = t.project.function(trained.site[0])
         later = later or trained.site[0] == made.site[0] and trained.site[1] > made.site[1]
         span = trained.site_span
+        if trained.kind == "copy" and trained.span is not None:
+            # a copy a helper makes of what it is handed (`prepare(model)` deep-copying it): the
+            # copy is the defect's line, not the call that handed the model over
+            site_fn, span = t.project.function(trained.fn), trained.span
         if site_fn is not None and span is not None and (trained.kind == "copy" or later):
             what = "a deep copy" if trained.kind == "copy" else "a new instance"
             return cls.make_finding(

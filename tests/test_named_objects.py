@@ -142,3 +142,60 @@ def test_a_constant_of_a_tuple_display_is_a_number_not_a_graph(tmp_path: Path) -
         "    hist.append(tot / ACCUM)\n"
     )
     assert check_tree(tmp_path, {"train.py": train}, "GM106") == []
+
+
+INSTANTIATE = (
+    "import copy\n"
+    "import importlib\n"
+    "\n"
+    "def locate(path):\n"
+    "    module = importlib.import_module(path.rsplit('.', 1)[0])\n"
+    "    return getattr(module, path.rsplit('.', 1)[1])\n"
+    "\n"
+    "def instantiate(cfg, **kwargs):\n"
+    "    cfg = dict(cfg)\n"
+    "    target = locate(cfg.pop('_target_'))\n"
+    "    return target(**cfg, **kwargs)\n"
+)
+
+TARGET_TRAIN = (
+    "import torch\n"
+    "from pkg.instantiate import instantiate\n"
+    "from pkg.runner import Runner\n"
+    "\n"
+    "CFG = {'optim': {'_target_': 'torch.optim.AdamW', 'lr': 0.01}}\n"
+    "\n"
+    "class Trainer:\n"
+    "    def __init__(self, cfg, model, runner):\n"
+    "        self.runner = runner\n"
+    "        optimizer = instantiate(cfg['optim'], params=model.parameters())\n"
+    "        self.model, self.opt = runner.prepare(model, optimizer)\n"
+    "\n"
+    "    def step(self, x):\n"
+    "        loss = self.model(x).pow(2).mean()\n"
+    "        self.opt.zero_grad()\n"
+    "        self.runner.backward(loss)\n"
+    "        self.opt.step()\n"
+    "\n"
+    "def main(batches):\n"
+    "    trainer = Trainer(CFG, torch.nn.Linear(4, 4), Runner())\n"
+    "    for x in batches:\n"
+    "        trainer.step(x)\n"
+    "\n"
+    "if __name__ == '__main__':\n"
+    "    main([])\n"
+)
+
+
+@pytest.mark.parametrize("placed, expected", [
+    ("model = model.to('cpu')", []),
+    ("model = copy.deepcopy(model).to('cpu')", [("GM105", "pkg/runner.py", 4)]),
+])
+def test_an_optimizer_a_target_names_and_a_wrapper_that_copies_the_model(
+        tmp_path: Path, placed: str, expected: list) -> None:
+    # the optimizer is built from its `_target_`; the wrapper hands the model back as itself,
+    # or as a copy the optimizer never saw (reported at the copy)
+    runner = "import copy\n" + RUNNER.replace("model = model.to('cpu')", placed)
+    files = {"pkg/__init__.py": "", "pkg/instantiate.py": INSTANTIATE, "pkg/runner.py": runner,
+             "train.py": TARGET_TRAIN}
+    assert check_tree(tmp_path, files, "GM105") == expected

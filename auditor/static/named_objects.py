@@ -45,6 +45,8 @@ def link_named_objects(project: Project) -> Project:
 # library functions that build the object a configuration node's `_target_` names
 INSTANTIATORS = ("hydra.utils.instantiate", "hydra.utils.call")
 TARGET_KEY = "_target_"
+# the libraries whose classes a `_target_` may name for the analyses (optimizers, layers)
+LIBRARIES = ("torch", "dgl")
 
 
 def _reads_target(fn: FunctionInfo | None) -> bool:
@@ -73,6 +75,8 @@ def _project_named(project: Project, dotted: str) -> list[str]:
     found = project.reexported(dotted)
     if found:
         return [found]
+    if dotted.split(".", 1)[0] in LIBRARIES:
+        return [dotted]  # a library's class (`torch.optim.AdamW`): an optimizer built by name
     tail = "." + dotted
     matches = [q for q in (*project.classes, *project.functions) if q.endswith(tail)]
     return matches if len(matches) == 1 else []

@@ -296,6 +296,11 @@ class Project:
             self._link(copy)
         return copies[given]
 
+    def named_instance(self, fn: FunctionInfo, name: str) -> list[str]:
+        """The classes, of the project or a library, that ``name`` holds an instance of in
+        ``fn`` when a configured ``_target_`` names them (``auditor/static/named_objects.py``)."""
+        return self._named_instances.get((fn.class_name if name.startswith("self.") else fn.qualname, name), [])
+
     def _named_imports(self) -> dict[str, set[str]]:
         """path -> the files of the objects it finds by configured names (a plugin module that
         ``importlib.import_module`` imports by a configured name)."""
@@ -798,9 +803,9 @@ class Project:
                              every: bool = True) -> Iterator[str]:
         """``every``: all the classes a factory may return; else only a factory's one class (a
         factory choosing among several says nothing of which one this object is)."""
-        named = self._named_instances.get((fn.class_name if name.startswith("self.") else fn.qualname, name))
+        named = [c for c in self.named_instance(fn, name) if c in self.classes]
         if named:  # built from the class a configured `_target_` names
-            yield from (c for c in named if c in self.classes)
+            yield from named
             return
         for built in self._built_from(fn, name, line):
             if built in self.classes:

@@ -133,6 +133,8 @@ def is_grad_reset(event: Event) -> bool:
     return event.kind == "assign" and any(t.endswith(".grad") for t in event.targets)
 
 
+
+
 def is_optimizer_class(func: str) -> bool:
     name = func.removesuffix("()")
     last = name.rsplit(".", 1)[-1]
@@ -802,8 +804,18 @@ class Training:
                                  and callee.events[m].span.within(e.span)
                                  and callee.events[m].func.removesuffix("()").rsplit(".", 1)[-1] == name), None)
                     found = self._call_origin(callee, made, depth + 1) if made is not None else []
-                out += [o.through(fn.qualname, k, call.span) for o in found]
+                out += self._returned_through(found, fn, k, call.span, depth)
         return out or [Origin("unknown")]
+
+    def _returned_through(self, found: list[Origin], fn: FunctionInfo, k: int, span: Span,
+                          depth: int) -> list[Origin]:
+        """The objects a call (event ``k`` of ``fn``) returns, as made through that call; one the
+        caller handed in comes back as itself (``model, opt = runner.prepare(model, opt)``),
+        not made by the callee."""
+        call = fn.events[k]
+        handed = {o for a in [*call.args, *call.kwargs.values()] if re.fullmatch(r"[\w.]+", a)
+                  for o in self.origins(fn, a, statement_start(fn, k), depth + 1) if o.known}
+        return [o if o in handed else o.through(fn.qualname, k, span) for o in found]
 
     def _unpacked_origin(self, fn: FunctionInfo, j: int, position: int, depth: int) -> list[Origin]:
         """``optimizer, scheduler = build_optimizer(model)``: the object at ``position`` of what
@@ -831,7 +843,7 @@ class Training:
                 name = parts[position].strip() if len(parts) > position else ""
                 found = self.origins(callee, name, r, depth + 1) \
                     if re.fullmatch(r"[\w.]+", name) else [Origin("unknown")]
-                out += [o.through(fn.qualname, calls[0], call.span) for o in found]
+                out += self._returned_through(found, fn, calls[0], call.span, depth)
         return out or [Origin("unknown")]
 
     def _call_origin(self, fn: FunctionInfo, k: int, depth: int) -> list[Origin]:
@@ -840,6 +852,10 @@ class Training:
         nxt = k + 1 if k + 1 < len(fn.events) and fn.events[k + 1].kind == "call" \
             and fn.events[k + 1].span.within(call.span) else None
         before = statement_start(fn, k)
+        named = self.project.named_instance(fn, call.targets[0]) \
+            if len(call.targets) == 1 and k > 0 and fn.events[k - 1].targets == call.targets else []
+        if named:  # built from what a configured `_target_` names (`instantiate(cfg.optim)`)
+            return [Origin("new", c, fn.qualname, k, call.span) for c in named]
         if call.method in SHARING_METHODS and call.receiver:
             if re.fullmatch(r"[\w.]+", call.receiver):
                 return self.origins(fn, call.receiver, before, depth + 1)
@@ -886,7 +902,7 @@ class Training:
             for qual in callees:
                 callee = self.project.function(qual)
                 if callee is not None:
-                    found = [o.through(fn.qualname, k, call.span) for o in self.returned(callee, depth + 1)]
+                    found = self._returned_through(self.returned(callee, depth + 1), fn, k, call.span, depth)
                     if call.receiver and callee.class_name:  # a registry object's `build`
                         held = set(self.project.registered_through(
                             self.project.qualified(fn, call.receiver), callee.class_name,
@@ -1084,7 +1100,7 @@ class Training:
             self._optimizers = []
             for fn in list(self.project.functions.values()):
                 for i, e in enumerate(fn.events):
-                    if e.kind == "call" and is_optimizer_class(e.func):
+                    if e.kind == "call" and (is_optimizer_class(e.func) or self._named_optimizer(fn, i)):
                         mods, made, read_at = [], [], []
                         texts = [e.text]
                         # the call itself, and the statements that built a `params` list it got
@@ -1119,6 +1135,14 @@ class Training:
                         self._optimizers.append(
                             OptimizerBuild(fn, i, mods, filtered, made, read_at, handed, collected))
         return self._optimizers
+
+    def _named_optimizer(self, fn: FunctionInfo, i: int) -> bool:
+        """Event ``i`` of ``fn`` is the call whose result is an optimizer a configured
+        ``_target_`` names (``optimizer = instantiate(cfg.optim, params=...)``)."""
+        e = fn.events[i]
+        return len(e.targets) == 1 and i > 0 and fn.events[i - 1].kind == "assign" \
+            and fn.events[i - 1].targets == e.targets \
+            and any(is_optimizer_class(c) for c in self.project.named_instance(fn, e.targets[0]))
 
     def param_origins(self, build: OptimizerBuild,
                       site: Optional[tuple[str, int]] = None) -> list[Origin]:

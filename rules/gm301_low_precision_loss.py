@@ -9,7 +9,8 @@ from typing import Any, Iterable, Iterator, Optional
 from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static import dataflow as df
-from auditor.static.config_values import LITERAL, Source, low_values, values_of
+from auditor.static.config_truth import never_runs, set_in_file, switched_on
+from auditor.static.config_values import LITERAL, Source, Value, low_values, values_of
 from auditor.static.facts import Event, FunctionInfo, Span
 from auditor.static.frameworks import TRAINERS
 from auditor.static.project import Project
@@ -37,6 +38,40 @@ _RUNNER_STEP = (
     "        opt.zero_grad()\n"
     "        loss.backward()\n"
     "        opt.step()\n"
+)
+
+_SCOPE = (
+    "import contextlib\n"
+    "import torch\n"
+    "\n"
+    "def autocast_ctx(precision):\n"
+    "    if precision == 'bf16':\n"
+    "        return torch.autocast('cpu', dtype=torch.bfloat16)\n"
+    "    return contextlib.nullcontext()\n"
+    "\n"
+    "@contextlib.contextmanager\n"
+    "def step_scope(precision):\n"
+    "    with contextlib.ExitStack() as stack:\n"
+    "        stack.enter_context(autocast_ctx(precision))\n"
+    "        yield stack\n"
+)
+_SCOPE_STEP = (
+    "import yaml\n"
+    "from ctx import step_scope\n"
+    "\n"
+    "def step(model, opt, g, x):\n"
+    "    loss = (model(g, x) - x).pow(2).mean()\n"
+    "    opt.zero_grad()\n"
+    "    loss.backward()\n"
+    "    opt.step()\n"
+    "    return loss\n"
+    "\n"
+    "def fit(model, loader, opt):\n"
+    "    with open('cfg.yaml') as f:\n"
+    "        cfg = yaml.safe_load(f)\n"
+    "    for g, x in loader:\n"
+    "        with step_scope(cfg['precision']):\n"
+    "            loss = step(model, opt, g, x)\n"
 )
 
 AUTOCAST = {"torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast",
@@ -325,6 +360,10 @@ region or adding a scaler changes numerics and memory use, which a person has to
         # ... and selected by the configuration file: reported at its setting
         Invalid({"runner.py": _RUNNER.format(test="== 'bf16'"), "train.py": _RUNNER_STEP,
                  "cfg.yaml": "precision: bf16\n"}, path="cfg.yaml", line=1, message_contains="runner.py:6"),
+        # an autocast entered on an ExitStack by a @contextmanager, around a step that computes
+        # the loss and backpropagates it, chosen by the configuration file
+        Invalid({"ctx.py": _SCOPE, "train.py": _SCOPE_STEP, "cfg.yaml": "precision: bf16\n"},
+                path="cfg.yaml", line=1, message_contains="ctx.py:6"),
     ]
 
     # -- project stage -----------------------------------------------------------------------------
@@ -401,21 +440,26 @@ region or adding a scaler changes numerics and memory use, which a person has to
                     return f"{_precision(low.value)} (`{text}`, from {low.source.where})"
         return ""
 
-    @staticmethod
-    def _autocast_made_by(project: Project, fn: FunctionInfo, call: Event) -> Optional[tuple[FunctionInfo, Event]]:
+    @classmethod
+    def _autocast_made_by(cls, project: Project, fn: FunctionInfo, call: Event,
+                          depth: int = 0) -> Optional[tuple[FunctionInfo, Event]]:
         """A ``with`` entering what a project function makes: an autocast it returns
-        (``def autocast(self): return torch.autocast(...)``) or enters around its ``yield`` (a
-        ``@contextmanager``); that function and its autocast call."""
-        if call.func.removesuffix("()") in AUTOCAST:
+        (``def autocast(self): return torch.autocast(...)``), or enters around its ``yield`` (a
+        ``@contextmanager``, directly or by ``stack.enter_context(...)``), itself or through
+        another such function; the function that writes the autocast, and its call."""
+        if call.func.removesuffix("()") in AUTOCAST or depth > 3:
             return None
         for q in project.resolve_call(call, fn):
             maker = project.function(q)
             for stmt in df.statements(maker) if maker is not None else ():
-                inner = next((c for c in stmt.calls if c.func.removesuffix("()") in AUTOCAST), None)
-                if inner is not None and (stmt.kind == "return" or stmt.kind == "with" and any(
-                        e.kind == "yield" or e.text.lstrip().startswith("yield")
-                        for e in maker.events if df.contains(stmt.head.span, e.span) and e is not stmt.head)):
-                    return maker, inner
+                if stmt.kind != "return" and not (stmt.kind in ("with", "call") and _entered_around_yield(maker, stmt)):
+                    continue
+                for inner in stmt.calls:
+                    if inner.func.removesuffix("()") in AUTOCAST:
+                        return maker, inner
+                    made = cls._autocast_made_by(project, maker, inner, depth + 1)
+                    if made is not None:
+                        return made
         return None
 
     @classmethod
@@ -428,11 +472,21 @@ region or adding a scaler changes numerics and memory use, which a person has to
             return None
         enabled = call.kwargs.get("enabled", "True")
         setting: Optional[Source] = None
+        runs = "every run"
         if enabled != "True":  # a flag: off on every configured run, the region runs in float32
             flags = values_of(project, maker, enabled, call.span.line)
             if flags and not any(v.value for v in flags):
                 return None
             setting = _selecting_setting(maker, enabled, flags)
+        elif maker is not fn:  # made under a test (`if precision == "bf16": return autocast(...)`)
+            if never_runs(project, maker, call):
+                return None
+            # on every run, or on those a configuration file configures
+            on = switched_on(project, maker, call)
+            if on is None:
+                on = set_in_file(project, maker, call)
+                runs = f"the runs {on[1].path} configures" if on is not None else runs
+            setting = _selecting_setting(maker, on[0], [Value(True, on[1])]) if on is not None else None
         dtype = call.kwargs.get("dtype") or (call.args[1] if func in ("torch.autocast", "torch.amp.autocast")
                                               and len(call.args) > 1 else "")
         device = call.kwargs.get("device_type") or (call.args[0] if func in (
@@ -454,6 +508,11 @@ region or adding a scaler changes numerics and memory use, which a person has to
             sinks += [s for c in stmt.calls if (s := df.sink_of(fn, c)) is not None]
             if loss_at is None and (flow.sinks or stmt.kind == "return"):
                 loss_at = cls._loss_in(project, fn, stmt)
+        if not sinks:  # the region calls a step that computes the loss and backpropagates it
+            inner = cls._step_within(project, fn, [c for s in region for c in s.calls])
+            if inner is None:
+                return None
+            sinks, loss_at = inner
         if not sinks:
             return None
         sink = sinks[0]
@@ -465,7 +524,7 @@ region or adding a scaler changes numerics and memory use, which a person has to
                 message += f"; the loss itself is also computed in float16 ({loss_at})"
             fix = ("create `scaler = torch.cuda.amp.GradScaler()` and call `scaler.scale(loss).backward()`, "
                    "`scaler.step(optimizer)`, `scaler.update()`; or use `dtype=torch.bfloat16`")
-            return _at(cls.make_finding(maker.path, call.span, message, fix), setting)
+            return _at(cls.make_finding(maker.path, call.span, message, fix), setting, runs)
         if loss_at and precision and not _float32_losses(project, fn, region):
             finding = cls.make_finding(
                 maker.path, call.span,
@@ -475,7 +534,29 @@ region or adding a scaler changes numerics and memory use, which a person has to
                 "predictions outside it",
             )
             finding.severity = Severity.WARNING
-            return _at(finding, setting)
+            return _at(finding, setting, runs)
+        return None
+
+    @classmethod
+    def _step_within(cls, project: Project, fn: FunctionInfo, calls: list[Event],
+                     depth: int = 0) -> Optional[tuple[list[df.Sink], Optional[str]]]:
+        """The backward (and the loss, when it is computed there) of a training step that a call
+        of the region runs (``loss = step_fn(state, g, x)``), through a few calls."""
+        if depth > 2:
+            return None
+        for call in calls:
+            for q in project.resolve_call(call, fn):
+                callee = project.function(q)
+                if callee is None:
+                    continue
+                sinks = [s for c in callee.events if (s := df.sink_of(callee, c)) is not None]
+                if sinks:
+                    loss_at = next((at for stmt in df.statements(callee)
+                                    if (at := cls._loss_in(project, callee, stmt))), None)
+                    return sinks, loss_at
+                found = cls._step_within(project, callee, [e for e in callee.events if e.kind == "call"], depth + 1)
+                if found is not None:
+                    return found
         return None
 
     @classmethod
@@ -599,6 +680,13 @@ region or adding a scaler changes numerics and memory use, which a person has to
 
 # torch losses that autocast itself runs in float32 (its "autocast to float32" op list): inside a
 # low-precision region they still compute in full precision
+def _entered_around_yield(fn: FunctionInfo, stmt: df.Statement) -> bool:
+    """``stmt`` of a ``@contextmanager`` generator enters a context for its caller's block: a
+    ``with`` (around its ``yield``) or a context entered on an ``ExitStack``."""
+    return any(d.removesuffix("()").endswith("contextmanager") for d in fn.decorators) and (
+        stmt.kind == "with" or any(c.method == "enter_context" for c in stmt.calls))
+
+
 def _selecting_setting(fn: FunctionInfo, enabled: str, flags: list) -> Optional[Source]:
     """The one setting written elsewhere that turns the autocast on for every run, when the flag
     is that setting itself or its equality with a literal (``enabled=cfg.precision == "bf16"``:
@@ -611,13 +699,14 @@ def _selecting_setting(fn: FunctionInfo, enabled: str, flags: list) -> Optional[
     return source if len(sources) == 1 and source.path != fn.path and source.what != LITERAL else None
 
 
-def _at(found: Finding, setting: Optional[Source]) -> Finding:
-    """``found`` reported at the setting that switches the autocast on, when there is one."""
+def _at(found: Finding, setting: Optional[Source], runs: str) -> Finding:
+    """``found`` reported at the setting that switches the autocast on (for ``runs``), when
+    there is one."""
     if setting is None:
         return found
     return dataclasses.replace(
         found, path=setting.path, line=setting.line, column=1, end_line=setting.line, end_column=1,
-        message=f"this setting turns the autocast on for every run ({setting.what}): at "
+        message=f"this setting turns the autocast on for {runs} ({setting.what}): at "
                 f"{found.path}:{found.line}, {found.message}",
         fix="set full precision here, or compute the loss outside the autocast region")
 

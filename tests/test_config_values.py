@@ -926,3 +926,33 @@ def test_a_batchnorm_freeze_switched_on_by_a_file_is_reported_at_its_setting(tmp
     )
     files = {"train.py": train, "configs/train.yaml": "trainer:\n  epochs: 3\n  freeze_bn: true\n"}
     assert check(tmp_path, files, "GM202") == [("GM202", "configs/train.yaml", 3)]
+
+
+@pytest.mark.parametrize("prefixes, expected", [("[]", []), ("[enc]", [("GM103", "train.py", 7)])])
+def test_a_freeze_by_name_prefixes_that_every_run_leaves_empty_never_runs(
+        tmp_path: Path, prefixes: str, expected: list) -> None:
+    train = (
+        "import yaml\n"
+        "import torch\n"
+        "\n"
+        "def freeze(model, prefixes):\n"
+        "    for name, p in model.named_parameters():\n"
+        "        if any(name.startswith(pre) for pre in prefixes):\n"
+        "            p.requires_grad_(False)\n"
+        "    return model\n"
+        "\n"
+        "def main(batches):\n"
+        "    with open('configs/train.yaml') as f:\n"
+        "        cfg = yaml.safe_load(f)\n"
+        "    model = torch.nn.Sequential()\n"
+        "    model.add_module('enc', torch.nn.Linear(4, 4))\n"
+        "    freeze(model, cfg['freeze'])\n"
+        "    opt = torch.optim.Adam(model.parameters())\n"
+        "    for x in batches:\n"
+        "        loss = model(x).pow(2).mean()\n"
+        "        opt.zero_grad()\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+    )
+    files = {"train.py": train, "configs/train.yaml": f"freeze: {prefixes}\nlr: 0.01\n"}
+    assert check(tmp_path, files, "GM103") == expected

@@ -177,6 +177,13 @@ def _truth(project: Project, fn: FunctionInfo, node: ast.expr, line: int,
         return _agreed(outcomes) if outcomes else None
     if isinstance(node, ast.Constant):
         return bool(node.value), None
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("any", "all") \
+            and len(node.args) == 1 and isinstance(node.args[0], ast.GeneratorExp):
+        # `any(name.startswith(p) for p in prefixes)` over a list every run leaves empty
+        walked = _operand(project, fn, node.args[0].generators[0].iter, line, bound)
+        if walked and all(v.value == () for v in walked):
+            return node.func.id == "all", walked[0].source
+        return None
     found = _operand(project, fn, node, line, bound)
     return _agreed([(bool(v.value), v.source) for v in found]) if found else None
 

@@ -10,38 +10,51 @@ from __future__ import annotations
 import re
 
 from auditor.static.config_values import Symbol, tables_of, values_of
-from auditor.static.facts import MODULE_SCOPE, FunctionInfo
+from auditor.static.facts import MODULE_SCOPE, Event, FunctionInfo
 from auditor.static.project import Project
 
-# what a function that finds an object by name calls
-LOOKUPS = ("importlib.import_module", "getattr")
+# what a function that finds an object by name calls: a module imported by a computed name
+LOOKUPS = ("importlib.import_module", "builtins.__import__", "__import__")
 
 
 def link_named_objects(project: Project) -> Project:
     """``project`` with the objects its functions find by configured names linked: what a name
     holds (``cls = load_plugin(...)``: a class), and what it holds an instance of (``self.encoder =
     instantiate(cfg.encoder)``: the class a ``_target_`` setting names, Hydra's convention)."""
+    if not project.any_source_matches(MENTIONS):
+        return project  # no module imported by a computed name, no `_target_`: nothing to link
     held: dict[tuple[str, str], list[str]] = {}
     instances: dict[tuple[str, str], list[str]] = {}
-    for fn in list(project.functions.values()):
-        for event in fn.events:
-            if event.kind != "call" or len(event.targets) != 1 or not re.fullmatch(r"[\w.]+", event.targets[0]):
-                continue
-            name = event.targets[0]
-            callees = [project.function(q) for q in project.resolve_call(event, fn)]
-            if "." not in name and any(_looks_up(c) for c in callees):
-                found = _named(project, fn, name, event.span.end_line + 1)
-                if found:
-                    held.setdefault((fn.qualname, name), []).extend(found)
-            elif event.args and (event.func in INSTANTIATORS or any(_reads_target(c) for c in callees)):
-                found = _targets(project, fn, event.args[0], event.span.line)
-                if found:
-                    instances.setdefault((fn.class_name if name.startswith("self.") else fn.qualname, name),
-                                         []).extend(found)
+    # the calls of the functions that look objects up by name (few), and of Hydra's own
+    sites: list[tuple[FunctionInfo, Event, bool]] = []
+    for callee in list(project.functions.values()):
+        looks, reads = _looks_up(callee), _reads_target(callee)
+        if looks or reads:
+            for caller in project.graph.predecessors(callee.qualname):
+                caller_fn = project.functions.get(caller)
+                sites += [(caller_fn, e, looks) for e in project.graph.calls(caller, callee.qualname)
+                          if caller_fn is not None]
+    sites += [(fn, e, False) for fn in list(project.functions.values()) for e in fn.events
+              if e.kind == "call" and e.func in INSTANTIATORS]
+    for fn, event, looks in sites:
+        if len(event.targets) != 1 or not re.fullmatch(r"[\w.]+", event.targets[0]):
+            continue
+        name = event.targets[0]
+        if looks and "." not in name:
+            found = _named(project, fn, name, event.span.end_line + 1)
+            if found:
+                held.setdefault((fn.qualname, name), []).extend(found)
+        elif not looks and event.args:
+            found = _targets(project, fn, event.args[0], event.span.line)
+            if found:
+                instances.setdefault((fn.class_name if name.startswith("self.") else fn.qualname, name),
+                                     []).extend(found)
     project.link_named_objects(held, instances)
     return project
 
 
+# the words a tree with such lookups has somewhere in its sources
+MENTIONS = re.compile(r"import_module|__import__|_target_")
 # library functions that build the object a configuration node's `_target_` names
 INSTANTIATORS = ("hydra.utils.instantiate", "hydra.utils.call")
 TARGET_KEY = "_target_"
@@ -83,8 +96,8 @@ def _project_named(project: Project, dotted: str) -> list[str]:
 
 
 def _looks_up(fn: FunctionInfo | None) -> bool:
-    """``fn`` returns an object found by a name it is given (imports a module by name, reads an
-    attribute by name)."""
+    """``fn`` returns an object found by a name it is given (imports a module by a computed
+    name, then reads an attribute of it by name)."""
     return fn is not None and any(e.kind == "call" and e.func in LOOKUPS for e in fn.events)
 
 

@@ -804,17 +804,24 @@ class Training:
                                  and callee.events[m].span.within(e.span)
                                  and callee.events[m].func.removesuffix("()").rsplit(".", 1)[-1] == name), None)
                     found = self._call_origin(callee, made, depth + 1) if made is not None else []
-                out += self._returned_through(found, fn, k, call.span, depth)
+                out += self._returned_through(found, fn, k, call.span, depth, callee)
         return out or [Origin("unknown")]
 
     def _returned_through(self, found: list[Origin], fn: FunctionInfo, k: int, span: Span,
-                          depth: int) -> list[Origin]:
+                          depth: int, callee: Optional[FunctionInfo] = None) -> list[Origin]:
         """The objects a call (event ``k`` of ``fn``) returns, as made through that call; one the
         caller handed in comes back as itself (``model, opt = runner.prepare(model, opt)``),
-        not made by the callee."""
+        not made by the callee: the objects of the arguments bound to parameters the callee
+        returns by name."""
         call = fn.events[k]
-        handed = {o for a in [*call.args, *call.kwargs.values()] if re.fullmatch(r"[\w.]+", a)
-                  for o in self.origins(fn, a, statement_start(fn, k), depth + 1) if o.known}
+        handed: set[Origin] = set()
+        if callee is not None and any(o.known for o in found):
+            returned = {w for e in callee.events if e.kind == "return" for w in re.findall(r"\w+", e.text)}
+            bound = 1 if callee.params[:1] == ["self"] else 0
+            for position, param in enumerate(callee.params):
+                argument = call.argument(param, position - bound) if param in returned and param != "self" else ""
+                if re.fullmatch(r"[\w.]+", argument):
+                    handed.update(o for o in self.origins(fn, argument, statement_start(fn, k), depth + 1) if o.known)
         return [o if o in handed else o.through(fn.qualname, k, span) for o in found]
 
     def _unpacked_origin(self, fn: FunctionInfo, j: int, position: int, depth: int) -> list[Origin]:
@@ -843,7 +850,7 @@ class Training:
                 name = parts[position].strip() if len(parts) > position else ""
                 found = self.origins(callee, name, r, depth + 1) \
                     if re.fullmatch(r"[\w.]+", name) else [Origin("unknown")]
-                out += self._returned_through(found, fn, calls[0], call.span, depth)
+                out += self._returned_through(found, fn, calls[0], call.span, depth, callee)
         return out or [Origin("unknown")]
 
     def _call_origin(self, fn: FunctionInfo, k: int, depth: int) -> list[Origin]:
@@ -902,7 +909,7 @@ class Training:
             for qual in callees:
                 callee = self.project.function(qual)
                 if callee is not None:
-                    found = self._returned_through(self.returned(callee, depth + 1), fn, k, call.span, depth)
+                    found = self._returned_through(self.returned(callee, depth + 1), fn, k, call.span, depth, callee)
                     if call.receiver and callee.class_name:  # a registry object's `build`
                         held = set(self.project.registered_through(
                             self.project.qualified(fn, call.receiver), callee.class_name,

@@ -1274,9 +1274,8 @@ class Project:
             scopes += [self.functions[q] for q in self.classes[fn.class_name].methods
                        if q in self.functions and self.functions[q] is not fn]
         for scope in scopes:
-            for event in scope.events:
-                if event.kind != "call" or len(event.targets) < 2 or name not in event.targets \
-                        or (scope is fn and event.span.line > line):
+            for event in self._unpacking_calls(scope):
+                if name not in event.targets or (scope is fn and event.span.line > line):
                     continue
                 position = event.targets.index(name)
                 for q in self.resolve_call(event, scope):
@@ -1289,6 +1288,15 @@ class Project:
                             argument = event.argument(item, callee.params.index(item) - bound)
                             if re.fullmatch(r"[\w.]+", argument):
                                 yield scope, argument, event.span.line
+
+    def _unpacking_calls(self, fn: FunctionInfo) -> list[Event]:
+        """The calls of ``fn`` whose result is unpacked into several targets (kept: asked for
+        every name a construction is looked for)."""
+        memo = self.memo("unpacking_calls")
+        found = memo.get(fn.qualname)
+        if found is None or found[0] is not fn.events:
+            found = memo[fn.qualname] = (fn.events, [e for e in fn.events if e.kind == "call" and len(e.targets) > 1])
+        return found[1]
 
     def _passed_as(self, fn: FunctionInfo, name: str) -> Iterator[tuple[FunctionInfo, str, int]]:
         """(caller, argument, line) of the calls whose argument ``name`` holds in ``fn``: a

@@ -368,6 +368,7 @@ class Training:
         self._submodules: dict[tuple[str, str], set[str]] = {}
         self._loops: Optional[list[TrainingLoop]] = None
         self._optimizers: Optional[list[OptimizerBuild]] = None
+        self._handed_memo: dict[tuple, frozenset[Origin]] = {}  # _handed: per call site and callee
         self._trains: dict[tuple, bool] = {}  # trains_module answers (asked at every backward walked)
         self._mode_free: dict[tuple, bool] = {}  # asked at the backward of every trained path
 
@@ -813,16 +814,27 @@ class Training:
         caller handed in comes back as itself (``model, opt = runner.prepare(model, opt)``),
         not made by the callee: the objects of the arguments bound to parameters the callee
         returns by name."""
-        call = fn.events[k]
-        handed: set[Origin] = set()
-        if callee is not None and any(o.known for o in found):
-            returned = {w for e in callee.events if e.kind == "return" for w in re.findall(r"\w+", e.text)}
-            bound = 1 if callee.params[:1] == ["self"] else 0
-            for position, param in enumerate(callee.params):
-                argument = call.argument(param, position - bound) if param in returned and param != "self" else ""
-                if re.fullmatch(r"[\w.]+", argument):
-                    handed.update(o for o in self.origins(fn, argument, statement_start(fn, k), depth + 1) if o.known)
+        handed = self._handed(fn, k, callee, depth) if callee is not None and any(o.known for o in found) \
+            else frozenset()
         return [o if o in handed else o.through(fn.qualname, k, span) for o in found]
+
+    def _handed(self, fn: FunctionInfo, k: int, callee: FunctionInfo, depth: int) -> frozenset[Origin]:
+        """The objects of the arguments that call ``k`` of ``fn`` binds to parameters ``callee``
+        returns by name (kept per call site and callee)."""
+        key = (fn.qualname, k, callee.qualname, self.project._generation)
+        known = self._handed_memo.get(key)
+        if known is not None:
+            return known
+        call = fn.events[k]
+        returned = {w for e in callee.events if e.kind == "return" for w in re.findall(r"\w+", e.text)}
+        bound = 1 if callee.params[:1] == ["self"] else 0
+        handed: set[Origin] = set()
+        for position, param in enumerate(callee.params):
+            argument = call.argument(param, position - bound) if param in returned and param != "self" else ""
+            if re.fullmatch(r"[\w.]+", argument):
+                handed.update(o for o in self.origins(fn, argument, statement_start(fn, k), depth + 1) if o.known)
+        self._handed_memo[key] = frozen = frozenset(handed)
+        return frozen
 
     def _unpacked_origin(self, fn: FunctionInfo, j: int, position: int, depth: int) -> list[Origin]:
         """``optimizer, scheduler = build_optimizer(model)``: the object at ``position`` of what
@@ -887,7 +899,8 @@ class Training:
         owner = base.rsplit(".", 1)[0]
         if owner in self.project.classes and "()" not in func.removesuffix("()"):
             return [Origin("new", owner, fn.qualname, k, call.span)]  # Class.from_config(...)
-        callees = [c for c in self.resolve(fn, call) if not c.endswith("__init__")]
+        resolved = self.resolve(fn, call)
+        callees = [c for c in resolved if not c.endswith("__init__")]
         if not callees and "(" in call.receiver:  # `get_model_class(key).from_config(cfg)`
             # a lookup that may give any of many registered classes names none of them (the
             # bound instance_classes keeps)
@@ -895,8 +908,8 @@ class Training:
             if 0 < len(built) <= MAX_INSTANCE_CLASSES:
                 return [Origin("new", c, fn.qualname, k, call.span) for c in sorted(built)]
         # `cls(**kwargs)` of a class a registry's lookup gives (its `build`): each class it may be
-        built = sorted({c.removesuffix(".__init__") for c in self.resolve(fn, call)}
-                       & set(self.project.classes))
+        built = sorted({c.removesuffix(".__init__") for c in resolved
+                        if c.endswith(".__init__") and c.removesuffix(".__init__") in self.project.classes})
         made = [Origin("new", c, fn.qualname, k, call.span) for c in built] \
             if len(built) <= MAX_INSTANCE_CLASSES else []
         if made and not callees:

@@ -368,7 +368,7 @@ class Training:
         self._submodules: dict[tuple[str, str], set[str]] = {}
         self._loops: Optional[list[TrainingLoop]] = None
         self._optimizers: Optional[list[OptimizerBuild]] = None
-        self._handed_memo: dict[tuple, frozenset[Origin]] = {}  # _handed: per call site and callee
+        self._passed_back_memo: dict[tuple, frozenset[Origin]] = {}  # per call site and callee
         self._trains: dict[tuple, bool] = {}  # trains_module answers (asked at every backward walked)
         self._mode_free: dict[tuple, bool] = {}  # asked at the backward of every trained path
 
@@ -814,15 +814,15 @@ class Training:
         caller handed in comes back as itself (``model, opt = runner.prepare(model, opt)``),
         not made by the callee: the objects of the arguments bound to parameters the callee
         returns by name."""
-        handed = self._handed(fn, k, callee, depth) if callee is not None and any(o.known for o in found) \
+        handed = self._passed_back(fn, k, callee, depth) if callee is not None and any(o.known for o in found) \
             else frozenset()
         return [o if o in handed else o.through(fn.qualname, k, span) for o in found]
 
-    def _handed(self, fn: FunctionInfo, k: int, callee: FunctionInfo, depth: int) -> frozenset[Origin]:
+    def _passed_back(self, fn: FunctionInfo, k: int, callee: FunctionInfo, depth: int) -> frozenset[Origin]:
         """The objects of the arguments that call ``k`` of ``fn`` binds to parameters ``callee``
         returns by name (kept per call site and callee)."""
         key = (fn.qualname, k, callee.qualname, self.project._generation)
-        known = self._handed_memo.get(key)
+        known = self._passed_back_memo.get(key)
         if known is not None:
             return known
         call = fn.events[k]
@@ -833,7 +833,7 @@ class Training:
             argument = call.argument(param, position - bound) if param in returned and param != "self" else ""
             if re.fullmatch(r"[\w.]+", argument):
                 handed.update(o for o in self.origins(fn, argument, statement_start(fn, k), depth + 1) if o.known)
-        self._handed_memo[key] = frozen = frozenset(handed)
+        self._passed_back_memo[key] = frozen = frozenset(handed)
         return frozen
 
     def _unpacked_origin(self, fn: FunctionInfo, j: int, position: int, depth: int) -> list[Origin]:

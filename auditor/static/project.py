@@ -1013,8 +1013,10 @@ class Project:
             elif given and e.kind == "call":
                 continue  # appended, under no key
             elif item in scope.params:  # a decorator storing what it decorates
+                # classes too where a registry object's methods store them, or a key picks one
+                # (a module's table of every model, looked up by a value, would link them all)
                 out += [q if q in self.functions else f"{q}.__init__" for q in self.decorated_by(scope)
-                        if q in self.functions or q in self.classes]
+                        if q in self.functions or q in self.classes and (given or scope.class_name)]
             else:
                 out += [f"{scope.module}.{item}", item]
         return out

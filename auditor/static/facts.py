@@ -121,6 +121,18 @@ class FunctionInfo:
             else self.name
         return self.path if local == MODULE_SCOPE else f"{self.path}:{local}"
 
+    def assigned(self, name: str) -> list[Event]:
+        """The assignments whose single target is ``name``, in order. Indexed once: callers ask
+        this for every call in a function, and a generated module holds thousands of both."""
+        index = self.__dict__.get("_assigned")
+        if index is None:
+            index = {}
+            for e in self.events:
+                if e.kind == "assign" and len(e.targets) == 1:
+                    index.setdefault(e.targets[0], []).append(e)
+            self.__dict__["_assigned"] = index
+        return index.get(name, [])
+
     def position(self, event: Event) -> int:
         """The index of ``event`` in ``events``, found by identity first: ``list.index`` compares
         each earlier event with ``event`` field by field (a tenth of a check's CPU on a tree of

@@ -682,9 +682,8 @@ class Project:
             else:
                 out += self.returned_callables(built)
         out += self._partials(fn, name, line)
-        looked_up = next((e.text.split("=", 1)[1].strip() for e in reversed(fn.events)
-                          if e.kind == "assign" and e.targets == [name] and e.span.line <= line
-                          and "=" in e.text), "")
+        looked_up = next((e.text.split("=", 1)[1].strip() for e in reversed(fn.assigned(name))
+                          if e.span.line <= line and "=" in e.text), "")
         if _LOOKUP.fullmatch(looked_up):  # `cls = self._items[key]`: what the container holds
             out += self._registered(fn, looked_up, line)
         if not out:  # `cls = load_plugin(pkg, cfg["name"], cfg["cls"])`: found by configured names
@@ -984,8 +983,7 @@ class Project:
         # under that key only
         fixed = self._fixed.get(caller.qualname)
         given = fixed[1] if fixed is not None and func == f"{name}[{fixed[0]}]" else ""
-        local = [e for e in caller.events if e.kind == "assign" and e.targets == [name]
-                 and e.span.line < line]
+        local = [e for e in caller.assigned(name) if e.span.line < line]
         if local:
             return self._held_callables(caller, name, given)
         if name.startswith("self.") and caller.class_name in self.classes:

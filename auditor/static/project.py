@@ -1269,33 +1269,50 @@ class Project:
 
     def _handed_back_uncached(self, fn: FunctionInfo, name: str,
                               line: int) -> Iterator[tuple[FunctionInfo, str, int]]:
-        scopes = [fn]
+        unpacked = [(fn, e) for e in self._unpacking_calls(fn).get(name, ())]
         if name.startswith("self.") and fn.class_name in self.classes:
-            scopes += [self.functions[q] for q in self.classes[fn.class_name].methods
-                       if q in self.functions and self.functions[q] is not fn]
-        for scope in scopes:
-            for event in self._unpacking_calls(scope):
-                if name not in event.targets or (scope is fn and event.span.line > line):
-                    continue
-                position = event.targets.index(name)
-                for q in self.resolve_call(event, scope):
-                    callee = self.functions.get(q)
-                    for value, _ in _returned_values(callee) if callee is not None else ():
-                        items = top_level_items(value)
-                        item = items[position].strip() if len(items) == len(event.targets) else ""
-                        if item in callee.params and item not in ("self", "cls"):
-                            bound = 1 if callee.params[:1] == ["self"] else 0
-                            argument = event.argument(item, callee.params.index(item) - bound)
-                            if re.fullmatch(r"[\w.]+", argument):
-                                yield scope, argument, event.span.line
+            unpacked += [(scope, e) for scope, e in self._class_unpacking_calls(fn.class_name).get(name, ())
+                         if scope is not fn]
+        for scope, event in unpacked:
+            if scope is fn and event.span.line > line:
+                continue
+            position = event.targets.index(name)
+            for q in self.resolve_call(event, scope):
+                callee = self.functions.get(q)
+                for value, _ in _returned_values(callee) if callee is not None else ():
+                    items = top_level_items(value)
+                    item = items[position].strip() if len(items) == len(event.targets) else ""
+                    if item in callee.params and item not in ("self", "cls"):
+                        bound = 1 if callee.params[:1] == ["self"] else 0
+                        argument = event.argument(item, callee.params.index(item) - bound)
+                        if re.fullmatch(r"[\w.]+", argument):
+                            yield scope, argument, event.span.line
 
-    def _unpacking_calls(self, fn: FunctionInfo) -> list[Event]:
-        """The calls of ``fn`` whose result is unpacked into several targets (kept: asked for
-        every name a construction is looked for)."""
+    def _unpacking_calls(self, fn: FunctionInfo) -> dict[str, list[Event]]:
+        """target -> the calls of ``fn`` whose result is unpacked into several targets, that one
+        among them (kept: asked for every name a construction is looked for)."""
         memo = self.memo("unpacking_calls")
         found = memo.get(fn.qualname)
         if found is None or found[0] is not fn.events:
-            found = memo[fn.qualname] = (fn.events, [e for e in fn.events if e.kind == "call" and len(e.targets) > 1])
+            index: dict[str, list[Event]] = {}
+            for e in fn.events:
+                if e.kind == "call" and len(e.targets) > 1:
+                    for target in dict.fromkeys(e.targets):
+                        index.setdefault(target, []).append(e)
+            found = memo[fn.qualname] = (fn.events, index)
+        return found[1]
+
+    def _class_unpacking_calls(self, class_name: str) -> dict[str, list[tuple[FunctionInfo, Event]]]:
+        """target -> (method, call) of the unpacking calls of all the class's methods."""
+        memo = self.memo("class_unpacking_calls")
+        scopes = [self.functions.get(q) for q in self.classes[class_name].methods]
+        found = memo.get(class_name)
+        if found is None or any(a is not b for a, b in zip(found[0], scopes)):
+            index: dict[str, list[tuple[FunctionInfo, Event]]] = {}
+            for scope in scopes:
+                for target, events in self._unpacking_calls(scope).items() if scope else ():
+                    index.setdefault(target, []).extend((scope, e) for e in events)
+            found = memo[class_name] = (scopes, index)
         return found[1]
 
     def _passed_as(self, fn: FunctionInfo, name: str) -> Iterator[tuple[FunctionInfo, str, int]]:

@@ -12,7 +12,7 @@ from auditor.findings import Finding, Severity, Status
 from auditor.fix import Fix, Fixer
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.conditions import innermost
-from auditor.static.facts import MODULE_SCOPE, Event, FunctionInfo
+from auditor.static.facts import MODULE_SCOPE, Event, FunctionInfo, Span
 from auditor.static.paths import (TRAINED, PathSearch, Step, first_trained, forward_use, is_same_or_parent,
                                   training_visitor)
 from auditor.static.project import Project
@@ -116,6 +116,17 @@ def _walks_modules_of(fn: FunctionInfo, k: int, receiver: str, names: Iterable[s
                  and e.targets == [base.group(1)]), "") if base else ""
     return any(re.search(rf"\b{re.escape(name)}\.(?:named_)?modules\(\)", walked + " " + made)
                for name in names)
+
+
+def _loop_start(fn: FunctionInfo, k: int, around: list[int]) -> Optional[tuple[FunctionInfo, int]]:
+    """The header line of the outermost loop around event ``k`` of ``fn`` that is not one of
+    the loops ``around`` (those the evaluation runs in): where a ``.train()`` before the
+    training loop goes. None when the backward shares every loop with the evaluation."""
+    loop = next((l for l in fn.events[k].loop_ids if l not in around), None)
+    first = next((j for j, e in enumerate(fn.events) if loop in e.loop_ids), None) if loop is not None else None
+    # a `for` header is the event just before its body's first (a `while` has none)
+    header = fn.events[first - 1] if first else None
+    return (fn, header.span.line) if header is not None and header.text.startswith("for ") else None
 
 
 def _is_docstring(statement: cst.BaseStatement) -> bool:
@@ -310,6 +321,13 @@ same model in between. It follows the model through calls (`evaluate(self.model)
 and constructors (`Trainer(model)` -> `self.model`). It stays silent when every path restores
 training mode, when the module put in eval mode is never run forward with gradients before a
 backward (a frozen teacher, an EMA copy) and when the eval happens after training ends.
+
+Where it reports: at the `.eval()` when something in the program is meant to put the model back
+in train mode and fails to (a restore on a path the leak skips, registered for the wrong event);
+at the `.train()` when it runs once before the loop whose evaluations it should undo; and, when
+nothing restores the mode at all, where the missing `.train()` belongs: the top of the function
+through which the training loop runs its steps (`train_epoch`), or the training loop itself,
+with the evaluation as a related location.
 
 ## Why is this bad?
 In eval mode Dropout is off and BatchNorm normalises with its running statistics and stops
@@ -1081,7 +1099,7 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
             "            eval_step(state, x)\n"
             "if __name__ == '__main__':\n"
             "    main(torch.nn.BatchNorm1d(4), torch.randn(8, 4))\n",
-            line=15, message_contains="eval mode",
+            line=7, message_contains="`train_step` trains the model without putting it in train mode",
         ),
         # a validation handler registered on an engine; the engine fires it between steps
         Invalid({"engine.py": _ENGINE, "handlers.py": _HANDLER.format(restore=""), "train.py": _FIRED},
@@ -1114,6 +1132,58 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
             "    if epoch % 5 == 0:\n"
             "        print(evaluate(model, torch.randn(2, 4)))\n",
             line=9, message_contains="runs once, before the loop"),
+        # nothing in the program puts the model back in train mode: the epoch function, run in
+        # the fit loop after every validation, is where `.train()` belongs; the evaluated
+        # model is reached through a DDP unwrap helper (`m.module if ddp else m`)
+        Invalid(
+            "import torch\nfrom torch import nn\n"
+            "@torch.no_grad()\n"
+            "def evaluate(m, x):\n"
+            "    m.eval()\n"
+            "    return m(x).mean()\n"
+            "def unwrap(m):\n"
+            "    return m.module if isinstance(m, nn.parallel.DistributedDataParallel) else m\n"
+            "class Trainer:\n"
+            "    def __init__(self):\n"
+            "        self.model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.1))\n"
+            "        self.opt = torch.optim.Adam(self.model.parameters())\n"
+            "    def train_epoch(self):\n"
+            "        \"\"\"One step.\"\"\"\n"
+            "        loss = self.model(torch.randn(2, 4)).pow(2).mean()\n"
+            "        self.opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        self.opt.step()\n"
+            "    def validate(self):\n"
+            "        net = unwrap(self.model)\n"
+            "        return evaluate(net, torch.randn(2, 4))\n"
+            "    def fit(self):\n"
+            "        for epoch in range(10):\n"
+            "            self.train_epoch()\n"
+            "            if epoch % 5 == 0:\n"
+            "                self.validate()\n"
+            "Trainer().fit()\n",
+            line=15, message_contains="`Trainer.train_epoch` trains the model without putting it in train mode"),
+        # a second stage's loop after an evaluation, where only the first stage's loop set the
+        # mode: the loop is where the missing `.train()` belongs
+        Invalid(
+            "import torch\nfrom torch import nn\n"
+            "model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.1))\n"
+            "opt = torch.optim.Adam(model.parameters())\n"
+            "@torch.no_grad()\n"
+            "def evaluate(m, x):\n"
+            "    m.eval()\n"
+            "    return m(x).mean()\n"
+            "for epoch in range(10):\n"
+            "    model.train()\n"
+            "    model(torch.randn(2, 4)).pow(2).mean().backward()\n"
+            "    opt.step()\n"
+            "print(evaluate(model, torch.randn(2, 4)))\n"
+            "for epoch in range(5):\n"
+            "    opt.zero_grad()\n"
+            "    loss = model(torch.randn(2, 4)).pow(2).mean()\n"
+            "    loss.backward()\n"
+            "    opt.step()\n",
+            line=14, message_contains="the loop here trains the model without putting it in train mode"),
     ]
 
     @classmethod
@@ -1153,6 +1223,22 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
             if once is not None:  # one finding where the fix goes, for every eval it lets leak
                 hoisted.setdefault((once[0].qualname, once[1]), (*once, []))[2].append(
                     f"{fn.path}:{event.span.line}")
+                continue
+            missing = cls._missing_train_at(training, fn, i, hit, made) if evaluates else None
+            if missing is not None:  # nothing restores the mode: the finding goes where it should
+                owner, line = missing
+                if (owner.qualname, -line) not in hoisted:
+                    hoisted[(owner.qualname, -line)] = (owner, -1, [])
+                    yield cls.make_finding(
+                        owner.path, Span(line, 1, line, 1),
+                        f"{'the loop here' if owner.name == MODULE_SCOPE else '`' + _short(owner) + '`'} "
+                        "trains the model without putting it in train mode, and "
+                        f"the evaluation at {fn.path}:{event.span.line} leaves it in eval mode: every "
+                        "training step after the first evaluation runs with Dropout off and BatchNorm "
+                        "frozen",
+                        fix="call `.train()` on the model here, at the top of every training iteration",
+                        related=[f"{fn.path}:{event.span.line}"],
+                    )
                 continue
             dropped = cls._override_dropping_restore(training, hit) if evaluates else None
             if dropped is not None:
@@ -1217,6 +1303,57 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
                     if base is not None and not calls_super:
                         return override, base
         return None
+
+    @staticmethod
+    def _missing_train_at(training: Training, fn: FunctionInfo, i: int, hit,
+                          made: list) -> Optional[tuple[FunctionInfo, int]]:
+        """Where the ``.train()`` an evaluation helper's leak lacks belongs, when the program holds no
+        ``.train()`` meant to restore the model (none of the model, or of an object not known,
+        in a function of a program running the backward, other than
+        those of the caller the leak returned to that its path does not pass): the top of the
+        function through which that caller runs the training step (an epoch function called in
+        its loop), else the loop there around the backward that does not hold the evaluation.
+        None when a restore exists (it is the one at fault) or neither place is found."""
+        project = training.project
+        if not hit.trail:
+            return None  # an eval in the training function itself is the stray call
+        frames = _functions_at(project, hit.trail[0])
+        line = int(hit.trail[0].rpartition(":")[2])
+        outer = frames[0] if len(frames) == 1 else None
+        site = next((j for j, e in enumerate(outer.events) if e.span.line == line), None) if outer else None
+        if outer is None or site is None:
+            return None
+        around = outer.events[site].loop_ids
+        target = hit.step.fn
+        passed: list[int] = []  # the caller's events the path runs from the evaluation on
+        found: Optional[tuple[FunctionInfo, int]] = None
+        for k in [*range(site + 1, len(outer.events)),
+                  *(k for k in range(site) if set(around) & set(outer.events[k].loop_ids))]:
+            e = outer.events[k]
+            if outer is target and k == hit.step.index:
+                found = _loop_start(outer, k, around)
+                break
+            callees = [c for q in (project.resolve_call(e, outer) if e.kind == "call" else ())
+                       if (c := project.function(q)) is not None
+                       and (c is target or target.qualname in project.reachable_from(q))]
+            if callees:
+                start = project.body_start(callees[0])
+                found = (callees[0], start) if start is not None else None
+                break
+            passed.append(k)
+        if found is None:
+            return None
+        for f in list(project.functions.values()):
+            if not project.share_program(target.path, f.path):
+                continue  # another program's `.train()` (a minimal script's) restores nothing here
+            for k, e in enumerate(f.events):
+                if e.kind != "call" or e.method != "train" or not e.receiver or _mode_false(e) \
+                        or f is outer and k not in passed:
+                    continue  # (the caller's own, off the path: an earlier stage's)
+                mine = training.origins(f, e.receiver, k)
+                if not all(o.known for o in mine) or any(a.same_as(b) for a in mine for b in made):
+                    return None
+        return found
 
     @staticmethod
     def _train_before_loop(training: Training, trail: tuple[str, ...],
@@ -1285,8 +1422,9 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
         statement = src.statement_of(call) if src and call is not None else None
         block = src.parent(statement) if src and statement is not None else None
         body = list(getattr(block, "body", ()))
-        if src is None or call is None or statement not in body:
-            return None
+        if src is None or call is None or statement not in body or not (
+                isinstance(call.func, cst.Attribute) and call.func.attr.value == "train"):
+            return None  # (a finding where a missing `.train()` belongs has nothing to move)
         loop = next((s for s in body[body.index(statement) + 1:] if isinstance(s, (cst.For, cst.While))), None)
         inner = getattr(getattr(loop, "body", None), "body", None)
         if loop is None or not inner:

@@ -446,7 +446,7 @@ class FactCollector(Visitor):
     def visit_Return(self, node: cst.Return) -> None:
         self.ctx.number(node, "return")
         if node.value is not None:
-            self._event("return", node, uses=names_in(node.value))
+            self._event("return", node, uses=names_in(node.value), value_names=value_names(node.value))
 
     def visit_Call(self, node: cst.Call) -> None:
         self.ctx.number(node, "call")

@@ -55,8 +55,8 @@ class Event:
     # ``innermost`` is the test of the nearest one)
     conditions: list[str] = field(default_factory=list)
     text: str = ""  # the statement's source, shortened
-    # an assignment whose value is a name or a choice between names: ``a = b`` -> [b],
-    # ``a = x.module if ddp else x`` -> [x.module, x]; empty for any other value
+    # an assignment's (or a return's) value as a name or a choice between names:
+    # ``a = b`` -> [b], ``a = x.module if ddp else x`` -> [x.module, x]; empty for any other value
     value_names: list[str] = field(default_factory=list)
     # a parallel assignment, target -> the name its element of the value is:
     # ``model, opt = state.model, state.optimizer`` -> {model: state.model, opt: state.optimizer}
@@ -67,6 +67,13 @@ class Event:
         if self.targets == [target]:
             return self.value_names
         return [self.paired[target]] if target in self.paired else []
+
+    def one_object(self) -> str:
+        """The one object the value names, "" when it names none or several: ``x`` for ``x``
+        and for ``x.module if ddp else x`` (a DataParallel / DDP wrapper's ``.module`` is the
+        model it wraps, whose parameters are the wrapper's)."""
+        named = {n.removesuffix(".module") for n in self.value_names}
+        return named.pop() if len(named) == 1 else ""
 
     def argument(self, keyword: str, position: int = 0) -> str:
         """The argument of a call bound to the parameter ``keyword`` (at ``position``), or ""."""

@@ -345,7 +345,7 @@ def returns(project: Optional[Project], fn: FunctionInfo, tracked: str, depth: i
     for j, e in enumerate(fn.events):
         if e.kind != "return":
             continue
-        if e.text.removeprefix("return").strip() == tracked:
+        if e.one_object() == tracked:  # `return model`, `return model.module if ddp else model`
             return True
         call = returned_call(fn, j) if project is not None and depth < MAX_RETURN_CALLS else None
         for qual in project.resolve_call(call, fn) if call is not None else ():
@@ -365,26 +365,48 @@ def returned_as(fn: FunctionInfo, call: Event, tracked: Optional[str],
     return call.targets[0] if returns(project, fn, tracked) else None
 
 
-def aliases(fn: FunctionInfo, index: int, name: str) -> tuple[str, ...]:
+def aliases(fn: FunctionInfo, index: int, name: str, project: Optional[Project] = None) -> tuple[str, ...]:
     """Other names of the object ``name`` holds at event ``index`` of ``fn``: the value of the
     name's last binding before it, when that is another name (``final = self.model``) or a
     choice between names of one model (``m = self.model.module if ddp else self.model``: a
     DataParallel / DDP wrapper's ``.module`` is the model it wraps, whose parameters are the
-    wrapper's). The binding must hold on every path to the event (not in an `if` the event is
-    not in) and its names must not be rebound in between."""
+    wrapper's), or the argument of a call that returns it (``net = unwrap(self.model)``, see
+    :func:`returns`). The binding must hold on every path to the event (not in an `if` the
+    event is not in) and its names must not be rebound in between."""
     at = fn.events[index]
     j = next((k for k in range(index - 1, -1, -1) if fn.events[k].kind in ("assign", "augassign")
               and name in fn.events[k].targets), None)
-    if j is None or not fn.events[j].bound_to(name):
+    if j is None:
         return ()
     binding = fn.events[j]
-    names = binding.bound_to(name)
-    if len({n.removesuffix(".module") for n in names}) != 1 \
+    names = binding.bound_to(name) or (_handed_back(project, fn, j) if binding.targets == [name] else [])
+    if not names or len({n.removesuffix(".module") for n in names}) != 1 \
             or at.conditions[:len(binding.conditions)] != binding.conditions:
         return ()
     if any(rebinds(e, n) for e in fn.events[j + 1:index] for n in names):
         return ()
     return tuple(n for n in dict.fromkeys(names) if n != name)
+
+
+def _handed_back(project: Optional[Project], fn: FunctionInfo, j: int) -> list[str]:
+    """The argument the call that is the whole value of assignment ``j`` returns as itself
+    (``net = self.runner.unwrap_model(self.model)`` -> [self.model]), when every function the
+    call resolves to returns that one argument."""
+    binding = fn.events[j]
+    value = binding.text.split("=", 1)[-1].strip()
+    call = next((e for e in fn.events[j + 1:] if e.kind == "call"), None) if project is not None else None
+    if call is None or not re.fullmatch(r"[\w.]+\(.*\)", value, re.S) or not contains(binding.span, call.span) \
+            or (call.span.end_line, call.span.end_column) != (binding.span.end_line, binding.span.end_column):
+        return []
+    handed: set[str] = set()
+    for qual in project.resolve_call(call, fn):
+        callee = project.function(qual)
+        given = [arg for param, arg in (bindings(call, callee) if callee is not None else ())
+                 if re.fullmatch(r"[\w.]+", arg) and returns(project, callee, param)]
+        if len(given) != 1:
+            return []
+        handed.add(given[0])
+    return sorted(handed) if len(handed) == 1 else []
 
 
 def idle_loops(fn: FunctionInfo, entry: int) -> set[int]:
@@ -505,7 +527,7 @@ class PathSearch:
     # -- walking ------------------------------------------------------------------------------
     def run(self, fn: FunctionInfo, index: int, tracked: Optional[str],
             state: Hashable) -> list[Outcome]:
-        names = (tracked, *aliases(fn, index, tracked)) if tracked else ()
+        names = (tracked, *aliases(fn, index, tracked, self.project)) if tracked else ()
         self.start_tests = attribute_none_tests(fn.events[index]) if fn.class_name else []
         return self._continue(fn, index, names, state, up=0, trail=(),
                               holder="self" if self.start_tests else None)
@@ -557,6 +579,8 @@ class PathSearch:
             if holder == "self" and not same and self._built_to_skip(caller, event):
                 continue
             mapped = self.map_up(fn, event, names)
+            # what the caller had bound the argument from (`net = unwrap(self.model)`) names it too
+            mapped = _distinct((*mapped, *(a for n in mapped for a in aliases(caller, i, n, self.project))))
             if names and not mapped and self.identity is None:
                 outcomes.append(Outcome(LOST, None, trail))
                 continue

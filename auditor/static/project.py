@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import itertools
 import re
@@ -428,6 +429,31 @@ class Project:
     def source_text(self, path: str) -> Optional[str]:
         """The text of a file of the tree (analysed or not), read once; None when unreadable."""
         return self._skipped_text(path)
+
+    def body_start(self, fn: FunctionInfo) -> Optional[int]:
+        """The line of the first statement of ``fn``'s body, its docstring left out: where a
+        call that must run before the rest of it goes. None when the file cannot say."""
+        memo = self.memo("body_start")
+        if fn.qualname not in memo:
+            memo[fn.qualname] = self._body_start(fn)
+        return memo[fn.qualname]
+
+    def _body_start(self, fn: FunctionInfo) -> Optional[int]:
+        text = self.source_text(fn.path) if fn.span is not None else None
+        try:
+            tree = ast.parse(text) if text is not None else None
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            return None
+        defs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and n.name == fn.name and fn.span.line <= n.lineno <= fn.span.end_line] if tree else []
+        if not defs:
+            return None
+        body = min(defs, key=lambda n: n.lineno).body
+        first = body[0]
+        if len(body) > 1 and isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+                and isinstance(first.value.value, str):
+            first = body[1]
+        return first.lineno
 
     def text_at(self, path: str, span: Span) -> Optional[str]:
         """The source of ``path`` within ``span`` (an event keeps its text shortened)."""

@@ -943,10 +943,11 @@ class Training:
             if e.kind != "return":
                 continue
             calls = list(calls_within(fn, j))
-            if calls:
+            named = e.one_object()  # `return model.module if is_ddp(model) else model` too
+            if calls and not named:
                 out += self._call_origin(fn, calls[0], depth)
-            elif len(_maximal(e.uses)) == 1:
-                name = _maximal(e.uses)[0]
+            elif named or len(_maximal(e.uses)) == 1:
+                name = named or _maximal(e.uses)[0]
                 # a factory's `mod = GAT(...)` / `elif ...: mod = MLP(...)` branches each reach
                 # `return mod`: every assignment of the name is a possible object
                 sites = [k + 1 for k in range(j) if fn.events[k].kind == "assign"

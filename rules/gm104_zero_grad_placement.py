@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Iterable, Optional
 
 from auditor.findings import Finding, Severity, Status
@@ -23,6 +24,16 @@ def _same_optimizer(reset: Action, step: Action, loop: TrainingLoop) -> bool:
 
 
 NEVER_RESET = "never reset in the training loop"
+
+
+def _periodic(project: Project, test: str) -> bool:
+    """A test that holds every k-th time (``(i + 1) % k == 0``), or a flag the program computes
+    so (``self.sync_gradients = self.micro_step % self.accum == 0``)."""
+    if "%" in test:
+        return True
+    flags = {name.rsplit(".", 1)[-1] for name in re.findall(r"[A-Za-z_][\w.]*", test)}
+    return any("%" in e.text.split("=", 1)[-1] for _, e in project.events("assign")
+               if any(t.rsplit(".", 1)[-1] in flags for t in e.targets))
 
 
 # a LightningModule whose `optimizer_zero_grad` override resets under `{test}` (the examples)
@@ -69,7 +80,10 @@ file, runs a `.backward()` and an `optimizer.step()` — that either
   `set_to_none`, or `p.grad = None`) inside the loop; a reset once before the loop does not
   count; or
 - reset them after the last `.backward()` and before the `optimizer.step()` that should use
-  them (following the order of one iteration, wrapping round to the previous iteration).
+  them (following the order of one iteration, wrapping round to the previous iteration); or
+- reset them in every iteration while the step runs only every *k*-th one (a `%` test, or a
+  flag the program computes with one): gradient accumulation whose reset discards what
+  accumulated.
 
 Gradient accumulation done right (several backwards, then `step()` and `zero_grad()` together
 every *k* iterations) is not reported, nor are several optimizers each reset in their turn.
@@ -146,6 +160,17 @@ purpose.
             "        if (i + 1) % accum == 0:\n"
             "            optimizer.step()\n"
             "            optimizer.zero_grad()\n"
+        ),
+        # a step skipped when the loss is not finite: that iteration's gradient is meant to go
+        Valid(
+            "import torch\n"
+            "def fit(model, optimizer, loader):\n"
+            "    for g in loader:\n"
+            "        optimizer.zero_grad()\n"
+            "        loss = model(g)\n"
+            "        loss.backward()\n"
+            "        if torch.isfinite(loss):\n"
+            "            optimizer.step()\n"
         ),
         # two optimizers, each reset in its turn (GAN style)
         Valid(
@@ -359,6 +384,35 @@ purpose.
             "        step(x)\n",
             line=5, message_contains="applies the sum",
         ),
+        # gradient accumulation whose reset runs at every micro-step: the step, taken every
+        # k-th one, sees the last micro-batch's gradient alone
+        Invalid(
+            "def fit(model, optimizer, loader, accum=4):\n"
+            "    for i, g in enumerate(loader):\n"
+            "        optimizer.zero_grad()\n"
+            "        (model(g) / accum).backward()\n"
+            "        if (i + 1) % accum == 0:\n"
+            "            optimizer.step()\n",
+            line=3, message_contains="runs only when `(i + 1) % accum == 0`",
+        ),
+        # the same with the accumulation window kept by a runner object's flag
+        Invalid(
+            "class Runner:\n"
+            "    def __init__(self, k):\n"
+            "        self.k, self.n, self.sync = k, 0, True\n"
+            "    def tick(self):\n"
+            "        self.n += 1\n"
+            "        self.sync = self.n % self.k == 0\n"
+            "def fit(model, optimizer, loader):\n"
+            "    runner = Runner(2)\n"
+            "    for g in loader:\n"
+            "        runner.tick()\n"
+            "        optimizer.zero_grad()\n"
+            "        model(g).backward()\n"
+            "        if runner.sync:\n"
+            "            optimizer.step()\n",
+            line=11, message_contains="runs only when `runner.sync`",
+        ),
     ]
 
     @classmethod
@@ -425,6 +479,7 @@ purpose.
             return
         actions = [a for a in loop.actions if id(a) not in others]
         yield from cls._periodic_resets(actions, loop)
+        yield from cls._resets_every_micro_step(training.project, actions, loop)
         n = len(actions)
         for s, step in enumerate(actions):
             if step.kind != "step":
@@ -476,6 +531,28 @@ purpose.
                        f"every iteration: the steps in between apply gradients summed over several batches",
                        "reset the gradients before every backward, or step under the same condition "
                        "(gradient accumulation)")
+                return
+
+    @staticmethod
+    def _resets_every_micro_step(project: Project, actions: list[Action],
+                                 loop: TrainingLoop) -> Iterable[tuple[Action, str, str]]:
+        """A reset run unconditionally in every iteration of the loop (written in its body),
+        while the step it resets for runs only every k-th iteration (gradient accumulation:
+        ``if (i + 1) % k == 0``, or a flag computed so): each step applies the last iteration's
+        gradient alone, the ones accumulated before it are discarded."""
+        for step in (a for a in actions if a.kind == "step"):
+            periodic = next((t for t in tests_of(step.event) if _periodic(project, t)), None)
+            reset = next((a for a in actions if a.kind == "reset" and a.fn is loop.fn
+                          and loop.loop_id in a.event.loop_ids and not tests_of(a.event)
+                          and a.event.loop_ids[-1] == loop.loop_id
+                          and _same_optimizer(a, step, loop)), None) if periodic else None
+            if reset is not None:
+                yield (reset,
+                       f"`{reset.event.text}` runs in every iteration, while `{step.event.text}` "
+                       f"({step.fn.path}:{step.event.span.line}) runs only when `{periodic}`: the "
+                       "gradients accumulated in the iterations between steps are discarded, each "
+                       "step applies the last one's alone",
+                       "reset the gradients right after the optimizer step, under the same condition")
                 return
 
     @classmethod

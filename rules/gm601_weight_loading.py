@@ -257,6 +257,10 @@ def _kept_in_entry(fn: FunctionInfo, arg: str, before: int) -> list[Event]:
             continue
         if any(LIVE_STATE.fullmatch(v) for v in values if v):
             out.append(e)
+            continue
+        # a name bound to the live state dict before (`state = net.state_dict()`): where it was
+        out += [d for v in values if re.fullmatch(r"\s*\w+\s*", v or "-")
+                for d in _derived_names(fn, v.strip(), e.span.line + 1) if d is not e and BY_REFERENCE.match(d.text)][:1]
     return out
 
 
@@ -414,6 +418,24 @@ checkpoint off changes what the run starts from; both change results on purpose.
 """
 
     VALID = [
+        # the same trainer keeping a copy of every tensor
+        Valid(
+            "class Trainer:\n"
+            "    def __init__(self, model, opt):\n"
+            "        self.model, self.opt, self.best = model, opt, {'loss': 1e9, 'state': None}\n"
+            "    def validate(self, loss):\n"
+            "        if loss < self.best['loss']:\n"
+            "            state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}\n"
+            "            self.best = {'loss': loss, 'state': state}\n"
+            "    def fit(self, loader):\n"
+            "        for g in loader:\n"
+            "            loss = self.model(g)\n"
+            "            self.opt.zero_grad()\n"
+            "            loss.backward()\n"
+            "            self.opt.step()\n"
+            "            self.validate(loss.item())\n"
+            "        self.model.load_state_dict(self.best['state'])\n"
+        ),
         # the same section loaded into the whole model: its keys
         Valid(_section_checkpoint("load_state_dict(state['model'], strict=False)")),
         # a sub-module's keys picked from a whole model's checkpoint and loaded strictly: every
@@ -917,6 +939,26 @@ checkpoint off changes what the run starts from; both change results on purpose.
             "model.load_state_dict(best['state'])\n",
             line=8, message_contains="loaded back at example.py:9",
         ),
+        # a trainer's validation keeps the best state on the instance, in a dict's entry, under
+        # a name bound to the live state dict; fit restores it after the loop
+        Invalid(
+            "class Trainer:\n"
+            "    def __init__(self, model, opt):\n"
+            "        self.model, self.opt, self.best = model, opt, {'loss': 1e9, 'state': None}\n"
+            "    def validate(self, loss):\n"
+            "        if loss < self.best['loss']:\n"
+            "            state = self.model.state_dict()\n"
+            "            self.best = {'loss': loss, 'state': state}\n"
+            "    def fit(self, loader):\n"
+            "        for g in loader:\n"
+            "            loss = self.model(g)\n"
+            "            self.opt.zero_grad()\n"
+            "            loss.backward()\n"
+            "            self.opt.step()\n"
+            "            self.validate(loss.item())\n"
+            "        self.model.load_state_dict(self.best['state'])\n",
+            line=6, message_contains="`self.model.state_dict()` keeps a reference",
+        ),
     ]
 
     # -- static ------------------------------------------------------------------------------------
@@ -946,10 +988,13 @@ checkpoint off changes what the run starts from; both change results on purpose.
             by_ref = next((e for e in _kept_in_entry(fn, arg, event.span.line)
                            if cls._trained_between(project, fn, e, event)), None)
         if by_ref is None and arg.startswith("self.") and fn.class_name:
-            # kept on the instance by one method, loaded back by another
-            by_ref = next((e for q, f in project.functions.items()
-                           if q.startswith(fn.class_name + ".") and f is not fn for e in f.events
-                           if arg in e.targets and BY_REFERENCE.match(e.text)), None)
+            # kept on the instance by one method, loaded back by another (in an entry of a
+            # dict it keeps there too: `self.best = {"state": state}`)
+            methods = [f for q, f in project.functions.items() if q.startswith(fn.class_name + ".") and f is not fn]
+            by_ref = next((e for f in methods for e in f.events
+                           if arg in e.targets and BY_REFERENCE.match(e.text)), None) \
+                or next((e for f in methods for e in _kept_in_entry(f, arg, f.span.end_line + 1 if f.span else 10**9)),
+                        None)
         if by_ref is not None:
             # reported where the reference is kept: that is where the copy goes
             owner = next((f for f in project.functions.values() if f.path == fn.path

@@ -267,6 +267,18 @@ confirm.
 """
 
     VALID = [
+        # the term added inside the loop, and a mean taken after it
+        Valid(
+            "import torch.nn.functional as F\n"
+            "def total_loss(recon, x, weights):\n"
+            "    total, n = 0.0, 0\n"
+            "    for t in x:\n"
+            "        l = F.mse_loss(recon[t], x[t])\n"
+            "        total = total + weights.get(t, 1.0) * l\n"
+            "        n += 1\n"
+            "    total = total / n\n"
+            "    return total\n"
+        ),
         # a penalty over the parameters weighted by zero (no weight penalty; a term kept so that
         # every parameter takes part in the graph): no reconstruction component is left out
         Valid(
@@ -438,6 +450,18 @@ confirm.
             "    loss = l_sce + 0.5 * l_sce\n"
             "    return loss, {'mse': l_mse.item()}\n",
             line=5, message_contains="l_mse"),
+        # the weighted term added after the loop over the per-type losses (dedented)
+        Invalid(
+            "import torch.nn.functional as F\n"
+            "def total_loss(recon, x, weights):\n"
+            "    parts = {t: F.mse_loss(recon[t], x[t]) for t in x}\n"
+            "    total = 0.0\n"
+            "    for t, l in parts.items():\n"
+            "        w = weights.get(t, 1.0)\n"
+            "    total = total + w * l\n"
+            "    return total, parts\n",
+            line=7, message_contains="only the last iteration's term",
+        ),
     ]
 
     def __init__(self, ctx) -> None:
@@ -667,6 +691,42 @@ confirm.
         for fn in list(project.functions.values()):
             out += cls._dropped(project, fn)
             out += cls._unweighted_parts(project, fn)
+            out += cls._summed_after_loop(fn)
+        return out
+
+    @classmethod
+    def _summed_after_loop(cls, fn: FunctionInfo) -> list[Finding]:
+        """``total = total + w * l`` (or ``total += ...``) after the loop that binds ``w`` and
+        ``l`` (a line dedented out of the loop over the terms): it runs once, with the last
+        iteration's values, and the other terms are computed and dropped. Only for a total
+        the function returns or backpropagates, started before the loop and not updated in it."""
+        out: list[Finding] = []
+        events = fn.events
+        for j, header in enumerate(events[:-1]):
+            body = events[j + 1].loop_ids
+            if not header.text.startswith("for ") or len(body) != len(header.loop_ids) + 1:
+                continue
+            loop = body[-1]
+            inside = [e for e in events if loop in e.loop_ids]
+            bound = {t for e in [header, *inside] if e.kind in ("assign", "augassign") for t in e.targets}
+            for e in events[j + 1 + len(inside):]:
+                if e.loop_ids != header.loop_ids or e.kind not in ("assign", "augassign") or len(e.targets) != 1:
+                    continue
+                total = e.targets[0]
+                read = set(e.uses) & bound - {total}
+                if not read or total in bound or not (e.kind == "augassign" or total in e.uses) \
+                        or not any(total in x.targets for x in events[:j]) \
+                        or not any(x.kind == "return" and total in x.uses
+                                   or x.kind == "call" and x.method == "backward" and x.receiver == total
+                                   for x in events if x.span.line > e.span.line):
+                    continue
+                out.append(cls.make_finding(
+                    fn.path, e.span,
+                    f"`{e.text.strip()}` runs once, after the loop at line {header.span.line} that binds "
+                    f"{', '.join(f'`{n}`' for n in sorted(read))}: only the last iteration's term is in "
+                    f"`{total}`, the others are computed and dropped",
+                    fix="indent it into the loop's body, so that every iteration's term is added",
+                ))
         return out
 
     @classmethod

@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any, Iterable, Optional
 
 from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
-from auditor.static.conditions import tests_of
+from auditor.static.conditions import periodic_test, tests_of
 from auditor.static.facts import FunctionInfo
 from auditor.static.project import Project
 from auditor.static.training import Action, Training, TrainingLoop, looks_optimizer
@@ -24,16 +23,6 @@ def _same_optimizer(reset: Action, step: Action, loop: TrainingLoop) -> bool:
 
 
 NEVER_RESET = "never reset in the training loop"
-
-
-def _periodic(project: Project, test: str) -> bool:
-    """A test that holds every k-th time (``(i + 1) % k == 0``), or a flag the program computes
-    so (``self.sync_gradients = self.micro_step % self.accum == 0``)."""
-    if "%" in test:
-        return True
-    flags = {name.rsplit(".", 1)[-1] for name in re.findall(r"[A-Za-z_][\w.]*", test)}
-    return any("%" in e.text.split("=", 1)[-1] for _, e in project.events("assign")
-               if any(t.rsplit(".", 1)[-1] in flags for t in e.targets))
 
 
 # a LightningModule whose `optimizer_zero_grad` override resets under `{test}` (the examples)
@@ -541,7 +530,7 @@ purpose.
         ``if (i + 1) % k == 0``, or a flag computed so): each step applies the last iteration's
         gradient alone, the ones accumulated before it are discarded."""
         for step in (a for a in actions if a.kind == "step"):
-            periodic = next((t for t in tests_of(step.event) if _periodic(project, t)), None)
+            periodic = next((t for t in tests_of(step.event) if periodic_test(project, t)), None)
             reset = next((a for a in actions if a.kind == "reset" and a.fn is loop.fn
                           and loop.loop_id in a.event.loop_ids and not tests_of(a.event)
                           and a.event.loop_ids[-1] == loop.loop_id

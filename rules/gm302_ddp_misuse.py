@@ -10,7 +10,8 @@ from typing import Callable, Iterable, Optional
 from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.context import MODULE_SCOPE
-from auditor.static.conditions import conditions_of, constant_truth, excludes, implies, innermost
+from auditor.static.conditions import (conditions_of, constant_truth, excludes, implies, innermost,
+                                       periodic_test, tests_of)
 from auditor.static.facts import Event, FunctionInfo
 from auditor.static.paths import call_sites_of, under_no_grad
 from auditor.static.programs import is_test_code
@@ -40,6 +41,8 @@ DIST_GUARD = re.compile(
 )
 ALWAYS_TRUE = re.compile(
     r">=\s*0\b|>\s*-\s*1\b|^\s*(True|1)\s*$|\bor\s+True\b|world_size\s*(>=\s*1|>\s*0)\b"
+    # torch.distributed is built into every torch: available is no launch
+    r"|^\s*(torch\.)?(dist|distributed)\.is_available\(\)\s*$"
 )
 MAX_UP = 3
 
@@ -99,7 +102,11 @@ DistributedDataParallel`, `nn.parallel.DistributedDataParallel`, a `DDP` alias):
 - when the wrap is unconditional, or guarded by a condition that always holds
   (`device_count() >= 0`, `world_size >= 1`): a plain `python train.py` then trains a model
   wrapped in a world of size 1;
-- a DDP-wrapped model whose `.module` is called directly in the training forward.
+- a DDP-wrapped model whose `.module` is called directly in the training forward;
+- a launch flag whose every binding holds in any run (`self.distributed = dist.is_available()`),
+  reported at that binding;
+- `with model.no_sync():` entered under a launch test alone, with no test of the accumulation
+  window: every backward skips the all-reduce, the last micro-step's too.
 
 It stays silent when the wrap is guarded by the world size, the rank, a `--distributed` flag or
 a multi-GPU count, and a process group is initialised on that path; and when every set-up on
@@ -148,6 +155,42 @@ No automatic fix: whether the run is meant to be distributed is the author's dec
 """
 
     VALID = [
+        # `no_sync()` on the micro-steps before the last of each accumulation window
+        Valid(
+            "import contextlib\n"
+            "class Runner:\n"
+            "    def __init__(self, world_size, accum):\n"
+            "        self.ddp, self.accum, self.n, self.sync = world_size > 1, accum, 0, True\n"
+            "    @contextlib.contextmanager\n"
+            "    def accumulate(self, model):\n"
+            "        self.n += 1\n"
+            "        self.sync = self.n % self.accum == 0\n"
+            "        if self.ddp and not self.sync:\n"
+            "            with model.no_sync():\n"
+            "                yield\n"
+            "        else:\n"
+            "            yield\n"
+        ),
+        # the same runner with the flag set from the world size
+        Valid(
+            "import torch.distributed as dist\n"
+            "from torch.nn.parallel import DistributedDataParallel\n"
+            "class Runner:\n"
+            "    def __init__(self, world_size=1, rank=0):\n"
+            "        self.distributed = world_size > 1\n"
+            "        if self.distributed and not dist.is_initialized():\n"
+            "            dist.init_process_group('gloo', init_method='file:///tmp/pg', rank=rank,\n"
+            "                                    world_size=world_size)\n"
+            "    def prepare(self, model):\n"
+            "        if self.distributed:\n"
+            "            model = DistributedDataParallel(model)\n"
+            "        return model\n"
+            "def main(model):\n"
+            "    runner = Runner()\n"
+            "    return runner.prepare(model)\n"
+            "if __name__ == '__main__':\n"
+            "    main(None)\n"
+        ),
         # a test method run by the harness, in a project that sets up process groups elsewhere
         Valid({
             "harness.py": (
@@ -296,6 +339,44 @@ No automatic fix: whether the run is meant to be distributed is the author's dec
             "    return model\n",
             line=4, message_contains="process group",
         ),
+        # the launch flag set from `dist.is_available()`, which every torch build answers True
+        Invalid(
+            "import torch.distributed as dist\n"
+            "from torch.nn.parallel import DistributedDataParallel\n"
+            "class Runner:\n"
+            "    def __init__(self, world_size=1, rank=0):\n"
+            "        self.distributed = dist.is_available()\n"
+            "        if self.distributed and not dist.is_initialized():\n"
+            "            dist.init_process_group('gloo', init_method='file:///tmp/pg', rank=rank,\n"
+            "                                    world_size=world_size)\n"
+            "    def prepare(self, model):\n"
+            "        if self.distributed:\n"
+            "            model = DistributedDataParallel(model)\n"
+            "        return model\n"
+            "def main(model):\n"
+            "    runner = Runner()\n"
+            "    return runner.prepare(model)\n"
+            "if __name__ == '__main__':\n"
+            "    main(None)\n",
+            line=5, message_contains="holds in every run",
+        ),
+        # `no_sync()` on every micro-step of a DDP run: the gradients are never all-reduced
+        Invalid(
+            "import contextlib\n"
+            "class Runner:\n"
+            "    def __init__(self, world_size, accum):\n"
+            "        self.ddp, self.accum, self.n, self.sync = world_size > 1, accum, 0, True\n"
+            "    @contextlib.contextmanager\n"
+            "    def accumulate(self, model):\n"
+            "        self.n += 1\n"
+            "        self.sync = self.n % self.accum == 0\n"
+            "        if self.ddp:\n"
+            "            with model.no_sync():\n"
+            "                yield\n"
+            "        else:\n"
+            "            yield\n",
+            line=10, message_contains="on every micro-step",
+        ),
     ]
 
     # -- static ------------------------------------------------------------------------------------
@@ -373,6 +454,19 @@ No automatic fix: whether the run is meant to be distributed is the author's dec
         return found[0]
 
     @staticmethod
+    def _flag_always(project: Project, fn: FunctionInfo, guard: str) -> Optional[tuple[FunctionInfo, Event]]:
+        """A guard that is a flag (``self.distributed``, ``use_ddp``) named for a launch, every
+        binding of which holds in any run (``= dist.is_available()``): (function, binding)."""
+        if not re.fullmatch(r"[\w.]+", guard):
+            return None
+        scopes = [fn]
+        if guard.startswith("self.") and fn.class_name:
+            scopes = [f for q in project.members(fn.class_name) if (f := project.functions.get(q))]
+        bound = [(f, e) for f in scopes for e in f.assigned(guard)]
+        values = [e.text.split("=", 1)[-1] for _, e in bound]
+        return bound[0] if bound and all(classify_guard(v) == "always" for v in values) else None
+
+    @staticmethod
     def _tests_launch(project: Project, fn: FunctionInfo, guard: str) -> bool:
         """The guard calls a project predicate whose returned value tests for a multi-process
         launch (``if is_distributed():`` with ``return dist.is_initialized()``)."""
@@ -398,6 +492,26 @@ No automatic fix: whether the run is meant to be distributed is the author's dec
                     continue
                 yield from cls._check_wrap(project, fn, i, event, project_inits)
                 yield from cls._check_module_calls(project, fn, event)
+        yield from cls._check_no_sync(project)
+
+    @classmethod
+    def _check_no_sync(cls, project: Project) -> Iterable[Finding]:
+        """``with model.no_sync():`` entered under a launch test alone (``if self.distributed:``),
+        with no test of the accumulation window: every backward under it skips the gradient
+        all-reduce, the last micro-step's too, and the replicas train apart."""
+        for fn, event in project.events("call"):
+            tests = tests_of(event)
+            if event.method != "no_sync" or not tests or any(periodic_test(project, t) for t in tests):
+                continue
+            if all(classify_guard(t) == "dist" or cls._tests_launch(project, fn, t) for t in tests):
+                yield cls.make_finding(
+                    fn.path, event.span,
+                    f"`{event.func.removesuffix('()')}()` "
+                    f"is entered whenever `{tests[-1]}` holds, on every micro-step: no backward "
+                    "all-reduces its gradients, so each process trains on its own",
+                    fix="skip the gradient sync only on the micro-steps before the last of each "
+                    "accumulation window (`if ddp and not sync_now: with model.no_sync(): ...`)",
+                )
 
     @classmethod
     def _check_wrap(cls, project: Project, fn: FunctionInfo, i: int, event: Event,
@@ -419,6 +533,19 @@ No automatic fix: whether the run is meant to be distributed is the author's dec
             guard = "dist"
         fix = ("initialise the process group and wrap only in a multi-process launch: "
                "`if world_size > 1: dist.init_process_group(...); model = DDP(model, ...)`")
+        flag = cls._flag_always(project, fn, text) if guard == "dist" and initialised else None
+        if flag is not None and not cls._meant_for_a_launcher(event, inits):
+            owner, bound = flag
+            yield cls.make_finding(
+                owner.path, bound.span,
+                f"`{bound.text.strip()}` holds in every run, and `{text}` guards the "
+                f"`DistributedDataParallel(...)` at {fn.path}:{event.span.line}: a single-process run "
+                "trains a model wrapped in a world of size 1 (parameter broadcast, buffer sync, "
+                "`module.` keys)",
+                fix="set the flag from the launch: `world_size > 1` (or `dist.is_initialized()` "
+                "after a launcher's set-up)",
+            )
+            return
         if not initialised:
             yield cls.make_finding(
                 fn.path, event.span,

@@ -54,6 +54,16 @@ def tests_of(event: Event) -> list[str]:
     return [c for c in event.conditions if not _MAIN_GUARD.search(c)]
 
 
+def periodic_test(project: Project, test: str) -> bool:
+    """A test that holds every k-th time (``(i + 1) % k == 0``), or a flag the program computes
+    so (``self.sync_gradients = self.micro_step % self.accum == 0``)."""
+    if "%" in test:
+        return True
+    flags = {name.rsplit(".", 1)[-1] for name in re.findall(r"[A-Za-z_][\w.]*", test)}
+    return any("%" in e.text.split("=", 1)[-1] for _, e in project.events("assign")
+               if any(t.rsplit(".", 1)[-1] in flags for t in e.targets))
+
+
 def conditions_of(event: Event) -> list[str]:
     return [normalise(c) for c in tests_of(event)]
 

@@ -13,9 +13,10 @@ from auditor.static.context import MODULE_SCOPE
 from auditor.static.conditions import (conditions_of, constant_truth, excludes, implies, innermost,
                                        periodic_test, tests_of)
 from auditor.static.facts import Event, FunctionInfo
-from auditor.static.paths import call_sites_of, under_no_grad
+from auditor.static.paths import bindings, call_sites_of, under_no_grad
 from auditor.static.programs import is_test_code
 from auditor.static.project import Project
+from auditor.static.training import Training
 
 DDP = {
     "torch.nn.parallel.DistributedDataParallel",
@@ -102,7 +103,8 @@ DistributedDataParallel`, `nn.parallel.DistributedDataParallel`, a `DDP` alias):
 - when the wrap is unconditional, or guarded by a condition that always holds
   (`device_count() >= 0`, `world_size >= 1`): a plain `python train.py` then trains a model
   wrapped in a world of size 1;
-- a DDP-wrapped model whose `.module` is called directly in the training forward;
+- a DDP-wrapped model whose `.module` is called directly in the training forward, or through a
+  name an unwrap helper returned (`net = unwrap(model)`, `return m.module if ddp else m`);
 - a launch flag whose every binding holds in any run (`self.distributed = dist.is_available()`),
   reported at that binding;
 - `with model.no_sync():` entered under a launch test alone, with no test of the accumulation
@@ -155,6 +157,23 @@ No automatic fix: whether the run is meant to be distributed is the author's dec
 """
 
     VALID = [
+        # the forward through the wrapper; the unwrapped module only read for its attributes
+        Valid(
+            "import torch.distributed as dist\n"
+            "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+            "def unwrap(m):\n"
+            "    return m.module if isinstance(m, DDP) else m\n"
+            "def train(model, opt, loader, world_size):\n"
+            "    if world_size > 1:\n"
+            "        dist.init_process_group('gloo', init_method='file:///tmp/pg', rank=0, world_size=world_size)\n"
+            "        model = DDP(model)\n"
+            "    for g in loader:\n"
+            "        net = unwrap(model)\n"
+            "        loss = (model(g) * net.scale).pow(2).mean()\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+        ),
         # `no_sync()` on the micro-steps before the last of each accumulation window
         Valid(
             "import contextlib\n"
@@ -377,6 +396,24 @@ No automatic fix: whether the run is meant to be distributed is the author's dec
             "            yield\n",
             line=10, message_contains="on every micro-step",
         ),
+        # the training forward through the module an unwrap helper took out of the wrapper
+        Invalid(
+            "import torch.distributed as dist\n"
+            "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+            "def unwrap(m):\n"
+            "    return m.module if isinstance(m, DDP) else m\n"
+            "def train(model, opt, loader, world_size):\n"
+            "    if world_size > 1:\n"
+            "        dist.init_process_group('gloo', init_method='file:///tmp/pg', rank=0, world_size=world_size)\n"
+            "        model = DDP(model)\n"
+            "    for g in loader:\n"
+            "        net = unwrap(model)\n"
+            "        loss = net(g).pow(2).mean()\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n",
+            line=11, message_contains="unwrapped from the DistributedDataParallel `model`",
+        ),
     ]
 
     # -- static ------------------------------------------------------------------------------------
@@ -493,6 +530,50 @@ No automatic fix: whether the run is meant to be distributed is the author's dec
                 yield from cls._check_wrap(project, fn, i, event, project_inits)
                 yield from cls._check_module_calls(project, fn, event)
         yield from cls._check_no_sync(project)
+        yield from cls._check_unwrapped_forwards(project)
+
+    @classmethod
+    def _check_unwrapped_forwards(cls, project: Project) -> Iterable[Finding]:
+        """A forward on a loss's path through a name a helper unwrapped from the DDP wrapper
+        (``net = unwrap(self.model)`` returning ``model.module if ... else model``; ``net(g)``):
+        the wrapper's forward, which arms the gradient all-reduce, never runs."""
+        if not any(is_ddp(e) for _, e in project.events("call")):
+            return  # nothing is wrapped: an unwrap helper hands back the model itself
+        training = Training.of(project)
+        reported: set[tuple[str, int]] = set()
+        for site in training.backward_sites():
+            for fn, k in training.loss_slice(*site):
+                call = fn.events[k]
+                if call.kind != "call" or not re.fullmatch(r"\w+", call.func) or under_no_grad(call) \
+                        or (fn.path, call.span.line) in reported:
+                    continue
+                wrapper = cls._unwrapped_from(project, fn, call.func, k)
+                if wrapper:
+                    reported.add((fn.path, call.span.line))
+                    yield cls.make_finding(
+                        fn.path, call.span,
+                        f"`{call.func}(...)` runs the module unwrapped from the DistributedDataParallel "
+                        f"`{wrapper}` in the training forward: DDP's gradient synchronisation never "
+                        "runs and the replicas drift apart",
+                        fix=f"call the wrapper (`{wrapper}(...)`) in training",
+                    )
+
+    @staticmethod
+    def _unwrapped_from(project: Project, fn: FunctionInfo, name: str, k: int) -> str:
+        """The wrapper ``name`` was unwrapped from at event ``k`` of ``fn`` (``name =
+        helper(wrapper)`` where the helper returns its parameter's ``.module``), or ""."""
+        binding = next((e for e in reversed(fn.assigned(name)) if e.span.line < fn.events[k].span.line), None)
+        j = fn.position(binding) if binding is not None else -1
+        call = fn.events[j + 1] if 0 <= j < len(fn.events) - 1 and fn.events[j + 1].kind == "call" else None
+        if call is None or not call.span.within(binding.span):
+            return ""
+        for qual in project.resolve_call(call, fn):
+            callee = project.function(qual)
+            for param, arg in bindings(call, callee) if callee is not None else ():
+                unwraps = any(r.kind == "return" and f"{param}.module" in r.value_names for r in callee.events)
+                if unwraps and re.fullmatch(r"[\w.]+", arg):
+                    return arg
+        return ""
 
     @classmethod
     def _check_no_sync(cls, project: Project) -> Iterable[Finding]:

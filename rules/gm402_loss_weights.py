@@ -494,6 +494,15 @@ confirm.
     def visit_For(self, node: cst.For) -> None:
         if PARAMETER_WALK.search(self.ctx.code(node.iter, 120)):
             self.walking += 1
+        # `for t, l in per_type.items():` over a dict of losses: `l` is a loss
+        walked, target = node.iter, node.target
+        if isinstance(walked, cst.Call) and isinstance(walked.func, cst.Attribute) \
+                and walked.func.attr.value in ("items", "values"):
+            if walked.func.attr.value == "items" and isinstance(target, cst.Tuple) and len(target.elements) == 2:
+                target = target.elements[1].value
+            walked = walked.func.value
+        if isinstance(walked, cst.Name) and walked.value in self.losses[-1] and isinstance(target, cst.Name):
+            self.losses[-1].add(target.value)
 
     def leave_For(self, original_node: cst.For) -> None:
         if PARAMETER_WALK.search(self.ctx.code(original_node.iter, 120)):
@@ -543,7 +552,11 @@ confirm.
         self.constants.assigned(node)
         for target in node.targets:
             self._assigned(target.target, node.value)
-            if isinstance(target.target, cst.Name) and self._loss_value(node.value):
+            value = node.value
+            # a dict or list of loss values (`{t: sce(...) for t in x}`) holds losses too
+            element = value.value if isinstance(value, cst.DictComp) else \
+                value.elt if isinstance(value, (cst.ListComp, cst.GeneratorExp)) else value
+            if isinstance(target.target, cst.Name) and self._loss_value(element):
                 self.losses[-1].add(target.target.value)
 
     def leave_Assign(self, original_node: cst.Assign) -> None:

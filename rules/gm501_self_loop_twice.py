@@ -10,7 +10,7 @@ from typing import Iterable, Optional
 from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.config_truth import empty_loop
-from auditor.static.dataflow import call_targets, mentions
+from auditor.static.dataflow import constructed_class, call_targets, mentions
 from auditor.static.facts import Event, FunctionInfo, Span
 from auditor.static.paths import bindings
 from auditor.static.project import Project
@@ -308,6 +308,8 @@ class Flow:
                 callee = self.project.function(q)
                 if callee is not None and callee.params:
                     self._set(self.entry.setdefault(q, {}), callee.params[0], any_taint, ("entry", q))
+        if any_taint:
+            self._fields_built(e, taint_of)
         out = CLEAN
         reads = self.reads.setdefault(fn.qualname, set())
         for q in callees:
@@ -329,6 +331,23 @@ class Flow:
                         out |= self.returns.get(cand, CLEAN)
                         reads.add(cand)
         return out
+
+    def _fields_built(self, e: Event, taint_of: dict[str, Taint]) -> None:
+        """A dataclass or NamedTuple built from a looped graph (``Dataset(graph=g, ...)``): the
+        field holds it, as a constructor's ``self.graph = graph`` would."""
+        for cls in constructed_class(self.project, e):
+            info = self.project.classes.get(cls)
+            if info is None or not info.fields or f"{cls}.__init__" in self.project.functions:
+                continue
+            positional = [a for a in e.args if not a.startswith("*")]
+            for n, name in enumerate(info.fields):
+                arg = e.kwargs.get(name) or (positional[n] if n < len(positional) else "")
+                origin = taint_of.get(arg, CLEAN) if arg else CLEAN
+                if origin:
+                    self._set(self.attrs, (cls, f"self.{name}"), origin, ("attr", cls))
+                    if name not in self.attr_names:
+                        self.attr_names.add(name)
+                        self._changed(("attr name", name))
 
     def arg_taint(self, fn: FunctionInfo, env: dict[str, Taint], e: Event, arg: str) -> Taint:
         """Taint of one argument of the call ``e``: a name's; for a call passed as the argument
@@ -818,6 +837,32 @@ No automatic fix: which of the two adds is the intended one depends on the other
             "    return [dgl.add_self_loop(make_graph(n)) for n in ns]\n",
             line=6, message_contains="already has them",
         ),
+        # the looped graph kept in a dataclass's field by the factory that builds the dataset;
+        # the trainer, handed the dataset, adds the loops again
+        Invalid({
+            "data.py": (
+                "from dataclasses import dataclass\n"
+                "import dgl\n\n"
+                "@dataclass\n"
+                "class GraphData:\n"
+                "    graph: dgl.DGLGraph\n"
+                "    n: int\n\n"
+                "def build_dataset(src, dst, n):\n"
+                "    graph = dgl.add_self_loop(dgl.graph((src, dst), num_nodes=n))\n"
+                "    return GraphData(graph=graph, n=n)\n"
+            ),
+            "train.py": (
+                "import dgl\n"
+                "from data import build_dataset\n\n"
+                "class Trainer:\n"
+                "    def __init__(self, dataset, model):\n"
+                "        self.g = dgl.add_self_loop(dataset.graph)\n"
+                "        self.model = model\n\n"
+                "def main(src, dst, n, model):\n"
+                "    dataset = build_dataset(src, dst, n)\n"
+                "    return Trainer(dataset, model)\n"
+            ),
+        }, path="train.py", line=6, message_contains="data.py:10"),
     ]
 
     @classmethod

@@ -956,3 +956,47 @@ def test_a_freeze_by_name_prefixes_that_every_run_leaves_empty_never_runs(
     )
     files = {"train.py": train, "configs/train.yaml": f"freeze: {prefixes}\nlr: 0.01\n"}
     assert check(tmp_path, files, "GM103") == expected
+
+
+def _per_type_weights(author: str) -> dict[str, str]:
+    """Per-type loss weights in a YAML section, handed to a loss object by `**section`, read
+    by each type's key in a loop over a dict of the per-type losses."""
+    return {
+        "config.yaml": f"loss:\n  weights:\n    paper: 1.0\n    author: {author}\n",
+        "losses.py": (
+            "import torch.nn.functional as F\n"
+            "\n"
+            "class PerTypeLoss:\n"
+            "    def __init__(self, weights=None):\n"
+            "        self.weights = dict(weights or {})\n"
+            "\n"
+            "    def __call__(self, recon, target):\n"
+            "        per_type = {t: F.mse_loss(recon[t], target[t]) for t in target}\n"
+            "        total = 0.0\n"
+            "        for t, l in per_type.items():\n"
+            "            w = self.weights.get(t, 1.0)\n"
+            "            total = total + w * l\n"
+            "        return total\n"
+        ),
+        "train.py": (
+            "import yaml\n"
+            "from losses import PerTypeLoss\n"
+            "\n"
+            "def main(model, batches, opt):\n"
+            "    cfg = yaml.safe_load(open('config.yaml'))\n"
+            "    criterion = PerTypeLoss(**cfg['loss'])\n"
+            "    for g, x in batches:\n"
+            "        loss = criterion(model(g, x), x)\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+            "\n"
+            "if __name__ == '__main__':\n"
+            "    main(None, [], None)\n"
+        ),
+    }
+
+
+@pytest.mark.parametrize("author, expected", [("0.0", [("GM402", "config.yaml", 4)]), ("0.5", [])])
+def test_weight_looked_up_by_each_key_of_a_configured_table(tmp_path: Path, author: str, expected: list) -> None:
+    assert check(tmp_path, _per_type_weights(author), "GM402") == expected

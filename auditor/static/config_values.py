@@ -1116,12 +1116,19 @@ class _Evaluator:
                     found_values = self._member(held, name, depth)
                     out += found_values
                     missing |= not found_values
+        tables = [b.value for b in bases if isinstance(b.value, Table)]
+        if not keys and isinstance(key, ast.Name) and not attribute and tables and all(
+                isinstance(v.value, (int, float)) for t in tables for vs in t.entries.values() for v in vs):
+            # `weights.get(t, 1.0)` by a key no constant names (a loop's): any entry of a table of
+            # numbers, or the default for a key it lacks
+            out = [v for t in tables for vs in t.entries.values() for v in vs]
+            missing = True
         if not bases:  # a mapping not followed: its default only when nothing sets the key
             text = ast.unparse(node)
             missing = config_default(self.project, text) is not UNKNOWN_VALUE
         if missing and default:
             near = _near_key(keys[0], [b.value for b in bases if isinstance(b.value, Table)]) if keys else None
-            out += [Value(v.value, self._source(fn, node, f"the default of `{keys[0] if keys else '?'}`"), True,
+            out += [Value(v.value, self._source(fn, node, f"the default of `{keys[0] if keys else ast.unparse(key)}`"), True,
                           near) for v in self.expr(fn, default[0], index, env, depth)]
         return out
 

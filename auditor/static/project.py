@@ -880,7 +880,12 @@ class Project:
         for value, line in _returned_values(factory) if factory is not None else ():
             if re.fullmatch(r"[\w.]+", value):
                 out += [c for c in self._built_from(factory, value, line) if c in self.classes]
-            elif re.match(r"\w+\(", value):  # (the text may be shortened)
+            elif re.match(r"[\w.]+\(", value):  # (the text may be shortened)
+                called = self.qualified(factory, value.split("(", 1)[0])
+                called = called if called in self.classes else self.reexported(called) or called
+                if called in self.classes:  # `return Dataset(graph=g, ...)`
+                    out.append(called)
+                    continue
                 # `return cls(**kwargs)` of a class looked up (a registry's `build`)
                 held = self._callables(factory, value.split("(", 1)[0], line)
                 out += [c.removesuffix(".__init__") for c in held

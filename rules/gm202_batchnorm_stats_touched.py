@@ -16,6 +16,7 @@ from auditor.static.config_truth import never_runs, setting_at_fault, switched_o
 from auditor.static.context import dotted
 from auditor.static.dataflow import function_of
 from auditor.static.facts import FunctionInfo, Span
+from auditor.static.named_objects import configured_nodes
 from auditor.static.project import Project
 from auditor.static.texts import top_level_items
 from auditor.static.training import Training
@@ -29,6 +30,8 @@ BATCHNORMS = {
     f"torch.nn.{n}" for n in ("BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm",
                               "LazyBatchNorm1d")
 }
+# a configuration node's `_target_` naming a BatchNorm class (`torch.nn.BatchNorm1d`)
+BATCHNORM_TARGET = re.compile(r"(^|\.)(Sync)?BatchNorm[123]?d?$")
 BN_NAME = re.compile(r"(^|[._])(bn\d*|batch_?norm\w*|norms?\d*)($|[.\[_\d])", re.I)
 BN_TEST = ("BatchNorm", "_NormBase")
 LOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader",
@@ -655,6 +658,7 @@ by a person, and the reference script must then do the same.
                     message=f"this setting turns `{test}` on for every configured run "
                             f"({source.what}): at {found.path}:{found.line}, {found.message}")
             out.append(found)
+        out += cls._configured_momentum(project)
         if not any(True for _ in _facts(project, BatchNormBuilt)):
             return out
         training = Training.of(project)
@@ -693,6 +697,30 @@ by a person, and the reference script must then do the same.
                 fix="batch several graphs per step (batch_size >= 8), or use LayerNorm/GraphNorm")
             finding.severity = Severity.WARNING
             out.append(finding)
+        return out
+
+    @classmethod
+    def _configured_momentum(cls, project: Project) -> list[Finding]:
+        """A BatchNorm built from a configuration node (``{_target_: torch.nn.BatchNorm1d,
+        momentum: null}``) whose momentum is 0 or None on some configured run: reported where
+        that value is written."""
+        out: list[Finding] = []
+        reported: set[tuple[str, int]] = set()
+        for target, node in configured_nodes(project):
+            if not BATCHNORM_TARGET.search(target):
+                continue
+            for value in node.entries.get("momentum", []):
+                where = (value.source.path, value.source.line)
+                if value.value not in (None, 0, 0.0) or isinstance(value.value, bool) or where in reported:
+                    continue
+                reported.add(where)
+                what = "0: its running statistics never update" if value.value is not None else \
+                    "None: its running statistics are a cumulative average of every batch since the start"
+                out.append(cls.make_finding(
+                    value.source.path, Span(value.source.line, 1, value.source.line, 1),
+                    f"the `{target}` built from this configuration ({value.source.what}) gets momentum "
+                    f"{what}, and evaluation normalises with them",
+                    fix="leave BatchNorm momentum at its default (0.1)"))
         return out
 
     @classmethod

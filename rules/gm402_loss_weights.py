@@ -267,6 +267,22 @@ confirm.
 """
 
     VALID = [
+        # a value carried through the loop and read after it; a count summed per outer iteration
+        Valid(
+            "def matching_loss(loss, h, layers, crit, target):\n"
+            "    for layer in layers:\n"
+            "        h = layer(h)\n"
+            "    loss = loss + crit(h, target)\n"
+            "    return loss\n"
+            "def n_params(model):\n"
+            "    total = 0\n"
+            "    for p in model.parameters():\n"
+            "        n = 1\n"
+            "        for s in p.size():\n"
+            "            n = n * s\n"
+            "        total += n\n"
+            "    return total\n"
+        ),
         # the term added inside the loop, and a mean taken after it
         Valid(
             "import torch.nn.functional as F\n"
@@ -712,7 +728,8 @@ confirm.
         """``total = total + w * l`` (or ``total += ...``) after the loop that binds ``w`` and
         ``l`` (a line dedented out of the loop over the terms): it runs once, with the last
         iteration's values, and the other terms are computed and dropped. Only for a total
-        the function returns or backpropagates, started before the loop and not updated in it."""
+        the function returns or backpropagates, started before the loop at its level and not
+        updated in it, of names the loop binds afresh (not carried through it)."""
         out: list[Finding] = []
         events = fn.events
         for j, header in enumerate(events[:-1]):
@@ -721,14 +738,20 @@ confirm.
                 continue
             loop = body[-1]
             inside = [e for e in events if loop in e.loop_ids]
-            bound = {t for e in [header, *inside] if e.kind in ("assign", "augassign") for t in e.targets}
+            # the names the loop rebinds each iteration (its targets, `w = ...`; not `a[i] = ...`)
+            bound = {t for e in [header, *inside] if e.kind in ("assign", "augassign") for t in e.targets
+                     if e is header or re.match(rf"\s*{re.escape(t)}\s*(=[^=]|\+=)", e.text)}
             for e in events[j + 1 + len(inside):]:
                 if e.loop_ids != header.loop_ids or e.kind not in ("assign", "augassign") or len(e.targets) != 1:
                     continue
                 total = e.targets[0]
-                read = set(e.uses) & bound - {total}
-                if not read or total in bound or not (e.kind == "augassign" or total in e.uses) \
-                        or not any(total in x.targets for x in events[:j]) \
+                # a value carried through the loop (`h = h_0`, then `h = f(h)` each iteration)
+                # is meant to be read after it: only names the loop binds afresh count
+                before = {t for x in events[:j] for t in x.targets}
+                read = set(e.uses) & bound - {total} - before
+                summed = re.match(rf"\s*{re.escape(total)}\s*(\+=|=\s*{re.escape(total)}\s*\+)", e.text)
+                if not read or total in bound or not summed \
+                        or not any(total in x.targets and x.loop_ids == header.loop_ids for x in events[:j]) \
                         or not any(x.kind == "return" and total in x.uses
                                    or x.kind == "call" and x.method == "backward" and x.receiver == total
                                    for x in events if x.span.line > e.span.line):

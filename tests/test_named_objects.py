@@ -199,3 +199,48 @@ def test_an_optimizer_a_target_names_and_a_wrapper_that_copies_the_model(
     files = {"pkg/__init__.py": "", "pkg/instantiate.py": INSTANTIATE, "pkg/runner.py": runner,
              "train.py": TARGET_TRAIN}
     assert check_tree(tmp_path, files, "GM105") == expected
+
+
+def _norm_from_config(momentum: str) -> dict[str, str]:
+    """A layer's BatchNorm built by a hand-written `instantiate` from a `_target_` node of the
+    defaults, the YAML file overriding one of its entries."""
+    return {
+        "config.yaml": f"model:\n  norm:\n    momentum: {momentum}\n",
+        "registry.py": (
+            "import copy\n"
+            "import importlib\n"
+            "\n"
+            "def instantiate(cfg, **kwargs):\n"
+            "    cfg = copy.deepcopy(cfg)\n"
+            "    module, _, attr = cfg.pop('_target_').rpartition('.')\n"
+            "    return getattr(importlib.import_module(module), attr)(**cfg, **kwargs)\n"
+        ),
+        "train.py": (
+            "import torch\n"
+            "import yaml\n"
+            "from registry import instantiate\n"
+            "\n"
+            "DEFAULTS = {'model': {'norm': {'_target_': 'torch.nn.BatchNorm1d', 'momentum': 0.1}}}\n"
+            "\n"
+            "def merge(base, over):\n"
+            "    for k, v in over.items():\n"
+            "        if isinstance(v, dict) and isinstance(base.get(k), dict):\n"
+            "            merge(base[k], v)\n"
+            "        else:\n"
+            "            base[k] = v\n"
+            "    return base\n"
+            "\n"
+            "def main():\n"
+            "    cfg = merge(DEFAULTS, yaml.safe_load(open('config.yaml')))\n"
+            "    norm = instantiate(cfg['model']['norm'], num_features=16)\n"
+            "    return torch.nn.Sequential(torch.nn.Linear(4, 16), norm)\n"
+            "\n"
+            "if __name__ == '__main__':\n"
+            "    main()\n"
+        ),
+    }
+
+
+@pytest.mark.parametrize("momentum, expected", [("null", [("GM202", "config.yaml", 3)]), ("0.1", [])])
+def test_batchnorm_momentum_of_a_configured_target(tmp_path: Path, momentum: str, expected: list) -> None:
+    assert check_tree(tmp_path, _norm_from_config(momentum), "GM202") == expected

@@ -1120,9 +1120,8 @@ class _Evaluator:
         if not keys and isinstance(key, ast.Name) and not attribute and tables and all(
                 isinstance(v.value, (int, float)) for t in tables for vs in t.entries.values() for v in vs):
             # `weights.get(t, 1.0)` by a key no constant names (a loop's): any entry of a table of
-            # numbers, or the default for a key it lacks
-            out = [v for t in tables for vs in t.entries.values() for v in vs]
-            missing = True
+            # numbers (whether some key lacks one, and gets the default, is not known)
+            return [v for t in tables for vs in t.entries.values() for v in vs]
         if not bases:  # a mapping not followed: its default only when nothing sets the key
             text = ast.unparse(node)
             missing = config_default(self.project, text) is not UNKNOWN_VALUE

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from auditor.static.config_values import Symbol, tables_of, values_of
+from auditor.static.config_values import Symbol, Table, tables_of, values_of
 from auditor.static.facts import MODULE_SCOPE, Event, FunctionInfo
 from auditor.static.project import Project
 
@@ -25,18 +25,7 @@ def link_named_objects(project: Project) -> Project:
         return project  # no module imported by a computed name, no `_target_`: nothing to link
     held: dict[tuple[str, str], list[str]] = {}
     instances: dict[tuple[str, str], list[str]] = {}
-    # the calls of the functions that look objects up by name (few), and of Hydra's own
-    sites: list[tuple[FunctionInfo, Event, bool]] = []
-    for callee in list(project.functions.values()):
-        looks, reads = _looks_up(callee), _reads_target(callee)
-        if looks or reads:
-            for caller in project.graph.predecessors(callee.qualname):
-                caller_fn = project.functions.get(caller)
-                sites += [(caller_fn, e, looks) for e in project.graph.calls(caller, callee.qualname)
-                          if caller_fn is not None]
-    sites += [(fn, e, False) for fn in list(project.functions.values()) for e in fn.events
-              if e.kind == "call" and e.func in INSTANTIATORS]
-    for fn, event, looks in sites:
+    for fn, event, looks, _ in _lookup_sites(project):
         if len(event.targets) != 1 or not re.fullmatch(r"[\w.]+", event.targets[0]):
             continue
         name = event.targets[0]
@@ -51,6 +40,43 @@ def link_named_objects(project: Project) -> Project:
                                      []).extend(found)
     project.link_named_objects(held, instances)
     return project
+
+
+def _lookup_sites(project: Project) -> list[tuple[FunctionInfo, Event, bool, bool]]:
+    """(caller, call, looks up by name, reads ``_target_``) of the calls of the functions that
+    look objects up by name (few), and of those that build what a configuration node's
+    ``_target_`` names, Hydra's own included."""
+    sites: list[tuple[FunctionInfo, Event, bool, bool]] = []
+    for callee in list(project.functions.values()):
+        looks, reads = _looks_up(callee), _reads_target(callee)
+        if looks or reads:
+            for caller in project.graph.predecessors(callee.qualname):
+                caller_fn = project.functions.get(caller)
+                sites += [(caller_fn, e, looks, reads) for e in project.graph.calls(caller, callee.qualname)
+                          if caller_fn is not None]
+    sites += [(fn, e, False, True) for fn in list(project.functions.values()) for e in fn.events
+              if e.kind == "call" and e.func in INSTANTIATORS]
+    return sites
+
+
+def configured_nodes(project: Project) -> list[tuple[str, Table]]:
+    """(the ``_target_`` named, its node) of every configuration node the project builds an
+    object from, the nodes nested in one included (Hydra builds those first): what a layer,
+    an optimizer or a loss is built with, whatever file sets it."""
+    if not project.any_source_matches(MENTIONS):
+        return []
+    out: list[tuple[str, Table]] = []
+    seen: set[int] = set()
+    todo = [t.value for fn, event, _, reads in _lookup_sites(project) if reads and event.args
+            for t in tables_of(project, fn, event.args[0], event.span.line)]
+    while todo:
+        table = todo.pop()
+        if id(table) in seen:
+            continue
+        seen.add(id(table))
+        out += [(v.value, table) for v in table.entries.get(TARGET_KEY, []) if isinstance(v.value, str)]
+        todo += [v.value for values in table.entries.values() for v in values if isinstance(v.value, Table)]
+    return out
 
 
 # the words a tree with such lookups has somewhere in its sources

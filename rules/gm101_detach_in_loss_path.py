@@ -744,6 +744,30 @@ review that the value was not meant to be a frozen target.
             "    loss.backward()\n"
             "    opt.step()\n",
             line=9, message_contains="mask_token"),
+        # the model's own mask token read through `.data` by its masking method, the method
+        # called from the training step before the forward
+        Invalid(
+            "import torch\nfrom torch import nn\n"
+            "class MAE(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.enc = nn.Linear(4, 4)\n"
+            "        self.mask_token = nn.Parameter(torch.zeros(1, 4))\n"
+            "    def mask_features(self, x, mask):\n"
+            "        out = x.clone()\n"
+            "        out[mask] = 0.0\n"
+            "        out[mask] += self.mask_token.data\n"
+            "        return out\n"
+            "    def forward(self, x):\n"
+            "        return self.enc(x)\n"
+            "model = MAE()\n"
+            "opt = torch.optim.Adam(model.parameters())\n"
+            "for x, mask in batches:\n"
+            "    loss = model(model.mask_features(x, mask))[mask].pow(2).mean()\n"
+            "    opt.zero_grad()\n"
+            "    loss.backward()\n"
+            "    opt.step()\n",
+            line=11, message_contains="mask_token"),
     ]
 
     # -- per file: `.data` reads (writes such as `p.data.mul_()` and `p.data = ...` are skipped)
@@ -981,8 +1005,12 @@ def _other_route(project: Project, fn: FunctionInfo, stmt: df.Statement, cut: st
         code = re.sub(r"\bfor\s+[\w\s,()]+?\s+in\b", " in", code)  # a comprehension binds it
         if re.search(undetached, _tight(code)):
             return True
-        if re.fullmatch(r"[\w.]+", cut) and df.flows_to(project, fn, [cut], stmt.index + 1).sinks:
-            return True
+        if re.fullmatch(r"[\w.]+", cut):
+            # read again, undetached, on the way to a loss (an attribute's reads anywhere in its
+            # class count: a `.data` read of it elsewhere is the same cut, no route)
+            flow = df.flows_to(project, fn, [cut], stmt.index + 1)
+            if flow.sinks and any(_reads_undetached(step.stmt.uses, cut) for step in flow.steps):
+                return True
     callee = df.callee_text(origin.event) if origin.event.kind == "call" else ""
     for other in origin.fn.events if callee else ():
         if other is origin.event or other.kind != "call" or df.callee_text(other) != callee:
@@ -991,6 +1019,12 @@ def _other_route(project: Project, fn: FunctionInfo, stmt: df.Statement, cut: st
         if flow.sinks and not any(step.fn is fn and step.stmt is stmt for step in flow.steps):
             return True
     return False
+
+
+def _reads_undetached(uses: Iterable[str], cut: str) -> bool:
+    """``uses`` read ``cut`` itself, or a part of it, not through ``.data`` / ``.detach``."""
+    return any(u == cut or u.startswith(cut + ".") and not u.startswith((cut + ".data", cut + ".detach"))
+               for u in uses)
 
 
 def _tight(code: str) -> str:

@@ -118,6 +118,11 @@ def _outlives_call(project: Project, fn: FunctionInfo, acc: str) -> bool:
     return not any(e.kind == "assign" and e.targets == [root] and not e.text.startswith((root + "[", root + "."))
                    for e in fn.events)
 
+
+# calls of builtins that make a Python number (or string) of whatever they are given
+NUMBER_CALL = re.compile(r"(round|float|int|len|bool|str|math\.\w+)\(")
+
+
 class LossAccumulatedWithGraph(Rule):
     code = "GM106"
     name = "loss-accumulated-with-graph"
@@ -174,6 +179,22 @@ automatically because a tensor total may be used later on purpose.
 """
 
     VALID = [
+        # a validation curve of rounded numbers, appended in the training loop
+        Valid(
+            "import torch\n"
+            "def evaluate(model, x):\n"
+            "    with torch.no_grad():\n"
+            "        return model(x).mean().item(), 0.0\n"
+            "def fit(model, opt, batches, x_val):\n"
+            "    curve = []\n"
+            "    for x in batches:\n"
+            "        loss = model(x).pow(2).mean()\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+            "        curve.append(round(evaluate(model, x_val)[0], 4))\n"
+            "    return curve\n"
+        ),
         # the same helper handed the loss's number
         Valid(
             "import torch\n"
@@ -588,6 +609,8 @@ automatically because a tensor total may be used later on purpose.
                                          and e.targets[0] in e.uses):
                 acc, values = e.targets[0], [u for u in e.uses if u != e.targets[0]]
             elif e.kind == "call" and e.method in ("append", "extend", "add_") and e.receiver:
+                if e.args and all(NUMBER_CALL.match(a) for a in e.args):
+                    continue  # `curve.append(round(evaluate(model), 4))`: a number, whatever it read
                 acc, values = e.receiver, [u for u in e.uses if not u.startswith(e.receiver)]
             else:
                 continue

@@ -8,6 +8,7 @@ from typing import Any, Iterable, Optional
 from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.conditions import periodic_test, tests_of
+from auditor.static.dataflow import callers_of
 from auditor.static.facts import FunctionInfo
 from auditor.static.project import Project
 from auditor.static.training import Action, Training, TrainingLoop, looks_optimizer
@@ -53,6 +54,30 @@ _TEACHER_RESET = (
     "        opt.step()\n"
 )
 
+
+
+def _tests_on_the_way(project: Project, loop: TrainingLoop, action: Action, up: int = 2) -> list[str]:
+    """The tests ``action`` runs under: its own, and, while its function is not the loop's,
+    those of the calls that reach it, up to ``up`` callers (``if stepped: apply_update(...)``)."""
+    tests = list(tests_of(action.event))
+    frontier = [action.fn]
+    for _ in range(up):
+        callers: list[FunctionInfo] = []
+        for fn in frontier:
+            if fn is loop.fn:
+                continue
+            for caller, event in callers_of(project, fn.qualname):
+                tests += tests_of(event)
+                callers.append(caller)
+        frontier = callers
+    return tests
+
+
+def _same_object(training: Training, a: Action, b: Action) -> bool:
+    """The optimizers two actions act on are one object by where they were made."""
+    mine = [o for o in training.origins(a.fn, a.receiver, a.index) if o.known]
+    theirs = [o for o in training.origins(b.fn, b.receiver, b.index) if o.known]
+    return any(x.same_as(y) for x in mine for y in theirs)
 
 class ZeroGradPlacement(Rule):
     code = "GM104"
@@ -402,6 +427,24 @@ purpose.
             "            optimizer.step()\n",
             line=11, message_contains="runs only when `runner.sync`",
         ),
+        # the update a helper makes, called every k-th micro-step by the step function
+        Invalid(
+            "import torch\n"
+            "def apply_update(opt):\n"
+            "    opt.step()\n"
+            "    opt.zero_grad()\n"
+            "def micro_step(model, opt, g, i, k):\n"
+            "    (model(g) / k).backward()\n"
+            "    stepped = (i + 1) % k == 0\n"
+            "    if stepped:\n"
+            "        apply_update(opt)\n"
+            "def fit(model, loader):\n"
+            "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+            "    for i, g in enumerate(loader):\n"
+            "        optimizer.zero_grad()\n"
+            "        micro_step(model, optimizer, g, i, 4)\n",
+            line=13, message_contains="runs only when `stepped`",
+        ),
     ]
 
     @classmethod
@@ -468,7 +511,7 @@ purpose.
             return
         actions = [a for a in loop.actions if id(a) not in others]
         yield from cls._periodic_resets(actions, loop)
-        yield from cls._resets_every_micro_step(training.project, actions, loop)
+        yield from cls._resets_every_micro_step(training, actions, loop)
         n = len(actions)
         for s, step in enumerate(actions):
             if step.kind != "step":
@@ -523,18 +566,20 @@ purpose.
                 return
 
     @staticmethod
-    def _resets_every_micro_step(project: Project, actions: list[Action],
+    def _resets_every_micro_step(training: Training, actions: list[Action],
                                  loop: TrainingLoop) -> Iterable[tuple[Action, str, str]]:
         """A reset run unconditionally in every iteration of the loop (written in its body),
         while the step it resets for runs only every k-th iteration (gradient accumulation:
         ``if (i + 1) % k == 0``, or a flag computed so): each step applies the last iteration's
         gradient alone, the ones accumulated before it are discarded."""
+        project = training.project
         for step in (a for a in actions if a.kind == "step"):
-            periodic = next((t for t in tests_of(step.event) if periodic_test(project, t)), None)
+            periodic = next((t for t in _tests_on_the_way(project, loop, step) if periodic_test(project, t)), None)
             reset = next((a for a in actions if a.kind == "reset" and a.fn is loop.fn
                           and loop.loop_id in a.event.loop_ids and not tests_of(a.event)
                           and a.event.loop_ids[-1] == loop.loop_id
-                          and _same_optimizer(a, step, loop)), None) if periodic else None
+                          and (_same_optimizer(a, step, loop) or _same_object(training, a, step))),
+                         None) if periodic else None
             if reset is not None:
                 yield (reset,
                        f"`{reset.event.text}` runs in every iteration, while `{step.event.text}` "

@@ -1439,6 +1439,10 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
             return Verdict(Status.UNEXERCISED, ["the `.eval()` line never ran"])
         evals = evidence.calls_at(finding.path, finding.line, "eval", finding.end_line) \
             + evidence.calls_at(finding.path, finding.line, "train", finding.end_line)
+        if not evals and not evidence.calls("eval"):
+            # a missing `.train()` reported where it belongs: its harm needs the evaluation it
+            # names, and none ran within the steps probed
+            return None
         # CallRecord.steps counts the steps completed when the call ran (k: while preparing
         # step k + 1); StepFacts.index is 1-based: the first backward after it has index k + 1
         first = min((s for c in evals for s in c.steps), default=0)

@@ -138,6 +138,28 @@ purpose.
 """
 
     VALID = [
+        # a linear probe trained with its own optimizer every 200 epochs of the pretraining,
+        # whose step and reset run every epoch
+        Valid(
+            "import torch\n"
+            "def probe(model, x, y):\n"
+            "    head = torch.nn.Linear(4, 2)\n"
+            "    optimizer = torch.optim.Adam(head.parameters())\n"
+            "    for _ in range(10):\n"
+            "        loss = torch.nn.functional.cross_entropy(head(model.embed(x).detach()), y)\n"
+            "        optimizer.zero_grad()\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "def pretrain(model, x, y, epochs):\n"
+            "    optimizer = torch.optim.Adam(model.parameters())\n"
+            "    for epoch in range(epochs):\n"
+            "        loss = model(x)\n"
+            "        optimizer.zero_grad()\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        if (epoch + 1) % 200 == 0:\n"
+            "            probe(model, x, y)\n"
+        ),
         Valid(
             "def fit(model, opt, loader):\n"
             "    for g in loader:\n"
@@ -573,12 +595,20 @@ purpose.
         ``if (i + 1) % k == 0``, or a flag computed so): each step applies the last iteration's
         gradient alone, the ones accumulated before it are discarded."""
         project = training.project
-        for step in (a for a in actions if a.kind == "step"):
-            periodic = next((t for t in _tests_on_the_way(project, loop, step) if periodic_test(project, t)), None)
+
+        def same(reset: Action, step: Action) -> bool:
+            # by name within one function; across functions by where the optimizer was made (a
+            # probe's own `optimizer` stepped in a helper is another object)
+            return reset.fn is step.fn and _same_optimizer(reset, step, loop) or _same_object(training, reset, step)
+
+        steps = [(a, next((t for t in _tests_on_the_way(project, loop, a) if periodic_test(project, t)), None))
+                 for a in actions if a.kind == "step"]
+        for step, periodic in steps:
             reset = next((a for a in actions if a.kind == "reset" and a.fn is loop.fn
                           and loop.loop_id in a.event.loop_ids and not tests_of(a.event)
-                          and a.event.loop_ids[-1] == loop.loop_id
-                          and (_same_optimizer(a, step, loop) or _same_object(training, a, step))),
+                          and a.event.loop_ids[-1] == loop.loop_id and same(a, step)
+                          # a step of that optimizer every iteration uses what the reset clears
+                          and not any(same(a, other) for other, test in steps if test is None)),
                          None) if periodic else None
             if reset is not None:
                 yield (reset,

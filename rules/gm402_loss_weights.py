@@ -730,31 +730,33 @@ confirm.
         iteration's values, and the other terms are computed and dropped. Only for a total
         the function returns or backpropagates, started before the loop at its level and not
         updated in it, of names the loop binds afresh (not carried through it)."""
-        out: list[Finding] = []
         events = fn.events
+        sums = [k for k, e in enumerate(events) if e.kind in ("assign", "augassign") and len(e.targets) == 1
+                and _adds_to_itself(e.text, e.targets[0])]
+        if not sums:
+            return []
+        out: list[Finding] = []
         for j, header in enumerate(events[:-1]):
             body = events[j + 1].loop_ids
             if not header.text.startswith("for ") or len(body) != len(header.loop_ids) + 1:
                 continue
             loop = body[-1]
-            inside = [e for e in events if loop in e.loop_ids]
+            end = next((k for k in range(j + 1, len(events)) if loop not in events[k].loop_ids), len(events))
             # the names the loop rebinds each iteration (its targets, `w = ...`; not `a[i] = ...`)
-            bound = {t for e in [header, *inside] if e.kind in ("assign", "augassign") for t in e.targets
-                     if e is header or re.match(rf"\s*{re.escape(t)}\s*(=[^=]|\+=)", e.text)}
-            for e in events[j + 1 + len(inside):]:
-                if e.loop_ids != header.loop_ids or e.kind not in ("assign", "augassign") or len(e.targets) != 1:
-                    continue
+            bound = {t for e in [header, *events[j + 1:end]] if e.kind in ("assign", "augassign")
+                     for t in e.targets if e is header or _rebinds(e.text, t)}
+            before = {t for x in events[:j] for t in x.targets}
+            for k in sums:
+                e = events[k]
                 total = e.targets[0]
                 # a value carried through the loop (`h = h_0`, then `h = f(h)` each iteration)
                 # is meant to be read after it: only names the loop binds afresh count
-                before = {t for x in events[:j] for t in x.targets}
                 read = set(e.uses) & bound - {total} - before
-                summed = re.match(rf"\s*{re.escape(total)}\s*(\+=|=\s*{re.escape(total)}\s*\+)", e.text)
-                if not read or total in bound or not summed \
+                if k < end or e.loop_ids != header.loop_ids or not read or total in bound \
                         or not any(total in x.targets and x.loop_ids == header.loop_ids for x in events[:j]) \
                         or not any(x.kind == "return" and total in x.uses
                                    or x.kind == "call" and x.method == "backward" and x.receiver == total
-                                   for x in events if x.span.line > e.span.line):
+                                   for x in events[k + 1:]):
                     continue
                 out.append(cls.make_finding(
                     fn.path, e.span,
@@ -1015,6 +1017,27 @@ EXTRA_SHARE = 0.05  # an extra term carrying this share of the loss or more weig
 
 _GENERIC = {"w", "weight", "weights", "lambda", "lam", "coef", "coeff", "loss", "losses", "l",
             "cfg", "config", "args", "self", "the", "term", "total"}
+
+
+def _rebinds(text: str, name: str) -> bool:
+    """The statement ``text`` assigns ``name`` itself (``name = ...``, ``name += ...``), not an
+    entry or attribute of it."""
+    rest = text.lstrip()
+    if not rest.startswith(name):
+        return False
+    rest = rest[len(name):].lstrip()
+    return rest.startswith("+=") or rest.startswith("=") and not rest.startswith("==")
+
+
+def _adds_to_itself(text: str, name: str) -> bool:
+    """``name += ...`` or ``name = name + ...``."""
+    if not _rebinds(text, name):
+        return False
+    rest = text.lstrip()[len(name):].lstrip()
+    if rest.startswith("+="):
+        return True
+    rest = rest[1:].lstrip()
+    return rest.startswith(name) and rest[len(name):].lstrip().startswith("+")
 
 
 def _matches(message: str, component: str) -> bool:

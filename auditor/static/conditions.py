@@ -59,9 +59,13 @@ def periodic_test(project: Project, test: str) -> bool:
     so (``self.sync_gradients = self.micro_step % self.accum == 0``)."""
     if "%" in test:
         return True
-    flags = {name.rsplit(".", 1)[-1] for name in re.findall(r"[A-Za-z_][\w.]*", test)}
-    return any("%" in e.text.split("=", 1)[-1] for _, e in project.events("assign")
-               if any(t.rsplit(".", 1)[-1] in flags for t in e.targets))
+    memo = project.memo("periodic_flags")
+    state = len(project.functions)
+    if memo.get("state") != state:  # the names assigned a `%` value, indexed once per project size
+        memo["state"] = state
+        memo["names"] = {t.rsplit(".", 1)[-1] for _, e in project.events("assign")
+                         if "%" in e.text.split("=", 1)[-1] for t in e.targets}
+    return any(name.rsplit(".", 1)[-1] in memo["names"] for name in re.findall(r"[A-Za-z_][\w.]*", test))
 
 
 def conditions_of(event: Event) -> list[str]:

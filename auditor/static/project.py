@@ -1336,14 +1336,15 @@ class Project:
     def _class_unpacking_calls(self, class_name: str) -> dict[str, list[tuple[FunctionInfo, Event]]]:
         """target -> (method, call) of the unpacking calls of all the class's methods."""
         memo = self.memo("class_unpacking_calls")
-        scopes = [self.functions.get(q) for q in self.classes[class_name].methods]
+        state = (self._generation, len(self.functions))
         found = memo.get(class_name)
-        if found is None or any(a is not b for a, b in zip(found[0], scopes)):
+        if found is None or found[0] != state:
             index: dict[str, list[tuple[FunctionInfo, Event]]] = {}
-            for scope in scopes:
+            for q in self.classes[class_name].methods:
+                scope = self.functions.get(q)
                 for target, events in self._unpacking_calls(scope).items() if scope else ():
                     index.setdefault(target, []).extend((scope, e) for e in events)
-            found = memo[class_name] = (scopes, index)
+            found = memo[class_name] = (state, index)
         return found[1]
 
     def _passed_as(self, fn: FunctionInfo, name: str) -> Iterator[tuple[FunctionInfo, str, int]]:

@@ -187,7 +187,8 @@ def test_static_path_never_imports_torch_or_dgl(tmp_path):
 
 
 def test_warm_cache_still_sees_cross_file_changes(tmp_path, cli):
-    """utils.py is unchanged (served from the cache) but its finding depends on train.py."""
+    """utils.py is unchanged (served from the cache) but the finding its `.eval()` makes (placed
+    where the missing `.train()` belongs, the evaluation named beside it) depends on train.py."""
     write(tmp_path, "utils.py", """
         def evaluate(model, loader):
             model.eval()
@@ -209,10 +210,12 @@ def test_warm_cache_still_sees_cross_file_changes(tmp_path, cli):
     """
     write(tmp_path, "train.py", train.format(restore=""))
     first = as_json(cli("--format", "json", ".", cwd=tmp_path))["findings"]
-    assert [(f["rule"], f["path"], f["line"]) for f in first] == [("GM201", "utils.py", 3)]
+    assert [(f["rule"], f["path"], f["line"], f.get("related")) for f in first] == [
+        ("GM201", "train.py", 7, ["utils.py:3"])]
     write(tmp_path, "train.py", train.format(restore="\n                model.train()"))
     assert as_json(cli("--format", "json", ".", cwd=tmp_path))["findings"] == []
     write(tmp_path, "train.py", train.format(restore=""))
     again = as_json(cli("--format", "json", ".", cwd=tmp_path))["findings"]
-    assert [(f["rule"], f["path"], f["line"]) for f in again] == [("GM201", "utils.py", 3)]
+    assert [(f["rule"], f["path"], f["line"], f.get("related")) for f in again] == [
+        ("GM201", "train.py", 7, ["utils.py:3"])]
     assert list((tmp_path / ".gm_audit_cache").glob("check-*.json"))  # the cache was used

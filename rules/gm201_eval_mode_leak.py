@@ -135,6 +135,19 @@ def _is_docstring(statement: cst.BaseStatement) -> bool:
             and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))
 
 
+# a notebook's first cells: the model, its optimizer and an evaluation helper that leaves the
+# model in eval mode (the examples add the training cells)
+_CELLS = (
+    "import torch\nfrom torch import nn\n"
+    "model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.1))\n"
+    "opt = torch.optim.Adam(model.parameters())\n"
+    "@torch.no_grad()\n"
+    "def evaluate(m, x):\n"
+    "    m.eval()\n"
+    "    return m(x).mean()\n"
+)
+
+
 # an early stopper saving the best model, put in eval mode only when it has a save path
 STOPPER = (
     "import copy\nimport torch\n"
@@ -1116,14 +1129,8 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
         # a notebook's cells: `model.train()` once before the epoch loop of the module's own
         # code, the evaluation helper run inside it
         Invalid(
-            "import torch\nfrom torch import nn\n"
-            "model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.1))\n"
-            "opt = torch.optim.Adam(model.parameters())\n"
-            "@torch.no_grad()\n"
-            "def evaluate(m, x):\n"
-            "    m.eval()\n"
-            "    return m(x).mean()\n"
-            "model.train()\n"
+            _CELLS
+            + "model.train()\n"
             "for epoch in range(10):\n"
             "    loss = model(torch.randn(2, 4)).pow(2).mean()\n"
             "    opt.zero_grad()\n"
@@ -1166,14 +1173,8 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
         # a second stage's loop after an evaluation, where only the first stage's loop set the
         # mode: the loop is where the missing `.train()` belongs
         Invalid(
-            "import torch\nfrom torch import nn\n"
-            "model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.1))\n"
-            "opt = torch.optim.Adam(model.parameters())\n"
-            "@torch.no_grad()\n"
-            "def evaluate(m, x):\n"
-            "    m.eval()\n"
-            "    return m(x).mean()\n"
-            "for epoch in range(10):\n"
+            _CELLS
+            + "for epoch in range(10):\n"
             "    model.train()\n"
             "    model(torch.randn(2, 4)).pow(2).mean().backward()\n"
             "    opt.step()\n"

@@ -48,6 +48,65 @@ ALWAYS_TRUE = re.compile(
 MAX_UP = 3
 
 
+# a runner that sets up the process group and wraps the model when `{flag}` holds (the examples)
+_RUNNER = (
+    "import torch.distributed as dist\n"
+    "from torch.nn.parallel import DistributedDataParallel\n"
+    "class Runner:\n"
+    "    def __init__(self, world_size=1, rank=0):\n"
+    "        self.distributed = {flag}\n"
+    "        if self.distributed and not dist.is_initialized():\n"
+    "            dist.init_process_group('gloo', init_method='file:///tmp/pg', rank=rank,\n"
+    "                                    world_size=world_size)\n"
+    "    def prepare(self, model):\n"
+    "        if self.distributed:\n"
+    "            model = DistributedDataParallel(model)\n"
+    "        return model\n"
+    "def main(model):\n"
+    "    runner = Runner()\n"
+    "    return runner.prepare(model)\n"
+    "if __name__ == '__main__':\n"
+    "    main(None)\n"
+)
+
+
+# a runner's accumulation context entering `no_sync()` when `{test}` holds (the examples)
+_NO_SYNC = (
+    "import contextlib\n"
+    "class Runner:\n"
+    "    def __init__(self, world_size, accum):\n"
+    "        self.ddp, self.accum, self.n, self.sync = world_size > 1, accum, 0, True\n"
+    "    @contextlib.contextmanager\n"
+    "    def accumulate(self, model):\n"
+    "        self.n += 1\n"
+    "        self.sync = self.n % self.accum == 0\n"
+    "        if {test}:\n"
+    "            with model.no_sync():\n"
+    "                yield\n"
+    "        else:\n"
+    "            yield\n"
+)
+
+
+# a loop over a DDP-wrapped model whose loss is `{forward}`, `net` the unwrapped module (the examples)
+_UNWRAPPED = (
+    "import torch.distributed as dist\n"
+    "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+    "def unwrap(m):\n"
+    "    return m.module if isinstance(m, DDP) else m\n"
+    "def train(model, opt, loader, world_size):\n"
+    "    if world_size > 1:\n"
+    "        dist.init_process_group('gloo', init_method='file:///tmp/pg', rank=0, world_size=world_size)\n"
+    "        model = DDP(model)\n"
+    "    for g in loader:\n"
+    "        net = unwrap(model)\n"
+    "        loss = {forward}.pow(2).mean()\n"
+    "        opt.zero_grad()\n"
+    "        loss.backward()\n"
+    "        opt.step()\n"
+)
+
+
 def is_ddp(event: Event) -> bool:
     return event.kind == "call" and event.func.removesuffix("()") in DDP
 
@@ -158,58 +217,11 @@ No automatic fix: whether the run is meant to be distributed is the author's dec
 
     VALID = [
         # the forward through the wrapper; the unwrapped module only read for its attributes
-        Valid(
-            "import torch.distributed as dist\n"
-            "from torch.nn.parallel import DistributedDataParallel as DDP\n"
-            "def unwrap(m):\n"
-            "    return m.module if isinstance(m, DDP) else m\n"
-            "def train(model, opt, loader, world_size):\n"
-            "    if world_size > 1:\n"
-            "        dist.init_process_group('gloo', init_method='file:///tmp/pg', rank=0, world_size=world_size)\n"
-            "        model = DDP(model)\n"
-            "    for g in loader:\n"
-            "        net = unwrap(model)\n"
-            "        loss = (model(g) * net.scale).pow(2).mean()\n"
-            "        opt.zero_grad()\n"
-            "        loss.backward()\n"
-            "        opt.step()\n"
-        ),
+        Valid(_UNWRAPPED.format(forward='(model(g) * net.scale)')),
         # `no_sync()` on the micro-steps before the last of each accumulation window
-        Valid(
-            "import contextlib\n"
-            "class Runner:\n"
-            "    def __init__(self, world_size, accum):\n"
-            "        self.ddp, self.accum, self.n, self.sync = world_size > 1, accum, 0, True\n"
-            "    @contextlib.contextmanager\n"
-            "    def accumulate(self, model):\n"
-            "        self.n += 1\n"
-            "        self.sync = self.n % self.accum == 0\n"
-            "        if self.ddp and not self.sync:\n"
-            "            with model.no_sync():\n"
-            "                yield\n"
-            "        else:\n"
-            "            yield\n"
-        ),
+        Valid(_NO_SYNC.format(test='self.ddp and not self.sync')),
         # the same runner with the flag set from the world size
-        Valid(
-            "import torch.distributed as dist\n"
-            "from torch.nn.parallel import DistributedDataParallel\n"
-            "class Runner:\n"
-            "    def __init__(self, world_size=1, rank=0):\n"
-            "        self.distributed = world_size > 1\n"
-            "        if self.distributed and not dist.is_initialized():\n"
-            "            dist.init_process_group('gloo', init_method='file:///tmp/pg', rank=rank,\n"
-            "                                    world_size=world_size)\n"
-            "    def prepare(self, model):\n"
-            "        if self.distributed:\n"
-            "            model = DistributedDataParallel(model)\n"
-            "        return model\n"
-            "def main(model):\n"
-            "    runner = Runner()\n"
-            "    return runner.prepare(model)\n"
-            "if __name__ == '__main__':\n"
-            "    main(None)\n"
-        ),
+        Valid(_RUNNER.format(flag='world_size > 1')),
         # a test method run by the harness, in a project that sets up process groups elsewhere
         Valid({
             "harness.py": (
@@ -360,58 +372,17 @@ No automatic fix: whether the run is meant to be distributed is the author's dec
         ),
         # the launch flag set from `dist.is_available()`, which every torch build answers True
         Invalid(
-            "import torch.distributed as dist\n"
-            "from torch.nn.parallel import DistributedDataParallel\n"
-            "class Runner:\n"
-            "    def __init__(self, world_size=1, rank=0):\n"
-            "        self.distributed = dist.is_available()\n"
-            "        if self.distributed and not dist.is_initialized():\n"
-            "            dist.init_process_group('gloo', init_method='file:///tmp/pg', rank=rank,\n"
-            "                                    world_size=world_size)\n"
-            "    def prepare(self, model):\n"
-            "        if self.distributed:\n"
-            "            model = DistributedDataParallel(model)\n"
-            "        return model\n"
-            "def main(model):\n"
-            "    runner = Runner()\n"
-            "    return runner.prepare(model)\n"
-            "if __name__ == '__main__':\n"
-            "    main(None)\n",
+            _RUNNER.format(flag='dist.is_available()'),
             line=5, message_contains="holds in every run",
         ),
         # `no_sync()` on every micro-step of a DDP run: the gradients are never all-reduced
         Invalid(
-            "import contextlib\n"
-            "class Runner:\n"
-            "    def __init__(self, world_size, accum):\n"
-            "        self.ddp, self.accum, self.n, self.sync = world_size > 1, accum, 0, True\n"
-            "    @contextlib.contextmanager\n"
-            "    def accumulate(self, model):\n"
-            "        self.n += 1\n"
-            "        self.sync = self.n % self.accum == 0\n"
-            "        if self.ddp:\n"
-            "            with model.no_sync():\n"
-            "                yield\n"
-            "        else:\n"
-            "            yield\n",
+            _NO_SYNC.format(test='self.ddp'),
             line=10, message_contains="on every micro-step",
         ),
         # the training forward through the module an unwrap helper took out of the wrapper
         Invalid(
-            "import torch.distributed as dist\n"
-            "from torch.nn.parallel import DistributedDataParallel as DDP\n"
-            "def unwrap(m):\n"
-            "    return m.module if isinstance(m, DDP) else m\n"
-            "def train(model, opt, loader, world_size):\n"
-            "    if world_size > 1:\n"
-            "        dist.init_process_group('gloo', init_method='file:///tmp/pg', rank=0, world_size=world_size)\n"
-            "        model = DDP(model)\n"
-            "    for g in loader:\n"
-            "        net = unwrap(model)\n"
-            "        loss = net(g).pow(2).mean()\n"
-            "        opt.zero_grad()\n"
-            "        loss.backward()\n"
-            "        opt.step()\n",
+            _UNWRAPPED.format(forward='net(g)'),
             line=11, message_contains="unwrapped from the DistributedDataParallel `model`",
         ),
     ]

@@ -59,6 +59,27 @@ OFF_VALUES = {"None", "False", '""', "''", "0", "[]", "{}"}
 MAX_UP = 3
 
 
+# a trainer whose validation keeps the best state as `state = {kept}` in a dict on the instance,
+# restored after the loop (the examples)
+_KEPT_BEST = (
+    "class Trainer:\n"
+    "    def __init__(self, model, opt):\n"
+    "        self.model, self.opt, self.best = model, opt, {{'loss': 1e9, 'state': None}}\n"
+    "    def validate(self, loss):\n"
+    "        if loss < self.best['loss']:\n"
+    "            state = {kept}\n"
+    "            self.best = {{'loss': loss, 'state': state}}\n"
+    "    def fit(self, loader):\n"
+    "        for g in loader:\n"
+    "            loss = self.model(g)\n"
+    "            self.opt.zero_grad()\n"
+    "            loss.backward()\n"
+    "            self.opt.step()\n"
+    "            self.validate(loss.item())\n"
+    "        self.model.load_state_dict(self.best['state'])\n"
+)
+
+
 def _probed_encoder(load: str) -> dict[str, str]:
     """A linear probe over an encoder whose keys are picked from a whole model's checkpoint
     (under the encoder's own names) and loaded by ``load``; the encoder runs frozen after it
@@ -419,23 +440,7 @@ checkpoint off changes what the run starts from; both change results on purpose.
 
     VALID = [
         # the same trainer keeping a copy of every tensor
-        Valid(
-            "class Trainer:\n"
-            "    def __init__(self, model, opt):\n"
-            "        self.model, self.opt, self.best = model, opt, {'loss': 1e9, 'state': None}\n"
-            "    def validate(self, loss):\n"
-            "        if loss < self.best['loss']:\n"
-            "            state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}\n"
-            "            self.best = {'loss': loss, 'state': state}\n"
-            "    def fit(self, loader):\n"
-            "        for g in loader:\n"
-            "            loss = self.model(g)\n"
-            "            self.opt.zero_grad()\n"
-            "            loss.backward()\n"
-            "            self.opt.step()\n"
-            "            self.validate(loss.item())\n"
-            "        self.model.load_state_dict(self.best['state'])\n"
-        ),
+        Valid(_KEPT_BEST.format(kept="{k: v.detach().clone() for k, v in self.model.state_dict().items()}")),
         # the same section loaded into the whole model: its keys
         Valid(_section_checkpoint("load_state_dict(state['model'], strict=False)")),
         # a sub-module's keys picked from a whole model's checkpoint and loaded strictly: every
@@ -942,21 +947,7 @@ checkpoint off changes what the run starts from; both change results on purpose.
         # a trainer's validation keeps the best state on the instance, in a dict's entry, under
         # a name bound to the live state dict; fit restores it after the loop
         Invalid(
-            "class Trainer:\n"
-            "    def __init__(self, model, opt):\n"
-            "        self.model, self.opt, self.best = model, opt, {'loss': 1e9, 'state': None}\n"
-            "    def validate(self, loss):\n"
-            "        if loss < self.best['loss']:\n"
-            "            state = self.model.state_dict()\n"
-            "            self.best = {'loss': loss, 'state': state}\n"
-            "    def fit(self, loader):\n"
-            "        for g in loader:\n"
-            "            loss = self.model(g)\n"
-            "            self.opt.zero_grad()\n"
-            "            loss.backward()\n"
-            "            self.opt.step()\n"
-            "            self.validate(loss.item())\n"
-            "        self.model.load_state_dict(self.best['state'])\n",
+            _KEPT_BEST.format(kept='self.model.state_dict()'),
             line=6, message_contains="`self.model.state_dict()` keeps a reference",
         ),
     ]

@@ -972,3 +972,37 @@ for stage in range(2):
     _, data = probe(cli, tmp_path, PY, "train.py", options=("--steps", "6"))
     freeze = [f for f in by_rule(data, "GM103") if f["line"] == line_of(train, "requires_grad_(False)")]
     assert freeze and all(f["status"] == "refuted" for f in freeze), data["findings"]
+
+
+TOKENS = """
+import torch, torch.nn as nn, torch.nn.functional as F
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.tokens = nn.ParameterDict({t: nn.Parameter(torch.zeros(1, 6)) for t in ("a", "b")})
+        self.enc = nn.Linear(6, 16)
+        self.dec = nn.Linear(16, 6)
+
+    def mask(self, x):
+        out = x.clone()
+        for t in ("a", "b"):
+            out[:4] = out[:4] + self.tokens[t]{read}
+        return out
+
+    def forward(self, x):
+        return self.dec(torch.relu(self.enc(self.mask(x))))
+"""
+
+
+@pytest.mark.parametrize("read, cut", [(".data", True), ("", False)])
+def test_mask_tokens_of_a_parameter_dict_read_in_the_forward_are_used(cli, tmp_path, read, cut):
+    """A `ParameterDict` never runs a forward of its own: the entries the forward reads off it are
+    used parameters, and cut from the loss by `.data`, GM101 is confirmed at the cut."""
+    train, data = run_net(cli, tmp_path, TOKENS.replace("{read}", read) + LOOP)
+    confirmed = [f for f in by_rule(data, "GM101") if f["status"] == "confirmed"]
+    if cut:
+        assert [f["line"] for f in confirmed] == [line_of(train, ".data")], data["findings"]
+        assert "tokens.a" in " ".join(confirmed[0]["evidence"])
+    else:
+        assert not confirmed and not errors(data, "GM101"), data["findings"]

@@ -221,7 +221,13 @@ def install(rec, torch) -> None:
     def getattr_wrapper(original):
         def __getattr__(self, name):
             value = original(self, name)
-            if not tls.depth and not tls.busy and isinstance(value, nn.Parameter):
+            # inside a forward, the parameters of the modules that run are counted by the hooks;
+            # a parameter container's entries (`self.mask_tokens[ntype]`) belong to no module
+            # that runs. Outside one, only user code's reads count (a layer initialising its own
+            # weight in its constructor uses nothing)
+            if not tls.busy and isinstance(value, nn.Parameter) and (
+                    isinstance(self, CONTAINERS)
+                    or not tls.depth and rec.rel(sys._getframe(1).f_code.co_filename) is not None):
                 note_read(value)
             return value
         return __getattr__
@@ -239,6 +245,7 @@ def install(rec, torch) -> None:
             if cause is not None:
                 rec.cur["grad_off_reads"].setdefault(id(p), cause)
 
+    CONTAINERS = (nn.ParameterDict, nn.ParameterList)
     rec.patch(nn.Module, "__getattr__", getattr_wrapper)
 
     # -- BatchNorm resets ------------------------------------------------------------------------------

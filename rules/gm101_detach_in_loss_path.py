@@ -819,23 +819,28 @@ review that the value was not meant to be a frozen target.
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
         findings: list[Finding] = []
+        # a stop-gradient helper's own `.detach()` is judged where it is called, on each argument
+        helpers = {fn.name: fn.qualname for fn in project.functions.values()
+                   if df.stop_gradient_parameter(fn)}
         for fn in list(project.functions.values()):
-            if fn.class_name and df.is_autograd_function(project, fn.class_name):
+            if fn.class_name and df.is_autograd_function(project, fn.class_name) \
+                    or fn.qualname in helpers.values():
                 continue  # a custom autograd.Function defines its gradient by hand
             judged = skipped = 0
             for stmt in df.statements(fn):
                 budget = min(MAX_CUTS_PER_STATEMENT, MAX_CUTS_PER_FUNCTION - judged)
                 for call in stmt.calls:
-                    if call.method in CUTS and not call.args and call.receiver:
-                        if budget <= 0:
-                            skipped += 1
-                            continue
-                        budget -= 1
-                        judged += 1
-                        found = cls._judge(project, fn, stmt, call, f"`{call.receiver}.{call.method}()`",
-                                           call.span)
-                        if found:
-                            findings.append(found)
+                    cut = _cut_by(project, fn, call, helpers)
+                    if cut is None:
+                        continue
+                    if budget <= 0:
+                        skipped += 1
+                        continue
+                    budget -= 1
+                    judged += 1
+                    found = cls._judge(project, fn, stmt, call, f"`{cut[0]}`", call.span, cut_arg=cut[1])
+                    if found:
+                        findings.append(found)
             if skipped:
                 local = fn.qualname.removeprefix(fn.module + ".")
                 where = "at module level" if local == "<module>" else f"in `{local}`"
@@ -865,7 +870,7 @@ review that the value was not meant to be a frozen target.
 
     @classmethod
     def _judge(cls, project: Project, fn: FunctionInfo, stmt: df.Statement, call: Optional[Event],
-               what: str, span: Span, receiver: str = "") -> Optional[Finding]:
+               what: str, span: Span, receiver: str = "", cut_arg: str = "") -> Optional[Finding]:
         # 1. the cut value must come from a module's output
         origin: Optional[df.Origin]
         if call is not None:
@@ -885,7 +890,7 @@ review that the value was not meant to be a frozen target.
         if origin is None:
             return None
         t = Training.of(project)
-        cut = receiver or (call.receiver if call is not None else "")
+        cut = receiver or cut_arg or (call.receiver if call is not None else "")
         if cut and _carries_no_gradient(t, fn, stmt, cut):
             return None  # an integer target, an argmax: nothing to cut
         if _made_a_leaf(fn, stmt):
@@ -900,14 +905,21 @@ review that the value was not meant to be a frozen target.
         if not live or _is_target(project, fn, stmt, flow, inner, call, receiver, origin, live):
             return None
         # 3. and the cut must be the only way from the module to the loss
-        if _other_route(project, fn, stmt, cut, origin):
-            return None
         sink = live[0]
         message = (
             f"{what} cuts the gradient of {origin.what} ({origin.where}), and the value flows into "
             f"the loss backpropagated at {sink.where}: the parameters that produced it get no "
             f"gradient from this loss"
         )
+        if _other_route(project, fn, stmt, cut, origin, what.strip("`") if cut_arg else ""):
+            rebuilt = _reconstruction_cut(project, fn, flow, origin)
+            if rebuilt is None:
+                return None
+            message = (
+                f"{what} cuts the gradient of {origin.what} ({origin.where}) on the way to the "
+                f"reconstruction loss at {rebuilt}, which compares the decoded value with that "
+                f"module's own input: the module is trained by the other terms only, never by "
+                f"reconstruction")
         fix = ("remove the detach so the loss trains the module that produced the value; "
                "if a stop-gradient target was meant, detach the target, not the prediction")
         return cls.make_finding(fn.path, span, message, fix)
@@ -955,6 +967,19 @@ review that the value was not meant to be a frozen target.
         return None
 
 
+def _cut_by(project: Project, fn: FunctionInfo, call: Event,
+            helpers: dict[str, str]) -> Optional[tuple[str, str]]:
+    """(how the cut reads, the value cut) when ``call`` cuts a value from the graph: ``x.detach()``,
+    or a call of a stop-gradient helper of the project (``stopgrad(pred)``)."""
+    if call.method in CUTS and not call.args and call.receiver:
+        return f"{call.receiver}.{call.method}()", ""
+    name = df.callee_text(call).rsplit(".", 1)[-1]
+    if name in helpers and len(call.args) == 1 and not call.kwargs and not call.args[0].startswith("*") \
+            and helpers[name] in df.call_targets(project, fn, call):
+        return project.text_at(fn.path, call.span) or f"{name}({call.args[0]})", call.args[0]
+    return None
+
+
 def _carries_no_gradient(t: Training, fn: FunctionInfo, stmt: df.Statement, cut: str) -> bool:
     """The value cut has no autograd history to lose: an integer cast or an argmax
     (``labels.long().detach()``, the target of an ``nll_loss``), a Python number."""
@@ -990,7 +1015,7 @@ def _may_train(t: Training, origin: df.Origin, sink: df.Sink) -> bool:
 
 
 def _other_route(project: Project, fn: FunctionInfo, stmt: df.Statement, cut: str,
-                 origin: df.Origin) -> bool:
+                 origin: df.Origin, cutting: str = "") -> bool:
     """The module still reaches the loss with its gradient by a path the cut is not on: the
     undetached value itself flows on (``bw = sum(d.data)``, then ``exp(-d / bw)``: a
     stop-gradient on a scale; ``hard - soft.detach() + soft``: a straight-through estimator), or the module that made it runs again into the loss (a
@@ -1003,7 +1028,7 @@ def _other_route(project: Project, fn: FunctionInfo, stmt: df.Statement, cut: st
         code = project.text_at(fn.path, stmt.head.span) or stmt.head.text
         code = re.sub(r"\"[^\"]*\"|'[^']*'", "''", code)  # `{"loss": loss.detach()}`: a key
         code = re.sub(r"\bfor\s+[\w\s,()]+?\s+in\b", " in", code)  # a comprehension binds it
-        if re.search(undetached, _tight(code)):
+        if re.search(undetached, _tight(code).replace(_tight(cutting) or "\0", "")):
             return True
         if re.fullmatch(r"[\w.]+", cut):
             # read again, undetached, on the way to a loss (an attribute's reads anywhere in its
@@ -1019,6 +1044,40 @@ def _other_route(project: Project, fn: FunctionInfo, stmt: df.Statement, cut: st
         if flow.sinks and not any(step.fn is fn and step.stmt is stmt for step in flow.steps):
             return True
     return False
+
+
+# a name or attribute chain with its string-keyed entries (`x`, `g.ndata["feat"]`): a value read
+_PRIMARY = re.compile(r"""(?<![\w.])[A-Za-z_][\w.]*(?:\[\s*["'][^"']*["']\s*\])*(?![\w(])""")
+
+
+def _primaries(texts: Iterable[str]) -> set[str]:
+    return {m.group(0) for t in texts for m in _PRIMARY.finditer(re.sub(r"\s+", "", t))
+            if not m.group(0).endswith(".") and m.group(0) != "self"}
+
+
+def _reconstruction_cut(project: Project, fn: FunctionInfo, flow: df.Flow,
+                        origin: df.Origin) -> Optional[str]:
+    """Where the cut value, decoded, is compared by a loss with what the module it came from
+    was given (``rec(decode(h.detach())[m], x[m])`` with ``h = encoder(g, mask(x))``): a masked
+    autoencoder whose reconstruction no longer trains the encoder, though another term (a
+    latent one) still reaches it. A probe on the cut value compares it with labels instead."""
+    if origin.event.kind != "call":
+        return None
+    made = project.text_at(origin.fn.path, origin.event.span) or origin.event.text
+    given = _primaries([made[made.find("(") + 1:]]) if "(" in made else set()
+    for step in flow.steps:
+        if step.fn is not origin.fn and step.fn is not fn:
+            continue
+        for call in step.stmt.calls:
+            args = [*call.args, *call.kwargs.values()]
+            carrying = [a for a in args if any(df.mentions(a, h) for h in step.hit)
+                        or (step.inner is not None and step.inner.span == call.span)]
+            if not carrying or len(args) < 2 or not df.is_loss_call(project, step.fn, call):
+                continue
+            compared = _primaries(a for a in args if a not in carrying) - _primaries(carrying)
+            if compared & given:
+                return f"{step.fn.path}:{call.span.line}"
+    return None
 
 
 def _reads_undetached(uses: Iterable[str], cut: str) -> bool:
@@ -1078,7 +1137,9 @@ def _beside_live_value(project: Project, fn: FunctionInfo, stmt: df.Statement, c
     module's output (``sce_loss(z1, z2.detach())``)."""
     cut = step.inner.func if step.inner is not None else None
     args = [*call.args, *call.kwargs.values()]
-    carrying = [a for a in args if (cut and cut in a) or any(df.mentions(a, h) for h in step.hit)]
+    local = df.callee_text(step.inner) if step.inner is not None else ""
+    carrying = [a for a in args if (cut and cut in a) or any(df.mentions(a, h) for h in step.hit)
+                or (local and df.mentions(a, local))]
     others = [a for a in args if a not in carrying]
     # names the cut argument reads too (the mask both sides are indexed by) are not the other side
     names = [u for u in stmt.uses if any(df.mentions(a, u) for a in others)
@@ -1095,7 +1156,9 @@ def _is_target(project: Project, fn_cut: FunctionInfo, stmt_cut: df.Statement, f
     time) it is benign too when that module still gets its gradient from the new step: its
     new output reaches a backward without passing the cut again. Statements after the
     backward the value reaches (the loss logged beside other outputs) are not on its way to
-    the loss."""
+    the loss. Once the value is reduced to a loss term (``.mean()``), the live terms it is added
+    to are other terms of the loss, not predictions it is compared with."""
+    reduced = False
     for step in flow.steps:
         stmt, fn = step.stmt, step.fn
         here = [s.event.span.line for s in sinks if s.fn.qualname == fn.qualname]
@@ -1129,6 +1192,9 @@ def _is_target(project: Project, fn_cut: FunctionInfo, stmt_cut: df.Statement, f
                 _trains_past(project, fn, call, fn_cut, stmt_cut)
         # calls around the flow's expression (`mse(student(x), <cut>)`) are live inputs; calls
         # inside it (`remask(self.proj(h))`, a callee's arguments) fed the cut value itself
+        if reduced:
+            continue
+        reduced = _reduces(stmt, step.hit)
         live_calls = [c for c in stmt.calls if id(c) not in excluded and df.is_module_output(project, fn, c)
                       and (step.inner is None or not (df.contains(c.span, step.inner.span)
                                                       or df.contains(step.inner.span, c.span)))]
@@ -1145,5 +1211,15 @@ def _is_target(project: Project, fn_cut: FunctionInfo, stmt_cut: df.Statement, f
                   and not any(c.startswith(u + ".") for c in cut_names)
                   and not detached_text(value, u)]  # `b.detach()` beside the cut: cut too
         if others and df.derives_from_module(project, fn, others, stmt.index) is not None:
+            return True
+    return False
+
+
+def _reduces(stmt: df.Statement, names: Iterable[str]) -> bool:
+    """``stmt`` reduces one of ``names`` to a number of the loss: a whole ``.mean()`` /
+    ``.sum()`` of it, or a torch loss given it."""
+    for call in stmt.calls:
+        if call.method in ("mean", "sum") and not call.args and not call.kwargs and \
+                any(df.mentions(call.receiver, n) for n in names):
             return True
     return False

@@ -215,6 +215,20 @@ def statement_at(fn: FunctionInfo, line: int) -> Optional[Statement]:
     return best
 
 
+_RETURNS_DETACHED = re.compile(r"return\s+\(?\s*(\w+)\s*\)?\s*\.\s*detach\(\s*\)\s*")
+
+
+def stop_gradient_parameter(fn: FunctionInfo) -> Optional[str]:
+    """The parameter ``fn`` returns detached and does nothing else with (``def sg(t): return
+    t.detach()``): a call of it cuts its argument the way ``.detach()`` does."""
+    returns = [e for e in fn.events if e.kind == "return"]
+    if len(returns) != 1 or len([e for e in fn.events if e.kind != "call"]) != 1:
+        return None
+    m = _RETURNS_DETACHED.fullmatch(returns[0].text.strip())
+    params = fn.params[1:] if fn.class_name and fn.params[:1] in (["self"], ["cls"]) else fn.params
+    return m.group(1) if m and params[:1] == [m.group(1)] else None
+
+
 # -- names in text -------------------------------------------------------------------------------
 
 
@@ -255,6 +269,23 @@ def _whole_name_at(text: str, name: str, as_value: bool) -> bool:
     return False
 
 
+def _indexes_only(text: str, name: str) -> bool:
+    """Every mention of ``name`` in ``text`` is inside a subscript (``mask`` of ``h[mask]``):
+    an index selects what flows, it carries no gradient of its own."""
+    depth, start, found = 0, 0, False
+    for i, ch in enumerate(text):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        elif i >= start and text.startswith(name, i) and (not i or not (_word(text[i - 1]) or text[i - 1] == ".")) \
+                and not (i + len(name) < len(text) and _word(text[i + len(name)])):
+            if depth <= 0:
+                return False
+            found, start = True, i + len(name)
+    return found
+
+
 def _arg_carries(text: str, name: str) -> bool:
     """An argument's text carries ``name``; shortened texts (``f(...)``) may hide it."""
     if mentions(text, name):
@@ -283,8 +314,24 @@ _DETACHED_VALUE = re.compile(r"[\w.\[\]'\"]+\.detach\(\)")
 def _only_detached(stmt: Statement) -> bool:
     """The assignment's value is nothing but detached tensors (``a, b = a.detach(), b.detach()``):
     what it binds carries no parameter's gradient."""
-    value = _value_split(stmt.text)[1]
+    value = _value_split(stmt.text)[1].strip()
+    if value.endswith(".detach()") and _one_primary(value[: -len(".detach()")]):
+        return True  # `self.teacher(g, x).detach()`
     return bool(_DETACHED_VALUE.search(value)) and not _DETACHED_VALUE.sub("", value).strip(" ,()")
+
+
+def _one_primary(text: str) -> bool:
+    """``text`` is one name, attribute, call or subscript chain (no operator or comma outside
+    brackets)."""
+    depth = 0
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif not depth and not (_word(ch) or ch == "."):
+            return False
+    return bool(text) and depth == 0
 
 
 def _value_text(stmt: Statement) -> str:
@@ -943,6 +990,14 @@ def instance_classes(project: Project, fn: FunctionInfo, name: str, index: int,
         if not defs and name.startswith("self.") and fn.class_name:
             defs = _self_definitions(project, fn, name)
         for where, stmt in defs:
+            root = next((t for t in stmt.head.targets if name.startswith(t + ".")), "") \
+                if name not in stmt.head.targets else ""
+            if root:  # `state = TrainState(model)`, then `state.model`: what the object holds
+                classes = instance_classes(project, where, root, stmt.index + 1, depth + 1)
+                for attr in name[len(root) + 1:].split("."):
+                    classes = set().union(*(_attribute_classes(project, c, attr, depth) for c in classes))
+                out |= classes
+                continue
             classes = set()
             for call in stmt.calls:
                 classes |= constructed_class(project, call)
@@ -1066,9 +1121,19 @@ def _builds_own_class(project: Project, cls: str, method: str) -> bool:
 
 
 def _attribute_classes(project: Project, cls: str, attr: str, depth: int) -> set[str]:
-    """The classes of ``self.<attr>`` of an instance of ``cls`` (its methods' assignments)."""
-    methods = _methods_of(project, {cls})
-    return instance_classes(project, methods[0], f"self.{attr}", 0, depth + 1) if methods else set()
+    """The classes of ``self.<attr>`` of an instance of ``cls``: what its methods assign, or
+    what a ``@property`` of that name returns."""
+    methods = _methods_of(project, set(project.lineage(cls)))
+    getter = next((m for m in methods if m.name == attr and "property" in m.decorators), None)
+    if getter is None:
+        own = next((m for m in methods if m.class_name == cls), methods[0]) if methods else None
+        return instance_classes(project, own, f"self.{attr}", 0, depth + 1) if own else set()
+    out: set[str] = set()
+    for stmt in statements(getter):
+        value = _value_text(stmt) if stmt.kind == "return" else ""
+        if re.fullmatch(r"[\w.]+", value):
+            out |= instance_classes(project, getter, value, stmt.index, depth + 1)
+    return out
 
 
 def _receiver_call(stmt: Statement, call: Event) -> Optional[Event]:
@@ -1435,7 +1500,8 @@ def _derive_one(project: Project, fn: FunctionInfo, name: str, index: int,
             for c in inner:
                 if is_module_output(project, caller, c, depth + 1):
                     return Origin(caller, c, callee_text(c) + "(...)")
-            arg_names = [u for u in cstmt.uses if mentions(text, u) and _carries(text, u)]
+            arg_names = [u for u in cstmt.uses if mentions(text, u) and _carries(text, u)
+                         and not _indexes_only(text, u)]
             arg_names += [u for c in inner for u in c.uses if u != callee_text(c)]  # `f(...)`
             found = derives_from_module(project, caller, arg_names, cstmt.index, depth + 1)
             if found is not None:

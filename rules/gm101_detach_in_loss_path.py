@@ -46,6 +46,36 @@ DGL_VIEWS = ("nodes", "edges", "srcnodes", "dstnodes")
 # what a tensor is asked for that is no tensor: `p.data.size()` cuts nothing that flows on
 SHAPE_QUERIES = ("size", "shape", "numel", "nelement", "dim", "ndim", "dtype", "device", "is_cuda")
 
+# a GraphMAE2-style step: a reconstruction term and a latent term against an EMA-like target,
+# the stop-gradient written as a helper (lines: the helper's cut 6, the decoder's input 18, the
+# latent term 20)
+_TWO_TERMS = (
+    "import torch.nn as nn\nimport torch.nn.functional as F\n"
+    "def stopgrad(t):\n    return t.detach()\n"
+    "def sce(x, y):\n"
+    "    x = F.normalize({x}, dim=-1)\n"
+    "    y = F.normalize(y, dim=-1)\n"
+    "    return (1 - (x * y).sum(-1)).pow(2).mean()\n"
+    "class MAE(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.encoder = nn.Linear(8, 8)\n"
+    "        self.decoder = nn.Linear(8, 8)\n"
+    "        self.predictor = nn.Linear(8, 8)\n"
+    "        self.teacher = nn.Linear(8, 8)\n"
+    "    def forward(self, x, mask):\n"
+    "        h = self.encoder(x * mask)\n"
+    "        recon = self.decoder({h})\n"
+    "        target = self.teacher(x).detach()\n"
+    "        lat = sce({pred}, {target})\n"
+    "        return sce(recon[mask], x[mask]) + lat\n"
+    "def train(model, x, mask, opt):\n"
+    "    loss = model(x, mask)\n"
+    "    loss.backward()\n"
+)
+_TWO_TERMS_OK = dict(x="x", h="h", pred="self.predictor(h)", target="stopgrad(target)")
+
+
 class DetachInLossPath(Rule):
     code = "GM101"
     name = "detach-in-loss-path"
@@ -65,6 +95,12 @@ returns, arguments and attributes, across functions and files, into the loss tha
 backpropagated (`loss.backward()`, `scaler.scale(loss).backward()`, `torch.autograd.backward`, a
 Lightning `training_step`), and the cut is the only way from that module to the loss.
 (Gradients turned off with `torch.no_grad()` / `inference_mode` are GM102's.)
+
+A call of a project function that only returns its argument detached (`def stopgrad(t): return
+t.detach()`) is a cut where it is called. A prediction detached inside a loss helper makes that
+term dead even when it is added to other, live terms. And where another term (a latent
+prediction) still reaches the encoder, a cut before the decoder is still reported when the
+decoded value is compared with the encoder's own input: the reconstruction no longer trains it.
 
 It stays silent when the detached value is a *target*: it meets a prediction that still carries
 gradient (an EMA/teacher target, a stop-gradient branch as in BYOL/SimSiam, an integer or argmax
@@ -134,6 +170,8 @@ review that the value was not meant to be a frozen target.
 """
 
     VALID = [
+        # the stop-gradient helper applied to the teacher's target
+        Valid(_TWO_TERMS.format(**_TWO_TERMS_OK)),
         # detached target from a teacher: the student's output still carries gradient
         Valid(
             "import torch.nn.functional as F\n"
@@ -768,6 +806,15 @@ review that the value was not meant to be a frozen target.
             "    loss.backward()\n"
             "    opt.step()\n",
             line=11, message_contains="mask_token"),
+        # the loss helper detaches its prediction: both terms it computes carry no gradient
+        Invalid(_TWO_TERMS.format(**{**_TWO_TERMS_OK, "x": "x.detach()"}), line=6),
+        # the stop-gradient helper applied to the prediction instead of the target
+        Invalid(_TWO_TERMS.format(**{**_TWO_TERMS_OK, "pred": "stopgrad(self.predictor(h))",
+                                     "target": "target"}), line=20, message_contains="stopgrad("),
+        # the encoder's output cut before the decoder: the latent term still trains the
+        # encoder, the reconstruction no longer does
+        Invalid(_TWO_TERMS.format(**{**_TWO_TERMS_OK, "h": "h.detach()"}), line=18,
+                message_contains="reconstruction loss"),
     ]
 
     # -- per file: `.data` reads (writes such as `p.data.mul_()` and `p.data = ...` are skipped)
@@ -1138,9 +1185,18 @@ def _beside_live_value(project: Project, fn: FunctionInfo, stmt: df.Statement, c
     cut = step.inner.func if step.inner is not None else None
     args = [*call.args, *call.kwargs.values()]
     local = df.callee_text(step.inner) if step.inner is not None else ""
+    # an argument that is itself a call reads shortened (`sce(self.pred(...), sg(...))`): the
+    # call it shows stands for it
+    nested = [c for c in stmt.calls if c is not call and df.contains(call.span, c.span)]
+    entries = [c.span for c in nested if c is step.inner or any(
+        df.mentions(a, h) for a in [*c.args, *c.kwargs.values()] for h in step.hit)]
+    shown = {df.callee_text(c) + "(...)": c for c in nested}
     carrying = [a for a in args if (cut and cut in a) or any(df.mentions(a, h) for h in step.hit)
-                or (local and df.mentions(a, local))]
+                or (local and df.mentions(a, local))
+                or (a in shown and any(df.contains(shown[a].span, e) for e in entries))]
     others = [a for a in args if a not in carrying]
+    if any(a in shown and df.is_module_output(project, fn, shown[a]) for a in others):
+        return True
     # names the cut argument reads too (the mask both sides are indexed by) are not the other side
     names = [u for u in stmt.uses if any(df.mentions(a, u) for a in others)
              and not any(df.mentions(a, u) for a in carrying)]

@@ -14,12 +14,12 @@ from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.config_truth import never_runs, setting_at_fault, switched_on
 from auditor.static.context import dotted
-from auditor.static.dataflow import function_of
-from auditor.static.facts import FunctionInfo, Span
+from auditor.static.dataflow import constructed_class, function_of, statement_of
+from auditor.static.facts import MODULE_SCOPE, FunctionInfo, Span
 from auditor.static.named_objects import configured_nodes
 from auditor.static.project import Project
 from auditor.static.texts import top_level_items
-from auditor.static.training import Training
+from auditor.static.training import Origin, Training
 
 if TYPE_CHECKING:  # the probe's evidence types cost a check run's start; used in annotations only
     from auditor.probe.evidence import Evidence
@@ -136,6 +136,25 @@ _EMA_UPDATE = (
     "        ema_update(teacher, model, 0.99)\n"
 )
 
+# a momentum teacher whose update averages the parameters alone; `{use}`: what is done with it after
+_EMA_NO_BUFFERS = (
+    "import copy\n"
+    "def ema_update(teacher, student, decay):\n"
+    "    for pt, ps in zip(teacher.parameters(), student.parameters()):\n"
+    "        pt.data.mul_(decay).add_(ps.data, alpha=1 - decay)\n"
+    "def main(loader):\n"
+    "    model = Enc()\n"
+    "    teacher = copy.deepcopy(model)\n"
+    "    opt = torch.optim.Adam(model.parameters())\n"
+    "    for x in loader:\n"
+    "        loss = (model(x) - teacher(x).detach()).pow(2).mean()\n"
+    "        opt.zero_grad()\n"
+    "        loss.backward()\n"
+    "        opt.step()\n"
+    "        ema_update(teacher, model, 0.99)\n"
+    "{use}"
+)
+
 
 class BatchNormStatsTouched(Rule):
     code = "GM202"
@@ -164,7 +183,12 @@ Finds code that changes a BatchNorm layer's running statistics other than by its
   model is still in train mode, whose output no backward reads: with gradients off
   (`torch.no_grad()`, `inference_mode()`), or after the step's backward (metrics on the
   training batch, an embedding logged by the trainer's step method): every such forward moves
-  the running statistics once more, with a batch training never saw.
+  the running statistics once more, with a batch training never saw;
+* a moving average of a model's parameters into a copy (an EMA model, a momentum teacher)
+  that never copies the buffers, when the source holds a BatchNorm and the copy is used with
+  its running statistics (put in eval mode, or its state dict taken to be saved or kept): they
+  stay those of the moment it was copied. A BYOL-style teacher run in train mode normalises by
+  the batch and is left alone.
 
 A module's own implementation (`self.running_mean = ...` in a custom normalisation layer) is not
 reported.
@@ -318,6 +342,9 @@ by a person, and the reference script must then do the same.
             "        loss = nn.functional.cross_entropy(head(feats), labels)\n"
             "        opt.zero_grad()\n        loss.backward()\n        opt.step()\n"
             "        with torch.no_grad():\n            acc = head(feats).argmax(-1)\n")),
+        # a BYOL-style teacher run in train mode: it normalises by the batch, its running
+        # statistics are never read
+        Valid(_BN_MODEL + _EMA_NO_BUFFERS.format(use="")),
         # the EMA teacher takes the trained model's buffers
         Valid(
             _BN_MODEL + _EMA_UPDATE.format(write="bt.copy_(bs)")
@@ -514,6 +541,13 @@ by a person, and the reference script must then do the same.
             "        state.update_teacher()\n",
             line=26, message_contains="a model the optimizer trains",
         ),
+        # the same teacher's parameters averaged and saved as the published weights: its
+        # BatchNorm statistics are still those of the copy
+        Invalid(_BN_MODEL + _EMA_NO_BUFFERS.format(use="    torch.save(teacher.state_dict(), 'ema.pt')\n"),
+                line=14, message_contains="never copies the buffers"),
+        # a teacher made in eval mode: its targets are normalised with the copy's statistics
+        Invalid(_BN_MODEL + _EMA_NO_BUFFERS.format(use="").replace(
+            "copy.deepcopy(model)", "copy.deepcopy(model).eval()"), line=14, message_contains="eval mode"),
     ]
 
     def __init__(self, ctx) -> None:
@@ -685,6 +719,17 @@ by a person, and the reference script must then do the same.
                     "replaced by another model's",
                     fix="copy in the other direction (into the EMA/target copy), or leave the "
                         "trained model's buffers to its own forward"))
+        for fn, i, averaged, source in _averaged_without_buffers(project):
+            used = _evaluated(project, training, fn, averaged, i) \
+                if holds_batchnorm(project, fn, i, source) else None
+            if used is not None:
+                out.append(cls.make_finding(
+                    fn.path, fn.events[i].span,
+                    f"this moving average of `{source}`'s parameters into `{averaged}` never copies the "
+                    f"buffers: `{averaged}`'s BatchNorm running statistics stay those it was made with, "
+                    f"and {used}",
+                    fix=f"copy the buffers too: `for b, s in zip({averaged}.buffers(), {source}.buffers()): "
+                        "b.copy_(s)`"))
         trained_in = {loop.fn.qualname for loop in training.training_loops()}
         for file, loader in _facts(project, SingleGraphBatch):
             if not _feeds_training(project, file.path, loader.span.line, trained_in):
@@ -799,19 +844,113 @@ def _buffer_writes(project: Project) -> Iterable[tuple[FunctionInfo, int, str]]:
                     yield fn, i, held[written]
 
 
+# `for pe, pm in zip(ema.parameters(), model.parameters()):` (either order, named or not)
+_PARAMETERS_OF = re.compile(r"([\w.]+)\.(parameters|named_parameters)\(\)")
+_WALKS_BUFFERS = re.compile(r"\.(buffers|named_buffers|state_dict|load_state_dict)\(")
+_AVERAGING = {"lerp_", "mul_", "add_", "copy_", "sub_"}
+
+
+def _averaged_without_buffers(project: Project) -> Iterable[tuple[FunctionInfo, int, str, str]]:
+    """Moving-average updates of one model's parameters from another's (an EMA teacher, a
+    momentum encoder) in a function that never touches the buffers: ``(fn, index of the first
+    write, averaged model, source model)``."""
+    for fn in list(project.functions.values()):
+        if any(_WALKS_BUFFERS.search(e.text) for e in fn.events if e.kind == "call"):
+            continue
+        for k, header in enumerate(fn.events):
+            match = _BUFFER_LOOP.match(header.text.split("\n", 1)[0]) \
+                if header.kind == "assign" and header.text.startswith("for ") else None
+            if match is None or k + 1 >= len(fn.events):
+                continue
+            walked = match.group(2).strip()
+            if not (walked.startswith("zip(") and walked.endswith(")")):
+                continue
+            sources = [_PARAMETERS_OF.fullmatch(x.strip()) for x in top_level_items(walked[4:-1])]
+            targets = [t.strip("() ") for t in top_level_items(match.group(1))]
+            if len(sources) != 2 or not all(sources) or len(targets) != 2 \
+                    or any(s.group(2) == "named_parameters" for s in sources):
+                continue
+            held = {t: m.group(1) for t, m in zip(targets, sources)}
+            inner = set(fn.events[k + 1].loop_ids) - set(header.loop_ids)
+            for i in range(k + 1, len(fn.events)):
+                e = fn.events[i]
+                if not inner & set(e.loop_ids):
+                    break
+                written = e.receiver.removesuffix(".data") if e.kind == "call" and e.method in _AVERAGING \
+                    else e.targets[0].removesuffix(".data") if e.kind == "assign" and len(e.targets) == 1 \
+                    and e.targets[0].endswith(".data") else ""
+                if written in held:
+                    other = next(m for t, m in held.items() if t != written)
+                    yield fn, i, held[written], other
+                    break
+
+
+def _evaluated(project: Project, training: Training, fn: FunctionInfo, module: str, i: int) -> Optional[str]:
+    """How the object ``module`` holds at event ``i`` of ``fn`` is used with its running
+    statistics: put in eval mode, or its state dict taken (saved, kept as the published
+    weights); None when neither (a BYOL teacher run in train mode normalises by the batch)."""
+    mine = [o for o in training.origins(fn, module, i) if o.known]
+    for o in mine:
+        qual, index = o.fn, o.index
+        made = project.functions.get(qual)
+        if made is not None and 0 <= index < len(made.events) and ".eval()" in made.events[index].text:
+            return f"it is made in eval mode ({made.path}:{made.events[index].span.line})"
+    if not mine:
+        return None
+    for other in list(project.functions.values()):
+        for k, e in enumerate(other.events):
+            if e.kind != "call" or not e.receiver or "(" in e.receiver or \
+                    not (e.method == "state_dict" or e.method in ("eval", "train") and training.mode_switch(other, k)):
+                continue
+            if any(a.same_as(b) for a in mine for b in training.origins(other, e.receiver, k) if b.known):
+                what = "its state dict is taken" if e.method == "state_dict" else "it is put in eval mode"
+                return f"{what} ({other.path}:{e.span.line})"
+    return None
+
+
 def holds_batchnorm(project: Project, fn: FunctionInfo, i: int, module: str = "") -> bool:
     """The module called at event ``i`` of ``fn`` (or ``module`` there) holds a BatchNorm, by
     where it was made: its class, or a class it builds among its attributes, constructs one. A
     forward of it in train mode moves running statistics; False for a module without one (a
     linear probe's head) and for one whose making is not known."""
     training = Training.of(project)
-    holders = {f.qualname for file, bn in _facts(project, BatchNormBuilt)
-               if (f := function_of(project, file.path, bn.span.line)) is not None}
+    holders = _batchnorm_holders(project)
     e = fn.events[i]
     # the module called, or the one whose method is called (`pl_module.embed(g, x)`)
     names = [module] if module else [e.func, *([e.receiver] if e.method and e.receiver else [])]
-    made = {o.cls for name in names for o in training.origins(fn, name, i) if o.known or o.kind == "self"}
+    origins = [o for name in names for o in training.origins(fn, name, i) if o.known or o.kind == "self"]
+    made = {o.cls for o in origins} | {c for o in origins if o.cls in CONTAINERS for c in _entries(project, o)}
     return any(_builds_batchnorm(project, training, cls, holders) for cls in made)
+
+
+CONTAINERS = {f"torch.nn.{c}" for c in ("ModuleDict", "ModuleList", "Sequential")}
+
+
+def _entries(project: Project, made: Origin) -> set[str]:
+    """The project classes a container module is built holding (``nn.ModuleDict({"encoder":
+    Enc(...), ...})``): those its making statement constructs."""
+    fn = project.functions.get(made.fn)
+    stmt = statement_of(fn, fn.events[made.index]) if fn is not None and 0 <= made.index < len(fn.events) else None
+    return {c for call in (stmt.calls if stmt is not None else ()) for c in constructed_class(project, call)}
+
+
+def _batchnorm_holders(project: Project) -> set[str]:
+    """The functions that name a BatchNorm class, and those reading a module-level table that
+    does (``NORMS = {"batchnorm": lambda d: nn.BatchNorm1d(d)}``, then ``NORMS[norm](d)``)."""
+    holders: set[str] = set()
+    tables: set[str] = set()
+    for file, bn in _facts(project, BatchNormBuilt):
+        f = function_of(project, file.path, bn.span.line)
+        if f is None:
+            continue
+        holders.add(f.qualname)
+        if f.name == MODULE_SCOPE:
+            tables |= {t for e in f.events if e.kind == "assign"
+                       and e.span.line <= bn.span.line <= e.span.end_line for t in e.targets}
+    if tables:
+        holders |= {q for q, f in list(project.functions.items())
+                    if f.name != MODULE_SCOPE and any(u in tables for e in f.events for u in e.uses)}
+    return holders
 
 
 def _builds_batchnorm(project: Project, training: Training, cls: str, holders: set[str]) -> bool:

@@ -7,7 +7,7 @@ from typing import Any, Iterable, Optional
 
 from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
-from auditor.static.facts import MODULE_SCOPE, FunctionInfo
+from auditor.static.facts import MODULE_SCOPE, Event, FunctionInfo
 from auditor.static.paths import bindings
 from auditor.static.project import Project
 from auditor.static.texts import dict_entries, entries_read, entry, top_level_items
@@ -103,6 +103,13 @@ _METRICS_STEP = (
 
 
 
+def _updates_itself(e: Event) -> bool:
+    """An assignment whose value reads what it assigns (``acc = acc + v``, ``acc[k] =
+    acc.get(k, 0.0) + v``)."""
+    return bool(set(e.targets) & set(e.uses)) or len(e.targets) == 1 and e.text.startswith(e.targets[0] + "[") \
+        and any(u.startswith(e.targets[0] + ".") for u in e.uses)
+
+
 def _outlives_call(project: Project, fn: FunctionInfo, acc: str) -> bool:
     """``acc`` outlives a call of ``fn``: an attribute of its instance, or module-level state
     that ``fn`` updates without binding the name for itself (``running["loss_ema"] = ...``,
@@ -110,13 +117,29 @@ def _outlives_call(project: Project, fn: FunctionInfo, acc: str) -> bool:
     if acc.startswith("self."):
         return True
     root = re.split(r"[.\[]", acc, maxsplit=1)[0]
-    if root in fn.params or fn.name == MODULE_SCOPE:
+    if root in fn.params:
+        return acc != root  # a part of an object the caller handed in (`engine.state.total`)
+    if fn.name == MODULE_SCOPE:
         return False
     module = project.function(f"{fn.module}.{MODULE_SCOPE}")
     if module is None or not any(root in e.targets for e in module.events if e.kind == "assign"):
         return False
     return not any(e.kind == "assign" and e.targets == [root] and not e.text.startswith((root + "[", root + "."))
                    for e in fn.events)
+
+
+# a step function an engine-like loop calls, keeping a running total in the state it is handed
+_ENGINE_STEP = (
+    "def process(engine, batch):\n"
+    "    loss = engine.model(batch).pow(2).mean()\n"
+    "    engine.opt.zero_grad()\n"
+    "    loss.backward()\n"
+    "    engine.opt.step()\n"
+    "    engine.metrics[\"loss\"] = engine.metrics.get(\"loss\", 0.0) + {loss}\n"
+    "def run(engine, loader):\n"
+    "    for batch in loader:\n"
+    "        process(engine, batch)\n"
+)
 
 
 # calls of builtins that make a Python number (or string) of whatever they are given
@@ -179,6 +202,7 @@ automatically because a tensor total may be used later on purpose.
 """
 
     VALID = [
+        Valid(_ENGINE_STEP.format(loss="loss.item()")),
         # a validation curve of rounded numbers, appended in the training loop
         Valid(
             "import torch\n"
@@ -496,6 +520,8 @@ automatically because a tensor total may be used later on purpose.
             "        opt.step()\n"
             "        log_step(loss)\n",
             line=3, message_contains="running"),
+        # the total kept in the state object the loop hands every step
+        Invalid(_ENGINE_STEP.format(loss="loss"), line=6, message_contains="engine.metrics"),
     ]
 
     preview_kind = "tensors other than the loss kept across steps"
@@ -561,7 +587,7 @@ automatically because a tensor total may be used later on purpose.
         for fn in steps.values():
             graph = _graph_names(t, fn)
             for i, acc, value in cls._adds(t, fn, range(len(fn.events)), graph):
-                if acc.startswith("self."):
+                if _outlives_call(t.project, fn, acc):
                     out.append((fn, i, acc, value))
         for fn in [loop.fn, *steps.values()]:
             out += cls._handed_accumulations(t, fn, _graph_names(t, fn))
@@ -600,13 +626,11 @@ automatically because a tensor total may be used later on purpose.
         list that ``body`` does not reset."""
         body = list(body)
         reset_inside = {x for i in body for x in fn.events[i].targets
-                        if fn.events[i].kind == "assign"
-                        and not set(fn.events[i].targets) & set(fn.events[i].uses)}
+                        if fn.events[i].kind == "assign" and not _updates_itself(fn.events[i])}
         backwarded = {u for i in body if is_backward(fn.events[i]) for u in fn.events[i].uses}
         for i in body:
             e = fn.events[i]
-            if e.kind == "augassign" or (e.kind == "assign" and len(e.targets) == 1
-                                         and e.targets[0] in e.uses):
+            if e.kind == "augassign" or (e.kind == "assign" and len(e.targets) == 1 and _updates_itself(e)):
                 acc, values = e.targets[0], [u for u in e.uses if u != e.targets[0]]
             elif e.kind == "call" and e.method in ("append", "extend", "add_") and e.receiver:
                 if e.args and all(NUMBER_CALL.match(a) for a in e.args):

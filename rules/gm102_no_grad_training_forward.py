@@ -8,9 +8,39 @@ from typing import Any, Iterable, Optional
 from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static import dataflow as df
-from auditor.static.facts import Span
+from auditor.static.facts import FunctionInfo, Span
+from auditor.static.paths import bindings
 from auditor.static.project import Project
 from auditor.static.training import UNTRAINED_NAME, Training
+
+
+# a masked autoencoder whose re-mask helper runs with gradients on or off
+_REMASK = (
+    "import torch\nfrom torch import nn\n"
+    "class MAE(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.enc, self.dec = nn.Linear(4, 4), nn.Linear(4, 4)\n"
+    "    {deco}\n"
+    "    def remask(self, h, mask):\n"
+    "        h = h.clone()\n"
+    "        h[mask] = 0.0\n"
+    "        return h\n"
+    "    def forward(self, x, mask):\n"
+    "        h = self.enc(x)\n"
+    "        h = self.remask(h, mask)\n"
+    "        return self.dec(h)\n"
+    "def train(model, opt, data):\n"
+    "    for x, mask in data:\n"
+    "        out = model(x, mask)\n"
+    "        loss = (out - x).pow(2).mean()\n"
+    "        opt.zero_grad()\n"
+    "        loss.backward()\n"
+    "        opt.step()\n"
+    "def main(data):\n"
+    "    model = MAE()\n"
+    "    train(model, torch.optim.Adam(model.parameters()), data)\n"
+)
 
 
 class NoGradTrainingForward(Rule):
@@ -29,7 +59,9 @@ decorator, around a module call whose output flows into the loss that `.backward
 follows the loss back through assignments, calls and return values (the model's `forward`,
 helper methods such as `encode` or `reconstruct`). A block is reported at the last forward in
 it whose output the loss reads (the value that leaves the block: the statement to move out),
-a decorator at the decorator.
+a decorator at the decorator. A decorated helper that runs no module is reported too when it
+is handed a module's output and gives it back to the next module (a re-mask helper between the
+encoder and the decoder): what it returns has no graph, so nothing before it trains.
 
 Grad-free code that does not feed the backpropagated loss — evaluation, metrics, logging,
 EMA/teacher targets computed by a module that is not trained (`teacher`, `ema`, `target`, or
@@ -107,6 +139,7 @@ parameters only).
 """
 
     VALID = [
+        Valid(_REMASK.format(deco="@staticmethod").replace("def remask(self, h", "def remask(h")),
         # evaluation under no_grad: its output never reaches a backward
         Valid(
             "import torch\n"
@@ -537,6 +570,9 @@ parameters only).
             "    loss.backward()\n"
             "    opt.step()\n",
             line=7, message_contains="mask_input"),
+        # the re-mask helper decorated no_grad: the decoder is handed the encoder's output without
+        # its graph
+        Invalid(_REMASK.format(deco="@torch.no_grad()"), line=7, message_contains="self.enc(...)"),
     ]
 
     @classmethod
@@ -563,18 +599,31 @@ parameters only).
             for sfn, j in t.loss_slice(fn, i):
                 if j < 0:
                     k = t.grad_off_decorator(sfn)
-                    # it runs a module, or reads a module's parameter (`x + m.mask_token`)
-                    if k is None or not any(
-                            t.module_call(sfn, m) and not UNTRAINED_NAME.search(e.func)
-                            or any(df.is_parameter(project, sfn, u) for u in e.uses)
-                            for m, e in enumerate(sfn.events)):
+                    if k is None:
+                        continue
+                    # it runs a module, or reads a module's parameter (`x + m.mask_token`), or
+                    # is handed a module's output that it returns into the next module
+                    given = None if any(
+                        t.module_call(sfn, m) and not UNTRAINED_NAME.search(e.func)
+                        or any(df.is_parameter(project, sfn, u) for u in e.uses)
+                        for m, e in enumerate(sfn.events)) else _handed_graph(project, sfn)
+                    if given == "":
                         continue
                     span = t.decorator_span(sfn, k)
                     if (sfn.path, span.line, span.column) in reported:
                         continue
                     reported.add((sfn.path, span.line, span.column))
-                    yield cls._finding(sfn.path, span, f"`@{sfn.decorators[k]}` on `{sfn.name}`",
-                                       sfn.name, where)
+                    what = f"`@{sfn.decorators[k]}` on `{sfn.name}`"
+                    if given is None:
+                        yield cls._finding(sfn.path, span, what, sfn.name, where)
+                        continue
+                    yield cls.make_finding(
+                        sfn.path, span,
+                        f"{what} returns {given} without its graph, and the result is fed to the "
+                        f"next module on the way to the loss backpropagated at {where}: every module "
+                        f"before it gets no gradient from this loss",
+                        fix="remove the decorator: zeroing or copying rows needs no gradient-free "
+                            "mode, and autograd handles the in-place write on a clone")
                     continue
                 off = t.grad_off(sfn, j)
                 if off is None or not t.module_call(sfn, j) or UNTRAINED_NAME.search(sfn.events[j].func):
@@ -622,3 +671,34 @@ parameters only).
             return Verdict(Status.REFUTED, ["every parameter used in the forward and meant to train was reachable "
                                             "from the loss"])
         return None
+
+
+def _handed_graph(project: Project, fn: FunctionInfo) -> str:
+    """What ``fn``, run with gradients off, is handed that carries a module's gradient and gives
+    back for another module to take (a re-mask helper between the encoder and the decoder):
+    ``"the output of <module> (<where>)"``, or "" when no call site does so (a target built from
+    a teacher's output goes to the loss, not into a module)."""
+    returned = {p for p in fn.params if p not in ("self", "cls") and any(
+        s.kind == "return" and df.mentions(s.text, p) for s in df.statements(fn))}
+    for caller, call in df.callers_of(project, fn.qualname)[:20]:
+        stmt = df.statement_of(caller, call)
+        args = [a for p, a in bindings(call, fn) if p in returned]
+        if stmt is None:
+            continue
+        # an argument that is itself a module's call (`remask(self.enc(x), m)`), or names that
+        # derive from one
+        inner = [c for c in stmt.calls if df.callee_text(c) + "(...)" in args
+                 and df.contains(call.span, c.span) and df.is_module_output(project, caller, c)]
+        names = [u for u in stmt.uses if any(df.mentions(a, u) for a in args)]
+        origin = df.Origin(caller, inner[0], df.callee_text(inner[0]) + "(...)") if inner else \
+            df.derives_from_module(project, caller, names, stmt.index) if names else None
+        if origin is None:
+            continue
+        flow = df.flows_from(project, caller, call)
+        for step in flow.steps:
+            if any(c is not call and df.is_module_output(project, step.fn, c) and (
+                    df.contains(c.span, call.span) or any(
+                        df.mentions(a, h) for a in [*c.args, *c.kwargs.values()] for h in step.hit))
+                   for c in step.stmt.calls):
+                return f"the output of `{origin.what}` ({origin.where})"
+    return ""

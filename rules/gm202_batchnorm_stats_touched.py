@@ -855,12 +855,12 @@ def _averaged_without_buffers(project: Project) -> Iterable[tuple[FunctionInfo, 
     momentum encoder) in a function that never touches the buffers: ``(fn, index of the first
     write, averaged model, source model)``."""
     for fn in list(project.functions.values()):
-        if any(_WALKS_BUFFERS.search(e.text) for e in fn.events if e.kind == "call"):
-            continue
         for k, header in enumerate(fn.events):
-            match = _BUFFER_LOOP.match(header.text.split("\n", 1)[0]) \
-                if header.kind == "assign" and header.text.startswith("for ") else None
-            if match is None or k + 1 >= len(fn.events):
+            first = header.text.split("\n", 1)[0]
+            match = _BUFFER_LOOP.match(first) \
+                if header.kind == "assign" and first.startswith("for ") and " in zip(" in first else None
+            if match is None or k + 1 >= len(fn.events) \
+                    or any(_WALKS_BUFFERS.search(e.text) for e in fn.events if e.kind == "call"):
                 continue
             walked = match.group(2).strip()
             if not (walked.startswith("zip(") and walked.endswith(")")):

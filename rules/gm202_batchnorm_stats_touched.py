@@ -14,6 +14,7 @@ from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.config_truth import never_runs, setting_at_fault, switched_on
 from auditor.static.context import dotted
+from auditor.static import dataflow as df
 from auditor.static.dataflow import constructed_class, function_of, statement_of
 from auditor.static.facts import MODULE_SCOPE, FunctionInfo, Span
 from auditor.static.named_objects import configured_nodes
@@ -345,6 +346,10 @@ by a person, and the reference script must then do the same.
         # a BYOL-style teacher run in train mode: it normalises by the batch, its running
         # statistics are never read
         Valid(_BN_MODEL + _EMA_NO_BUFFERS.format(use="")),
+        # a copy kept in eval mode that nothing runs or saves
+        Valid(_BN_MODEL + _EMA_NO_BUFFERS.format(use="").replace(
+            "copy.deepcopy(model)", "copy.deepcopy(model).eval()").replace(
+            "(model(x) - teacher(x).detach())", "model(x)")),
         # the EMA teacher takes the trained model's buffers
         Valid(
             _BN_MODEL + _EMA_UPDATE.format(write="bt.copy_(bs)")
@@ -885,27 +890,44 @@ def _averaged_without_buffers(project: Project) -> Iterable[tuple[FunctionInfo, 
                     break
 
 
+# what a module is asked that runs no forward of it
+_NO_FORWARD = {"parameters", "named_parameters", "buffers", "named_buffers", "modules", "children",
+               "eval", "train", "requires_grad_", "state_dict", "load_state_dict", "to", "cpu",
+               "cuda", "apply", "zero_grad", "register_buffer", "register_parameter"}
+
+
 def _evaluated(project: Project, training: Training, fn: FunctionInfo, module: str, i: int) -> Optional[str]:
     """How the object ``module`` holds at event ``i`` of ``fn`` is used with its running
-    statistics: put in eval mode, or its state dict taken (saved, kept as the published
-    weights); None when neither (a BYOL teacher run in train mode normalises by the batch)."""
+    statistics: its state dict taken (saved, kept as the published weights), or a forward of it
+    run in eval mode; None otherwise (a BYOL teacher run in train mode normalises by the batch;
+    a copy nothing reads)."""
     mine = [o for o in training.origins(fn, module, i) if o.known]
-    for o in mine:
-        qual, index = o.fn, o.index
-        made = project.functions.get(qual)
-        if made is not None and 0 <= index < len(made.events) and ".eval()" in made.events[index].text:
-            return f"it is made in eval mode ({made.path}:{made.events[index].span.line})"
-    if not mine:
+    made = [(project.functions[q], k) for o in mine for q, k in [(o.fn, o.index), *o.via]
+            if q in project.functions and 0 <= k < len(project.functions[q].events)]
+    # the names it is made under (`self.teacher = copy.deepcopy(m).eval()`, `ema = make_ema(m)`):
+    # the calls to look at
+    names = {t.rsplit(".", 1)[-1] for f, k in made for t in f.events[k].targets}
+    if not names:
         return None
+    evaluated = next((f"it is made in eval mode ({f.path}:{f.events[k].span.line})" for f, k in made
+                      if ".eval()" in f.events[k].text), None)
+    forward = None
     for other in list(project.functions.values()):
         for k, e in enumerate(other.events):
-            if e.kind != "call" or not e.receiver or "(" in e.receiver or \
-                    not (e.method == "state_dict" or e.method in ("eval", "train") and training.mode_switch(other, k)):
+            called = df.callee_text(e) if e.kind == "call" else ""
+            obj = e.receiver if e.method in _NO_FORWARD or e.method in ("eval", "train") else called
+            if not obj or "(" in obj or obj.rsplit(".", 1)[-1] not in names:
                 continue
-            if any(a.same_as(b) for a in mine for b in training.origins(other, e.receiver, k) if b.known):
-                what = "its state dict is taken" if e.method == "state_dict" else "it is put in eval mode"
-                return f"{what} ({other.path}:{e.span.line})"
-    return None
+            if not any(a.same_as(b) for a in mine for b in training.origins(other, obj, k) if b.known):
+                continue
+            if e.method == "state_dict":
+                return f"its state dict is taken ({other.path}:{e.span.line})"
+            if e.method in ("eval", "train"):
+                evaluated = evaluated or (f"it is put in eval mode ({other.path}:{e.span.line})"
+                                          if training.mode_switch(other, k) else None)
+            elif e.method not in _NO_FORWARD:
+                forward = forward or f"{other.path}:{e.span.line}"
+    return f"{evaluated}, and run at {forward}" if evaluated and forward else None
 
 
 def holds_batchnorm(project: Project, fn: FunctionInfo, i: int, module: str = "") -> bool:

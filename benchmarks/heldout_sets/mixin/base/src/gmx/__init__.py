@@ -1,0 +1,1 @@
+"""gmx: graph-level GraphMAE pretraining with a mixin-composed trainer."""

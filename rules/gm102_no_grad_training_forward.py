@@ -139,6 +139,21 @@ parameters only).
 """
 
     VALID = [
+        # frozen embeddings from a pretrained model's `@torch.no_grad()` method, computed once, a
+        # probe's head trained on them by its own optimizer
+        Valid(_REMASK.format(deco="@staticmethod").replace("def remask(self, h", "def remask(h").replace(
+            "    def forward(self, x, mask):\n",
+            "    @torch.no_grad()\n    def embed(self, x):\n        return self.enc(x)\n"
+            "    def forward(self, x, mask):\n") + (
+            "def probe(model, x, y):\n"
+            "    z = model.embed(x)\n"
+            "    head = nn.Linear(4, 2)\n"
+            "    opt = torch.optim.Adam(head.parameters())\n"
+            "    for _ in range(100):\n"
+            "        opt.zero_grad()\n"
+            "        torch.nn.functional.cross_entropy(head(z), y).backward()\n"
+            "        opt.step()\n"
+        )),
         Valid(_REMASK.format(deco="@staticmethod").replace("def remask(self, h", "def remask(h")),
         # evaluation under no_grad: its output never reaches a backward
         Valid(
@@ -603,10 +618,12 @@ parameters only).
                         continue
                     # it runs a module, or reads a module's parameter (`x + m.mask_token`), or
                     # is handed a module's output that it returns into the next module
-                    given = None if any(
-                        t.module_call(sfn, m) and not UNTRAINED_NAME.search(e.func)
-                        or any(df.is_parameter(project, sfn, u) for u in e.uses)
-                        for m, e in enumerate(sfn.events)) else _handed_graph(project, sfn)
+                    runs = [m for m, e in enumerate(sfn.events)
+                            if t.module_call(sfn, m) and not UNTRAINED_NAME.search(e.func)]
+                    if runs and not any(t.steps_module_of(sfn, sfn.events[m], fn, i) for m in runs):
+                        continue  # frozen embeddings for a probe: its optimizer holds the head alone
+                    given = None if runs or any(df.is_parameter(project, sfn, u) for e in sfn.events
+                                                for u in e.uses) else _handed_graph(project, sfn)
                     if given == "":
                         continue
                     span = t.decorator_span(sfn, k)

@@ -1489,8 +1489,8 @@ class Training:
             return out  # everything it runs is gradient-free anyway: reported at the call
         for qual in self.resolve(fn, fn.events[k]):
             callee = self.project.function(qual)
-            if callee is None or qual in stack:
-                continue
+            if callee is None or qual in stack or live and self.grad_off_decorator(callee) is not None:
+                continue  # (a `@torch.no_grad()` callee gives back no history)
             out.append((callee, -1))  # the callee itself (decorators)
             for j, e in enumerate(callee.events):
                 if e.kind != "return":

@@ -364,6 +364,20 @@ region or adding a scaler changes numerics and memory use, which a person has to
         # the loss and backpropagates it, chosen by the configuration file
         Invalid({"ctx.py": _SCOPE, "train.py": _SCOPE_STEP, "cfg.yaml": "precision: bf16\n"},
                 path="cfg.yaml", line=1, message_contains="ctx.py:6"),
+        # the autocast entered on an ExitStack: it holds the rest of the `with` body, the loss too
+        Invalid(
+            "import contextlib\nimport torch\n"
+            "def step(model, opt, x):\n"
+            "    with contextlib.ExitStack() as stack:\n"
+            "        stack.enter_context(torch.autocast('cpu', dtype=torch.bfloat16))\n"
+            "        out = model(x)\n"
+            "        loss = sce_loss(out, x)\n"
+            "    opt.zero_grad()\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+            "def sce_loss(x, y):\n"
+            "    return (1 - torch.nn.functional.cosine_similarity(x, y)).pow(2).mean()\n",
+            line=5, message_contains="inside this bfloat16 autocast region"),
     ]
 
     # -- project stage -----------------------------------------------------------------------------
@@ -373,10 +387,13 @@ region or adding a scaler changes numerics and memory use, which a person has to
         casts: list[tuple[Finding, bool, str]] = []  # (finding, of a module, backward it reaches)
         for fn in list(project.functions.values()):
             for stmt in df.statements(fn):
+                # `with ExitStack() as stack: stack.enter_context(autocast(...))`: the context
+                # holds the rest of the `with`
+                region = stmt if stmt.kind == "with" else _entered_into(fn, stmt)
                 for call in stmt.calls:
-                    made = cls._autocast_made_by(project, fn, call) if stmt.kind == "with" else None
-                    if call.func.removesuffix("()") in AUTOCAST and stmt.kind == "with" or made:
-                        found = cls._autocast(project, fn, stmt, *(made or (fn, call)))
+                    made = cls._autocast_made_by(project, fn, call) if region is not None else None
+                    if call.func.removesuffix("()") in AUTOCAST and region is not None or made:
+                        found = cls._autocast(project, fn, region, *(made or (fn, call)))
                         if found:
                             findings.append(found)
                     else:
@@ -736,3 +753,19 @@ def _float32_losses(project: Project, fn: FunctionInfo, region: list[df.Statemen
                                      in AUTOCAST_FLOAT32_LOSSES for c in classes)
 
     return bool(found) and all(promoted(c) for c in found)
+
+
+def _entered_into(fn: FunctionInfo, stmt: df.Statement) -> Optional[df.Statement]:
+    """The ``with`` statement whose ExitStack ``stmt`` enters a context on
+    (``stack.enter_context(cm)``, on every pass through the body: the context then holds every
+    statement after it, as the facts record)."""
+    head = stmt.head
+    if head.kind != "call" or head.method != "enter_context" or not head.args:
+        return None
+    stmts = df.statements(fn)
+    withs = [s for s in stmts[: stmt.index] if s.kind == "with" and df.contains(s.head.span, head.span)]
+    after = stmts[stmt.index + 1] if stmt.index + 1 < len(stmts) else None
+    if not withs or after is None or not df.contains(withs[-1].head.span, after.head.span) \
+            or len(after.head.context) <= len(head.context):
+        return None  # entered under a test of its own: not on every pass
+    return withs[-1]

@@ -443,6 +443,60 @@ def test_options_set_in_bulk_from_a_file_section(tmp_path: Path, default: str, r
     assert check(tmp_path, _best_configs(default, reduction), "GM401") == expected
 
 
+def _sectioned_dataclasses(default: str, reduction: str) -> dict[str, str]:
+    """Nested dataclass sections overwritten field by field from a TOML file's tables, the
+    section object picked by the table's name (`setattr(getattr(cfg, section), key, value)`)."""
+    return {
+        "overrides.toml": f"[train]\nepochs = 3\nreduction = \"{reduction}\"\n",
+        "train.py": (
+            "import tomllib\n"
+            "from dataclasses import dataclass, field\n"
+            "import torch.nn.functional as F\n"
+            "\n"
+            "@dataclass\n"
+            "class TrainCfg:\n"
+            "    epochs: int = 10\n"
+            f"    reduction: str = {default!r}\n"
+            "\n"
+            "@dataclass\n"
+            "class Config:\n"
+            "    train: TrainCfg = field(default_factory=TrainCfg)\n"
+            "\n"
+            "def apply_overrides(cfg, overrides):\n"
+            "    for section, values in overrides.items():\n"
+            "        sub = getattr(cfg, section)\n"
+            "        for key, value in values.items():\n"
+            "            setattr(sub, key, value)\n"
+            "    return cfg\n"
+            "\n"
+            "def load_config():\n"
+            "    cfg = Config()\n"
+            "    with open('overrides.toml', 'rb') as fh:\n"
+            "        apply_overrides(cfg, tomllib.load(fh))\n"
+            "    return cfg\n"
+            "\n"
+            "def fit(model, batches, opt, cfg):\n"
+            "    for g, x in batches:\n"
+            "        out = model(g, x)\n"
+            "        mask = g.ndata['mask']\n"
+            "        loss = F.mse_loss(out[mask], x[mask], reduction=cfg.train.reduction)\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+            "\n"
+            "def main(model, batches, opt):\n"
+            "    fit(model, batches, opt, load_config())\n"
+        ),
+    }
+
+
+@pytest.mark.parametrize("default, reduction, expected", [
+    ("mean", "sum", [("GM401", "overrides.toml", 3)]), ("sum", "mean", [])])
+def test_dataclass_sections_set_in_bulk_from_a_file(tmp_path: Path, default: str, reduction: str,
+                                                    expected: list) -> None:
+    assert check(tmp_path, _sectioned_dataclasses(default, reduction), "GM401") == expected
+
+
 def _weighted_loop(weights: str) -> str:
     """A training loop (in a function of ``model``, ``loader``, ``opt``) whose loss weighs its two
     terms by ``weights``' ``w_rec`` and ``w_sce``."""

@@ -165,6 +165,9 @@ def literal_names(node: cst.Assign) -> Optional[list[str]]:
     return [n for n in names if isinstance(n, str)]
 
 
+
+EXIT_STACKS = {"contextlib.ExitStack()", "contextlib.AsyncExitStack()"}
+
 class FactCollector(Visitor):
     def __init__(self, ctx: FileContext) -> None:
         super().__init__()
@@ -181,6 +184,8 @@ class FactCollector(Visitor):
         self.classes: list[str] = []
         self.class_depths: list[int] = []  # how many functions were open at each class's start
         self.withs: list[list[str]] = []
+        # per `with`: its items, the names it binds to ExitStacks, the tests and loops around it
+        self.exit_stacks: list[tuple[list[str], list[str], int, int]] = []
         self.loops: list[int] = []
         self.loop_ids = itertools.count(1)  # unique per file, so cached facts are stable
         self.conditions: list[str] = []  # enclosing `if` tests, negated in their `else`
@@ -338,10 +343,25 @@ class FactCollector(Visitor):
         self.ctx.number(node, "with")
         items = [self.ctx.qualify(item.item) for item in node.items]
         self.withs.append(items)
+        # `with ExitStack() as stack:`: what `stack.enter_context(cm)` enters holds the rest of
+        # the body, as if it were one of the `with`'s items
+        stacks = [item.asname.name.value for item, q in zip(node.items, items)
+                  if q in EXIT_STACKS and item.asname is not None and isinstance(item.asname.name, cst.Name)]
+        self.exit_stacks.append((items, stacks, len(self.conditions), len(self.loops)))
         self._event("with", node, func=",".join(items), args=items)
 
     def leave_With(self, original_node: cst.With) -> None:
         self.withs.pop()
+        self.exit_stacks.pop()
+
+    def _entered(self, receiver: str, node: cst.Call) -> None:
+        """``stack.enter_context(cm)`` run on every pass through its ``with`` body (under no test
+        or loop of its own): ``cm`` holds the statements after it."""
+        for items, stacks, conditions, loops in reversed(self.exit_stacks):
+            if receiver in stacks:
+                if (conditions, loops) == (len(self.conditions), len(self.loops)) and node.args:
+                    items.append(self.ctx.qualify(node.args[0].value))
+                return
 
     def _enter_loop(self) -> None:
         self.loops.append(next(self.loop_ids))
@@ -477,6 +497,8 @@ class FactCollector(Visitor):
             kwargs=kwargs,
             uses=names_in(node),
         )
+        if method == "enter_context" and self.exit_stacks:
+            self._entered(receiver, node)
 
     def _event(self, kind: str, node: cst.CSTNode, **data: object) -> None:
         context = [c for items in self.withs for c in items]

@@ -70,6 +70,7 @@ NUMBER_TYPES: dict[str, type] = {"float": float, "int": int}
 NEAR_KEY_RATIO = 0.88
 ATTRIBUTE_MAPPINGS = {"omegaconf.OmegaConf.create", "easydict.EasyDict", "addict.Dict",
                       "munch.Munch", "munch.munchify", "types.SimpleNamespace", "argparse.Namespace"}
+SECTION = "<section>"  # a bulk setter's target: whichever section object a key names
 REPLACERS = {"dataclasses.replace", "copy.replace"}  # a copy of an object with some fields changed
 MERGERS = {"omegaconf.OmegaConf.merge"}
 OPENERS = {"open", "io.open", "builtins.open"}
@@ -762,8 +763,11 @@ class _Evaluator:
         out: list[Value] = []
         for fn, target, mapping, line in self._setters():
             index = _index_at(fn, line)
-            held = self._name(fn, target, index, None, depth + 1)  # by name: answers are kept by node id
-            if not any(_same_kind(h.value, obj) for h in held):
+            if target == SECTION:
+                if not isinstance(obj, Instance):
+                    continue  # a section object of a nested configuration, picked by its key
+            elif not any(_same_kind(h.value, obj)  # by name: answers are kept by node id
+                         for h in self._name(fn, target, index, None, depth + 1)):
                 continue
             tables = [v.value for v in self.expr(fn, mapping, index, None, depth + 1)
                       if isinstance(v.value, Table)]
@@ -787,11 +791,16 @@ class _Evaluator:
                 if event.func != "setattr" or len(event.args) != 3:
                     continue
                 node = self._function_node(fn) if fn.name != MODULE_SCOPE else self._tree(fn.path)
-                for loop in ast.walk(node) if node is not None else ():
-                    if isinstance(loop, ast.For) and _items_loop(loop, event.span.line) \
-                            and event.args[1:] == [ast.unparse(t) for t in loop.target.elts] \
+                loops = [n for n in (ast.walk(node) if node is not None else ())
+                         if isinstance(n, ast.For) and _items_loop(n, event.span.line)]
+                for loop in loops:
+                    if event.args[1:] == [ast.unparse(t) for t in loop.target.elts] \
                             and event.args[0].isidentifier():
                         found.append((fn, event.args[0], loop.iter.func.value, loop.lineno))
+                        # `for section, values in m.items(): sub = getattr(cfg, section)`, then
+                        # this loop over `values.items()` sets `sub`'s fields: m's sections
+                        found += [(fn, SECTION, outer.iter.func.value, loop.lineno) for outer in loops
+                                  if _sections_of(outer, loop, event.args[0])]
             self._bulk = (self.project._generation, found)
         return found
 
@@ -1286,6 +1295,21 @@ def _items_loop(loop: ast.For, line: int) -> bool:
         and isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) \
         and it.func.attr == "items" and not it.args \
         and loop.body[0].lineno <= line <= (loop.body[-1].end_lineno or loop.body[-1].lineno)
+
+
+def _sections_of(outer: ast.For, inner: ast.For, target: str) -> bool:
+    """``outer`` walks a mapping of sections (``for name, values in m.items():``) whose body binds
+    ``target`` to the section object of that name (``target = getattr(cfg, name)``), and
+    ``inner`` walks that section's ``values``."""
+    key, values = outer.target.elts
+    walked = inner.iter.func.value  # type: ignore[attr-defined]
+    if outer is inner or not (isinstance(walked, ast.Name) and isinstance(values, ast.Name)
+                              and walked.id == values.id and isinstance(key, ast.Name)):
+        return False
+    return any(isinstance(n, ast.Assign) and [ast.unparse(t) for t in n.targets] == [target]
+               and isinstance(n.value, ast.Call) and ast.unparse(n.value.func) == "getattr"
+               and len(n.value.args) >= 2 and ast.unparse(n.value.args[1]) == key.id
+               for stmt in outer.body for n in ast.walk(stmt))
 
 
 def _same_kind(held: Any, obj: Any) -> bool:

@@ -904,17 +904,28 @@ def definitions(fn: FunctionInfo, name: str, index: int) -> list[Statement]:
 
 
 def _self_definitions(project: Project, fn: FunctionInfo, name: str) -> list[tuple[FunctionInfo, Statement]]:
-    out = []
+    """Where the methods of ``fn``'s class and its bases assign ``name`` (``self.x``); for a
+    mixin that never assigns it, where the classes composed with it do (``self`` is an instance
+    of a subclass, whose other bases set it up)."""
     classes = {fn.class_name}
     for cls in list(classes):
         info = project.classes.get(cls)
         for base in getattr(info, "bases", []) or []:
             classes.add(base)
-    for other in _methods_of(project, classes):
-        for stmt in statements(other):
-            if stmt.head.kind in _ASSIGNING and name in stmt.head.targets:
-                out.append((other, stmt))
+    out = _assignments_in(project, classes, name)
+    if not out and fn.class_name:
+        composed = {c for sub in project.subclasses(fn.class_name)[:MAX_SUBCLASSES]
+                    for c in project.lineage(sub)} - classes
+        out = _assignments_in(project, composed, name)
     return out
+
+
+MAX_SUBCLASSES = 8  # a base of a whole library's classes: its own attributes are not theirs
+
+
+def _assignments_in(project: Project, classes: set[str], name: str) -> list[tuple[FunctionInfo, Statement]]:
+    return [(other, stmt) for other in _methods_of(project, classes) for stmt in statements(other)
+            if stmt.head.kind in _ASSIGNING and name in stmt.head.targets]
 
 
 def _methods_of(project: Project, classes: set[str]) -> list[FunctionInfo]:

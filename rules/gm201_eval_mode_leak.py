@@ -316,6 +316,43 @@ def _overridden_hook(start: str) -> dict[str, str]:
     }
     return {name: text.replace("{start}", start) for name, text in files.items()}
 
+# a loop's base class whose epoch hook a mixin composed beside it overrides with an evaluation
+# that saves the mode; `{restore}`: how it ends
+_MIXIN_EVAL = (
+    "import torch\nfrom torch import nn\n"
+    "class LoopBase:\n"
+    "    def __init__(self, model, opt, loader):\n"
+    "        self.model, self.opt, self.loader = model, opt, loader\n"
+    "    def on_epoch_end(self):\n"
+    "        pass\n"
+    "    def fit(self, epochs):\n"
+    "        self.model.train()\n"
+    "        for _ in range(epochs):\n"
+    "            for x in self.loader:\n"
+    "                loss = self.model(x).pow(2).mean()\n"
+    "                self.opt.zero_grad()\n"
+    "                loss.backward()\n"
+    "                self.opt.step()\n"
+    "            self.on_epoch_end()\n"
+    "class EvalMixin:\n"
+    "    @torch.no_grad()\n"
+    "    def validate(self, model):\n"
+    "        was_training = model.training\n"
+    "        model.eval()\n"
+    "        out = model(self.loader[0]).mean().item()\n"
+    "{restore}"
+    "        return out\n"
+    "    def on_epoch_end(self):\n"
+    "        self.validate(self.model)\n"
+    "        super().on_epoch_end()\n"
+    "class Trainer(EvalMixin, LoopBase):\n"
+    "    pass\n"
+    "def main(loader):\n"
+    "    model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.1))\n"
+    "    Trainer(model, torch.optim.Adam(model.parameters()), loader).fit(3)\n"
+)
+
+
 class EvalModeLeak(Rule):
     code = "GM201"
     name = "eval-mode-leak"
@@ -393,6 +430,7 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
 """
 
     VALID = [
+        Valid(_MIXIN_EVAL.format(restore="        model.train(was_training)\n")),
         # the same override calling the base's hook: train mode at every epoch's start
         Valid(_overridden_hook("        super().on_epoch_start()\n")),
         # a factory's tensor (never called as a module) says nothing of modes: the model holds
@@ -1185,6 +1223,9 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
             "    loss.backward()\n"
             "    opt.step()\n",
             line=14, message_contains="the loop here trains the model without putting it in train mode"),
+        # the mixin's evaluation saves the mode and never restores it: reported at its eval, not
+        # at the loop's one `train()`
+        Invalid(_MIXIN_EVAL.format(restore=""), line=21),
     ]
 
     @classmethod
@@ -1220,6 +1261,9 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
             # say) is the defect
             evaluates = any(forward_use(e, target) or e.kind == "call" and target in e.args
                             for e in fn.events[i + 1:])
+            # a routine that saves the mode to restore it (`was = model.training`) or restores it
+            # (wrongly): the fix belongs there, at its `.eval()`
+            evaluates = evaluates and not _tends_mode(fn, target)
             once = cls._train_before_loop(training, hit.trail, made) if evaluates else None
             if once is not None:  # one finding where the fix goes, for every eval it lets leak
                 hoisted.setdefault((once[0].qualname, once[1]), (*once, []))[2].append(
@@ -1464,3 +1508,10 @@ mode (e.g. computing embeddings for a memory bank), it has to move before the `.
             return Verdict(Status.REFUTED, [
                 "the `.eval()` ran, but every training backward ran with the model in training mode"])
         return None
+
+
+def _tends_mode(fn: FunctionInfo, target: str) -> bool:
+    """``fn`` reads ``target``'s mode (``was_training = model.training``) or sets it back
+    (``model.train(was_training)``): it means to restore the mode itself."""
+    return any(f"{target}.training" in e.uses or e.kind == "call" and e.receiver == target
+               and e.method == "train" for e in fn.events)

@@ -31,6 +31,9 @@ PARTIALS = ("functools.partial",)
 MAX_NAMED_METHODS = 16
 
 
+# subclasses whose other bases are searched for a method a class's own code calls on `self`
+MAX_COMPOSED = 8
+
 def canonicalise(facts: FileFacts, layout: Layout) -> None:
     """Rewrite the names a file imports to the modules they reach from that file (in place):
     ``layers.GraphMAE`` in ``exp1/train.py`` is ``exp1.layers.GraphMAE``."""
@@ -1172,12 +1175,15 @@ class Project:
         return list(found)
 
     def overrides(self, class_qualname: str, method: str) -> list[str]:
-        """The methods named ``method`` that subclasses of the class define (at any depth): what
-        ``self.method()`` in the class may run on an instance of one of them."""
+        """The methods named ``method`` that subclasses of the class define (at any depth), or
+        that the other bases composed with it in a subclass define (a mixin beside a loop's base
+        class): what ``self.method()`` in the class may run on an instance of one of them."""
         if "." in method:
             return []
-        return [q for sub in self.subclasses(class_qualname)
-                if (q := f"{sub}.{method}") in self.functions]
+        own = set(self.lineage(class_qualname))
+        subs = self.subclasses(class_qualname)
+        composed = [c for sub in subs[:MAX_COMPOSED] for c in self.lineage(sub) if c not in own]
+        return list(dict.fromkeys(q for c in [*subs, *composed] if (q := f"{c}.{method}") in self.functions))
 
     def subclasses(self, class_qualname: str) -> list[str]:
         """The project classes deriving from the class, at any depth, nearest first."""

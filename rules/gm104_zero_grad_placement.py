@@ -9,7 +9,7 @@ from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.conditions import periodic_test, tests_of
 from auditor.static.dataflow import callers_of
-from auditor.static.facts import FunctionInfo
+from auditor.static.facts import Event, FunctionInfo
 from auditor.static.project import Project
 from auditor.static.training import Action, Training, TrainingLoop, looks_optimizer
 
@@ -73,11 +73,57 @@ def _tests_on_the_way(project: Project, loop: TrainingLoop, action: Action, up: 
     return tests
 
 
+def _every_iteration(project: Project, loop: TrainingLoop, action: Action) -> bool:
+    """``action`` runs in every iteration of ``loop``: written in its body under no test, or
+    under no test in a function the body calls under none (a hook: ``self.before_backward(loss)``)."""
+    if tests_of(action.event):
+        return False
+
+    def in_body(event: Event) -> bool:
+        return bool(event.loop_ids) and event.loop_ids[-1] == loop.loop_id and not tests_of(event)
+
+    if action.fn is loop.fn:
+        return in_body(action.event)
+    return any(caller is loop.fn and in_body(event) for caller, event in callers_of(project, action.fn.qualname))
+
+
 def _same_object(training: Training, a: Action, b: Action) -> bool:
     """The optimizers two actions act on are one object by where they were made."""
     mine = [o for o in training.origins(a.fn, a.receiver, a.index) if o.known]
     theirs = [o for o in training.origins(b.fn, b.receiver, b.index) if o.known]
     return any(x.same_as(y) for x in mine for y in theirs)
+
+# a loop's base class stepping every k-th micro-batch by an accumulator object's verdict, with a
+# hook a mixin overrides; `{hook}`: what the hook does before each backward
+_ACCUMULATED_HOOK = (
+    "import torch\n"
+    "class Accumulator:\n"
+    "    def __init__(self, every):\n"
+    "        self.every, self.count = every, 0\n"
+    "    def ready(self):\n"
+    "        self.count += 1\n"
+    "        return self.count % self.every == 0\n"
+    "class LoopBase:\n"
+    "    def before_backward(self, loss):\n"
+    "        pass\n"
+    "    def fit(self, model, loader):\n"
+    "        self.optimizer = torch.optim.Adam(model.parameters())\n"
+    "        accum = Accumulator(2)\n"
+    "        for x in loader:\n"
+    "            loss = model(x).pow(2).mean()\n"
+    "            self.before_backward(loss)\n"
+    "            loss.backward()\n"
+    "            if accum.ready():\n"
+    "                self.optimizer.step()\n"
+    "                self.optimizer.zero_grad()\n"
+    "class LogMixin:\n"
+    "    def before_backward(self, loss):\n"
+    "        {hook}\n"
+    "        super().before_backward(loss)\n"
+    "class Trainer(LogMixin, LoopBase):\n"
+    "    pass\n"
+)
+
 
 class ZeroGradPlacement(Rule):
     code = "GM104"
@@ -138,6 +184,7 @@ purpose.
 """
 
     VALID = [
+        Valid(_ACCUMULATED_HOOK.format(hook="print(float(loss))")),
         # a linear probe trained with its own optimizer every 200 epochs of the pretraining,
         # whose step and reset run every epoch
         Valid(
@@ -467,6 +514,9 @@ purpose.
             "        micro_step(model, optimizer, g, i, 4)\n",
             line=13, message_contains="runs only when `stepped`",
         ),
+        # a mixin's hook clears the gradients before every backward: the accumulation is lost
+        Invalid(_ACCUMULATED_HOOK.format(hook="self.optimizer.zero_grad()"), line=23,
+                message_contains="runs in every iteration"),
     ]
 
     @classmethod
@@ -604,9 +654,8 @@ purpose.
         steps = [(a, next((t for t in _tests_on_the_way(project, loop, a) if periodic_test(project, t)), None))
                  for a in actions if a.kind == "step"]
         for step, periodic in steps:
-            reset = next((a for a in actions if a.kind == "reset" and a.fn is loop.fn
-                          and loop.loop_id in a.event.loop_ids and not tests_of(a.event)
-                          and a.event.loop_ids[-1] == loop.loop_id and same(a, step)
+            reset = next((a for a in actions if a.kind == "reset" and _every_iteration(project, loop, a)
+                          and same(a, step)
                           # a step of that optimizer every iteration uses what the reset clears
                           and not any(same(a, other) for other, test in steps if test is None)),
                          None) if periodic else None

@@ -189,7 +189,9 @@ Finds code that changes a BatchNorm layer's running statistics other than by its
   that never copies the buffers, when the source holds a BatchNorm and the copy is used with
   its running statistics (put in eval mode, or its state dict taken to be saved or kept): they
   stay those of the moment it was copied. A BYOL-style teacher run in train mode normalises by
-  the batch and is left alone.
+  the batch and is left alone. Likewise torch's `AveragedModel` built without
+  `use_buffers=True` around such a model, used the same way, in a project that never calls
+  `update_bn`.
 
 A module's own implementation (`self.running_mean = ...` in a custom normalisation layer) is not
 reported.
@@ -546,6 +548,19 @@ by a person, and the reference script must then do the same.
             "        state.update_teacher()\n",
             line=26, message_contains="a model the optimizer trains",
         ),
+        # torch's AveragedModel without `use_buffers=True`, its state saved as the published weights
+        Invalid(_BN_MODEL + "from torch.optim.swa_utils import AveragedModel\n"
+                "def main(loader):\n"
+                "    model = Enc()\n"
+                "    ema = AveragedModel(model)\n"
+                "    opt = torch.optim.Adam(model.parameters())\n"
+                "    for x in loader:\n"
+                "        loss = model(x).pow(2).mean()\n"
+                "        opt.zero_grad()\n"
+                "        loss.backward()\n"
+                "        opt.step()\n"
+                "        ema.update_parameters(model)\n"
+                "    torch.save(ema.state_dict(), 'ema.pt')\n", line=14, message_contains="use_buffers=True"),
         # the same teacher's parameters averaged and saved as the published weights: its
         # BatchNorm statistics are still those of the copy
         Invalid(_BN_MODEL + _EMA_NO_BUFFERS.format(use="    torch.save(teacher.state_dict(), 'ema.pt')\n"),
@@ -735,6 +750,15 @@ by a person, and the reference script must then do the same.
                     f"and {used}",
                     fix=f"copy the buffers too: `for b, s in zip({averaged}.buffers(), {source}.buffers()): "
                         "b.copy_(s)`"))
+        for fn, i, used in _averaged_models_without_buffers(project, training):
+            call = fn.events[i]
+            out.append(cls.make_finding(
+                fn.path, call.span,
+                f"`{call.func.rsplit('.', 1)[-1]}` of `{call.args[0]}` without `use_buffers=True` averages the "
+                f"parameters only: its BatchNorm running statistics are not those of the averaged "
+                f"weights, and {used}",
+                fix="pass `use_buffers=True`, or run `torch.optim.swa_utils.update_bn(loader, model)` "
+                    "on the averaged model before using it"))
         trained_in = {loop.fn.qualname for loop in training.training_loops()}
         for file, loader in _facts(project, SingleGraphBatch):
             if not _feeds_training(project, file.path, loader.span.line, trained_in):
@@ -894,6 +918,29 @@ def _averaged_without_buffers(project: Project) -> Iterable[tuple[FunctionInfo, 
 _NO_FORWARD = {"parameters", "named_parameters", "buffers", "named_buffers", "modules", "children",
                "eval", "train", "requires_grad_", "state_dict", "load_state_dict", "to", "cpu",
                "cuda", "apply", "zero_grad", "register_buffer", "register_parameter"}
+
+
+AVERAGED_MODELS = {"torch.optim.swa_utils.AveragedModel"}
+
+
+def _averaged_models_without_buffers(project: Project, training: Training
+                                     ) -> Iterable[tuple[FunctionInfo, int, str]]:
+    """``AveragedModel(model, ...)`` built without ``use_buffers=True`` around a model with a
+    BatchNorm, in a project that never recomputes the statistics (``update_bn``), the averaged
+    model used with its statistics: ``(fn, index of the call, how it is used)``."""
+    calls = [(fn, e) for fn, e in project.events("call")
+             if e.func in AVERAGED_MODELS or e.func.endswith("swa_utils.update_bn")]
+    if any(e.func.endswith("swa_utils.update_bn") for _, e in calls):
+        return
+    for fn, e in calls:
+        if not e.args or e.kwargs.get("use_buffers") == "True" or len(e.targets) != 1:
+            continue
+        i = fn.events.index(e)
+        if not holds_batchnorm(project, fn, i, e.args[0]):
+            continue
+        used = _evaluated(project, training, fn, e.targets[0], i + 1)
+        if used is not None:
+            yield fn, i, used
 
 
 def _evaluated(project: Project, training: Training, fn: FunctionInfo, module: str, i: int) -> Optional[str]:

@@ -54,9 +54,13 @@ def tests_of(event: Event) -> list[str]:
     return [c for c in event.conditions if not _MAIN_GUARD.search(c)]
 
 
+_PERIODIC_RETURN = re.compile(r"%\s*[\w.()\[\]]+\s*[!=]=")  # `return step % k == 0`, no `"%d" % n`
+
+
 def periodic_test(project: Project, test: str) -> bool:
     """A test that holds every k-th time (``(i + 1) % k == 0``), or a flag the program computes
-    so (``self.sync_gradients = self.micro_step % self.accum == 0``)."""
+    so (``self.sync_gradients = self.micro_step % self.accum == 0``), or a call of a function
+    that returns one (``if self.accum.ready():``)."""
     if "%" in test:
         return True
     memo = project.memo("periodic_flags")
@@ -65,6 +69,9 @@ def periodic_test(project: Project, test: str) -> bool:
         memo["state"] = state
         memo["names"] = {t.rsplit(".", 1)[-1] for _, e in project.events("assign")
                          if "%" in e.text.split("=", 1)[-1] for t in e.targets}
+        # and the functions that return one (`def ready(self): ... return self.count % k == 0`)
+        memo["names"] |= {project.functions[q].name for q in {fn.qualname for fn, e in project.events("return")
+                                                              if _PERIODIC_RETURN.search(e.text)}}
     return any(name.rsplit(".", 1)[-1] in memo["names"] for name in re.findall(r"[A-Za-z_][\w.]*", test))
 
 

@@ -8,7 +8,7 @@ from typing import Any, Iterable, Optional
 from auditor.findings import Finding, Severity, Status
 from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.dataflow import held_container
-from auditor.static.facts import FunctionInfo, Span
+from auditor.static.facts import Event, FunctionInfo, Span
 from auditor.static.project import Project
 from auditor.static.training import (Action, Origin, OptimizerBuild, Training, TrainingLoop,
                                      is_optimizer_class)
@@ -75,6 +75,40 @@ _KEEPING_TRAINER = (
     "        loss.backward()\n"
     "        self.optimizer.step()\n"
 )
+
+
+# a loop's base class whose constructor builds the model, the optimizer and runs a hook; a mixin
+# composed beside it rebuilds the model in the hook; `{order}`: the constructor's calls
+_REBUILT_IN_HOOK = (
+    "import torch\nfrom torch import nn\n"
+    "class LoopBase:\n"
+    "    def __init__(self):\n"
+    "{order}"
+    "    def configure_model(self):\n"
+    "        pass\n"
+    "    def build_model(self):\n"
+    "        return nn.Linear(4, 4)\n"
+    "    def build_optimizer(self):\n"
+    "        return torch.optim.Adam(self.model.parameters())\n"
+    "    def fit(self, loader):\n"
+    "        for x in loader:\n"
+    "            loss = self.loss(x)\n"
+    "            self.optimizer.zero_grad()\n"
+    "            loss.backward()\n"
+    "            self.optimizer.step()\n"
+    "class SeededInit:\n"
+    "    def configure_model(self):\n"
+    "        torch.manual_seed(0)\n"
+    "        self.model = self.build_model()\n"
+    "        super().configure_model()\n"
+    "class Trainer(SeededInit, LoopBase):\n"
+    "    def loss(self, x):\n"
+    "        return self.model(x).pow(2).mean()\n"
+    "def main(loader):\n"
+    "    Trainer().fit(loader)\n"
+)
+_BUILD, _OPTIM, _HOOK = ("        self.model = self.build_model()\n", "        self.optimizer = self.build_optimizer()\n",
+                         "        self.configure_model()\n")
 
 
 class OptimizerStaleModel(Rule):
@@ -153,6 +187,7 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
 """
 
     VALID = [
+        Valid(_REBUILT_IN_HOOK.format(order=_BUILD + _HOOK + _OPTIM)),
         # rebuilt in `setup`, which Lightning runs before `configure_optimizers`
         Valid(_LIT_REBUILD.format(hook="setup")),
         # a linear probe trained on embeddings the encoder returns detached: the probe's own
@@ -463,6 +498,9 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
         # entries, the model rebuilt after the optimizer (reported there, line 21)
         Invalid(_NOTEBOOK_CELLS.replace("{rebuild}", "model = build()\n"), line=21,
                 message_contains="new instance"),
+        # the optimizer built before the hook a mixin uses to rebuild the model: it holds the
+        # first model's parameters
+        Invalid(_REBUILT_IN_HOOK.format(order=_BUILD + _OPTIM + _HOOK), line=6),
     ]
 
     @classmethod
@@ -498,9 +536,11 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
                     # an instance made after the optimizer, by the code that built it, cannot
                     # be among its parameters, whatever the optimizer was given (a function
                     # parameter we cannot follow, say)
-                    later = [o for o in trained if cls._made_after(t, o, made)
-                             or cls._made_by_a_later_call(t, o, made, loop)]
-                    yield from (cls._stale(t, o, build, made, later=True) for o in later)
+                    ordered = {id(o): cls._made_by_a_later_call(t, o, made, loop) for o in trained}
+                    later = [o for o in trained if cls._made_after(t, o, made) or ordered[id(o)]]
+                    # (a later call in the loop's own function: the rebuild is the defect's line)
+                    yield from (cls._stale(t, o, build, made, later=True, hook=None if (
+                        h := ordered[id(o)]) is None or h in loop.fn.events else h) for o in later)
                     given = t.param_origins(build, made.via[-1] if made.via else None)
                     if not given or not all(o.known for o in given):
                         continue
@@ -529,26 +569,34 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
         return not build_loops & set(fn.events[o.site[1]].loop_ids)
 
     @staticmethod
-    def _made_by_a_later_call(t: Training, o: Origin, made: Origin, loop: TrainingLoop) -> bool:
+    def _made_by_a_later_call(t: Training, o: Origin, made: Origin, loop: TrainingLoop) -> Optional[Event]:
         """``o`` was made by a function that the training loop's own function calls after the
         call that builds the optimizer, before the loop: a LightningModule's ``on_train_start``
         rebuilding ``self.model`` after ``configure_optimizers``, a trainer's ``fit`` calling
-        ``self.build_optimizer()`` then ``self.reset_model()``."""
+        ``self.build_optimizer()`` then ``self.reset_model()``; or by a constructor that builds
+        the optimizer then runs a hook that rebuilds the model. The later call, or None."""
         if o.site[0] == made.site[0]:
-            return False
+            return None
         fn = loop.fn
         start = min((k for k, e in enumerate(fn.events) if loop.loop_id in e.loop_ids), default=len(fn.events))
-        building: Optional[int] = None
-        for k, e in enumerate(fn.events[:start]):
-            if e.kind != "call":
-                continue
-            for target in t.project.resolve_call(e, fn):
-                reached = {target, *t.project.reachable_from(target)}
-                if building is None and made.fn in reached:
-                    building = k
-                elif building is not None and o.site[0] in reached and made.fn not in reached:
-                    return True
-        return False
+        # the loop's function before the loop; and the function whose call built the optimizer
+        # (a constructor: `self.optimizer = self.build_optimizer()`, then `self.configure_model()`)
+        frames = [(fn, start)]
+        outer = t.project.function(made.via[0][0]) if made.via else None
+        if outer is not None and outer is not fn:
+            frames.append((outer, len(outer.events)))
+        for frame, stop in frames:
+            building: Optional[int] = None
+            for k, e in enumerate(frame.events[:stop]):
+                if e.kind != "call":
+                    continue
+                for target in t.project.resolve_call(e, frame):
+                    reached = {target, *t.project.reachable_from(target)}
+                    if building is None and made.fn in reached:
+                        building = k
+                    elif building is not None and o.site[0] in reached and made.fn not in reached:
+                        return e
+        return None
 
     @staticmethod
     def _trained(t: Training, backs: list[Action]) -> list[Origin]:
@@ -568,7 +616,11 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
             for sfn, j in found:
                 # calls inside a module are its submodules; those of the training code a module
                 # runs on itself (a LightningModule's `training_step`) are not
-                own = sfn.class_name == back.fn.class_name and sfn.name not in ("forward", "__call__")
+                # (one instance: the backward's class, a base or a subclass of it)
+                own = bool(sfn.class_name and back.fn.class_name) and sfn.name not in ("forward", "__call__") \
+                    and (sfn.class_name == back.fn.class_name
+                         or back.fn.class_name in t.project.lineage(sfn.class_name)
+                         or sfn.class_name in t.project.lineage(back.fn.class_name))
                 if j < 0 or (sfn.class_name and t.is_module_class(sfn.class_name) and not own):
                     continue
                 if t.module_call(sfn, j) and t.grad_off(sfn, j) is None:
@@ -587,9 +639,22 @@ No automatic fix: build the optimizer after the model is final (moved, wrapped, 
 
     @classmethod
     def _stale(cls, t: Training, trained: Origin, build: OptimizerBuild, made: Origin,
-               later: bool = False) -> Finding:
-        """``later``: the trained model is made after the optimizer, by a later call."""
+               later: bool = False, hook: Optional[Event] = None) -> Finding:
+        """``later``: the trained model is made after the optimizer, by a later call; ``hook``:
+        that call, when a `self` method run after the optimizer's own call site (the order
+        there is the defect: the optimizer is built before the hook that rebuilds the model)."""
         optimizer = f"{build.fn.path}:{build.event.span.line}"
+        outer = t.project.function(made.site[0]) if made.via else None
+        if hook is not None and outer is not None and made.site_span is not None \
+                and hook in outer.events and hook.func.startswith("self."):
+            model_fn = t.project.function(trained.site[0])
+            where = f"{model_fn.path}:{trained.site_span.line}" if model_fn and trained.site_span else "?"
+            return cls.make_finding(
+                outer.path, made.site_span,
+                f"the optimizer is built here, before `{hook.text}` (line {hook.span.line}), which "
+                f"makes the model trained anew ({where}): the optimizer holds the parameters of the "
+                f"first model, and the trained parameters never update",
+                fix=f"build the optimizer after `{hook.text}`")
         # the model's and the optimizer's statements in the caller's own code: a model made
         # after the optimizer in the same function, or by a later call, is the defect's line
         site_fn = t.project.function(trained.site[0])

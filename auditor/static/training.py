@@ -65,7 +65,7 @@ from auditor.static.dataflow import (MAX_INSTANCE_CLASSES, SHARING_METHODS, SHAR
 from auditor.static.facts import MODULE_SCOPE, ClassInfo, Event, FunctionInfo, Span
 from auditor.static.paths import (BACKWARD_METHODS, NO_GRAD_CONTEXTS, NOT_FORWARD, Identity, bindings,
                                   rebase)
-from auditor.static.project import CALL_ARGUMENT, Project
+from auditor.static.project import CALL_ARGUMENT, MAX_COMPOSED, Project
 from auditor.static.texts import container_items, dict_entries, top_level_items
 
 Site = tuple[FunctionInfo, int]
@@ -667,21 +667,20 @@ class Training:
             return self._statement_origin(*found, expr=expr, depth=depth)
         if expr.startswith("self.") and fn.class_name:
             out: list[Origin] = []
-            # the class's own methods; for a mixin, those of the classes it is mixed into
-            # (`self.model` a `CheckpointMixin` method reads is set by the trainer's base)
-            for owner in [fn.class_name, None]:
-                classes = [fn.class_name] if owner else list(dict.fromkeys(
-                    c for sub in self.project.subclasses(fn.class_name)
-                    for c in self.project.lineage(sub) if c != fn.class_name))
-                for qual in (q for c in classes for q in self.project.members(c)):
-                    if qual == fn.qualname:
-                        continue
-                    method = self.project.functions[qual]
-                    hit = self._assignment(method, expr, len(method.events))
-                    if hit is not None:
-                        out += self._statement_origin(*hit, expr=expr, depth=depth + 1)
-                if out:
-                    return out
+            # the methods of the class and its bases, and of the classes composed with it in a
+            # subclass (a mixin beside the trainer's base: `self.model` one sets, the other reads)
+            own = self.project.lineage(fn.class_name) or [fn.class_name]
+            composed = [c for sub in self.project.subclasses(fn.class_name)[:MAX_COMPOSED]
+                        for c in self.project.lineage(sub) if c not in own]
+            for qual in (q for c in dict.fromkeys(own + composed) for q in self.project.members(c)):
+                if qual == fn.qualname:
+                    continue
+                method = self.project.functions[qual]
+                hit = self._assignment(method, expr, len(method.events))
+                if hit is not None:
+                    out += self._statement_origin(*hit, expr=expr, depth=depth + 1)
+            if out:
+                return out
             out = self._property_origins(fn.class_name, expr[5:], depth)
             if out:
                 return out

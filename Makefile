@@ -55,6 +55,7 @@ validate-floor: venv
 	$(PY) -m benchmarks.validation --mode static --floor --heldout events
 	$(PY) -m benchmarks.validation --mode static --floor --heldout notebook
 	$(PY) -m benchmarks.validation --mode static --floor --heldout hetero
+	$(PY) -m benchmarks.validation --mode static --floor --heldout mixin
 
 bench: venv
 	$(PY) benchmarks/static_bench.py

@@ -656,6 +656,8 @@ purpose.
         for step, periodic in steps:
             reset = next((a for a in actions if a.kind == "reset" and _every_iteration(project, loop, a)
                           and same(a, step)
+                          # a reset before the loop of micro-steps its step is in (once per window)
+                          and not (a.fn is step.fn and set(step.event.loop_ids) - set(a.event.loop_ids))
                           # a step of that optimizer every iteration uses what the reset clears
                           and not any(same(a, other) for other, test in steps if test is None)),
                          None) if periodic else None

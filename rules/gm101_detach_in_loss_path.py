@@ -25,6 +25,7 @@ CUTS = ("detach", "detach_")
 # quadratic. Real training code has a handful; past these many the rest go unjudged, and the
 # file is reported as truncated (an `errors` entry), never silently.
 MAX_CUTS_PER_FUNCTION = 128
+STOP_GRADIENT_NAME = re.compile(r"stop|(^|_)sg(_|$)|detach|no_?grad", re.I)
 MAX_CUTS_PER_STATEMENT = 8  # each judgement also scans its statement's calls
 
 
@@ -96,8 +97,8 @@ backpropagated (`loss.backward()`, `scaler.scale(loss).backward()`, `torch.autog
 Lightning `training_step`), and the cut is the only way from that module to the loss.
 (Gradients turned off with `torch.no_grad()` / `inference_mode` are GM102's.)
 
-A call of a project function that only returns its argument detached (`def stopgrad(t): return
-t.detach()`) is a cut where it is called. A prediction detached inside a loss helper makes that
+A call of a project function named for stopping the gradient that only returns its argument
+detached (`def stopgrad(t): return t.detach()`) is a cut where it is called. A prediction detached inside a loss helper makes that
 term dead even when it is added to other, live terms. And where another term (a latent
 prediction) still reaches the encoder, a cut before the decoder is still reported when the
 decoded value is compared with the encoder's own input: the reconstruction no longer trains it.
@@ -866,9 +867,10 @@ review that the value was not meant to be a frozen target.
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
         findings: list[Finding] = []
-        # a stop-gradient helper's own `.detach()` is judged where it is called, on each argument
+        # a helper named for cutting the gradient (`stopgrad(t)`) is a tool: its `.detach()` is
+        # judged where it is called, on each argument; any other helper's body is judged as code
         helpers = {fn.name: fn.qualname for fn in project.functions.values()
-                   if df.stop_gradient_parameter(fn)}
+                   if STOP_GRADIENT_NAME.search(fn.name) and df.stop_gradient_parameter(fn)}
         for fn in list(project.functions.values()):
             if fn.class_name and df.is_autograd_function(project, fn.class_name) \
                     or fn.qualname in helpers.values():

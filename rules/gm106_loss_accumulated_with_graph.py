@@ -10,7 +10,7 @@ from auditor.rule import Invalid, Rule, Valid, Verdict
 from auditor.static.facts import MODULE_SCOPE, Event, FunctionInfo
 from auditor.static.paths import bindings
 from auditor.static.project import Project
-from auditor.static.texts import dict_entries, entries_read, entry, top_level_items
+from auditor.static.texts import dict_entries, entries_read, entry, outside_brackets, top_level_items
 from auditor.static.training import Training, TrainingLoop, detached_text, is_backward
 from auditor.static.values import holds_graph
 
@@ -105,9 +105,15 @@ _METRICS_STEP = (
 
 def _updates_itself(e: Event) -> bool:
     """An assignment whose value reads what it assigns (``acc = acc + v``, ``acc[k] =
-    acc.get(k, 0.0) + v``)."""
+    acc.get(k, 0.0) + v``, ``x = f(x)``)."""
     return bool(set(e.targets) & set(e.uses)) or len(e.targets) == 1 and e.text.startswith(e.targets[0] + "[") \
         and any(u.startswith(e.targets[0] + ".") for u in e.uses)
+
+
+def _adds_to_itself(e: Event) -> bool:
+    """An assignment that grows what it assigns by a sum (``acc = acc + v``, ``ema = 0.9 * ema
+    + 0.1 * v``), not one that transforms it (``data.x = self.saliency(data.x)``)."""
+    return _updates_itself(e) and "+" in outside_brackets(e.text.split("=", 1)[-1])
 
 
 def _outlives_call(project: Project, fn: FunctionInfo, acc: str) -> bool:
@@ -630,7 +636,7 @@ automatically because a tensor total may be used later on purpose.
         backwarded = {u for i in body if is_backward(fn.events[i]) for u in fn.events[i].uses}
         for i in body:
             e = fn.events[i]
-            if e.kind == "augassign" or (e.kind == "assign" and len(e.targets) == 1 and _updates_itself(e)):
+            if e.kind == "augassign" or (e.kind == "assign" and len(e.targets) == 1 and _adds_to_itself(e)):
                 acc, values = e.targets[0], [u for u in e.uses if u != e.targets[0]]
             elif e.kind == "call" and e.method in ("append", "extend", "add_") and e.receiver:
                 if e.args and all(NUMBER_CALL.match(a) for a in e.args):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Optional
+from typing import TYPE_CHECKING, Iterable, Iterator, Optional
 
 import libcst as cst
 
@@ -16,7 +16,7 @@ from auditor.static.config_truth import never_runs, setting_at_fault, switched_o
 from auditor.static.context import dotted
 from auditor.static import dataflow as df
 from auditor.static.dataflow import constructed_class, function_of, statement_of
-from auditor.static.facts import MODULE_SCOPE, FunctionInfo, Span
+from auditor.static.facts import MODULE_SCOPE, Event, FunctionInfo, Span
 from auditor.static.named_objects import configured_nodes
 from auditor.static.project import Project
 from auditor.static.texts import top_level_items
@@ -842,6 +842,15 @@ _BUFFER_LOOP = re.compile(r"for\s+(.+?)\s+in\s+(.+):\s*$")
 _BUFFERS_OF = re.compile(r"([\w.]+)\.(buffers|named_buffers)\(\)")
 
 
+def _loop_body(fn: FunctionInfo, k: int) -> Iterator[tuple[int, Event]]:
+    """The events of the body of the loop whose header is event ``k`` of ``fn``."""
+    inner = set(fn.events[k + 1].loop_ids) - set(fn.events[k].loop_ids)
+    for i in range(k + 1, len(fn.events)):
+        if not inner & set(fn.events[i].loop_ids):
+            return
+        yield i, fn.events[i]
+
+
 def _buffer_writes(project: Project) -> Iterable[tuple[FunctionInfo, int, str]]:
     """In-place writes (``b.copy_(x)``, ``b.mul_(m)``) into the buffers a loop walks, with the
     module whose buffers they are: ``(fn, event index, module expression)``."""
@@ -863,11 +872,7 @@ def _buffer_writes(project: Project) -> Iterable[tuple[FunctionInfo, int, str]]:
                 else:
                     continue
             held = {t: m.group(1) for t, m in zip(targets, sources)}
-            inner = set(fn.events[k + 1].loop_ids) - set(header.loop_ids)
-            for i in range(k + 1, len(fn.events)):
-                e = fn.events[i]
-                if not inner & set(e.loop_ids):
-                    break
+            for i, e in _loop_body(fn, k):
                 written = e.receiver.removesuffix(".data")
                 if e.kind == "call" and e.method in INPLACE and written in held:
                     yield fn, i, held[written]
@@ -900,11 +905,7 @@ def _averaged_without_buffers(project: Project) -> Iterable[tuple[FunctionInfo, 
                     or any(s.group(2) == "named_parameters" for s in sources):
                 continue
             held = {t: m.group(1) for t, m in zip(targets, sources)}
-            inner = set(fn.events[k + 1].loop_ids) - set(header.loop_ids)
-            for i in range(k + 1, len(fn.events)):
-                e = fn.events[i]
-                if not inner & set(e.loop_ids):
-                    break
+            for i, e in _loop_body(fn, k):
                 written = e.receiver.removesuffix(".data") if e.kind == "call" and e.method in _AVERAGING \
                     else e.targets[0].removesuffix(".data") if e.kind == "assign" and len(e.targets) == 1 \
                     and e.targets[0].endswith(".data") else ""

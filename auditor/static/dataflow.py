@@ -69,7 +69,7 @@ from typing import Callable, Iterable, Optional
 
 from auditor.static.conditions import excludes
 from auditor.static.facts import MODULE_SCOPE, Event, FunctionInfo, Span
-from auditor.static.texts import string_literal
+from auditor.static.texts import outside_brackets, string_literal
 from auditor.static.project import Project
 
 # -- vocabulary ----------------------------------------------------------------------------------
@@ -323,15 +323,7 @@ def _only_detached(stmt: Statement) -> bool:
 def _one_primary(text: str) -> bool:
     """``text`` is one name, attribute, call or subscript chain (no operator or comma outside
     brackets)."""
-    depth = 0
-    for ch in text:
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif not depth and not (_word(ch) or ch == "."):
-            return False
-    return bool(text) and depth == 0
+    return bool(text) and all(_word(ch) or ch == "." for ch in outside_brackets(text))
 
 
 def _value_text(stmt: Statement) -> str:

@@ -72,3 +72,17 @@ def loop_iterable(text: str) -> str:
     of ``for k in cfg.items:``; "" for any other statement."""
     header = _FOR_HEADER.match(text.split("\n", 1)[0])
     return header.group(1).strip() if header else ""
+
+
+def outside_brackets(text: str) -> str:
+    """The characters of ``text`` at bracket depth 0 (``f(a, b).x[i]`` -> ``f.x``); a closing
+    bracket too many leaves the depth at 0."""
+    depth, out = 0, []
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+        elif not depth:
+            out.append(ch)
+    return "".join(out)

@@ -34,7 +34,7 @@ from auditor.static.config_files import SUFFIXES, tree_configs, tree_text
 from auditor.static.dataflow import _bound, callers_of, definitions, statement_of
 from auditor.static.facts import Event, FunctionInfo
 from auditor.static.project import Project
-from auditor.static.texts import top_level_items
+from auditor.static.texts import outside_brackets, top_level_items
 from auditor.static.training import NON_DIFFERENTIABLE, Training, outer_call, statement_start
 
 NUMBER, DATA, GRAD, UNKNOWN = "number", "data", "grad", "unknown"
@@ -242,15 +242,7 @@ def _outer_call_index(fn: FunctionInfo, j: int) -> Optional[int]:
 def _one_term(value: str) -> bool:
     """The statement's value is one call chain (``n = x.size(0)``), not an expression around a
     call (``loss = a.item() + b``): no operator outside brackets."""
-    depth = 0
-    for ch in value:
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif depth == 0 and ch in "+-*/%@<>=|&":
-            return False
-    return bool(value)
+    return bool(value) and not any(ch in "+-*/%@<>=|&" for ch in outside_brackets(value))
 
 
 class Constants:

@@ -549,18 +549,11 @@ by a person, and the reference script must then do the same.
             line=26, message_contains="a model the optimizer trains",
         ),
         # torch's AveragedModel without `use_buffers=True`, its state saved as the published weights
-        Invalid(_BN_MODEL + "from torch.optim.swa_utils import AveragedModel\n"
-                "def main(loader):\n"
-                "    model = Enc()\n"
-                "    ema = AveragedModel(model)\n"
-                "    opt = torch.optim.Adam(model.parameters())\n"
-                "    for x in loader:\n"
-                "        loss = model(x).pow(2).mean()\n"
-                "        opt.zero_grad()\n"
-                "        loss.backward()\n"
-                "        opt.step()\n"
-                "        ema.update_parameters(model)\n"
-                "    torch.save(ema.state_dict(), 'ema.pt')\n", line=14, message_contains="use_buffers=True"),
+        Invalid(_BN_MODEL + "from torch.optim.swa_utils import AveragedModel\n" + _EMA_NO_BUFFERS.format(
+            use="    torch.save(teacher.state_dict(), 'ema.pt')\n").replace(
+            "copy.deepcopy(model)", "AveragedModel(model)").replace(
+            "ema_update(teacher, model, 0.99)", "teacher.update_parameters(model)"),
+                line=18, message_contains="use_buffers=True"),
         # the same teacher's parameters averaged and saved as the published weights: its
         # BatchNorm statistics are still those of the copy
         Invalid(_BN_MODEL + _EMA_NO_BUFFERS.format(use="    torch.save(teacher.state_dict(), 'ema.pt')\n"),

@@ -98,8 +98,8 @@ Lightning `training_step`), and the cut is the only way from that module to the 
 (Gradients turned off with `torch.no_grad()` / `inference_mode` are GM102's.)
 
 A call of a project function named for stopping the gradient that only returns its argument
-detached (`def stopgrad(t): return t.detach()`) is a cut where it is called. A prediction detached inside a loss helper makes that
-term dead even when it is added to other, live terms. And where another term (a latent
+detached (`def stopgrad(t): return t.detach()`) is a cut where it is called. A prediction
+detached inside a loss helper makes that term dead even when it is added to other, live terms. And where another term (a latent
 prediction) still reaches the encoder, a cut before the decoder is still reported when the
 decoded value is compared with the encoder's own input: the reconstruction no longer trains it.
 
@@ -1275,7 +1275,7 @@ def _is_target(project: Project, fn_cut: FunctionInfo, stmt_cut: df.Statement, f
 
 def _reduces(stmt: df.Statement, names: Iterable[str]) -> bool:
     """``stmt`` reduces one of ``names`` to a number of the loss: a whole ``.mean()`` /
-    ``.sum()`` of it, or a torch loss given it."""
+    ``.sum()`` of it."""
     for call in stmt.calls:
         if call.method in ("mean", "sum") and not call.args and not call.kwargs and \
                 any(df.mentions(call.receiver, n) for n in names):
